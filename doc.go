@@ -1,0 +1,34 @@
+// Package udrain makes node upgrades safe for gang-scheduled, multi-host
+// inference: groups of pods (LeaderWorkerSet, Ray, multi-node vLLM) that live
+// or die together.
+//
+// Draining nodes one at a time breaks the same group again and again;
+// draining many at once breaks many groups at once. udrain drains upgrade
+// domains (UDs, sets of nodes sharing a label value) in an order that a plain
+// PodDisruptionBudget over the groups' leaders can protect. The contract it
+// relies on has three layers:
+//
+//  1. Topology: all pods of a group sit in one UD; groups of one workload sit
+//     in different UDs.
+//  2. Delegated readiness: a group's leader is Ready only while every member
+//     of its group is healthy.
+//  3. A PDB over the leaders, which is then a budget of healthy groups.
+//
+// The module is a set of small packages; import only what you need:
+//
+//   - [github.com/udrain/udrain/topology]: upgrade domains from node labels,
+//     groups from pod labels or PodGroups, and an audit of the contract.
+//   - [github.com/udrain/udrain/eviction]: plan and execute the drain of one
+//     UD (protected pods first, then the rest), and the resumable rollout over
+//     all UDs. Compatible with k8s.io/kubectl/pkg/drain.
+//   - [github.com/udrain/udrain/readiness]: a leader's readiness endpoint that
+//     aggregates its group's health; its gate subpackage sets a readiness gate
+//     condition for workloads whose containers cannot change.
+//   - [github.com/udrain/udrain/gpu]: GPU node classification, including GPU
+//     nodes whose device plugin never advertised the GPUs.
+//   - [github.com/udrain/udrain/bootstrap]: wait until a server is reachable
+//     before starting (the worker-registration problem).
+//
+// The udrain command (cmd/udrain, also usable as "kubectl udrain") wraps all
+// of them for scripts and containers.
+package udrain
