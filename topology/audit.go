@@ -1,0 +1,327 @@
+package topology
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+)
+
+// FindingType names a rule of the placement contract.
+type FindingType string
+
+// The rules the audit checks.
+const (
+	// FindingPack: a group's pods sit in more than one domain, so draining
+	// either domain breaks it, and it is broken twice in a rollout.
+	FindingPack FindingType = "Pack"
+	// FindingSpread: two groups of one workload share a domain while another
+	// domain holds none of them, so one drain breaks both.
+	FindingSpread FindingType = "Spread"
+	// FindingUnprotectedLeader: no PDB selects a group's leader, so nothing
+	// stops a drain from breaking the group while others are down.
+	FindingUnprotectedLeader FindingType = "UnprotectedLeader"
+	// FindingMultiplePDBs: more than one PDB selects a pod; the Eviction API
+	// answers 500 for such a pod and it can never be evicted.
+	FindingMultiplePDBs FindingType = "MultiplePDBs"
+	// FindingProtectedWorker: a PDB selects a group's worker; its evictions
+	// in phase 2 may block on that budget.
+	FindingProtectedWorker FindingType = "ProtectedWorker"
+	// FindingControlPlaneQuorum: a domain holds so many control-plane nodes
+	// that draining it loses etcd quorum.
+	FindingControlPlaneQuorum FindingType = "ControlPlaneQuorum"
+)
+
+// Severity says whether a finding breaks the contract.
+type Severity string
+
+const (
+	// SeverityError breaks the contract: a drain would break groups it
+	// promises to protect, or cannot succeed.
+	SeverityError Severity = "Error"
+	// SeverityWarning is worth fixing but does not break a group.
+	SeverityWarning Severity = "Warning"
+)
+
+// Finding is one violation of the placement contract.
+type Finding struct {
+	Type     FindingType `json:"type"`
+	Severity Severity    `json:"severity"`
+	// Namespace and Group identify the group involved, if any.
+	Namespace string `json:"namespace,omitempty"`
+	Group     string `json:"group,omitempty"`
+	// Workload is the workload of the group(s) involved, if any.
+	Workload string   `json:"workload,omitempty"`
+	Domains  []string `json:"domains,omitempty"`
+	PDBs     []string `json:"pdbs,omitempty"`
+	Pods     []string `json:"pods,omitempty"`
+	Nodes    []string `json:"nodes,omitempty"`
+	// Message says what is wrong and what to fix.
+	Message string `json:"message"`
+}
+
+// AuditInput is what the audit looks at.
+type AuditInput struct {
+	Layout *Layout
+	Groups []Group
+	PDBs   []policyv1.PodDisruptionBudget
+	// Pods are checked for multiple PDBs; groups' members are checked
+	// whether or not they are listed here.
+	Pods []corev1.Pod
+}
+
+// Report is the result of an audit.
+type Report struct {
+	Findings []Finding `json:"findings"`
+}
+
+// Errors returns the findings of SeverityError.
+func (r Report) Errors() []Finding { return r.bySeverity(SeverityError) }
+
+// Warnings returns the findings of SeverityWarning.
+func (r Report) Warnings() []Finding { return r.bySeverity(SeverityWarning) }
+
+func (r Report) bySeverity(s Severity) []Finding {
+	var out []Finding
+	for _, f := range r.Findings {
+		if f.Severity == s {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Err returns a *ContractError holding the error findings, or nil.
+func (r Report) Err() error {
+	if errs := r.Errors(); len(errs) > 0 {
+		return &ContractError{Findings: errs}
+	}
+	return nil
+}
+
+// ContractError reports violations of the placement contract.
+type ContractError struct {
+	Findings []Finding
+}
+
+func (e *ContractError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "placement contract violated (%d finding(s))", len(e.Findings))
+	for i, f := range e.Findings {
+		if i == 5 {
+			fmt.Fprintf(&b, "; and %d more", len(e.Findings)-5)
+			break
+		}
+		fmt.Fprintf(&b, "; %s: %s", f.Type, f.Message)
+	}
+	return b.String()
+}
+
+// Audit checks the placement contract: each group packed in one domain,
+// groups of a workload spread over domains, every leader under exactly one
+// PDB, no worker under a PDB, no pod under two PDBs, and no domain holding
+// enough control-plane nodes to lose etcd quorum. Findings come in a
+// deterministic order.
+func Audit(in AuditInput) Report {
+	var r Report
+	idx := NewPDBIndex(in.PDBs)
+	r.Findings = append(r.Findings, auditControlPlane(in.Layout)...)
+	r.Findings = append(r.Findings, auditPack(in.Layout, in.Groups)...)
+	r.Findings = append(r.Findings, auditSpread(in.Layout, in.Groups)...)
+	r.Findings = append(r.Findings, auditPDBs(idx, in.Groups, in.Pods)...)
+	return r
+}
+
+// groupDomains returns the domains of a group's scheduled members.
+func groupDomains(l *Layout, g *Group) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, p := range g.Members {
+		if p.Spec.NodeName == "" || l == nil {
+			continue
+		}
+		if d, ok := l.DomainOf(p.Spec.NodeName); ok && !seen[d] {
+			seen[d] = true
+			out = append(out, d)
+		}
+	}
+	sortNatural(out)
+	return out
+}
+
+func auditPack(l *Layout, groups []Group) []Finding {
+	var out []Finding
+	for i := range groups {
+		g := &groups[i]
+		ds := groupDomains(l, g)
+		if len(ds) < 2 {
+			continue
+		}
+		var pods []string
+		for _, p := range g.Members {
+			if d, ok := l.DomainOf(p.Spec.NodeName); ok {
+				pods = append(pods, p.Name+"@"+d)
+			}
+		}
+		out = append(out, Finding{
+			Type: FindingPack, Severity: SeverityError,
+			Namespace: g.ID.Namespace, Group: g.ID.Name, Workload: g.Workload,
+			Domains: ds, Pods: pods,
+			Message: fmt.Sprintf("group %s spans %d upgrade domains (%s): each drain of one of them breaks it, so a rollout breaks it %d times; pack the group into one domain with a required pod affinity on the domain label %q to its leader",
+				g.ID, len(ds), strings.Join(ds, ", "), len(ds), l.LabelKey),
+		})
+	}
+	return out
+}
+
+func auditSpread(l *Layout, groups []Group) []Finding {
+	if l == nil || len(l.Domains) < 2 {
+		return nil
+	}
+	type wkey struct {
+		kind         Kind
+		ns, workload string
+	}
+	perDomain := map[wkey]map[string][]string{}
+	var order []wkey
+	for i := range groups {
+		g := &groups[i]
+		k := wkey{g.ID.Kind, g.ID.Namespace, g.Workload}
+		if perDomain[k] == nil {
+			perDomain[k] = map[string][]string{}
+			order = append(order, k)
+		}
+		for _, d := range groupDomains(l, g) {
+			perDomain[k][d] = append(perDomain[k][d], g.ID.Name)
+		}
+	}
+	var out []Finding
+	for _, k := range order {
+		m := perDomain[k]
+		var empty []string
+		for _, d := range l.Domains {
+			if len(m[d.Name]) == 0 {
+				empty = append(empty, d.Name)
+			}
+		}
+		if len(empty) == 0 {
+			continue
+		}
+		for _, d := range l.Domains {
+			names := m[d.Name]
+			if len(names) < 2 {
+				continue
+			}
+			sortNatural(names)
+			out = append(out, Finding{
+				Type: FindingSpread, Severity: SeverityError,
+				Namespace: k.ns, Workload: k.workload,
+				Domains: []string{d.Name},
+				Message: fmt.Sprintf("%d groups of workload %s/%s (%s) share upgrade domain %s while %s hold(s) none: draining %s breaks them all at once; spread the leaders with a topologySpreadConstraint (maxSkew 1, whenUnsatisfiable DoNotSchedule) on the domain label %q",
+					len(names), k.ns, k.workload, strings.Join(names, ", "), d.Name, abbreviate(empty, 5), d.Name, l.LabelKey),
+			})
+		}
+	}
+	return out
+}
+
+func auditPDBs(idx *PDBIndex, groups []Group, pods []corev1.Pod) []Finding {
+	var out []Finding
+	multi := map[podKey]bool{}
+	checkMulti := func(p *corev1.Pod, g *Group) {
+		k := podKey{p.Namespace, p.Name}
+		if multi[k] {
+			return
+		}
+		pdbs := idx.For(p)
+		if len(pdbs) < 2 {
+			return
+		}
+		multi[k] = true
+		f := Finding{
+			Type: FindingMultiplePDBs, Severity: SeverityError,
+			Namespace: p.Namespace, PDBs: PDBNames(pdbs), Pods: []string{p.Name},
+			Message: fmt.Sprintf("pod %s/%s is selected by %d PodDisruptionBudgets (%s): the Eviction API refuses to evict it (HTTP 500); narrow the selectors so that one PDB selects it",
+				p.Namespace, p.Name, len(pdbs), strings.Join(PDBNames(pdbs), ", ")),
+		}
+		if g != nil {
+			f.Group, f.Workload = g.ID.Name, g.Workload
+		}
+		out = append(out, f)
+	}
+	for i := range groups {
+		g := &groups[i]
+		for _, p := range g.Members {
+			checkMulti(p, g)
+		}
+		if g.Leader != nil {
+			if len(idx.For(g.Leader)) == 0 {
+				out = append(out, Finding{
+					Type: FindingUnprotectedLeader, Severity: SeverityError,
+					Namespace: g.ID.Namespace, Group: g.ID.Name, Workload: g.Workload,
+					Pods: []string{g.Leader.Name},
+					Message: fmt.Sprintf("leader %s/%s of group %s is selected by no PodDisruptionBudget: nothing stops a drain from breaking this group while others are down; create a PDB over the leaders (selector on the leader labels, minAvailable = groups - 1)",
+						g.Leader.Namespace, g.Leader.Name, g.ID),
+				})
+			}
+		}
+		var protectedWorkers []string
+		pdbSet := map[string]bool{}
+		for _, p := range g.Members {
+			if p == g.Leader || g.Leader == nil {
+				continue
+			}
+			if pdbs := idx.For(p); len(pdbs) > 0 {
+				protectedWorkers = append(protectedWorkers, p.Name)
+				for _, n := range PDBNames(pdbs) {
+					pdbSet[n] = true
+				}
+			}
+		}
+		if len(protectedWorkers) > 0 {
+			out = append(out, Finding{
+				Type: FindingProtectedWorker, Severity: SeverityWarning,
+				Namespace: g.ID.Namespace, Group: g.ID.Name, Workload: g.Workload,
+				Pods: protectedWorkers, PDBs: sortedKeys(pdbSet),
+				Message: fmt.Sprintf("%d worker(s) of group %s are selected by a PodDisruptionBudget (%s): they are evicted in phase 1 with the leaders and may block there; select only leaders (e.g. add %s=0 to the selector)",
+					len(protectedWorkers), g.ID, strings.Join(sortedKeys(pdbSet), ", "), LWSWorkerIndexLabel),
+			})
+		}
+	}
+	for i := range pods {
+		checkMulti(&pods[i], nil)
+	}
+	return out
+}
+
+func auditControlPlane(l *Layout) []Finding {
+	if l == nil || l.ControlPlaneTotal == 0 {
+		return nil
+	}
+	n := l.ControlPlaneTotal
+	tolerable := (n - 1) / 2
+	var out []Finding
+	for _, d := range l.Domains {
+		if len(d.ControlPlaneNodes) <= tolerable {
+			continue
+		}
+		out = append(out, Finding{
+			Type: FindingControlPlaneQuorum, Severity: SeverityError,
+			Domains: []string{d.Name}, Nodes: d.ControlPlaneNodes,
+			Message: fmt.Sprintf("upgrade domain %s holds %d of the cluster's %d control-plane nodes; etcd keeps quorum only while at most %d are down, so draining %s loses quorum; spread the control-plane nodes so that no domain holds more than %d",
+				d.Name, len(d.ControlPlaneNodes), n, tolerable, d.Name, tolerable),
+		})
+	}
+	return out
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
