@@ -1,0 +1,182 @@
+package bootstrap
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"syscall"
+)
+
+// FailureClass names why one attempt to reach the server failed. The classes
+// follow what a worker typically sees while its server starts: first the
+// Service's DNS record is missing, then nothing listens, then the server
+// answers but is not ready.
+type FailureClass string
+
+const (
+	// ClassNone is the class of an attempt that succeeded, or of a WaitError
+	// whose wait ended before any attempt completed.
+	ClassNone FailureClass = ""
+	// ClassDNSNotFound: the name does not exist ("no such host", glibc's
+	// "Name or service not known"). In a cluster this is usually a Service
+	// that does not exist yet, or a wrong name or namespace.
+	ClassDNSNotFound FailureClass = "DNSNotFound"
+	// ClassDNSTemporary: the resolver did not give an answer (timeout,
+	// SERVFAIL, "Temporary failure in name resolution").
+	ClassDNSTemporary FailureClass = "DNSTemporary"
+	// ClassConnectionRefused: the address exists but nothing listens on the
+	// port, or the Service has no ready endpoints.
+	ClassConnectionRefused FailureClass = "ConnectionRefused"
+	// ClassTimeout: the attempt did not finish within the per-attempt timeout
+	// (or before the overall deadline).
+	ClassTimeout FailureClass = "Timeout"
+	// ClassTLSUnknownAuthority: the server's certificate is not signed by a
+	// trusted CA.
+	ClassTLSUnknownAuthority FailureClass = "TLSUnknownAuthority"
+	// ClassTLSNameMismatch: the server's certificate is not valid for the name
+	// the client expects.
+	ClassTLSNameMismatch FailureClass = "TLSNameMismatch"
+	// ClassTLSHandshake: any other TLS failure: a plain-HTTP server behind an
+	// https:// URL, a rejected or missing client certificate, an expired
+	// certificate.
+	ClassTLSHandshake FailureClass = "TLSHandshake"
+	// ClassHTTPStatus: the server answered with a status code that does not
+	// count as ready (the code is in WaitError.StatusCode and
+	// Attempt.StatusCode).
+	ClassHTTPStatus FailureClass = "HTTPStatus"
+	// ClassUnexpectedBody: the status was accepted but Options.CheckBody
+	// rejected the body.
+	ClassUnexpectedBody FailureClass = "UnexpectedBody"
+	// ClassOther: anything else (connection reset, no route to host, a
+	// malformed response).
+	ClassOther FailureClass = "Other"
+)
+
+// Hint says, in one sentence, what a class usually means and what to check.
+// It returns "" for ClassNone.
+func (c FailureClass) Hint() string {
+	switch c {
+	case ClassNone:
+		return ""
+	case ClassDNSNotFound:
+		return "the name does not resolve: the server's Service may not exist yet; check its name and namespace"
+	case ClassDNSTemporary:
+		return "the DNS resolver did not answer: check that cluster DNS is running and reachable"
+	case ClassConnectionRefused:
+		return "nothing accepts connections on that port yet: the server may still be starting, or the port or the Service's targetPort is wrong"
+	case ClassTimeout:
+		return "the server did not answer in time: it may be overloaded or hung, or a network policy drops the traffic"
+	case ClassTLSUnknownAuthority:
+		return "the server certificate is signed by an unknown CA: give the CA bundle that signed it (Options.CAFile)"
+	case ClassTLSNameMismatch:
+		return "the server certificate is not valid for this name: use a name it was issued for, or set Options.ServerName"
+	case ClassTLSHandshake:
+		return "the TLS handshake failed: check the scheme (http:// vs https://) and the client certificate"
+	case ClassHTTPStatus:
+		return "the server answers but is not ready yet; if this status means ready, list it in Options.StatusCodes"
+	case ClassUnexpectedBody:
+		return "the server answers but its body fails Options.CheckBody"
+	default:
+		return "unexpected failure: see the error"
+	}
+}
+
+// statusError is the failure of an attempt whose HTTP status is not accepted.
+type statusError struct {
+	code   int
+	status string // e.g. "503 Service Unavailable"
+	want   string // e.g. "2xx" or "200, 204"
+}
+
+func (e *statusError) Error() string {
+	return fmt.Sprintf("server answered %s, want %s", e.status, e.want)
+}
+
+// bodyError is the failure of an attempt whose body Options.CheckBody
+// rejected.
+type bodyError struct{ err error }
+
+func (e *bodyError) Error() string { return "unexpected response body: " + e.err.Error() }
+func (e *bodyError) Unwrap() error { return e.err }
+
+// Classify returns the class of an attempt's error. It is a pure function of
+// the error chain (errors.As and errors.Is), so it also classifies errors a
+// caller got from its own net or net/http calls. A nil error is ClassNone.
+//
+// A DNS lookup that times out is ClassDNSTemporary rather than ClassTimeout:
+// the resolver, not the server, is what did not answer.
+func Classify(err error) FailureClass {
+	if err == nil {
+		return ClassNone
+	}
+	var se *statusError
+	if errors.As(err, &se) {
+		return ClassHTTPStatus
+	}
+	var be *bodyError
+	if errors.As(err, &be) {
+		return ClassUnexpectedBody
+	}
+	// TLS verification errors first: they carry no DNS or errno cause.
+	var unknownAuthority x509.UnknownAuthorityError
+	if errors.As(err, &unknownAuthority) {
+		return ClassTLSUnknownAuthority
+	}
+	var hostname x509.HostnameError
+	if errors.As(err, &hostname) {
+		return ClassTLSNameMismatch
+	}
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		if dnsErr.IsNotFound {
+			return ClassDNSNotFound
+		}
+		return ClassDNSTemporary
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return ClassConnectionRefused
+	}
+	if isTLSFailure(err) {
+		return ClassTLSHandshake
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
+		return ClassTimeout
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) && netErr.Timeout() {
+		return ClassTimeout
+	}
+	return ClassOther
+}
+
+// isTLSFailure reports TLS failures other than the two verification errors
+// Classify names on their own.
+func isTLSFailure(err error) bool {
+	var (
+		certInvalid x509.CertificateInvalidError
+		verify      *tls.CertificateVerificationError
+		record      tls.RecordHeaderError
+		alert       tls.AlertError
+	)
+	switch {
+	case errors.As(err, &certInvalid), errors.As(err, &verify),
+		errors.As(err, &record), errors.As(err, &alert),
+		errors.Is(err, http.ErrSchemeMismatch):
+		return true
+	}
+	// The crypto/tls package reports many handshake failures as plain
+	// errors whose text starts with "tls: " (for example a remote alert read
+	// after a TLS 1.3 handshake, or a bad certificate from the server).
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if strings.HasPrefix(e.Error(), "tls: ") || strings.HasPrefix(e.Error(), "remote error: tls: ") {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,387 @@
+package bootstrap
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"net/textproto"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/clock"
+)
+
+const (
+	// DefaultAttemptTimeout bounds one attempt (DNS lookup, connect, TLS
+	// handshake, request and body) when Options.AttemptTimeout is zero.
+	DefaultAttemptTimeout = 5 * time.Second
+	// DefaultLogEvery is how often, in attempts, a still-failing wait logs a
+	// progress line when Options.LogEvery is zero.
+	DefaultLogEvery = 10
+	// maxBodyBytes is how much of a response body is read (and given to
+	// Options.CheckBody); the rest is discarded.
+	maxBodyBytes = 64 << 10
+)
+
+// DefaultBackoff returns the backoff used when Options.Backoff is the zero
+// value: 250ms, doubling to a cap of 2s, each delay stretched by up to 20% at
+// random so that many workers started together spread out. Attempts are
+// then at most 2.4s apart, so a recovered server is noticed within 2.4s (a
+// fixed "sleep 5" loop takes up to 5s), at the cost of about one attempt
+// every 2.2s while the server is down.
+func DefaultBackoff() wait.Backoff {
+	return wait.Backoff{
+		Duration: 250 * time.Millisecond,
+		Factor:   2,
+		Jitter:   0.2,
+		Cap:      2 * time.Second,
+	}
+}
+
+// Options configures WaitForServer. The zero value waits for a 2xx (HTTP) or
+// a connect (TCP) with DefaultBackoff and DefaultAttemptTimeout, until the
+// context ends.
+type Options struct {
+	// Timeout bounds the whole wait, on top of any deadline of the context.
+	// Zero means no bound beyond the context. WaitForServer returns as soon
+	// as the next attempt could not start before the deadline, so it may
+	// return slightly before it.
+	Timeout time.Duration
+	// AttemptTimeout bounds one attempt. Zero means DefaultAttemptTimeout.
+	AttemptTimeout time.Duration
+	// MaxAttempts bounds the number of attempts. Zero means no bound.
+	MaxAttempts int
+	// Backoff spaces the attempts: wait.Backoff.Step gives the delay after
+	// each failure. The zero value means DefaultBackoff. Steps, if positive,
+	// bounds how many times the delay grows (as in wait.Backoff); zero means
+	// it grows until Cap, which is then required when Factor > 1. Steps does
+	// not bound the attempts: use MaxAttempts. With Jitter, a delay at the cap
+	// may exceed Cap by up to Jitter*Cap.
+	Backoff wait.Backoff
+
+	// StatusCodes are the HTTP status codes that count as ready. Empty means
+	// any 2xx. Redirects are not followed: list a 3xx here to accept it.
+	StatusCodes []int
+	// CheckBody, if set, is called with the first 64 KiB of the body of a
+	// response whose status was accepted; an error fails the attempt with
+	// ClassUnexpectedBody. See BodyContains.
+	CheckBody func(body []byte) error
+	// Header is added to every HTTP request. Values are never logged.
+	Header http.Header
+	// HeaderFiles maps a header name to a file holding its value (surrounding
+	// whitespace trimmed), e.g. "Authorization" to a file containing
+	// "Bearer <token>". Files are read once, when WaitForServer starts.
+	// Values are never logged and are scrubbed from error messages.
+	HeaderFiles map[string]string
+	// BearerTokenFile, if set, names a file holding a bearer token (for
+	// example a projected service account token); requests carry
+	// "Authorization: Bearer <token>". Read once, never logged.
+	BearerTokenFile string
+
+	// CAFile is a PEM bundle of the CAs that may sign the server certificate
+	// (https targets). Empty means the system roots.
+	CAFile string
+	// ServerName is the name the server certificate must be valid for
+	// (https targets). Empty means the target's host.
+	ServerName string
+	// ClientCertFile and ClientKeyFile are a PEM client certificate and key
+	// for servers that require one (https targets). Set both or neither.
+	ClientCertFile string
+	ClientKeyFile  string
+
+	// LogEvery is how often, in attempts, a still-failing wait logs a
+	// progress line, besides the lines on the first failure and on every
+	// change of failure. Zero means DefaultLogEvery; negative means never.
+	LogEvery int
+	// OnAttempt, if set, is called after every attempt, successful or not,
+	// from the goroutine running WaitForServer. It must not block for long:
+	// the next attempt waits for it.
+	OnAttempt func(Attempt)
+
+	// Test hooks. clock drives elapsed time and the delays between attempts
+	// (not the timeouts of the network calls); dial replaces the dialer of
+	// TCP targets and of the HTTP transport.
+	clock clock.Clock
+	dial  func(ctx context.Context, network, address string) (net.Conn, error)
+}
+
+// BodyContains returns a CheckBody function that accepts a body containing
+// s, e.g. BodyContains("ok") for a healthz endpoint.
+func BodyContains(s string) func(body []byte) error {
+	return func(body []byte) error {
+		if strings.Contains(string(body), s) {
+			return nil
+		}
+		const show = 80
+		got := string(body)
+		if len(got) > show {
+			got = got[:show] + "..."
+		}
+		return fmt.Errorf("body does not contain %q (got %q)", s, got)
+	}
+}
+
+// settings are the validated Options with defaults applied.
+type settings struct {
+	timeout        time.Duration
+	attemptTimeout time.Duration
+	maxAttempts    int
+	backoff        wait.Backoff
+	statusCodes    map[int]bool
+	wantStatus     string
+	checkBody      func([]byte) error
+	header         http.Header
+	tlsConfig      *tls.Config
+	logEvery       int
+	onAttempt      func(Attempt)
+	clock          clock.Clock
+	dial           func(ctx context.Context, network, address string) (net.Conn, error)
+	secrets        secrets
+}
+
+// settings validates o against t and applies the defaults. Files are read
+// here, so a missing file is reported before the first attempt.
+func (o Options) settings(t *target) (*settings, error) {
+	s := &settings{
+		timeout:        o.Timeout,
+		attemptTimeout: o.AttemptTimeout,
+		maxAttempts:    o.MaxAttempts,
+		checkBody:      o.CheckBody,
+		logEvery:       o.LogEvery,
+		onAttempt:      o.OnAttempt,
+		clock:          o.clock,
+		dial:           o.dial,
+	}
+	switch {
+	case o.Timeout < 0:
+		return nil, inputErrorf("Timeout %v is negative: use 0 for no bound", o.Timeout)
+	case o.AttemptTimeout < 0:
+		return nil, inputErrorf("AttemptTimeout %v is negative: use 0 for the default (%v)", o.AttemptTimeout, DefaultAttemptTimeout)
+	case o.MaxAttempts < 0:
+		return nil, inputErrorf("MaxAttempts %d is negative: use 0 for no bound", o.MaxAttempts)
+	}
+	if s.attemptTimeout == 0 {
+		s.attemptTimeout = DefaultAttemptTimeout
+	}
+	if s.logEvery == 0 {
+		s.logEvery = DefaultLogEvery
+	}
+	if s.clock == nil {
+		s.clock = clock.RealClock{}
+	}
+	if s.dial == nil {
+		s.dial = (&net.Dialer{}).DialContext
+	}
+	b, err := normalizeBackoff(o.Backoff)
+	if err != nil {
+		return nil, err
+	}
+	s.backoff = b
+
+	httpOnly := func(field string) error {
+		return inputErrorf("%s is set but target %s is not http:// or https://: drop it or use an http(s) target", field, t.redacted)
+	}
+	httpsOnly := func(field string) error {
+		return inputErrorf("%s is set but target %s is not https://: drop it or use an https:// target", field, t.redacted)
+	}
+	if t.isTCP() {
+		switch {
+		case len(o.StatusCodes) > 0:
+			return nil, httpOnly("StatusCodes")
+		case o.CheckBody != nil:
+			return nil, httpOnly("CheckBody")
+		case len(o.Header) > 0:
+			return nil, httpOnly("Header")
+		case len(o.HeaderFiles) > 0:
+			return nil, httpOnly("HeaderFiles")
+		case o.BearerTokenFile != "":
+			return nil, httpOnly("BearerTokenFile")
+		}
+	}
+	if !t.isHTTPS() {
+		switch {
+		case o.CAFile != "":
+			return nil, httpsOnly("CAFile")
+		case o.ServerName != "":
+			return nil, httpsOnly("ServerName")
+		case o.ClientCertFile != "" || o.ClientKeyFile != "":
+			return nil, httpsOnly("ClientCertFile/ClientKeyFile")
+		}
+	}
+
+	if len(o.StatusCodes) > 0 {
+		s.statusCodes = make(map[int]bool, len(o.StatusCodes))
+		var want []string
+		for _, c := range o.StatusCodes {
+			if c < 100 || c > 599 {
+				return nil, inputErrorf("StatusCodes holds %d: HTTP status codes are 100 to 599", c)
+			}
+			if !s.statusCodes[c] {
+				want = append(want, fmt.Sprint(c))
+			}
+			s.statusCodes[c] = true
+		}
+		sort.Strings(want)
+		s.wantStatus = strings.Join(want, ", ")
+	} else {
+		s.wantStatus = "2xx"
+	}
+
+	header, secretValues, err := o.buildHeader()
+	if err != nil {
+		return nil, err
+	}
+	s.header = header
+	s.secrets = newSecrets(t.u, secretValues)
+
+	if t.isHTTPS() {
+		if s.tlsConfig, err = o.buildTLSConfig(t); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// normalizeBackoff applies the default and checks the fields, see
+// Options.Backoff.
+func normalizeBackoff(b wait.Backoff) (wait.Backoff, error) {
+	if b == (wait.Backoff{}) {
+		b = DefaultBackoff()
+	}
+	switch {
+	case b.Duration <= 0:
+		return b, inputErrorf("Backoff.Duration %v must be positive, e.g. 250ms (or leave Backoff zero for the default)", b.Duration)
+	case b.Factor < 0 || (b.Factor > 0 && b.Factor < 1):
+		return b, inputErrorf("Backoff.Factor %v must be 0 (constant delay) or at least 1", b.Factor)
+	case b.Jitter < 0:
+		return b, inputErrorf("Backoff.Jitter %v is negative: use 0 for none or e.g. 0.2", b.Jitter)
+	case b.Cap < 0:
+		return b, inputErrorf("Backoff.Cap %v is negative", b.Cap)
+	case b.Steps < 0:
+		return b, inputErrorf("Backoff.Steps %d is negative: use 0 to grow until Cap", b.Steps)
+	}
+	if b.Steps == 0 && b.Factor > 1 {
+		if b.Cap == 0 {
+			return b, inputErrorf("Backoff.Cap must be set when Backoff.Factor > 1, or the delay grows without bound: e.g. Cap: 5*time.Second")
+		}
+		// wait.Backoff only grows the delay while Steps > 0.
+		b.Steps = math.MaxInt32
+	}
+	return b, nil
+}
+
+// buildHeader merges Header, HeaderFiles and BearerTokenFile. It returns the
+// values to scrub from messages: every value read from a file, and the values
+// of headers whose names look like credentials.
+func (o Options) buildHeader() (http.Header, []string, error) {
+	h := make(http.Header)
+	var secretValues []string
+	for name, values := range o.Header {
+		for _, v := range values {
+			if err := checkHeader(name, v); err != nil {
+				return nil, nil, err
+			}
+			h.Add(name, v)
+			if isCredentialHeader(name) {
+				secretValues = append(secretValues, v)
+			}
+		}
+	}
+	names := make([]string, 0, len(o.HeaderFiles))
+	for name := range o.HeaderFiles {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		v, err := readValueFile("HeaderFiles["+name+"]", o.HeaderFiles[name])
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := checkHeader(name, "(from file)"); err != nil {
+			return nil, nil, err
+		}
+		if strings.ContainsAny(v, "\r\n\x00") {
+			return nil, nil, inputErrorf("HeaderFiles[%s]: file %s holds more than one line: a header value must be one line", name, o.HeaderFiles[name])
+		}
+		h.Set(name, v)
+		secretValues = append(secretValues, v)
+	}
+	if o.BearerTokenFile != "" {
+		tok, err := readValueFile("BearerTokenFile", o.BearerTokenFile)
+		if err != nil {
+			return nil, nil, err
+		}
+		if strings.ContainsAny(tok, " \r\n\x00") {
+			return nil, nil, inputErrorf("BearerTokenFile %s does not hold a single token (it has spaces or several lines)", o.BearerTokenFile)
+		}
+		h.Set("Authorization", "Bearer "+tok)
+		secretValues = append(secretValues, tok)
+	}
+	return h, secretValues, nil
+}
+
+func readValueFile(field, path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", inputErrorf("%s: cannot read %s: %v", field, path, err)
+	}
+	v := strings.TrimSpace(string(data))
+	if v == "" {
+		return "", inputErrorf("%s: file %s is empty", field, path)
+	}
+	return v, nil
+}
+
+func checkHeader(name, value string) error {
+	if name == "" || strings.ContainsAny(name, " \t\r\n:") {
+		return inputErrorf("header name %q is not valid: use a token like Authorization or X-Api-Key", name)
+	}
+	// The value is not quoted here: it may be a credential.
+	if strings.ContainsAny(value, "\r\n\x00") {
+		return inputErrorf("header %s has a value with a line break: a header value must be one line", textproto.CanonicalMIMEHeaderKey(name))
+	}
+	return nil
+}
+
+func isCredentialHeader(name string) bool {
+	n := strings.ToLower(name)
+	for _, s := range []string{"authorization", "cookie", "token", "secret", "key", "auth", "password"} {
+		if strings.Contains(n, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func (o Options) buildTLSConfig(t *target) (*tls.Config, error) {
+	c := &tls.Config{ServerName: o.ServerName, MinVersion: tls.VersionTLS12}
+	if o.CAFile != "" {
+		pem, err := os.ReadFile(o.CAFile)
+		if err != nil {
+			return nil, inputErrorf("CAFile: cannot read %s: %v", o.CAFile, err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, inputErrorf("CAFile %s holds no PEM certificate: give a PEM bundle (-----BEGIN CERTIFICATE-----)", o.CAFile)
+		}
+		c.RootCAs = pool
+	}
+	switch {
+	case o.ClientCertFile != "" && o.ClientKeyFile != "":
+		cert, err := tls.LoadX509KeyPair(o.ClientCertFile, o.ClientKeyFile)
+		if err != nil {
+			return nil, inputErrorf("cannot load the client certificate %s with key %s: %v", o.ClientCertFile, o.ClientKeyFile, err)
+		}
+		c.Certificates = []tls.Certificate{cert}
+	case o.ClientCertFile != "" || o.ClientKeyFile != "":
+		return nil, inputErrorf("set both ClientCertFile and ClientKeyFile for %s, or neither", t.redacted)
+	}
+	return c, nil
+}
