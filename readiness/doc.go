@@ -1,0 +1,52 @@
+// Package readiness makes a group's leader ready only while every member of
+// its group is healthy: the "delegated readiness" layer of the udrain
+// contract. With it, a PodDisruptionBudget over the leaders becomes a budget
+// of healthy groups, and draining an upgrade domain cannot break more groups
+// than the budget allows.
+//
+// A [Checker] checks a fixed list of [Member]s ([HTTPCheck]: any 2xx is
+// healthy; [TCPCheck]: a connection is accepted; or a [CheckFunc] of your
+// own) and serves the verdict through [Checker.Handler] in the exact text
+// format of the kube-apiserver's /readyz (?verbose, ?exclude=, /readyz/<member>).
+// [MembersFromLWSEnv] builds the member list of a LeaderWorkerSet group from
+// the variables LeaderWorkerSet sets in the leader pod. Point the leader's
+// readinessProbe at /readyz, with timeoutSeconds above [Options.Timeout].
+//
+// How it behaves under load and failure:
+//
+//   - All members are checked concurrently, each within
+//     [Options.MemberTimeout] and all within [Options.Timeout], so one hanging
+//     member costs one member timeout, not a probe timeout.
+//   - Results are reused for [Options.TTL], and concurrent requests share one
+//     round of checks: a burst of probes causes at most one check per member
+//     per TTL.
+//   - A member that cannot be resolved or refuses connections is down at
+//     once; one that answers badly or slowly is down after
+//     [Options.FailureThreshold] consecutive failures; one not checked yet is
+//     not ready. These rules are the pure functions [Classify],
+//     [MemberState.Observe], [MemberState.Verdict] and [GroupReady], which the
+//     readiness-gate controller in readiness/gate applies to member pods too.
+//   - The members are fixed when the checker is built: no request can choose
+//     what is dialed. Member answers are read up to a size limit, and every
+//     network call has a deadline.
+//
+// What it is not for:
+//
+//   - Liveness. Never wire group health into a livenessProbe: when a worker
+//     fails, the kubelet would restart the healthy leader, and the group
+//     would lose more than it had lost. Keep the leader's livenessProbe on its
+//     own process.
+//   - Workloads whose containers cannot change: readiness/gate sets a
+//     readiness-gate condition on the leader from the member pods' status
+//     instead.
+//   - Discovering members at run time: the member list is fixed; a group
+//     whose size changes gets a new leader pod (as LeaderWorkerSet does).
+//
+// Members found by DNS name (as with LeaderWorkerSet) need the group's
+// headless Service to publish not-ready addresses, which LeaderWorkerSet's
+// does: otherwise an unready leader could not resolve its own name, and would
+// never become ready.
+//
+// The package uses the standard library only and does not log: it reports
+// through return values and the [Options.OnChange] callback.
+package readiness

@@ -1,0 +1,180 @@
+package readiness
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"syscall"
+)
+
+// The aggregation rules live here as small pure functions so that every
+// component deciding group health (the in-pod endpoint of this package and
+// the readiness-gate controller of readiness/gate) applies the same ones.
+
+// Class says how one check result counts toward a member's verdict.
+type Class int
+
+const (
+	// Passed means the check succeeded.
+	Passed Class = iota
+	// SoftFailure means the member was reachable but unhealthy or slow (a
+	// non-2xx answer, a timeout, a reset): it may recover, so it counts
+	// toward the failure threshold.
+	SoftFailure
+	// HardFailure means the member is gone: its name does not resolve, it
+	// refuses connections, or a caller said so with [Gone]. It counts as
+	// down at once, whatever the failure threshold.
+	HardFailure
+)
+
+// String returns the name of the class.
+func (c Class) String() string {
+	switch c {
+	case Passed:
+		return "passed"
+	case SoftFailure:
+		return "soft failure"
+	case HardFailure:
+		return "hard failure"
+	default:
+		return fmt.Sprintf("Class(%d)", int(c))
+	}
+}
+
+// Classify returns the class of a check's result: [Passed] for nil,
+// [HardFailure] for a name that does not resolve (DNS "no such host"), a
+// refused connection, a [*GoneError] or a [*ConfigError] (a check that can
+// never succeed), and [SoftFailure] for everything else, timeouts included. A
+// temporary DNS failure is soft: it says nothing about the member.
+func Classify(err error) Class {
+	if err == nil {
+		return Passed
+	}
+	var gone *GoneError
+	var config *ConfigError
+	var dns *net.DNSError
+	switch {
+	case errors.As(err, &gone), errors.As(err, &config):
+		return HardFailure
+	case errors.As(err, &dns) && dns.IsNotFound:
+		return HardFailure
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return HardFailure
+	default:
+		return SoftFailure
+	}
+}
+
+// GoneError marks a member as gone (evicted, deleted, unreachable for good),
+// so that [Classify] counts it as a [HardFailure].
+type GoneError struct {
+	// Err says how the member is known to be gone.
+	Err error
+}
+
+// Gone wraps err so that the member counts as down at once. A [CheckFunc]
+// returns it when it knows the member will not come back by itself; the
+// readiness-gate controller returns it for an evicted or deleted pod. Gone(nil)
+// returns nil.
+func Gone(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &GoneError{Err: err}
+}
+
+func (e *GoneError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the wrapped error.
+func (e *GoneError) Unwrap() error { return e.Err }
+
+// ErrNotCheckedYet is the verdict of a member that no check has finished for:
+// not knowing is not ready.
+var ErrNotCheckedYet = errors.New("not checked yet")
+
+// MemberState is what the rules remember about one member between checks.
+// The zero value is a member that has not been checked yet.
+type MemberState struct {
+	// Checks counts the finished checks.
+	Checks int
+	// ConsecutiveFailures counts the failures since the last passed check.
+	ConsecutiveFailures int
+	// LastClass is the class of the last check.
+	LastClass Class
+	// LastErr is the error of the last check, nil if it passed.
+	LastErr error
+}
+
+// Observe returns the state after one more check that returned err,
+// classified with [Classify]. It does not change s.
+func (s MemberState) Observe(err error) MemberState {
+	s.Checks++
+	s.LastErr = err
+	s.LastClass = Classify(err)
+	if s.LastClass == Passed {
+		s.ConsecutiveFailures = 0
+	} else {
+		s.ConsecutiveFailures++
+	}
+	return s
+}
+
+// Verdict returns nil if the member counts as healthy, else why not:
+// [ErrNotCheckedYet] before the first check, or a [*DownError] after a hard
+// failure or after failureThreshold consecutive soft failures. A threshold
+// below 1 counts as 1 (the first failure counts). Soft failures below the
+// threshold are tolerated: the member still counts as healthy.
+func (s MemberState) Verdict(failureThreshold int) error {
+	failureThreshold = max(failureThreshold, 1)
+	switch {
+	case s.Checks == 0:
+		return ErrNotCheckedYet
+	case s.LastClass == Passed:
+		return nil
+	case s.LastClass == HardFailure, s.ConsecutiveFailures >= failureThreshold:
+		return &DownError{Class: s.LastClass, Failures: s.ConsecutiveFailures, Threshold: failureThreshold, Err: s.LastErr}
+	default:
+		return nil
+	}
+}
+
+// DownError is the verdict of a member that counts as down.
+type DownError struct {
+	// Class is the class of the last check.
+	Class Class
+	// Failures is the number of consecutive failed checks.
+	Failures int
+	// Threshold is the failure threshold that applied.
+	Threshold int
+	// Err is the error of the last check.
+	Err error
+}
+
+// Error returns the last check's error, prefixed with the count of
+// consecutive failures only when a threshold above 1 was passed, so that with
+// the default threshold the text is the check's own (as the kube-apiserver
+// shows it on a per-check path).
+func (e *DownError) Error() string {
+	if e.Class == SoftFailure && e.Threshold > 1 {
+		return fmt.Sprintf("%d consecutive failures: %v", e.Failures, e.Err)
+	}
+	return e.Err.Error()
+}
+
+// Unwrap returns the last check's error.
+func (e *DownError) Unwrap() error { return e.Err }
+
+// GroupReady reports whether a group whose members have these verdicts (see
+// [MemberState.Verdict]) is ready: it has at least one member and every
+// verdict is nil. An empty group is not ready: nothing shows it healthy.
+func GroupReady(verdicts []error) bool {
+	if len(verdicts) == 0 {
+		return false
+	}
+	for _, v := range verdicts {
+		if v != nil {
+			return false
+		}
+	}
+	return true
+}
