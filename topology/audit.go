@@ -130,7 +130,7 @@ func Audit(in AuditInput) Report {
 	r.Findings = append(r.Findings, auditControlPlane(in.Layout)...)
 	r.Findings = append(r.Findings, auditPack(in.Layout, in.Groups)...)
 	r.Findings = append(r.Findings, auditSpread(in.Layout, in.Groups)...)
-	r.Findings = append(r.Findings, auditPDBs(idx, in.Groups, in.Pods)...)
+	r.Findings = append(r.Findings, auditPDBs(in.Layout, idx, in.Groups, in.Pods)...)
 	return r
 }
 
@@ -149,6 +149,17 @@ func groupDomains(l *Layout, g *Group) []string {
 	}
 	sortNatural(out)
 	return out
+}
+
+// podDomains returns the domain of a scheduled pod as a one-element list.
+func podDomains(l *Layout, p *corev1.Pod) []string {
+	if l == nil {
+		return nil
+	}
+	if d, ok := l.DomainOf(p.Spec.NodeName); ok {
+		return []string{d}
+	}
+	return nil
 }
 
 func auditPack(l *Layout, groups []Group) []Finding {
@@ -227,7 +238,7 @@ func auditSpread(l *Layout, groups []Group) []Finding {
 	return out
 }
 
-func auditPDBs(idx *PDBIndex, groups []Group, pods []corev1.Pod) []Finding {
+func auditPDBs(l *Layout, idx *PDBIndex, groups []Group, pods []corev1.Pod) []Finding {
 	var out []Finding
 	multi := map[podKey]bool{}
 	checkMulti := func(p *corev1.Pod, g *Group) {
@@ -242,7 +253,7 @@ func auditPDBs(idx *PDBIndex, groups []Group, pods []corev1.Pod) []Finding {
 		multi[k] = true
 		f := Finding{
 			Type: FindingMultiplePDBs, Severity: SeverityError,
-			Namespace: p.Namespace, PDBs: PDBNames(pdbs), Pods: []string{p.Name},
+			Namespace: p.Namespace, PDBs: PDBNames(pdbs), Pods: []string{p.Name}, Domains: podDomains(l, p),
 			Message: fmt.Sprintf("pod %s/%s is selected by %d PodDisruptionBudgets (%s): the Eviction API refuses to evict it (HTTP 500); narrow the selectors so that one PDB selects it",
 				p.Namespace, p.Name, len(pdbs), strings.Join(PDBNames(pdbs), ", ")),
 		}
@@ -261,7 +272,7 @@ func auditPDBs(idx *PDBIndex, groups []Group, pods []corev1.Pod) []Finding {
 				out = append(out, Finding{
 					Type: FindingUnprotectedLeader, Severity: SeverityError,
 					Namespace: g.ID.Namespace, Group: g.ID.Name, Workload: g.Workload,
-					Pods: []string{g.Leader.Name},
+					Pods: []string{g.Leader.Name}, Domains: podDomains(l, g.Leader),
 					Message: fmt.Sprintf("leader %s/%s of group %s is selected by no PodDisruptionBudget: nothing stops a drain from breaking this group while others are down; create a PDB over the leaders (selector on the leader labels, minAvailable = groups - 1)",
 						g.Leader.Namespace, g.Leader.Name, g.ID),
 				})
@@ -284,7 +295,7 @@ func auditPDBs(idx *PDBIndex, groups []Group, pods []corev1.Pod) []Finding {
 			out = append(out, Finding{
 				Type: FindingProtectedWorker, Severity: SeverityWarning,
 				Namespace: g.ID.Namespace, Group: g.ID.Name, Workload: g.Workload,
-				Pods: protectedWorkers, PDBs: sortedKeys(pdbSet),
+				Pods: protectedWorkers, PDBs: sortedKeys(pdbSet), Domains: groupDomains(l, g),
 				Message: fmt.Sprintf("%d worker(s) of group %s are selected by a PodDisruptionBudget (%s): they are evicted in phase 1 with the leaders and may block there; select only leaders (e.g. add %s=0 to the selector)",
 					len(protectedWorkers), g.ID, strings.Join(sortedKeys(pdbSet), ", "), LWSWorkerIndexLabel),
 			})
