@@ -3,8 +3,11 @@ package bootstrap
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
+	"sync/atomic"
 )
 
 // outcome is the result of one attempt.
@@ -48,8 +51,12 @@ func newProbe(t *target, s *settings) (probe, func()) {
 	url := t.u.String()
 	return func(ctx context.Context) outcome {
 		var out outcome
+		// The transport runs the lookup in another goroutine.
+		var lookups atomic.Int32
 		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-			GotConn: func(info httptrace.GotConnInfo) { out.remoteAddr = info.Conn.RemoteAddr().String() },
+			DNSStart: func(httptrace.DNSStartInfo) { lookups.Add(1) },
+			DNSDone:  func(httptrace.DNSDoneInfo) { lookups.Add(-1) },
+			GotConn:  func(info httptrace.GotConnInfo) { out.remoteAddr = info.Conn.RemoteAddr().String() },
 		})
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
@@ -60,6 +67,9 @@ func newProbe(t *target, s *settings) (probe, func()) {
 		resp, err := client.Do(req)
 		if err != nil {
 			out.err = err
+			if lookups.Load() > 0 && ctx.Err() != nil {
+				out.err = lookupTimedOut(err, t.u.Hostname())
+			}
 			return out
 		}
 		defer resp.Body.Close()
@@ -82,6 +92,20 @@ func newProbe(t *target, s *settings) (probe, func()) {
 		}
 		return out
 	}, transport.CloseIdleConnections
+}
+
+// lookupTimedOut turns the bare context error that net/http returns when
+// the attempt times out during the DNS lookup into a *net.DNSError, so that
+// it is classified as a DNS failure rather than a slow server. The
+// *url.Error stays outermost and the context error stays in the chain.
+func lookupTimedOut(err error, host string) error {
+	dnsErr := &net.DNSError{Err: "no answer before the attempt timed out", Name: host, IsTimeout: true, IsTemporary: true}
+	if ue, ok := err.(*url.Error); ok {
+		dnsErr.UnwrapErr = ue.Err
+		return &url.Error{Op: ue.Op, URL: ue.URL, Err: dnsErr}
+	}
+	dnsErr.UnwrapErr = err
+	return dnsErr
 }
 
 func (s *settings) statusOK(code int) bool {

@@ -242,9 +242,8 @@ func redactError(err error, t *target, s secrets) error {
 	if err == nil {
 		return nil
 	}
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		// net/http returns the *url.Error itself; replace it whole.
+	if ue, ok := err.(*url.Error); ok {
+		// net/http returns a *url.Error quoting the URL; replace it.
 		err = &url.Error{Op: ue.Op, URL: t.redacted, Err: ue.Err}
 	}
 	return &redactedError{err: err, secrets: s}
