@@ -69,7 +69,7 @@ type AuditInput struct {
 	PDBs   []policyv1.PodDisruptionBudget
 	// Pods are checked for multiple PDBs; groups' members are checked
 	// whether or not they are listed here.
-	Pods []corev1.Pod
+	Pods []*corev1.Pod
 }
 
 // Report is the result of an audit.
@@ -238,7 +238,7 @@ func auditSpread(l *Layout, groups []Group) []Finding {
 	return out
 }
 
-func auditPDBs(l *Layout, idx *PDBIndex, groups []Group, pods []corev1.Pod) []Finding {
+func auditPDBs(l *Layout, idx *PDBIndex, groups []Group, pods []*corev1.Pod) []Finding {
 	var out []Finding
 	multi := map[podKey]bool{}
 	checkMulti := func(p *corev1.Pod, g *Group) {
@@ -301,8 +301,8 @@ func auditPDBs(l *Layout, idx *PDBIndex, groups []Group, pods []corev1.Pod) []Fi
 			})
 		}
 	}
-	for i := range pods {
-		checkMulti(&pods[i], nil)
+	for _, p := range pods {
+		checkMulti(p, nil)
 	}
 	return out
 }

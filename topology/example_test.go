@@ -42,7 +42,7 @@ func ExampleFindGroups() {
 		}}
 	}
 	pods := []corev1.Pod{member("llama-0-1", "1"), member("llama-0", "0")}
-	for _, g := range topology.FindGroups(pods) {
+	for _, g := range topology.FindGroups(topology.PodPointers(pods)) {
 		fmt.Printf("%s leader=%s members=%v expected=%d\n", g.ID, g.Leader.Name, g.MemberNames(), g.ExpectedSize())
 	}
 	// Output:
@@ -66,7 +66,8 @@ func ExampleAudit() {
 	worker.Labels = map[string]string{topology.LWSNameLabel: "llama", topology.LWSGroupIndexLabel: "0", topology.LWSWorkerIndexLabel: "1"}
 	pods := []corev1.Pod{leader, worker}
 
-	report := topology.Audit(topology.AuditInput{Layout: layout, Groups: topology.FindGroups(pods), Pods: pods})
+	ptrs := topology.PodPointers(pods)
+	report := topology.Audit(topology.AuditInput{Layout: layout, Groups: topology.FindGroups(ptrs), Pods: ptrs})
 	for _, f := range report.Findings {
 		fmt.Println(f.Severity, f.Type, f.Group, f.Domains)
 	}

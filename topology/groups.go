@@ -233,18 +233,18 @@ func (g *Group) MemberNames() []string {
 }
 
 // FindGroups sorts pods into groups. Each pod goes to the first grouper that
-// claims it; pods no grouper claims belong to no group. The groups point into
-// pods, which must not change while the groups are in use. With no groupers,
+// claims it; pods no grouper claims belong to no group. The groups hold the
+// pointers given, so pods (from an informer cache, or PodPointers over a
+// list) must not change while the groups are in use. With no groupers,
 // DefaultGroupers are used. Groups are ordered by namespace, then name in
 // natural order.
-func FindGroups(pods []corev1.Pod, groupers ...Grouper) []Group {
+func FindGroups(pods []*corev1.Pod, groupers ...Grouper) []Group {
 	if len(groupers) == 0 {
 		groupers = DefaultGroupers()
 	}
 	var groups []Group
 	index := map[GroupID]int{}
-	for i := range pods {
-		pod := &pods[i]
+	for _, pod := range pods {
 		for _, grouper := range groupers {
 			m, ok := grouper(pod)
 			if !ok {
@@ -284,6 +284,16 @@ func FindGroups(pods []corev1.Pod, groupers ...Grouper) []Group {
 		return x.Kind < y.Kind
 	})
 	return groups
+}
+
+// PodPointers returns pointers to the items of a pod list, the form
+// FindGroups and Audit take.
+func PodPointers(items []corev1.Pod) []*corev1.Pod {
+	out := make([]*corev1.Pod, len(items))
+	for i := range items {
+		out[i] = &items[i]
+	}
+	return out
 }
 
 // GroupIndex maps pods to their group.

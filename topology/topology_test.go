@@ -273,7 +273,7 @@ func TestFindGroups(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := summarize(FindGroups(tc.pods, tc.groupers...))
+			got := summarize(FindGroups(PodPointers(tc.pods), tc.groupers...))
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("groups (-want +got):\n%s", diff)
 			}
@@ -283,7 +283,7 @@ func TestFindGroups(t *testing.T) {
 
 func TestGroupIndex(t *testing.T) {
 	pods := []corev1.Pod{lws("ns", "w", "0", "0", "n", "2"), lws("ns", "w", "0", "1", "n", "2")}
-	gi := NewGroupIndex(FindGroups(pods))
+	gi := NewGroupIndex(FindGroups(PodPointers(pods)))
 	g, ok := gi.GroupOf("ns", "w-0-1")
 	if !ok || g.ID.Name != "w-0" {
 		t.Fatalf("GroupOf(w-0-1) = %v, %v", g, ok)
@@ -425,7 +425,8 @@ func TestAudit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := Audit(AuditInput{Layout: l, Groups: FindGroups(tc.pods), PDBs: tc.pdbs, Pods: tc.pods})
+			ptrs := PodPointers(tc.pods)
+			r := Audit(AuditInput{Layout: l, Groups: FindGroups(ptrs), PDBs: tc.pdbs, Pods: ptrs})
 			var got []finding
 			for _, f := range r.Findings {
 				if f.Message == "" {
