@@ -115,25 +115,20 @@ func Classify(err error) FailureClass {
 	if err == nil {
 		return ClassNone
 	}
-	var se *statusError
-	if errors.As(err, &se) {
+	if _, ok := errors.AsType[*statusError](err); ok {
 		return ClassHTTPStatus
 	}
-	var be *bodyError
-	if errors.As(err, &be) {
+	if _, ok := errors.AsType[*bodyError](err); ok {
 		return ClassUnexpectedBody
 	}
 	// TLS verification errors first: they carry no DNS or errno cause.
-	var unknownAuthority x509.UnknownAuthorityError
-	if errors.As(err, &unknownAuthority) {
+	if _, ok := errors.AsType[x509.UnknownAuthorityError](err); ok {
 		return ClassTLSUnknownAuthority
 	}
-	var hostname x509.HostnameError
-	if errors.As(err, &hostname) {
+	if _, ok := errors.AsType[x509.HostnameError](err); ok {
 		return ClassTLSNameMismatch
 	}
-	var dnsErr *net.DNSError
-	if errors.As(err, &dnsErr) {
+	if dnsErr, ok := errors.AsType[*net.DNSError](err); ok {
 		if dnsErr.IsNotFound {
 			return ClassDNSNotFound
 		}
@@ -148,35 +143,43 @@ func Classify(err error) FailureClass {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
 		return ClassTimeout
 	}
-	var netErr net.Error
-	if errors.As(err, &netErr) && netErr.Timeout() {
+	if netErr, ok := errors.AsType[net.Error](err); ok && netErr.Timeout() {
 		return ClassTimeout
+	}
+	// crypto/tls reports some handshake failures as plain errors whose text
+	// starts with "tls: ", e.g. an alert from the server read after a TLS 1.3
+	// handshake ("remote error: tls: certificate required").
+	if strings.HasPrefix(innermost(err).Error(), "tls: ") {
+		return ClassTLSHandshake
 	}
 	return ClassOther
 }
 
-// isTLSFailure reports TLS failures other than the two verification errors
-// Classify names on their own.
+// isTLSFailure reports the typed TLS failures other than the two
+// verification errors Classify names on their own.
 func isTLSFailure(err error) bool {
-	var (
-		certInvalid x509.CertificateInvalidError
-		verify      *tls.CertificateVerificationError
-		record      tls.RecordHeaderError
-		alert       tls.AlertError
-	)
-	switch {
-	case errors.As(err, &certInvalid), errors.As(err, &verify),
-		errors.As(err, &record), errors.As(err, &alert),
-		errors.Is(err, http.ErrSchemeMismatch):
+	if _, ok := errors.AsType[x509.CertificateInvalidError](err); ok {
 		return true
 	}
-	// The crypto/tls package reports many handshake failures as plain
-	// errors whose text starts with "tls: " (for example a remote alert read
-	// after a TLS 1.3 handshake, or a bad certificate from the server).
-	for e := err; e != nil; e = errors.Unwrap(e) {
-		if strings.HasPrefix(e.Error(), "tls: ") || strings.HasPrefix(e.Error(), "remote error: tls: ") {
-			return true
-		}
+	if _, ok := errors.AsType[*tls.CertificateVerificationError](err); ok {
+		return true
 	}
-	return false
+	if _, ok := errors.AsType[tls.RecordHeaderError](err); ok {
+		return true
+	}
+	if _, ok := errors.AsType[tls.AlertError](err); ok {
+		return true
+	}
+	return errors.Is(err, http.ErrSchemeMismatch)
+}
+
+// innermost follows a single-error Unwrap chain to its end.
+func innermost(err error) error {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err
+		}
+		err = next
+	}
 }
