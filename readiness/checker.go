@@ -267,14 +267,19 @@ func (c *Checker) run(ctx context.Context, f *fanOut) {
 	}
 	c.checkedAt = start
 	f.report = c.reportLocked()
-	c.inflight = nil
 	c.mu.Unlock()
 
+	// The fan-out stays in progress until the callbacks return, so that
+	// the next one cannot overtake them. Meanwhile requests get the fresh
+	// results (or, with TTL < 0, wait), and OnChange may call Snapshot.
 	if c.opts.OnChange != nil {
 		for _, m := range changed {
 			c.opts.OnChange(m)
 		}
 	}
+	c.mu.Lock()
+	c.inflight = nil
+	c.mu.Unlock()
 	close(f.done)
 }
 

@@ -398,6 +398,23 @@ func TestOnChange(t *testing.T) {
 	}
 }
 
+func TestOnChangeMayReadTheChecker(t *testing.T) {
+	var c *readiness.Checker
+	var readyInCallback []bool
+	c, err := readiness.NewChecker([]readiness.Member{{Name: "a", Check: fixed(nil)}}, readiness.Options{
+		TTL:      -1,
+		OnChange: func(readiness.MemberResult) { readyInCallback = append(readyInCallback, c.Snapshot().Ready()) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Check(t.Context())
+	c.Check(t.Context()) // no change, no call
+	if diff := cmp.Diff([]bool{true}, readyInCallback); diff != "" {
+		t.Errorf("Snapshot().Ready() seen by OnChange (-want +got):\n%s", diff)
+	}
+}
+
 func TestReportMember(t *testing.T) {
 	r := readiness.Report{Members: []readiness.MemberResult{{Name: "a"}, {Name: "b", Err: readiness.ErrNotCheckedYet}}}
 	if m, ok := r.Member("b"); !ok || m.Name != "b" {

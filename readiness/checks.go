@@ -113,6 +113,7 @@ type HTTPStatusError struct {
 	Body string
 }
 
+// Error describes the problem.
 func (e *HTTPStatusError) Error() string {
 	msg := fmt.Sprintf("GET %s: %s", e.URL, e.Status)
 	if e.Body != "" {

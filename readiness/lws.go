@@ -49,6 +49,7 @@ type EnvError struct {
 	Problem string
 }
 
+// Error describes the problem.
 func (e *EnvError) Error() string {
 	return fmt.Sprintf("readiness: environment variable %s=%q: %s", e.Name, e.Value, e.Problem)
 }

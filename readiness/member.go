@@ -37,6 +37,7 @@ type ConfigError struct {
 	Problem string
 }
 
+// Error describes the problem.
 func (e *ConfigError) Error() string {
 	return fmt.Sprintf("readiness: invalid %s: %s", e.Field, e.Problem)
 }

@@ -83,6 +83,7 @@ func Gone(err error) error {
 	return &GoneError{Err: err}
 }
 
+// Error describes the problem.
 func (e *GoneError) Error() string { return e.Err.Error() }
 
 // Unwrap returns the wrapped error.

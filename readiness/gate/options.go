@@ -1,0 +1,211 @@
+package gate
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+
+	"github.com/udrain/udrain/topology"
+)
+
+// Defaults of [Options] and [LeaderElection].
+const (
+	// DefaultWorkers is the number of groups reconciled concurrently.
+	DefaultWorkers = 4
+	// DefaultLeaseName names the Lease that replicas elect a leader with.
+	DefaultLeaseName = "udrain-readiness-gate"
+	// DefaultLeaseDuration, DefaultRenewDeadline and DefaultRetryPeriod are
+	// the values of the Kubernetes controllers' own leader election.
+	DefaultLeaseDuration = 15 * time.Second
+	DefaultRenewDeadline = 10 * time.Second
+	DefaultRetryPeriod   = 2 * time.Second
+)
+
+// Options configures a [Controller]. The zero value watches all namespaces,
+// groups pods with [topology.DefaultGroupers] and runs without leader
+// election (run one replica only).
+type Options struct {
+	// Namespace limits the controller to one namespace; empty means all.
+	Namespace string
+	// Selector is a label selector (as for kubectl -l) limiting the pods
+	// the controller watches; empty means all. It must select every member
+	// of a group, not only leaders: a member it leaves out counts as
+	// missing.
+	Selector string
+	// Groupers sort pods into groups (see [topology.FindGroups]); nil means
+	// [topology.DefaultGroupers] (LeaderWorkerSet, then Ray).
+	Groupers []topology.Grouper
+	// Workers is the number of groups reconciled concurrently; 0 means
+	// [DefaultWorkers].
+	Workers int
+	// ResyncPeriod, if positive, re-reconciles every group that often even
+	// without pod events; 0 reacts to events only.
+	ResyncPeriod time.Duration
+	// RateLimiter paces the retries of a group whose reconcile failed; nil
+	// means workqueue.DefaultTypedControllerRateLimiter.
+	RateLimiter workqueue.TypedRateLimiter[topology.GroupID]
+	// LeaderElection, if set, makes replicas elect one writer through a
+	// Lease: set it whenever more than one replica may run. See the package
+	// documentation for why.
+	LeaderElection *LeaderElection
+	// Clock gives the condition's lastTransitionTime; nil means the system
+	// clock.
+	Clock clock.PassiveClock
+	// OnChange, if set, is called after each write of a leader's condition.
+	// Calls are serialized; keep it short, it holds up the other workers'
+	// callbacks.
+	OnChange func(Change)
+}
+
+// LeaderElection configures the election of one writing replica through a
+// coordination.k8s.io Lease.
+type LeaderElection struct {
+	// Namespace of the Lease. Required.
+	Namespace string
+	// Name of the Lease; empty means [DefaultLeaseName]. Replicas that
+	// watch the same pods must use the same Lease.
+	Name string
+	// Identity of this replica; empty means "<hostname>_<random UUID>".
+	// Each replica needs its own.
+	Identity string
+	// LeaseDuration, RenewDeadline and RetryPeriod work as in
+	// k8s.io/client-go/tools/leaderelection; 0 means DefaultLeaseDuration,
+	// DefaultRenewDeadline and DefaultRetryPeriod.
+	LeaseDuration time.Duration
+	RenewDeadline time.Duration
+	RetryPeriod   time.Duration
+	// OnNewLeader, if set, is called with the identity of each leader this
+	// replica observes (its own included).
+	OnNewLeader func(identity string)
+}
+
+// Change is one write of a leader's condition, as given to
+// [Options.OnChange].
+type Change struct {
+	// Group is the group whose health changed.
+	Group topology.GroupID
+	// Leader is the name of the leader pod written to (in Group.Namespace).
+	Leader string
+	// Previous is the condition before the write; nil if there was none.
+	Previous *corev1.PodCondition
+	// Condition is the condition written.
+	Condition corev1.PodCondition
+}
+
+// String formats the change for a log line or a terminal, e.g.
+// "inference/vllm-0: udrain.dev/group-ready=False MemberNotReady: vllm-0-2 not ready; 3/4 members healthy".
+func (c Change) String() string {
+	return fmt.Sprintf("%s/%s: %s=%s %s: %s", c.Group.Namespace, c.Leader, c.Condition.Type, c.Condition.Status, c.Condition.Reason, c.Condition.Message)
+}
+
+// ConfigError reports options that cannot work. It says which field is
+// wrong and what to do.
+type ConfigError struct {
+	// Field names the setting, e.g. "Options.Selector".
+	Field string
+	// Problem says what is wrong and how to fix it.
+	Problem string
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("readiness gate: invalid %s: %s", e.Field, e.Problem)
+}
+
+// complete validates o and fills in the defaults.
+func (o Options) complete() (Options, labels.Selector, error) {
+	if o.Namespace != "" {
+		if errs := validation.IsDNS1123Label(o.Namespace); len(errs) > 0 {
+			return o, nil, &ConfigError{Field: "Options.Namespace", Problem: fmt.Sprintf("%q is not a namespace name: %s", o.Namespace, strings.Join(errs, "; "))}
+		}
+	}
+	sel, err := labels.Parse(o.Selector)
+	if err != nil {
+		return o, nil, &ConfigError{Field: "Options.Selector", Problem: fmt.Sprintf("%v; write it as for kubectl -l, e.g. leaderworkerset.sigs.k8s.io/name=vllm", err)}
+	}
+	switch {
+	case o.Workers < 0:
+		return o, nil, &ConfigError{Field: "Options.Workers", Problem: fmt.Sprintf("%d is negative; use 0 for the default (%d)", o.Workers, DefaultWorkers)}
+	case o.ResyncPeriod < 0:
+		return o, nil, &ConfigError{Field: "Options.ResyncPeriod", Problem: fmt.Sprintf("%v is negative; use 0 to react to events only", o.ResyncPeriod)}
+	}
+	if o.Workers == 0 {
+		o.Workers = DefaultWorkers
+	}
+	if len(o.Groupers) == 0 {
+		o.Groupers = topology.DefaultGroupers()
+	}
+	for i, g := range o.Groupers {
+		if g == nil {
+			return o, nil, &ConfigError{Field: fmt.Sprintf("Options.Groupers[%d]", i), Problem: "nil; leave it out or use a grouper from package topology"}
+		}
+	}
+	if o.RateLimiter == nil {
+		o.RateLimiter = workqueue.DefaultTypedControllerRateLimiter[topology.GroupID]()
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.LeaderElection != nil {
+		le, err := o.LeaderElection.complete()
+		if err != nil {
+			return o, nil, err
+		}
+		o.LeaderElection = &le
+	}
+	return o, sel, nil
+}
+
+// complete validates le and fills in the defaults.
+func (le LeaderElection) complete() (LeaderElection, error) {
+	if le.Namespace == "" {
+		return le, &ConfigError{Field: "LeaderElection.Namespace", Problem: "empty; name the namespace of the Lease, usually the controller's own"}
+	}
+	if errs := validation.IsDNS1123Label(le.Namespace); len(errs) > 0 {
+		return le, &ConfigError{Field: "LeaderElection.Namespace", Problem: fmt.Sprintf("%q is not a namespace name: %s", le.Namespace, strings.Join(errs, "; "))}
+	}
+	if le.Name == "" {
+		le.Name = DefaultLeaseName
+	}
+	if errs := validation.IsDNS1123Subdomain(le.Name); len(errs) > 0 {
+		return le, &ConfigError{Field: "LeaderElection.Name", Problem: fmt.Sprintf("%q is not a Lease name: %s", le.Name, strings.Join(errs, "; "))}
+	}
+	if le.Identity == "" {
+		host, err := os.Hostname()
+		if err != nil || host == "" {
+			host = "udrain"
+		}
+		le.Identity = host + "_" + string(uuid.NewUUID())
+	}
+	for _, d := range []struct {
+		field string
+		value *time.Duration
+		def   time.Duration
+	}{
+		{"LeaderElection.LeaseDuration", &le.LeaseDuration, DefaultLeaseDuration},
+		{"LeaderElection.RenewDeadline", &le.RenewDeadline, DefaultRenewDeadline},
+		{"LeaderElection.RetryPeriod", &le.RetryPeriod, DefaultRetryPeriod},
+	} {
+		if *d.value < 0 {
+			return le, &ConfigError{Field: d.field, Problem: fmt.Sprintf("%v is negative; use 0 for the default (%v)", *d.value, d.def)}
+		}
+		if *d.value == 0 {
+			*d.value = d.def
+		}
+	}
+	if le.LeaseDuration <= le.RenewDeadline {
+		return le, &ConfigError{Field: "LeaderElection.LeaseDuration", Problem: fmt.Sprintf("%v is not longer than RenewDeadline (%v); a leader must give up before others may take over", le.LeaseDuration, le.RenewDeadline)}
+	}
+	if minRenew := time.Duration(leaderelection.JitterFactor * float64(le.RetryPeriod)); le.RenewDeadline <= minRenew {
+		return le, &ConfigError{Field: "LeaderElection.RenewDeadline", Problem: fmt.Sprintf("%v is not longer than %v×RetryPeriod (%v); lengthen it or shorten RetryPeriod", le.RenewDeadline, leaderelection.JitterFactor, minRenew)}
+	}
+	return le, nil
+}

@@ -1,0 +1,129 @@
+package gate
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/udrain/udrain/topology"
+)
+
+// syncResult says what one reconcile of a group did.
+type syncResult int
+
+const (
+	syncNoGroup   syncResult = iota // no pod of the group is left
+	syncNoLeader                    // the group has no leader pod now
+	syncNoGate                      // the leader does not declare the gate: left alone
+	syncUnchanged                   // the leader's condition is already right
+	syncWritten                     // the leader's condition was written
+)
+
+func (r syncResult) String() string {
+	return [...]string{"no group", "no leader", "no gate", "unchanged", "written"}[r]
+}
+
+// sync makes the condition of group id's leader match the group's pods in
+// the informer cache.
+func (c *Controller) sync(ctx context.Context, id topology.GroupID) (syncResult, error) {
+	logger := klog.FromContext(ctx)
+	objs, err := c.pods.GetIndexer().ByIndex(groupIndex, groupKey(id))
+	if err != nil {
+		return syncNoGroup, err
+	}
+	// The cache's pods are shared: read them, never change them.
+	pods := make([]*corev1.Pod, 0, len(objs))
+	for _, obj := range objs {
+		if pod, ok := obj.(*corev1.Pod); ok {
+			pods = append(pods, pod)
+		}
+	}
+	var group *topology.Group
+	groups := topology.FindGroups(pods, c.opts.Groupers...)
+	for i := range groups {
+		if groups[i].ID == id {
+			group = &groups[i]
+		}
+	}
+	switch {
+	case group == nil:
+		return syncNoGroup, nil
+	case group.Leader == nil:
+		logger.V(4).Info("Group has no leader pod; nothing to write to")
+		return syncNoLeader, nil
+	case !DeclaresGate(group.Leader):
+		logger.V(4).Info("Leader does not declare the readiness gate; leaving it alone", "leader", group.Leader.Name, "conditionType", ConditionType)
+		return syncNoGate, nil
+	}
+
+	leader := group.Leader
+	desired := Evaluate(group, c.opts.Clock.Now())
+	current := CurrentCondition(leader)
+	if current != nil && current.Status == desired.Status {
+		if current.Reason == desired.Reason && current.Message == desired.Message {
+			return syncUnchanged, nil
+		}
+		desired.LastTransitionTime = current.LastTransitionTime
+	}
+	if err := c.patchCondition(ctx, leader, desired); err != nil {
+		if apierrors.IsNotFound(err) {
+			// The leader is gone; its deletion event brings the group back.
+			return syncNoLeader, nil
+		}
+		return syncUnchanged, err
+	}
+	var previous *corev1.PodCondition
+	if current != nil {
+		previous = current.DeepCopy()
+	}
+	logger.V(2).Info("Set the leader's condition", "leader", leader.Name, "status", desired.Status, "reason", desired.Reason, "message", desired.Message)
+	if c.opts.OnChange != nil {
+		c.changeMu.Lock()
+		c.opts.OnChange(Change{Group: id, Leader: leader.Name, Previous: previous, Condition: desired})
+		c.changeMu.Unlock()
+	}
+	return syncWritten, nil
+}
+
+// patchCondition writes cond to the leader's status with a strategic merge
+// patch of that one condition (conditions merge by type, so the kubelet's
+// own are untouched). The patch carries the resourceVersion the decision was
+// made on: if the pod changed since (another writer, a kubelet update, a
+// new pod of the same name), the API server answers Conflict and the group
+// is reconciled again from the newer state.
+func (c *Controller) patchCondition(ctx context.Context, leader *corev1.Pod, cond corev1.PodCondition) error {
+	patch := conditionPatch{Status: conditionPatchStatus{Conditions: []corev1.PodCondition{cond}}}
+	if leader.ResourceVersion != "" {
+		patch.Metadata = &conditionPatchMetadata{ResourceVersion: leader.ResourceVersion}
+	}
+	data, err := json.Marshal(patch)
+	if err != nil {
+		return fmt.Errorf("encode the condition patch of pod %s/%s: %w", leader.Namespace, leader.Name, err)
+	}
+	_, err = c.client.CoreV1().Pods(leader.Namespace).Patch(ctx, leader.Name, types.StrategicMergePatchType, data, metav1.PatchOptions{}, "status")
+	if err != nil {
+		return fmt.Errorf("patch the %s condition of pod %s/%s: %w", ConditionType, leader.Namespace, leader.Name, err)
+	}
+	return nil
+}
+
+type conditionPatch struct {
+	Metadata *conditionPatchMetadata `json:"metadata,omitempty"`
+	Status   conditionPatchStatus    `json:"status"`
+}
+
+type conditionPatchMetadata struct {
+	ResourceVersion string `json:"resourceVersion"`
+}
+
+type conditionPatchStatus struct {
+	Conditions []corev1.PodCondition `json:"conditions"`
+}
+
+func isConflict(err error) bool { return apierrors.IsConflict(err) }
