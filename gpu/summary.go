@@ -1,0 +1,191 @@
+package gpu
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// PoolKind names a pool of nodes.
+type PoolKind string
+
+const (
+	// PoolDedicatedGPU holds GPU nodes that a NoSchedule or NoExecute taint
+	// reserves for pods that tolerate it.
+	PoolDedicatedGPU PoolKind = "dedicated-gpu"
+	// PoolSharedGPU holds GPU nodes that any pod may land on.
+	PoolSharedGPU PoolKind = "shared-gpu"
+	// PoolCPU holds nodes without accelerators.
+	PoolCPU PoolKind = "cpu"
+)
+
+// Pool is a set of nodes of one kind.
+type Pool struct {
+	Kind PoolKind `json:"kind"`
+	// Nodes are the pool's node names, in the order given to Summarize.
+	Nodes []string `json:"nodes"`
+	// GPUs is the sum of the nodes' Count; AdvertisedGPUs counts only the
+	// nodes whose resource is allocatable, that is what the scheduler can
+	// hand out.
+	GPUs           int64 `json:"gpus"`
+	AdvertisedGPUs int64 `json:"advertisedGPUs"`
+	// ProblemNodes counts the nodes with at least one problem.
+	ProblemNodes int `json:"problemNodes"`
+}
+
+// ProductTotal adds up the nodes of one product.
+type ProductTotal struct {
+	Vendor  Vendor `json:"vendor"`
+	Product string `json:"product"`
+	Nodes   int    `json:"nodes"`
+	// GPUs and AdvertisedGPUs are as in Pool.
+	GPUs           int64 `json:"gpus"`
+	AdvertisedGPUs int64 `json:"advertisedGPUs"`
+	// MemoryMiB is the device memory of all GPUs, where labels give it.
+	MemoryMiB int64 `json:"memoryMiB,omitempty"`
+}
+
+// Problem is a finding that needs action, with the node (and DaemonSet) it
+// is about.
+type Problem struct {
+	Node      string `json:"node"`
+	DaemonSet string `json:"daemonSet,omitempty"`
+	Finding
+}
+
+// Summary is a cluster's GPU nodes at a glance.
+type Summary struct {
+	// Nodes are the classifications, in the order the nodes were given.
+	Nodes []Classification `json:"nodes"`
+	// Pools are always the three kinds, dedicated GPU, shared GPU and CPU,
+	// in that order.
+	Pools []Pool `json:"pools"`
+	// Products add up GPU nodes by vendor and product, sorted.
+	Products []ProductTotal `json:"products"`
+	// Statuses counts the nodes of each status.
+	Statuses map[Status]int `json:"statuses"`
+	// Diagnoses are the device plugin DaemonSets checked against the GPU
+	// nodes that do not advertise their resource.
+	Diagnoses []Diagnosis `json:"diagnoses,omitempty"`
+	// Problems lists every warning and error, node by node.
+	Problems []Problem `json:"problems,omitempty"`
+}
+
+// Summarize classifies nodes (see ClassifyNode), groups them into pools and
+// products, and collects every problem. When daemonSets is not empty, every
+// GPU node that does not advertise its resource (StatusPending or
+// StatusResourceMissing) is diagnosed against each DaemonSet that is a
+// device plugin of the node's vendor, or that DevicePluginVendor does not
+// recognise: pass only device plugin DaemonSets. A DaemonSet that cannot run
+// on a Pending node is reported at once, before the grace period ends.
+func Summarize(nodes []corev1.Node, daemonSets []appsv1.DaemonSet, opts Options) Summary {
+	s := Summary{
+		Nodes:    make([]Classification, 0, len(nodes)),
+		Pools:    []Pool{{Kind: PoolDedicatedGPU, Nodes: []string{}}, {Kind: PoolSharedGPU, Nodes: []string{}}, {Kind: PoolCPU, Nodes: []string{}}},
+		Products: []ProductTotal{},
+		Statuses: map[Status]int{},
+	}
+	dsVendors := make([]Vendor, len(daemonSets))
+	for i := range daemonSets {
+		dsVendors[i], _ = DevicePluginVendor(&daemonSets[i])
+	}
+	products := map[[2]string]*ProductTotal{}
+	for i := range nodes {
+		c := ClassifyNode(&nodes[i], opts)
+		s.Nodes = append(s.Nodes, c)
+		s.Statuses[c.Status]++
+		for _, f := range c.Problems() {
+			s.Problems = append(s.Problems, Problem{Node: c.Node, Finding: f})
+		}
+		problem := c.Status.IsProblem() || len(c.Problems()) > 0
+
+		if len(daemonSets) > 0 && (c.Status == StatusPending || c.Status == StatusResourceMissing) {
+			if diagnoses := diagnoseNode(&nodes[i], c, daemonSets, dsVendors); len(diagnoses) > 0 {
+				s.Diagnoses = append(s.Diagnoses, diagnoses...)
+				for _, d := range diagnoses {
+					for _, f := range d.Findings {
+						if f.IsProblem() {
+							s.Problems = append(s.Problems, Problem{Node: c.Node, DaemonSet: d.DaemonSet, Finding: f})
+							problem = true
+						}
+					}
+				}
+			} else {
+				f := Finding{
+					Code:     FindingNoDevicePlugin,
+					Severity: SeverityError,
+					Message: fmt.Sprintf("none of the %d DaemonSets given is a device plugin for %s, so nothing can advertise %s on this node; install the vendor's device plugin (or its GPU operator).",
+						len(daemonSets), c.Vendor, c.Resource),
+				}
+				s.Problems = append(s.Problems, Problem{Node: c.Node, Finding: f})
+				problem = true
+			}
+		}
+
+		pool := &s.Pools[2]
+		if c.GPU && c.Dedicated {
+			pool = &s.Pools[0]
+		} else if c.GPU {
+			pool = &s.Pools[1]
+		}
+		pool.Nodes = append(pool.Nodes, c.Node)
+		if problem {
+			pool.ProblemNodes++
+		}
+		if !c.GPU {
+			continue
+		}
+		advertised := int64(0)
+		if c.Allocatable > 0 {
+			advertised = c.Count
+		}
+		pool.GPUs += c.Count
+		pool.AdvertisedGPUs += advertised
+		key := [2]string{string(c.Vendor), c.Product}
+		p := products[key]
+		if p == nil {
+			p = &ProductTotal{Vendor: c.Vendor, Product: c.Product}
+			products[key] = p
+		}
+		p.Nodes++
+		p.GPUs += c.Count
+		p.AdvertisedGPUs += advertised
+		p.MemoryMiB += c.Count * c.MemoryMiB
+	}
+	for _, p := range products {
+		s.Products = append(s.Products, *p)
+	}
+	slices.SortFunc(s.Products, func(a, b ProductTotal) int {
+		if d := strings.Compare(string(a.Vendor), string(b.Vendor)); d != 0 {
+			return d
+		}
+		return strings.Compare(a.Product, b.Product)
+	})
+	return s
+}
+
+// diagnoseNode checks the DaemonSets that could be the device plugin of c's
+// vendor against node. When one of them can run there, the missing resource
+// has another cause, which a finding says.
+func diagnoseNode(node *corev1.Node, c Classification, daemonSets []appsv1.DaemonSet, dsVendors []Vendor) []Diagnosis {
+	var out []Diagnosis
+	for i := range daemonSets {
+		if dsVendors[i] != "" && dsVendors[i] != c.Vendor {
+			continue
+		}
+		d := DiagnoseDaemonSet(&daemonSets[i], node)
+		if d.CanRun {
+			d.Findings = append(d.Findings, Finding{
+				Code:     FindingDevicePluginSchedulable,
+				Severity: SeverityInfo,
+				Message: fmt.Sprintf("DaemonSet %s can run on node %s, so %s is missing for another reason: look at its pod there (kubectl -n %s get pods -o wide --field-selector spec.nodeName=%s) and its log, the driver and the container runtime's GPU support.",
+					d.DaemonSet, d.Node, c.Resource, daemonSets[i].Namespace, d.Node),
+			})
+		}
+		out = append(out, d)
+	}
+	return out
+}
