@@ -81,8 +81,7 @@ var sensitiveQueryKeys = [...]string{
 }
 
 // isSensitiveQuery reports whether a query value should be hidden: its key
-// looks like a credential's name, or the value looks like a token (long,
-// with both letters and digits, from a token alphabet).
+// looks like a credential's name, or the value looks like a token.
 func isSensitiveQuery(key, value string) bool {
 	if value == "" {
 		return false
@@ -96,23 +95,32 @@ func isSensitiveQuery(key, value string) bool {
 	return looksLikeToken(value)
 }
 
+// looksLikeToken reports a value of at least 20 characters from a token
+// alphabet (base64, base64url, JWT) that mixes upper case, lower case and
+// digits, or a hex string of at least 32 digits. Names such as
+// "gpustack-worker-gpu-node-07" do not qualify.
 func looksLikeToken(v string) bool {
 	if len(v) < 20 {
 		return false
 	}
-	var letters, digits bool
+	var upper, lower, digit, nonHex bool
 	for _, r := range v {
 		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z':
-			letters = true
+		case r >= 'A' && r <= 'Z':
+			upper = true
+			nonHex = nonHex || r > 'F'
+		case r >= 'a' && r <= 'z':
+			lower = true
+			nonHex = nonHex || r > 'f'
 		case r >= '0' && r <= '9':
-			digits = true
+			digit = true
 		case strings.ContainsRune("-_.~+/=%", r):
+			nonHex = true
 		default:
 			return false
 		}
 	}
-	return letters && digits
+	return (upper && lower && digit) || (!nonHex && len(v) >= 32)
 }
 
 // redactURL renders u without user info (the whole of it: a user name can be

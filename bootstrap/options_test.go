@@ -1,0 +1,116 @@
+package bootstrap
+
+import (
+	"context"
+	"errors"
+	"math"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// Bad input is refused before any attempt, with an error that says what to
+// do and wraps ErrInvalidInput.
+func TestWaitForServerInvalidInput(t *testing.T) {
+	dir := t.TempDir()
+	empty := writeFile(t, dir, "empty", "\n")
+	notPEM := writeFile(t, dir, "not.pem", "hello")
+	twoLines := writeFile(t, dir, "two-lines", "Bearer a\nBearer b\n")
+	tokenWithSpace := writeFile(t, dir, "token", "Bearer abc")
+	missing := filepath.Join(dir, "missing")
+	const https = "https://gpustack-server/healthz"
+	const http_ = "http://gpustack-server/healthz"
+	const tcp = "tcp://gpustack-server:80"
+
+	tests := []struct {
+		name    string
+		target  string
+		opts    Options
+		wantErr string
+	}{
+		{"no scheme", "gpustack-server:80", Options{}, "has no scheme"},
+		{"negative timeout", http_, Options{Timeout: -time.Second}, "Timeout -1s is negative: use 0 for no bound"},
+		{"negative attempt timeout", http_, Options{AttemptTimeout: -time.Second}, "AttemptTimeout -1s is negative: use 0 for the default (5s)"},
+		{"negative attempts", http_, Options{MaxAttempts: -1}, "MaxAttempts -1 is negative"},
+		{"backoff without duration", http_, Options{Backoff: wait.Backoff{Factor: 2}}, "Backoff.Duration 0s must be positive"},
+		{"shrinking backoff", http_, Options{Backoff: wait.Backoff{Duration: time.Second, Factor: 0.5}}, "Backoff.Factor 0.5 must be 0 (constant delay) or at least 1"},
+		{"negative jitter", http_, Options{Backoff: wait.Backoff{Duration: time.Second, Jitter: -1}}, "Backoff.Jitter -1 is negative"},
+		{"unbounded growth", http_, Options{Backoff: wait.Backoff{Duration: time.Second, Factor: 2}}, "Backoff.Cap must be set when Backoff.Factor > 1"},
+		{"status codes on tcp", tcp, Options{StatusCodes: []int{200}}, "StatusCodes is set but target tcp://gpustack-server:80 is not http:// or https://"},
+		{"body check on tcp", tcp, Options{CheckBody: BodyContains("ok")}, "CheckBody is set but target"},
+		{"headers on tcp", tcp, Options{Header: http.Header{"X-A": {"b"}}}, "Header is set but target"},
+		{"token on tcp", tcp, Options{BearerTokenFile: empty}, "BearerTokenFile is set but target"},
+		{"CA on http", http_, Options{CAFile: notPEM}, "CAFile is set but target http://gpustack-server/healthz is not https://"},
+		{"server name on tcp", tcp, Options{ServerName: "x"}, "ServerName is set but target"},
+		{"client cert on http", http_, Options{ClientCertFile: "c"}, "ClientCertFile/ClientKeyFile is set"},
+		{"bad status code", http_, Options{StatusCodes: []int{200, 1000}}, "StatusCodes holds 1000: HTTP status codes are 100 to 599"},
+		{"missing CA file", https, Options{CAFile: missing}, "CAFile: cannot read " + missing},
+		{"CA file not PEM", https, Options{CAFile: notPEM}, "holds no PEM certificate"},
+		{"cert without key", https, Options{ClientCertFile: notPEM}, "set both ClientCertFile and ClientKeyFile"},
+		{"bad key pair", https, Options{ClientCertFile: notPEM, ClientKeyFile: notPEM}, "cannot load the client certificate"},
+		{"missing token file", http_, Options{BearerTokenFile: missing}, "BearerTokenFile: cannot read"},
+		{"empty token file", http_, Options{BearerTokenFile: empty}, "is empty"},
+		{"token with a space", http_, Options{BearerTokenFile: tokenWithSpace}, "does not hold a single token"},
+		{"header file with two lines", http_, Options{HeaderFiles: map[string]string{"Authorization": twoLines}}, "holds more than one line"},
+		{"bad header name", http_, Options{Header: http.Header{"X Bad": {"v"}}}, `header name "X Bad" is not valid`},
+		{"header value with newline", http_, Options{Header: http.Header{"Authorization": {"Bearer s3cr3t\nX-Evil: 1"}}}, "header Authorization has a value with a line break"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			attempted := false
+			opts := tt.opts
+			opts.OnAttempt = func(Attempt) { attempted = true }
+			_, err := WaitForServer(context.Background(), tt.target, opts)
+			if err == nil || !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("err = %v, want ErrInvalidInput containing %q", err, tt.wantErr)
+			}
+			var we *WaitError
+			if errors.As(err, &we) || attempted {
+				t.Errorf("bad input led to an attempt: %v", err)
+			}
+			if strings.Contains(err.Error(), "s3cr3t") {
+				t.Errorf("error %q quotes a header value", err)
+			}
+		})
+	}
+}
+
+func TestNormalizeBackoff(t *testing.T) {
+	tests := []struct {
+		name string
+		in   wait.Backoff
+		want wait.Backoff
+	}{
+		{"zero means default", wait.Backoff{}, wait.Backoff{Duration: 250 * time.Millisecond, Factor: 2, Jitter: 0.2, Cap: 2 * time.Second, Steps: math.MaxInt32}},
+		{"constant kept", wait.Backoff{Duration: time.Second}, wait.Backoff{Duration: time.Second}},
+		{"steps kept", wait.Backoff{Duration: time.Second, Factor: 2, Steps: 3}, wait.Backoff{Duration: time.Second, Factor: 2, Steps: 3}},
+		{"grows to the cap", wait.Backoff{Duration: time.Second, Factor: 1.5, Cap: 10 * time.Second}, wait.Backoff{Duration: time.Second, Factor: 1.5, Cap: 10 * time.Second, Steps: math.MaxInt32}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := normalizeBackoff(tt.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestBodyContains(t *testing.T) {
+	check := BodyContains("ok")
+	if err := check([]byte(`{"status":"ok"}`)); err != nil {
+		t.Errorf("matching body: %v", err)
+	}
+	err := check([]byte(strings.Repeat("loading ", 50)))
+	if err == nil || !strings.Contains(err.Error(), `does not contain "ok"`) || len(err.Error()) > 150 {
+		t.Errorf("non-matching long body: err = %v, want a short error naming the missing text", err)
+	}
+}
