@@ -101,7 +101,9 @@ func TestHTTPCheck(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+			// Short enough for the hanging member, long enough for a
+			// busy machine to answer the others.
+			ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 			defer cancel()
 			err := readiness.HTTPCheck(tt.url)(ctx)
 			if diff := cmp.Diff(tt.want, outcome(err)); diff != "" {

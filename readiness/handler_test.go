@@ -155,7 +155,7 @@ func TestHandlerWithRealMembers(t *testing.T) {
 		{Name: "refusing", Check: readiness.HTTPCheck("http://" + refusedAddr(t) + "/health")},
 		{Name: "unavailable", Check: readiness.HTTPCheck(newStatusServer(t, 503, "loading").URL + "/health")},
 		{Name: "unresolvable", Check: readiness.TCPCheck("leader-4.group.invalid:8000")},
-	}, readiness.Options{MemberTimeout: 100 * time.Millisecond, Timeout: 200 * time.Millisecond, FailureThreshold: 3, Clock: testingclock.NewFakePassiveClock(t0)})
+	}, readiness.Options{MemberTimeout: 300 * time.Millisecond, Timeout: 400 * time.Millisecond, FailureThreshold: 3, Clock: testingclock.NewFakePassiveClock(t0)})
 	if err != nil {
 		t.Fatal(err)
 	}

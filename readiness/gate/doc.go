@@ -1,0 +1,61 @@
+// Package gate is the readiness-gate controller of udrain: it makes a
+// group's leader ready only while every member of its group is healthy, for
+// workloads whose containers cannot change (so no readiness endpoint of
+// package readiness can run in the leader). It sets the pod condition
+// [ConditionType] ("udrain.dev/group-ready") on each group's leader from the
+// status of the group's member pods; a leader that lists that condition in
+// spec.readinessGates is then Ready only while it is True, and a
+// PodDisruptionBudget over the leaders becomes a budget of healthy groups.
+//
+// Groups are found with package topology ([Options.Groupers]; by default
+// LeaderWorkerSet labels, then Ray). The condition of a group is the pure
+// function [Evaluate]: True when the group has its expected size and every
+// member is Running, Ready and not being deleted; the leader's own Ready is
+// not used (it waits for this condition), its ContainersReady is. The
+// verdicts follow the aggregation rules of package readiness.
+//
+// How it works: a shared pod informer (optionally limited to a namespace and
+// a label selector) with an index from group to member pods feeds a
+// rate-limited work queue keyed by group. Reconciling a group reads its pods
+// from the cache, evaluates them, and patches the leader's pods/status
+// subresource (a strategic merge patch of the one condition) only when the
+// status, reason or message differ; lastTransitionTime changes only with the
+// status. Each patch carries the resourceVersion it was decided on, so a
+// write based on an outdated leader (or on an older pod of the same name)
+// fails with Conflict and is redone from fresh state.
+//
+// Leaders that do not declare the readiness gate are skipped: the
+// controller never writes to a pod that did not opt in. A group whose
+// leader pod does not exist has nothing to write to; its leader is
+// reconciled when it appears.
+//
+// # Several replicas: leader election
+//
+// Set [Options.LeaderElection] whenever more than one replica may run: the
+// replicas elect one writer through a coordination.k8s.io Lease
+// (client-go's leaderelection); the others keep warm caches and take over
+// when the Lease is released (on shutdown, after the leader's workers have
+// stopped) or expires.
+//
+// Why not idempotent writes from every replica: each write is idempotent
+// (a function of the informer state), but two replicas see the cluster with
+// different cache lag. A replica that has not yet seen a member fail would
+// write True over the False of one that has, the other would write False
+// back, and so on until the caches agree. The leader flaps, and while it
+// reads True a broken group counts as healthy in the PDB: exactly the
+// unsafe direction, since a drain may then take down one more group. With
+// one writer the condition moves only forward with that writer's cache.
+// The cost is a failover delay of up to a LeaseDuration after a crash (not
+// after a clean shutdown), during which conditions stay as last written.
+// Without LeaderElection, run exactly one replica.
+//
+// What it is not for: it does not check members over the network (that is
+// package readiness, in the leader), does not evict or drain anything, and
+// never changes a pod's spec, labels or other conditions. It does not
+// create or recreate pods: a group short of members stays False until its
+// workload controller brings them back.
+//
+// The controller logs through klog.FromContext of the context given to
+// [Controller.Run] and reports every write to [Options.OnChange]; it prints
+// nothing.
+package gate
