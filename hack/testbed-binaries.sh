@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the binaries of the local control plane from the Go module proxy and
 # caches them, keyed by version, so they are built only when missing:
-#   kube-apiserver, kube-controller-manager, kube-scheduler  (k8s.io/kubernetes)
+#   kube-apiserver, kube-controller-manager, kube-scheduler,
+#   kubectl (kwokctl runs it to see that the apiserver serves)  (k8s.io/kubernetes)
 #   etcd                                                     (go.etcd.io/etcd/server/v3)
 #   kwok, kwokctl                                            (sigs.k8s.io/kwok)
 # Prints the folder that holds them. Needs only Go and the module proxy.
@@ -21,7 +22,7 @@ log() { echo "testbed-binaries: $*" >&2; }
 
 have_all() {
   local b
-  for b in kube-apiserver kube-controller-manager kube-scheduler etcd kwok kwokctl; do
+  for b in kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kwokctl; do
     [ -x "$BIN/$b" ] || return 1
   done
 }
@@ -43,12 +44,12 @@ start=$SECONDS
 install_bin() { mv -f "$1" "$BIN/$(basename "$1")"; }
 
 build_kube() {
-  local need=0 b
-  for b in kube-apiserver kube-controller-manager kube-scheduler; do
-    [ -x "$BIN/$b" ] || need=1
+  local missing=() b
+  for b in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
+    [ -x "$BIN/$b" ] || missing+=("k8s.io/kubernetes/cmd/$b")
   done
-  [ "$need" = 1 ] || return 0
-  log "building Kubernetes $KUBE_VERSION server binaries (about 10 minutes cold on 2 cores)"
+  [ "${#missing[@]}" -gt 0 ] || return 0
+  log "building Kubernetes $KUBE_VERSION: ${missing[*]##*/} (about 10 minutes cold on 2 cores)"
   local dir="$work/kube"
   mkdir -p "$dir"
   (
@@ -63,17 +64,11 @@ build_kube() {
       echo "require k8s.io/kubernetes $KUBE_VERSION"
       grep -E '^\s*k8s.io/[^ ]+ => ./staging/' "$gomod" | awk -v v="$staging" '{print "replace " $1 " => " $1 " " v}'
     } >>go.mod
-    cat >tools.go <<'GO'
-//go:build tools
-
-package tools
-
-import (
-	_ "k8s.io/kubernetes/cmd/kube-apiserver"
-	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
-	_ "k8s.io/kubernetes/cmd/kube-scheduler"
-)
-GO
+    {
+      printf '//go:build tools\n\npackage tools\n\nimport (\n'
+      for b in "${missing[@]}"; do printf '\t_ "%s"\n' "$b"; done
+      printf ')\n'
+    } >tools.go
     go mod tidy >/dev/null
     local minor=${KUBE_VERSION#v1.}; minor=${minor%%.*}
     local ld="-s -w"
@@ -81,10 +76,7 @@ GO
       ld="$ld -X $p.gitVersion=$KUBE_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
     done
     mkdir -p out
-    go build -trimpath -ldflags "$ld" -o out/ \
-      k8s.io/kubernetes/cmd/kube-apiserver \
-      k8s.io/kubernetes/cmd/kube-controller-manager \
-      k8s.io/kubernetes/cmd/kube-scheduler
+    go build -trimpath -ldflags "$ld" -o out/ "${missing[@]}"
     for b in out/*; do install_bin "$b"; done
   )
 }
