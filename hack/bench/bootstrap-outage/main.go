@@ -97,8 +97,11 @@ type report struct {
 	LoopSleepS    float64 `json:"loop_sleep_s"`
 	HelperCapS    float64 `json:"helper_backoff_cap_s"`
 	Clients       int     `json:"clients_per_kind"`
-	Helper        summary `json:"helper"`
-	Loop          summary `json:"sleep_loop"`
+	// Served503 counts the 503 answers of the initialising server, both
+	// kinds of client together.
+	Served503 int64   `json:"served_503"`
+	Helper    summary `json:"helper"`
+	Loop      summary `json:"sleep_loop"`
 	// NoticeRatio is the loop's mean notice time over the helper's: how many
 	// times faster the helper notices recovery.
 	NoticeRatio float64 `json:"notice_ratio_loop_over_helper"`
@@ -140,8 +143,10 @@ func run(ctx context.Context, c config, out io.Writer, command string) error {
 	url := "http://" + addr + "/healthz"
 
 	var up atomic.Bool
+	var served503 atomic.Int64
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !up.Load() {
+			served503.Add(1)
 			http.Error(w, "initialising", http.StatusServiceUnavailable)
 			return
 		}
@@ -165,11 +170,10 @@ func run(ctx context.Context, c config, out io.Writer, command string) error {
 			cancel()
 			return
 		}
-		if c.initializing > 0 {
-			time.Sleep(time.Until(upAt))
-		}
+		// Serve at once: while initialising the server answers 503.
+		go func() { _ = srv.Serve(l) }()
+		time.Sleep(time.Until(upAt))
 		up.Store(true)
-		_ = srv.Serve(l)
 	}()
 
 	helpers := make([]clientRun, c.clients)
@@ -203,6 +207,7 @@ func run(ctx context.Context, c config, out io.Writer, command string) error {
 		LoopSleepS:    c.loopSleep.Seconds(),
 		HelperCapS:    helperCap(c).Seconds(),
 		Clients:       c.clients,
+		Served503:     served503.Load(),
 		Helper:        summarize(helpers),
 		Loop:          summarize(loops),
 		Command:       command,

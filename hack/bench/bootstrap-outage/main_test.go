@@ -12,7 +12,7 @@ import (
 // A short run of the harness: it must produce a parsable JSON line and a
 // table. The figures themselves are not checked here; they are the output.
 func TestRunShortOutage(t *testing.T) {
-	c := config{outage: 600 * time.Millisecond, initializing: 200 * time.Millisecond, clients: 2, stagger: 100 * time.Millisecond, loopSleep: 200 * time.Millisecond, grace: 10 * time.Second}
+	c := config{outage: 600 * time.Millisecond, initializing: 400 * time.Millisecond, clients: 2, stagger: 100 * time.Millisecond, loopSleep: 100 * time.Millisecond, grace: 10 * time.Second}
 	var out bytes.Buffer
 	if err := run(context.Background(), c, &out, "go run ./hack/bench/bootstrap-outage -outage 600ms"); err != nil {
 		t.Fatal(err)
@@ -29,10 +29,14 @@ func TestRunShortOutage(t *testing.T) {
 			t.Errorf("%s summary %+v: want 2 clients, at least 2 requests during the outage, max >= median", name, s)
 		}
 	}
+	// 400ms of initialising, loops asking every 100ms: some 503s.
+	if r.Served503 < 2 {
+		t.Errorf("the initialising server answered 503 %d times, want some", r.Served503)
+	}
 	if r.NoticeRatio <= 0 || r.RequestsRatio <= 0 || r.Command == "" {
 		t.Errorf("report %+v lacks ratios or the command", r)
 	}
-	for _, want := range []string{"until curl -sf; sleep 0.2", "bootstrap.WaitForServer", "reproduce: go run ./hack/bench/bootstrap-outage"} {
+	for _, want := range []string{"until curl -sf; sleep 0.1", "bootstrap.WaitForServer", "reproduce: go run ./hack/bench/bootstrap-outage"} {
 		if !strings.Contains(rest, want) {
 			t.Errorf("table lacks %q:\n%s", want, rest)
 		}
