@@ -59,6 +59,10 @@ type Attempt struct {
 // keeps failing, and one line on success. Credentials in the target (user
 // info, token-like query values) and header values never appear in logs,
 // errors or results.
+//
+// HTTP requests honour HTTP_PROXY, HTTPS_PROXY and NO_PROXY from the
+// environment, as curl does: in a cluster with a proxy, list ".svc" (or the
+// cluster domain) in NO_PROXY.
 func WaitForServer(ctx context.Context, target string, opts Options) (*Result, error) {
 	t, err := parseTarget(target)
 	if err != nil {
