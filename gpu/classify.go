@@ -236,7 +236,8 @@ func ClassifyNode(node *corev1.Node, opts Options) Classification {
 	c.DedicatedTaints = dedicatedTaints(node.Spec.Taints)
 	c.Dedicated = len(c.DedicatedTaints) > 0
 
-	o := scanLabels(node.Labels)
+	var o observations
+	scanLabels(node.Labels, &o)
 	res := scanResources(node, opts.ExtraResources)
 	c.Resources = res.amounts
 	for _, r := range res.amounts {
@@ -255,11 +256,11 @@ func ClassifyNode(node *corev1.Node, opts Options) Classification {
 
 	var findings []Finding
 	if c.GPU {
-		c.describe(o)
+		c.describe(&o)
 		c.pickResource(res)
-		c.sharing(o, res)
+		c.sharing(&o, res)
 		c.count()
-		findings = c.judge(o, res, labelled, opts)
+		findings = c.judge(&o, res, labelled, opts)
 	} else {
 		c.Status = StatusNotGPU
 		c.Sharing = Sharing{Strategy: SharingNone, Replicas: 1}

@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -10,6 +11,8 @@ import (
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 )
@@ -158,7 +161,7 @@ func (d *Diagnosis) checkTaints(ds *appsv1.DaemonSet, node *corev1.Node) {
 		if d.Vendor != "" {
 			msg += " and nothing advertises the node's devices"
 		}
-		msg += fmt.Sprintf("; add - %s to spec.template.spec.tolerations.", tolerationYAML(d.SuggestedTolerations[i]))
+		msg += fmt.Sprintf("; add this item to spec.template.spec.tolerations: - %s", tolerationYAML(d.SuggestedTolerations[i]))
 		if comparisonNote[i] {
 			msg += " (A toleration with operator Lt or Gt would match, but only where the alpha feature gate TaintTolerationComparisonOperators is enabled.)"
 		}
@@ -287,7 +290,7 @@ func (d *Diagnosis) explainAffinity(affinity *corev1.Affinity, node *corev1.Node
 			}
 			m := Mismatch{Path: fmt.Sprintf("%s.%s[%d]", termPath, kind, j), Requirement: requirementString(req), Key: req.Key, NodeHasKey: has, NodeValue: have}
 			if err != nil {
-				m.Error = err.Error()
+				m.Error = requirementError(err)
 			}
 			failed = append(failed, m)
 			fixes = append(fixes, labelFix(node.Name, kind, req))
@@ -349,6 +352,27 @@ func labelFix(node, kind string, req corev1.NodeSelectorRequirement) string {
 		return fmt.Sprintf("kubectl label node %s %s=%s --overwrite", node, req.Key, req.Values[0])
 	}
 	return ""
+}
+
+// requirementError states a parse error without the field path, which
+// would name the one-requirement selector built to test it rather than the
+// DaemonSet's (Mismatch.Path does that).
+func requirementError(err error) string {
+	var errs []error
+	if agg, ok := err.(utilerrors.Aggregate); ok {
+		errs = agg.Errors()
+	} else {
+		errs = []error{err}
+	}
+	var out []string
+	for _, e := range errs {
+		if fe, ok := errors.AsType[*field.Error](e); ok {
+			out = append(out, fe.ErrorBody())
+		} else {
+			out = append(out, e.Error())
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 func requirementString(r corev1.NodeSelectorRequirement) string {

@@ -117,6 +117,9 @@ type observations struct {
 }
 
 func (o *observations) add(tier Tier, source Source, key, value string, v Vendor) {
+	if o.evidence == nil {
+		o.evidence = make([]Evidence, 0, 16) // a GPU Operator node yields about 12
+	}
 	o.evidence = append(o.evidence, Evidence{Tier: tier, Source: source, Key: key, Value: value, Vendor: v})
 }
 
@@ -167,9 +170,8 @@ func (o *observations) family(key, value string, prio int, v Vendor) {
 	o.families = append(o.families, candidate[string]{value: value, prio: prio, vendor: v, key: key})
 }
 
-// scanLabels reads every label once, dispatching on its prefix.
-func scanLabels(labels map[string]string) *observations {
-	o := &observations{}
+// scanLabels reads every label once, dispatching on its prefix, into o.
+func scanLabels(labels map[string]string, o *observations) {
 	for key, value := range labels {
 		switch {
 		case strings.HasPrefix(key, labelNFDPrefix):
@@ -203,7 +205,6 @@ func scanLabels(labels map[string]string) *observations {
 	} else if it, ok := labels[labelInstanceTypeBeta]; ok {
 		o.scanInstanceType(labelInstanceTypeBeta, it)
 	}
-	return o
 }
 
 func isTrue(v string) bool { return strings.EqualFold(v, "true") }
@@ -250,7 +251,9 @@ func (o *observations) scanNFD(key, value string) {
 		return
 	}
 	var class, vendorID, device string
-	for i, f := range strings.Split(fields, "_") {
+	for i := 0; fields != ""; i++ {
+		var f string
+		f, fields, _ = strings.Cut(fields, "_")
 		switch {
 		case f == pciNVIDIA || f == pciAMD || f == pciIntel || f == pciHabana || f == pciAmazon:
 			if vendorID == "" {

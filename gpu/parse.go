@@ -142,6 +142,9 @@ func parseProduct(value string) (product, error) {
 	if n, ok := cutSuffixFold(name, "-SHARED"); ok {
 		name, p.Shared = n, true
 	}
+	if strings.HasSuffix(name, "-MIG") {
+		return product{}, fmt.Errorf("%q has a -MIG suffix without a profile; %s", value, want)
+	}
 	if i := strings.LastIndex(name, "-MIG-"); i >= 0 {
 		profile := name[i+len("-MIG-"):]
 		if err := validMIGProfile(profile); err != nil {
@@ -152,7 +155,7 @@ func parseProduct(value string) (product, error) {
 	if name == "" {
 		return product{}, fmt.Errorf("%q names no product; %s", value, want)
 	}
-	if _, again := cutSuffixFold(name, "-SHARED"); again || strings.Contains(name, "-MIG-") {
+	if _, again := cutSuffixFold(name, "-SHARED"); again || strings.Contains(name, "-MIG-") || strings.HasSuffix(name, "-MIG") {
 		return product{}, fmt.Errorf("%q repeats or misorders its -MIG-<profile> and -SHARED suffixes; %s", value, want)
 	}
 	for _, c := range name {

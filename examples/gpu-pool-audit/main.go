@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/udrain/udrain/gpu"
+)
+
+// Exit codes, stable for scripts.
+const (
+	exitOK       = 0
+	exitFailed   = 1
+	exitUsage    = 2
+	exitProblems = 3
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr, clientFromKubeconfig))
+}
+
+// newClientFunc builds a clientset from a kubeconfig path ("" for the
+// default loading rules); tests substitute a fake clientset.
+type newClientFunc func(kubeconfig string) (kubernetes.Interface, error)
+
+func clientFromKubeconfig(kubeconfig string) (kubernetes.Interface, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("load kubeconfig: %w (pass --kubeconfig or set KUBECONFIG)", err)
+	}
+	return kubernetes.NewForConfig(cfg)
+}
+
+// run parses args, audits the cluster and prints the summary; it returns
+// the exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, newClient newClientFunc) int {
+	fs := flag.NewFlagSet("gpu-pool-audit", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	kubeconfig := fs.String("kubeconfig", "", "path to the kubeconfig; default $KUBECONFIG or ~/.kube/config")
+	output := fs.String("o", "text", "output format: text or json")
+	grace := fs.Duration("grace-period", gpu.DefaultGracePeriod, "how long a GPU node may go without advertising its devices after it became Ready")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if *output != "text" && *output != "json" {
+		fmt.Fprintf(stderr, "gpu-pool-audit: unknown output format %q; use -o text or -o json\n", *output)
+		return exitUsage
+	}
+	if *grace <= 0 {
+		fmt.Fprintf(stderr, "gpu-pool-audit: --grace-period must be positive, got %s\n", *grace)
+		return exitUsage
+	}
+	client, err := newClient(*kubeconfig)
+	if err != nil {
+		fmt.Fprintln(stderr, "gpu-pool-audit:", err)
+		return exitFailed
+	}
+	s, err := audit(ctx, client, gpu.Options{GracePeriod: *grace}, func(msg string) {
+		fmt.Fprintln(stderr, "gpu-pool-audit: warning:", msg)
+	})
+	if err != nil {
+		fmt.Fprintln(stderr, "gpu-pool-audit:", err)
+		return exitFailed
+	}
+	if *output == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(s)
+	} else {
+		err = writeText(stdout, s)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "gpu-pool-audit: write output:", err)
+		return exitFailed
+	}
+	if len(s.Problems) > 0 {
+		return exitProblems
+	}
+	return exitOK
+}
+
+// listPageSize bounds each list call, so that a cluster of thousands of
+// nodes is read in pages instead of one large response.
+const listPageSize = 500
+
+// audit lists the nodes and the device plugin DaemonSets and summarises
+// them. When DaemonSets may not be listed, it warns and summarises the nodes
+// alone.
+func audit(ctx context.Context, client kubernetes.Interface, opts gpu.Options, warn func(string)) (gpu.Summary, error) {
+	var nodes []corev1.Node
+	for cont := ""; ; {
+		list, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: listPageSize, Continue: cont})
+		if err != nil {
+			return gpu.Summary{}, fmt.Errorf("list nodes: %w", err)
+		}
+		nodes = append(nodes, list.Items...)
+		if cont = list.Continue; cont == "" {
+			break
+		}
+	}
+	var plugins []appsv1.DaemonSet
+	for cont := ""; ; {
+		list, err := client.AppsV1().DaemonSets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{Limit: listPageSize, Continue: cont})
+		if apierrors.IsForbidden(err) {
+			warn(fmt.Sprintf("cannot list DaemonSets (%v); GPU nodes without their resource are reported without the device plugin's diagnosis. Grant list on daemonsets.apps to get it.", err))
+			plugins = nil
+			break
+		}
+		if err != nil {
+			return gpu.Summary{}, fmt.Errorf("list DaemonSets: %w", err)
+		}
+		for _, ds := range list.Items {
+			if _, ok := gpu.DevicePluginVendor(&ds); ok {
+				plugins = append(plugins, ds)
+			}
+		}
+		if cont = list.Continue; cont == "" {
+			break
+		}
+	}
+	return gpu.Summarize(nodes, plugins, opts), nil
+}
+
+// writeText prints the summary as tables: pools, products, GPU nodes, then
+// problems with their fixes.
+func writeText(w io.Writer, s gpu.Summary) error {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "POOL\tNODES\tGPUS\tADVERTISED\tPROBLEM NODES")
+	for _, p := range s.Pools {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", p.Kind, len(p.Nodes), p.GPUs, p.AdvertisedGPUs, p.ProblemNodes)
+	}
+	if len(s.Products) > 0 {
+		fmt.Fprintln(tw, "\nVENDOR\tPRODUCT\tNODES\tGPUS\tADVERTISED")
+		for _, p := range s.Products {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\n", p.Vendor, orDash(p.Product), p.Nodes, p.GPUs, p.AdvertisedGPUs)
+		}
+		fmt.Fprintln(tw, "\nNODE\tSTATUS\tVENDOR\tPRODUCT\tGPUS\tRESOURCE\tSHARING\tDEDICATED")
+		for _, c := range s.Nodes {
+			if !c.GPU {
+				continue
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s %d/%d\t%s\t%v\n", c.Node, c.Status, c.Vendor, orDash(c.Product), c.Count,
+				c.Resource, c.Allocatable, c.Capacity, sharing(c.Sharing), c.Dedicated)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(s.Problems) == 0 {
+		_, err := fmt.Fprintln(w, "\nNo problems found.")
+		return err
+	}
+	fmt.Fprintf(w, "\n%d PROBLEMS\n", len(s.Problems))
+	for _, p := range s.Problems {
+		where := p.Node
+		if p.DaemonSet != "" {
+			where += " (DaemonSet " + p.DaemonSet + ")"
+		}
+		fmt.Fprintf(w, "%s %s %s: %s\n", strings.ToUpper(string(p.Severity)), p.Code, where, p.Message)
+		if p.Fix != "" {
+			fmt.Fprintf(w, "  fix: %s\n", p.Fix)
+		}
+	}
+	return nil
+}
+
+func sharing(s gpu.Sharing) string {
+	out := string(s.Strategy)
+	if s.Replicas > 1 {
+		out += fmt.Sprintf(" x%d", s.Replicas)
+	}
+	if s.MIGStrategy != "" && s.MIGStrategy != "none" && len(s.MIGProfiles) > 0 {
+		var names []string
+		for _, p := range s.MIGProfiles {
+			names = append(names, p.Name)
+		}
+		out += ", mig " + s.MIGStrategy + " " + strings.Join(names, ",")
+	}
+	return out
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

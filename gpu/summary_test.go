@@ -1,0 +1,138 @@
+package gpu
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// testCluster is the production cluster of the seed story after the GPU
+// nodes were tainted: two dedicated H100 nodes (one joined after the device
+// plugin was installed and got the new taint), an untainted L4 node, an AMD
+// node still installing its driver, and CPU nodes.
+func testCluster() []corev1.Node {
+	dedicated := withTaint("dedicated", "gpu", corev1.TaintEffectNoSchedule)
+	return []corev1.Node{
+		*newNode("cpu-01", nfdCPU),
+		*newNode("gpu-01", gpuOperatorH100, dedicated, withResource("nvidia.com/gpu", 8, 8)),
+		*newNode("gpu-02", gpuOperatorH100, dedicated),
+		*newNode("gpu-03", gkeL4, withResource("nvidia.com/gpu", 1, 1)),
+		*newNode("mi-01", amdMI300X, readyFor(time.Minute), withTaint("amd.com/gpu", "", corev1.TaintEffectNoSchedule)),
+		*newNode("cpu-02", nfdCPU, cordoned(), withTaint("node.kubernetes.io/unschedulable", "", corev1.TaintEffectNoSchedule)),
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	nvidiaDS := devicePluginDS(corev1.Toleration{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule})
+	s := Summarize(testCluster(), []appsv1.DaemonSet{*nvidiaDS}, testOptions())
+
+	wantPools := []Pool{
+		{Kind: PoolDedicatedGPU, Nodes: []string{"gpu-01", "gpu-02", "mi-01"}, GPUs: 24, AdvertisedGPUs: 8, ProblemNodes: 2},
+		{Kind: PoolSharedGPU, Nodes: []string{"gpu-03"}, GPUs: 1, AdvertisedGPUs: 1},
+		{Kind: PoolCPU, Nodes: []string{"cpu-01", "cpu-02"}},
+	}
+	if diff := cmp.Diff(wantPools, s.Pools); diff != "" {
+		t.Errorf("pools mismatch (-want +got):\n%s", diff)
+	}
+	wantProducts := []ProductTotal{
+		{Vendor: VendorAMD, Product: "AMD-Instinct-MI300X-OAM", Nodes: 1, GPUs: 8, MemoryMiB: 8 * 196608},
+		{Vendor: VendorNVIDIA, Product: "NVIDIA-H100-80GB-HBM3", Nodes: 2, GPUs: 16, AdvertisedGPUs: 8, MemoryMiB: 16 * 81559},
+		{Vendor: VendorNVIDIA, Product: "nvidia-l4", Nodes: 1, GPUs: 1, AdvertisedGPUs: 1},
+	}
+	if diff := cmp.Diff(wantProducts, s.Products); diff != "" {
+		t.Errorf("products mismatch (-want +got):\n%s", diff)
+	}
+	wantStatuses := map[Status]int{StatusNotGPU: 2, StatusReady: 2, StatusResourceMissing: 1, StatusPending: 1}
+	if diff := cmp.Diff(wantStatuses, s.Statuses); diff != "" {
+		t.Errorf("statuses mismatch (-want +got):\n%s", diff)
+	}
+
+	// gpu-02 misses its resource because the plugin does not tolerate
+	// dedicated=gpu; mi-01 is within its grace period, but no AMD plugin
+	// was given, which is reported at once.
+	type problem struct {
+		Node, DaemonSet string
+		Code            FindingCode
+	}
+	var got []problem
+	for _, p := range s.Problems {
+		got = append(got, problem{p.Node, p.DaemonSet, p.Code})
+	}
+	want := []problem{
+		{"gpu-02", "", FindingResourceMissing},
+		{"gpu-02", "kube-system/nvdp-nvidia-device-plugin", FindingUntoleratedTaint},
+		{"mi-01", "", FindingNoDevicePlugin},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("problems mismatch (-want +got):\n%s", diff)
+	}
+	if len(s.Diagnoses) != 1 || s.Diagnoses[0].Node != "gpu-02" || s.Diagnoses[0].CanRun {
+		t.Errorf("diagnoses = %+v, want one for gpu-02 that cannot run", s.Diagnoses)
+	}
+	if len(s.Nodes) != 6 || s.Nodes[2].Node != "gpu-02" {
+		t.Errorf("nodes not in input order: %d nodes", len(s.Nodes))
+	}
+}
+
+func TestSummarizeDaemonSetSelection(t *testing.T) {
+	node := newNode("gpu-02", gpuOperatorH100, withTaint("dedicated", "gpu", corev1.TaintEffectNoSchedule))
+	tolerant := devicePluginDS(corev1.Toleration{Key: "dedicated", Operator: corev1.TolerationOpExists})
+	amd := devicePluginDS()
+	amd.Name, amd.Spec.Template.Spec.Containers[0].Image = "amdgpu-device-plugin-daemonset", "rocm/k8s-device-plugin:1.31"
+	custom := devicePluginDS()
+	custom.Name, custom.Spec.Template.Spec.Containers[0].Image = "in-house-plugin", "registry.internal/accel:1"
+
+	tests := []struct {
+		name          string
+		daemonSets    []appsv1.DaemonSet
+		wantDiagnosed []string
+		wantCodes     []FindingCode
+	}{
+		{"no DaemonSets given: nothing diagnosed", nil, nil, []FindingCode{FindingResourceMissing}},
+		{"another vendor's plugin only", []appsv1.DaemonSet{*amd}, nil, []FindingCode{FindingResourceMissing, FindingNoDevicePlugin}},
+		{"a plugin that can run: the cause is elsewhere", []appsv1.DaemonSet{*amd, *tolerant}, []string{"kube-system/nvdp-nvidia-device-plugin"}, []FindingCode{FindingResourceMissing}},
+		{"unrecognised DaemonSets are diagnosed too", []appsv1.DaemonSet{*custom}, []string{"kube-system/in-house-plugin"}, []FindingCode{FindingResourceMissing, FindingUntoleratedTaint}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := Summarize([]corev1.Node{*node}, tt.daemonSets, testOptions())
+			var diagnosed []string
+			for _, d := range s.Diagnoses {
+				diagnosed = append(diagnosed, d.DaemonSet)
+			}
+			var codes []FindingCode
+			for _, p := range s.Problems {
+				codes = append(codes, p.Code)
+			}
+			if diff := cmp.Diff(tt.wantDiagnosed, diagnosed); diff != "" {
+				t.Errorf("diagnosed mismatch (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantCodes, codes); diff != "" {
+				t.Errorf("problem codes mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+	// The schedulable plugin gets an informational finding that says where
+	// to look instead.
+	s := Summarize([]corev1.Node{*node}, []appsv1.DaemonSet{*tolerant}, testOptions())
+	if fs := s.Diagnoses[0].Findings; len(fs) != 1 || fs[0].Code != FindingDevicePluginSchedulable {
+		t.Errorf("findings of a schedulable plugin = %+v", fs)
+	}
+}
+
+func TestSummarizeEmpty(t *testing.T) {
+	s := Summarize(nil, nil, Options{})
+	want := Summary{
+		Nodes:    []Classification{},
+		Pools:    []Pool{{Kind: PoolDedicatedGPU, Nodes: []string{}}, {Kind: PoolSharedGPU, Nodes: []string{}}, {Kind: PoolCPU, Nodes: []string{}}},
+		Products: []ProductTotal{},
+		Statuses: map[Status]int{},
+	}
+	if diff := cmp.Diff(want, s, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("empty summary mismatch (-want +got):\n%s", diff)
+	}
+}
