@@ -35,7 +35,10 @@ const (
 // random so that many workers started together spread out. Attempts are
 // then at most 2.4s apart, so a recovered server is noticed within 2.4s (a
 // fixed "sleep 5" loop takes up to 5s), at the cost of about one attempt
-// every 2.2s while the server is down.
+// every 2s while the server is down. Measured side by side after a 30s
+// outage (hack/bench/bootstrap-outage), it noticed recovery about 1.9 to 2.5
+// times sooner than the loop and sent about 2.5 times as many requests. Raise
+// Cap to send fewer.
 func DefaultBackoff() wait.Backoff {
 	return wait.Backoff{
 		Duration: 250 * time.Millisecond,
