@@ -486,7 +486,7 @@ func (c *Classification) judge(o *observations, res resources, labelled bool, op
 				Severity: SeverityInfo,
 				Key:      string(c.Resource),
 				Message: fmt.Sprintf("node has %s hardware but does not advertise %s yet; it became Ready %s ago, within the %s grace period for drivers and the device plugin to start.",
-					c.Vendor, c.Resource, since.Round(time.Second), grace),
+					c.Vendor, resourceWords(c.Resource), since.Round(time.Second), grace),
 			})
 		} else {
 			c.Status = StatusResourceMissing
@@ -500,7 +500,7 @@ func (c *Classification) judge(o *observations, res resources, labelled bool, op
 				Key:      string(c.Resource),
 				Message: fmt.Sprintf("node has %s hardware (%s) but allocatable has no %s, %s after it became Ready: pods requesting %s stay Pending, and pods that do not request it can use the devices unaccounted, two on one card. "+
 					"Check that the device plugin DaemonSet runs on this node (taints, nodeSelector, node affinity) and that the driver is loaded.",
-					c.Vendor, firstLabel(o.evidence), c.Resource, age, c.Resource),
+					c.Vendor, firstLabel(o.evidence), resourceWords(c.Resource), age, resourceWords(c.Resource)),
 			})
 		}
 	}
@@ -552,7 +552,7 @@ func (c *Classification) judge(o *observations, res resources, labelled bool, op
 			Code:     FindingNotDedicated,
 			Severity: SeverityInfo,
 			Message:  "no NoSchedule or NoExecute taint keeps other pods off this GPU node: CPU-only pods can take its CPU and memory and leave the GPUs stranded. Taint it if the node is for GPU work only, and make sure the device plugin DaemonSet tolerates the taint.",
-			Fix:      fmt.Sprintf("kubectl taint node %s %s=present:NoSchedule", c.Node, c.Resource),
+			Fix:      fmt.Sprintf("kubectl taint node %s %s:NoSchedule", c.Node, dedicationTaint(c.Resource)),
 		})
 	}
 	if vs := distinctVendors(o.evidence); len(vs) > 1 {
@@ -564,6 +564,24 @@ func (c *Classification) judge(o *observations, res resources, labelled bool, op
 		})
 	}
 	return fs
+}
+
+// dedicationTaint is the taint proposed to dedicate a GPU node: the
+// resource name, as GKE and the device plugins' default tolerations use it.
+func dedicationTaint(r corev1.ResourceName) string {
+	if r == "" {
+		return "dedicated=accelerator"
+	}
+	return string(r) + "=present"
+}
+
+// resourceWords names the resource in a message, also when the vendor's is
+// unknown.
+func resourceWords(r corev1.ResourceName) string {
+	if r == "" {
+		return "an accelerator resource"
+	}
+	return string(r)
 }
 
 func deployPluginAdvice(v string) string {

@@ -42,6 +42,10 @@ type Diagnosis struct {
 	// Vendor is the vendor whose device plugin the DaemonSet looks like,
 	// empty when it is not recognised (see DevicePluginVendor).
 	Vendor Vendor `json:"vendor,omitempty"`
+	// SelectsNode is true when the pod template's nodeName, nodeSelector
+	// and required node affinity match the node: the DaemonSet is meant to
+	// run there, taints aside.
+	SelectsNode bool `json:"selectsNode"`
 	// CanRun is true when the DaemonSet controller would place a pod on the
 	// node: the pod template's nodeName, nodeSelector and required node
 	// affinity match it, and its tolerations, with those the controller
@@ -128,7 +132,8 @@ func DiagnoseDaemonSet(ds *appsv1.DaemonSet, node *corev1.Node) Diagnosis {
 	}
 
 	d.checkTaints(ds, node)
-	d.CanRun = nameOK && affinityOK && len(d.UntoleratedTaints) == 0
+	d.SelectsNode = nameOK && affinityOK
+	d.CanRun = d.SelectsNode && len(d.UntoleratedTaints) == 0
 	return d
 }
 
@@ -410,7 +415,9 @@ func DevicePluginVendor(ds *appsv1.DaemonSet) (Vendor, bool) {
 	s := b.String()
 	plugin := strings.Contains(s, "device-plugin") || strings.Contains(s, "gpu-plugin")
 	switch {
-	case !plugin:
+	case !plugin, strings.Contains(s, "mps-control-daemon"):
+		// The GPU Operator's MPS control daemon shares the plugin's image
+		// but runs only where MPS is configured.
 		return "", false
 	case strings.Contains(s, "nvidia"):
 		return VendorNVIDIA, true

@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -253,6 +254,11 @@ func TestDiagnoseDaemonSet(t *testing.T) {
 			if diff := cmp.Diff(tt.want, diagnosisVerdictOf(d)); diff != "" {
 				t.Errorf("DiagnoseDaemonSet mismatch (-want +got):\n%s", diff)
 			}
+			wantSelects := len(tt.want.NodeSelectorMismatches) == 0 && len(tt.want.AffinityMismatches) == 0 &&
+				!slices.Contains(tt.want.Findings, FindingNodeNameMismatch)
+			if d.SelectsNode != wantSelects {
+				t.Errorf("SelectsNode = %v, want %v", d.SelectsNode, wantSelects)
+			}
 			if d.DaemonSet != "kube-system/nvdp-nvidia-device-plugin" || d.Node != "gpu-01" || d.Vendor != VendorNVIDIA {
 				t.Errorf("identity = %q on %q vendor %q", d.DaemonSet, d.Node, d.Vendor)
 			}
@@ -381,6 +387,7 @@ func TestDevicePluginVendor(t *testing.T) {
 		{ds("neuron-device-plugin-daemonset", "public.ecr.aws/neuron/neuron-device-plugin:2.22.4.0"), VendorAWSNeuron, true},
 		{ds("tpu-device-plugin", "gke.gcr.io/tpu-device-plugin:v1"), VendorGoogleTPU, true},
 		{ds("kube-proxy", "registry.k8s.io/kube-proxy:v1.37.2"), "", false},
+		{ds("nvidia-device-plugin-mps-control-daemon", "nvcr.io/nvidia/k8s-device-plugin:v0.17.0"), "", false},
 		{ds("nvidia-dcgm-exporter", "nvcr.io/nvidia/k8s/dcgm-exporter:4.0"), "", false},
 		{ds("rdma-shared-dp-ds", "ghcr.io/mellanox/k8s-rdma-shared-dev-plugin"), "", false},
 		{nil, "", false},

@@ -79,8 +79,12 @@ type Summary struct {
 // GPU node that does not advertise its resource (StatusPending or
 // StatusResourceMissing) is diagnosed against each DaemonSet that is a
 // device plugin of the node's vendor, or that DevicePluginVendor does not
-// recognise: pass only device plugin DaemonSets. A DaemonSet that cannot run
-// on a Pending node is reported at once, before the grace period ends.
+// recognise: pass only device plugin DaemonSets. Problems name the
+// DaemonSets that explain the missing resource: none when one of them can
+// run on the node; else those that select the node but do not tolerate its
+// taints; else all (Diagnoses keeps every diagnosis). A DaemonSet that
+// cannot run on a Pending node is reported at once, before the grace period
+// ends.
 func Summarize(nodes []corev1.Node, daemonSets []appsv1.DaemonSet, opts Options) Summary {
 	s := Summary{
 		Nodes:    make([]Classification, 0, len(nodes)),
@@ -105,7 +109,7 @@ func Summarize(nodes []corev1.Node, daemonSets []appsv1.DaemonSet, opts Options)
 		if len(daemonSets) > 0 && (c.Status == StatusPending || c.Status == StatusResourceMissing) {
 			if diagnoses := diagnoseNode(&nodes[i], c, daemonSets, dsVendors); len(diagnoses) > 0 {
 				s.Diagnoses = append(s.Diagnoses, diagnoses...)
-				for _, d := range diagnoses {
+				for _, d := range culprits(diagnoses) {
 					for _, f := range d.Findings {
 						if f.IsProblem() {
 							s.Problems = append(s.Problems, Problem{Node: c.Node, DaemonSet: d.DaemonSet, Finding: f})
@@ -165,6 +169,28 @@ func Summarize(nodes []corev1.Node, daemonSets []appsv1.DaemonSet, opts Options)
 		return strings.Compare(a.Product, b.Product)
 	})
 	return s
+}
+
+// culprits picks the diagnoses whose findings explain the missing resource.
+// A vendor often ships several plugin DaemonSets, each selecting its own
+// nodes (GKE has one per OS image and machine size); those that do not
+// select the node are not meant to run there. So: none when one of them
+// can run there; else those that select the node but do not tolerate its
+// taints; else, when none selects it, all of them.
+func culprits(diagnoses []Diagnosis) []Diagnosis {
+	var selecting []Diagnosis
+	for _, d := range diagnoses {
+		if d.CanRun {
+			return nil
+		}
+		if d.SelectsNode {
+			selecting = append(selecting, d)
+		}
+	}
+	if len(selecting) > 0 {
+		return selecting
+	}
+	return diagnoses
 }
 
 // diagnoseNode checks the DaemonSets that could be the device plugin of c's

@@ -85,21 +85,51 @@ func TestSummarizeDaemonSetSelection(t *testing.T) {
 	amd.Name, amd.Spec.Template.Spec.Containers[0].Image = "amdgpu-device-plugin-daemonset", "rocm/k8s-device-plugin:1.31"
 	custom := devicePluginDS()
 	custom.Name, custom.Spec.Template.Spec.Containers[0].Image = "in-house-plugin", "registry.internal/accel:1"
+	// GKE-style variants: each plugin DaemonSet selects its own OS image.
+	variant := func(name, image string, tolerations ...corev1.Toleration) appsv1.DaemonSet {
+		ds := withRequiredAffinity(devicePluginDS(tolerations...), corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{
+			expr("cloud.google.com/gke-os-distribution", corev1.NodeSelectorOpIn, image),
+		}})
+		ds.Name = name
+		return *ds
+	}
+	cos := variant("nvidia-gpu-device-plugin-cos", "cos")
+	ubuntu := variant("nvidia-gpu-device-plugin-ubuntu", "ubuntu")
+	ubuntuNode := node.DeepCopy()
+	ubuntuNode.Labels = merge(ubuntuNode.Labels, map[string]string{"cloud.google.com/gke-os-distribution": "ubuntu"})
 
 	tests := []struct {
 		name          string
+		node          *corev1.Node
 		daemonSets    []appsv1.DaemonSet
 		wantDiagnosed []string
 		wantCodes     []FindingCode
 	}{
-		{"no DaemonSets given: nothing diagnosed", nil, nil, []FindingCode{FindingResourceMissing}},
-		{"another vendor's plugin only", []appsv1.DaemonSet{*amd}, nil, []FindingCode{FindingResourceMissing, FindingNoDevicePlugin}},
-		{"a plugin that can run: the cause is elsewhere", []appsv1.DaemonSet{*amd, *tolerant}, []string{"kube-system/nvdp-nvidia-device-plugin"}, []FindingCode{FindingResourceMissing}},
-		{"unrecognised DaemonSets are diagnosed too", []appsv1.DaemonSet{*custom}, []string{"kube-system/in-house-plugin"}, []FindingCode{FindingResourceMissing, FindingUntoleratedTaint}},
+		{
+			name: "variants: only the one selecting the node is blamed", node: ubuntuNode, daemonSets: []appsv1.DaemonSet{cos, ubuntu},
+			wantDiagnosed: []string{"kube-system/nvidia-gpu-device-plugin-cos", "kube-system/nvidia-gpu-device-plugin-ubuntu"},
+			wantCodes:     []FindingCode{FindingResourceMissing, FindingUntoleratedTaint},
+		},
+		{
+			name: "variants: when none selects the node, all are reported", node: node, daemonSets: []appsv1.DaemonSet{cos, ubuntu},
+			wantDiagnosed: []string{"kube-system/nvidia-gpu-device-plugin-cos", "kube-system/nvidia-gpu-device-plugin-ubuntu"},
+			wantCodes: []FindingCode{FindingResourceMissing, FindingNodeAffinityMismatch, FindingUntoleratedTaint,
+				FindingNodeAffinityMismatch, FindingUntoleratedTaint},
+		},
+		{
+			name: "variants: one can run, so no DaemonSet is blamed", node: ubuntuNode,
+			daemonSets:    []appsv1.DaemonSet{cos, variant("nvidia-gpu-device-plugin-ubuntu", "ubuntu", corev1.Toleration{Operator: corev1.TolerationOpExists})},
+			wantDiagnosed: []string{"kube-system/nvidia-gpu-device-plugin-cos", "kube-system/nvidia-gpu-device-plugin-ubuntu"},
+			wantCodes:     []FindingCode{FindingResourceMissing},
+		},
+		{"no DaemonSets given: nothing diagnosed", node, nil, nil, []FindingCode{FindingResourceMissing}},
+		{"another vendor's plugin only", node, []appsv1.DaemonSet{*amd}, nil, []FindingCode{FindingResourceMissing, FindingNoDevicePlugin}},
+		{"a plugin that can run: the cause is elsewhere", node, []appsv1.DaemonSet{*amd, *tolerant}, []string{"kube-system/nvdp-nvidia-device-plugin"}, []FindingCode{FindingResourceMissing}},
+		{"unrecognised DaemonSets are diagnosed too", node, []appsv1.DaemonSet{*custom}, []string{"kube-system/in-house-plugin"}, []FindingCode{FindingResourceMissing, FindingUntoleratedTaint}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := Summarize([]corev1.Node{*node}, tt.daemonSets, testOptions())
+			s := Summarize([]corev1.Node{*tt.node}, tt.daemonSets, testOptions())
 			var diagnosed []string
 			for _, d := range s.Diagnoses {
 				diagnosed = append(diagnosed, d.DaemonSet)
