@@ -142,10 +142,13 @@ type MIGProfile struct {
 
 // ResourceAmount is one accelerator extended resource of a node.
 type ResourceAmount struct {
-	Name        corev1.ResourceName `json:"name"`
-	Vendor      Vendor              `json:"vendor"`
-	Capacity    int64               `json:"capacity"`
-	Allocatable int64               `json:"allocatable"`
+	// Name is the resource name, e.g. "nvidia.com/mig-1g.10gb".
+	Name corev1.ResourceName `json:"name"`
+	// Vendor is the vendor whose device plugin advertises it.
+	Vendor Vendor `json:"vendor"`
+	// Capacity and Allocatable are its amounts in the node status.
+	Capacity    int64 `json:"capacity"`
+	Allocatable int64 `json:"allocatable"`
 }
 
 // Classification is what ClassifyNode found out about one node.
@@ -308,25 +311,13 @@ func tierRank(t Tier) int {
 // maker) still make the node a GPU node, of VendorUnknown. It returns ""
 // for a node without any evidence.
 func chooseVendor(ev []Evidence, res resources) Vendor {
-	var votes [len(vendorOrder)]int
-	winner := func() Vendor {
-		best, n := -1, 0
-		for i, v := range votes {
-			if v > n {
-				best, n = i, v
-			}
-		}
-		if best < 0 {
-			return ""
-		}
-		return vendorOrder[best]
-	}
+	var t tally
 	for _, a := range res.amounts {
 		if a.Allocatable > 0 {
-			votes[vendorRank(a.Vendor)]++
+			t.add(a.Vendor)
 		}
 	}
-	if v := winner(); v != "" {
+	if v := t.winner(); v != "" {
 		return v
 	}
 	for _, tier := range [...]Tier{TierHardware, TierDescriptive} {
@@ -337,10 +328,10 @@ func chooseVendor(ev []Evidence, res resources) Vendor {
 			}
 			any = true
 			if e.Vendor != "" && e.Vendor != VendorUnknown {
-				votes[vendorRank(e.Vendor)]++
+				t.add(e.Vendor)
 			}
 		}
-		if v := winner(); v != "" {
+		if v := t.winner(); v != "" {
 			return v
 		}
 		if any {
@@ -348,9 +339,59 @@ func chooseVendor(ev []Evidence, res resources) Vendor {
 		}
 	}
 	for _, a := range res.amounts {
-		votes[vendorRank(a.Vendor)]++
+		t.add(a.Vendor)
 	}
-	return winner()
+	return t.winner()
+}
+
+// tally counts votes for vendors, including vendors named only in
+// Options.ExtraResources. The array holds as many vendors as there are
+// built-in ones, so a tally stays on the stack; more spill into a slice.
+type tally struct {
+	fixed [len(vendorOrder)]vote
+	n     int
+	more  []vote
+}
+
+type vote struct {
+	v Vendor
+	n int
+}
+
+func (t *tally) add(v Vendor) {
+	for i := range t.n {
+		if t.fixed[i].v == v {
+			t.fixed[i].n++
+			return
+		}
+	}
+	for i := range t.more {
+		if t.more[i].v == v {
+			t.more[i].n++
+			return
+		}
+	}
+	if t.n < len(t.fixed) {
+		t.fixed[t.n] = vote{v, 1}
+		t.n++
+		return
+	}
+	t.more = append(t.more, vote{v, 1})
+}
+
+// winner returns the vendor with the most votes; ties go to the first in
+// vendorOrder, then to the smallest name. It returns "" without votes.
+func (t *tally) winner() Vendor {
+	var best Vendor
+	n := 0
+	for _, votes := range [2][]vote{t.fixed[:t.n], t.more} {
+		for _, c := range votes {
+			if c.n > n || c.n == n && (vendorRank(c.v) < vendorRank(best) || vendorRank(c.v) == vendorRank(best) && c.v < best) {
+				best, n = c.v, c.n
+			}
+		}
+	}
+	return best
 }
 
 // describe fills product, family, memory and label count from the

@@ -431,6 +431,38 @@ func TestClassifyNodeExtraResources(t *testing.T) {
 	}
 }
 
+func TestClassifyNodeExtraVendor(t *testing.T) {
+	n := newNode("cloud-ai", nil, withResource("qualcomm.com/qaic", 8, 8))
+	opts := testOptions()
+	opts.ExtraResources = map[corev1.ResourceName]Vendor{"qualcomm.com/qaic": "qualcomm"}
+	got := verdictOf(ClassifyNode(n, opts))
+	want := verdict{
+		GPU: true, Vendor: "qualcomm", Count: 8, Resource: "qualcomm.com/qaic", Capacity: 8, Allocatable: 8,
+		Strategy: SharingNone, Replicas: 1, Status: StatusUnlabeled, Findings: []FindingCode{FindingUnlabeled, FindingNotDedicated},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestClassifyNodeManyVendors has more distinct vendors than the tally
+// keeps inline; the one with most advertised resources still wins.
+func TestClassifyNodeManyVendors(t *testing.T) {
+	opts := testOptions()
+	opts.ExtraResources = map[corev1.ResourceName]Vendor{}
+	var res []nodeOption
+	for _, v := range []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"} {
+		name := v + ".example.com/accel"
+		opts.ExtraResources[corev1.ResourceName(name)] = Vendor(v)
+		res = append(res, withResource(name, 1, 1))
+	}
+	opts.ExtraResources["j.example.com/accel-2"] = "j"
+	res = append(res, withResource("j.example.com/accel-2", 1, 1))
+	if got := ClassifyNode(newNode("many", nil, res...), opts).Vendor; got != "j" {
+		t.Errorf("Vendor = %q, want j", got)
+	}
+}
+
 func TestClassifyNodeNil(t *testing.T) {
 	c := ClassifyNode(nil, Options{})
 	if c.GPU || c.Status != StatusNotGPU {

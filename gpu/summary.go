@@ -24,6 +24,7 @@ const (
 
 // Pool is a set of nodes of one kind.
 type Pool struct {
+	// Kind says which nodes the pool holds.
 	Kind PoolKind `json:"kind"`
 	// Nodes are the pool's node names, in the order given to Summarize.
 	Nodes []string `json:"nodes"`
@@ -38,9 +39,12 @@ type Pool struct {
 
 // ProductTotal adds up the nodes of one product.
 type ProductTotal struct {
+	// Vendor and Product identify the product as in Classification;
+	// Product is empty for nodes whose labels name none.
 	Vendor  Vendor `json:"vendor"`
 	Product string `json:"product"`
-	Nodes   int    `json:"nodes"`
+	// Nodes counts the nodes with this product.
+	Nodes int `json:"nodes"`
 	// GPUs and AdvertisedGPUs are as in Pool.
 	GPUs           int64 `json:"gpus"`
 	AdvertisedGPUs int64 `json:"advertisedGPUs"`
@@ -51,7 +55,10 @@ type ProductTotal struct {
 // Problem is a finding that needs action, with the node (and DaemonSet) it
 // is about.
 type Problem struct {
-	Node      string `json:"node"`
+	// Node is the node's name.
+	Node string `json:"node"`
+	// DaemonSet is "namespace/name" of the device plugin DaemonSet the
+	// finding is about, empty for findings about the node itself.
 	DaemonSet string `json:"daemonSet,omitempty"`
 	Finding
 }
