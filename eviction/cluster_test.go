@@ -1,0 +1,341 @@
+package eviction
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/udrain/udrain/topology"
+)
+
+// This file builds a fake cluster for the tests: nodes in upgrade domains,
+// LeaderWorkerSet-like groups owned by StatefulSets, a PDB over the leaders,
+// and an eviction reactor that enforces budgets the way the Eviction API
+// does (429 when no disruption is allowed, 500 for two PDBs, 409 for a UID
+// precondition that does not match).
+
+var (
+	podsGVR = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	pdbsGVR = schema.GroupVersionResource{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"}
+)
+
+const testNS = "inference"
+
+type fakeCluster struct {
+	t      *testing.T
+	client *fake.Clientset
+
+	mu        sync.Mutex
+	evictions []string // "ns/name" in the order the API accepted them
+	attempts  []string // every eviction request, accepted or not
+	uidSeq    int
+	// onEvict, if set, runs before the reactor decides; returning a
+	// non-nil error answers the request with it.
+	onEvict func(ns, name string) error
+}
+
+func newFakeCluster(t *testing.T, objs ...runtime.Object) *fakeCluster {
+	t.Helper()
+	fc := &fakeCluster{t: t, client: fake.NewClientset(objs...)}
+	fc.client.PrependReactor("create", "pods", fc.evictionReactor)
+	return fc
+}
+
+func (fc *fakeCluster) nextUID(name string) types.UID {
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	fc.uidSeq++
+	return types.UID(fmt.Sprintf("%s-uid-%d", name, fc.uidSeq))
+}
+
+func (fc *fakeCluster) evictionReactor(action k8stesting.Action) (bool, runtime.Object, error) {
+	if action.GetSubresource() != "eviction" {
+		return false, nil, nil
+	}
+	ev := action.(k8stesting.CreateAction).GetObject().(*policyv1.Eviction)
+	key := ev.Namespace + "/" + ev.Name
+	fc.mu.Lock()
+	fc.attempts = append(fc.attempts, key)
+	hook := fc.onEvict
+	fc.mu.Unlock()
+	if hook != nil {
+		if err := hook(ev.Namespace, ev.Name); err != nil {
+			return true, nil, err
+		}
+	}
+	tr := fc.client.Tracker()
+	obj, err := tr.Get(podsGVR, ev.Namespace, ev.Name)
+	if err != nil {
+		return true, nil, err
+	}
+	pod := obj.(*corev1.Pod)
+	if ev.DeleteOptions != nil && ev.DeleteOptions.Preconditions != nil && ev.DeleteOptions.Preconditions.UID != nil &&
+		*ev.DeleteOptions.Preconditions.UID != pod.UID {
+		return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "Pod"}, pod.Name,
+			fmt.Errorf("the UID in the precondition (%s) does not match the UID in record (%s)", *ev.DeleteOptions.Preconditions.UID, pod.UID))
+	}
+	dryRun := ev.DeleteOptions != nil && len(ev.DeleteOptions.DryRun) > 0
+	list, err := tr.List(pdbsGVR, schema.GroupVersionKind{Group: "policy", Version: "v1", Kind: "PodDisruptionBudget"}, ev.Namespace)
+	if err != nil {
+		return true, nil, err
+	}
+	var matching []*policyv1.PodDisruptionBudget
+	for i := range list.(*policyv1.PodDisruptionBudgetList).Items {
+		b := &list.(*policyv1.PodDisruptionBudgetList).Items[i]
+		sel, err := metav1.LabelSelectorAsSelector(b.Spec.Selector)
+		if err == nil && sel.Matches(labels.Set(pod.Labels)) {
+			matching = append(matching, b)
+		}
+	}
+	if len(matching) > 1 {
+		return true, nil, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 500,
+			Message: "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."}}
+	}
+	if len(matching) == 1 && pod.DeletionTimestamp == nil {
+		b := matching[0].DeepCopy()
+		if b.Status.DisruptionsAllowed <= 0 {
+			err := apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
+			err.ErrStatus.Details.Causes = append(err.ErrStatus.Details.Causes, metav1.StatusCause{
+				Type:    policyv1.DisruptionBudgetCause,
+				Message: fmt.Sprintf("The disruption budget %s needs %d healthy pods and has %d currently", b.Name, b.Status.DesiredHealthy, b.Status.CurrentHealthy),
+			})
+			return true, nil, err
+		}
+		if !dryRun {
+			b.Status.DisruptionsAllowed--
+			b.Status.CurrentHealthy--
+			if err := tr.Update(pdbsGVR, b, b.Namespace); err != nil {
+				return true, nil, err
+			}
+		}
+	}
+	if dryRun {
+		return true, &metav1.Status{Status: metav1.StatusSuccess}, nil
+	}
+	if err := tr.Delete(podsGVR, pod.Namespace, pod.Name); err != nil {
+		return true, nil, err
+	}
+	fc.mu.Lock()
+	fc.evictions = append(fc.evictions, key)
+	fc.mu.Unlock()
+	return true, &metav1.Status{Status: metav1.StatusSuccess}, nil
+}
+
+func (fc *fakeCluster) evicted() []string {
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	return append([]string(nil), fc.evictions...)
+}
+
+// mutations lists the actions that change the cluster.
+func (fc *fakeCluster) mutations() []string {
+	var out []string
+	for _, a := range fc.client.Actions() {
+		switch a.GetVerb() {
+		case "create", "update", "patch", "delete":
+			s := a.GetVerb() + " " + a.GetResource().Resource
+			if sub := a.GetSubresource(); sub != "" {
+				s += "/" + sub
+			}
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func testNode(name, domain string) *corev1.Node {
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{topology.DefaultDomainLabel: domain}},
+		Status:     corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}},
+	}
+}
+
+func readyPod(p *corev1.Pod) *corev1.Pod {
+	p.Status.Phase = corev1.PodRunning
+	p.Status.Conditions = []corev1.PodCondition{
+		{Type: corev1.PodReady, Status: corev1.ConditionTrue},
+		{Type: corev1.ContainersReady, Status: corev1.ConditionTrue},
+	}
+	return p
+}
+
+func ownedBy(kind, name string) []metav1.OwnerReference {
+	apiVersion := "apps/v1"
+	return []metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: name, Controller: ptrTo(true), UID: types.UID(name + "-owner")}}
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// lwsPod is a member of group g of LWS "llm": worker 0 is the leader.
+func lwsPod(g, worker, size int, nodeName string, uid types.UID) *corev1.Pod {
+	name := fmt.Sprintf("llm-%d", g)
+	owner := fmt.Sprintf("llm-%d", g)
+	if worker > 0 {
+		name = fmt.Sprintf("llm-%d-%d", g, worker)
+		owner = fmt.Sprintf("llm-%d-workers", g)
+	}
+	return readyPod(&corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: testNS, Name: name, UID: uid,
+			Labels: map[string]string{
+				topology.LWSNameLabel:        "llm",
+				topology.LWSGroupIndexLabel:  strconv.Itoa(g),
+				topology.LWSWorkerIndexLabel: strconv.Itoa(worker),
+			},
+			Annotations:     map[string]string{topology.LWSSizeAnnotation: strconv.Itoa(size)},
+			OwnerReferences: ownedBy("StatefulSet", owner),
+		},
+		Spec: corev1.PodSpec{NodeName: nodeName},
+	})
+}
+
+func leaderPDB(groups int) *policyv1.PodDisruptionBudget {
+	min := intstr.FromInt32(int32(groups - 1))
+	return &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: "llm-leaders", Generation: 1},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MinAvailable: &min,
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{
+				topology.LWSNameLabel: "llm", topology.LWSWorkerIndexLabel: "0",
+			}},
+		},
+		Status: policyv1.PodDisruptionBudgetStatus{
+			ObservedGeneration: 1, DisruptionsAllowed: 1,
+			CurrentHealthy: int32(groups), DesiredHealthy: int32(groups - 1), ExpectedPods: int32(groups),
+		},
+	}
+}
+
+// lwsCluster builds domains ud-1..ud-<domains> with nodesPerDomain nodes
+// each and one group of size pods per domain, packed on the domain's nodes,
+// plus the PDB over leaders.
+func lwsCluster(domains, nodesPerDomain, size int) []runtime.Object {
+	var objs []runtime.Object
+	for d := 1; d <= domains; d++ {
+		for n := 1; n <= nodesPerDomain; n++ {
+			objs = append(objs, testNode(fmt.Sprintf("node-%d-%d", d, n), fmt.Sprintf("ud-%d", d)))
+		}
+		g := d - 1
+		for w := 0; w < size; w++ {
+			nodeName := fmt.Sprintf("node-%d-%d", d, w%nodesPerDomain+1)
+			objs = append(objs, lwsPod(g, w, size, nodeName, types.UID(fmt.Sprintf("g%d-w%d", g, w))))
+		}
+	}
+	objs = append(objs, leaderPDB(domains))
+	return objs
+}
+
+// recreateGroup plays the StatefulSet controller and the kubelet: the
+// group's pods come back (new UIDs) on the domain's nodes, Ready, and the
+// disruption controller restores the budget.
+func (fc *fakeCluster) recreateGroup(ctx context.Context, g, size, domain, nodesPerDomain, groups int) {
+	fc.t.Helper()
+	for w := 0; w < size; w++ {
+		nodeName := fmt.Sprintf("node-%d-%d", domain, w%nodesPerDomain+1)
+		p := lwsPod(g, w, size, nodeName, fc.nextUID(fmt.Sprintf("g%d-w%d", g, w)))
+		if _, err := fc.client.CoreV1().Pods(testNS).Create(ctx, p, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			fc.t.Errorf("recreating %s: %v", p.Name, err)
+		}
+	}
+	fc.setBudget(ctx, 1, int32(groups))
+}
+
+func (fc *fakeCluster) setBudget(ctx context.Context, allowed, healthy int32) {
+	fc.t.Helper()
+	b, err := fc.client.PolicyV1().PodDisruptionBudgets(testNS).Get(ctx, "llm-leaders", metav1.GetOptions{})
+	if err != nil {
+		fc.t.Fatalf("get pdb: %v", err)
+	}
+	b.Status.DisruptionsAllowed, b.Status.CurrentHealthy = allowed, healthy
+	if _, err := fc.client.PolicyV1().PodDisruptionBudgets(testNS).UpdateStatus(ctx, b, metav1.UpdateOptions{}); err != nil {
+		fc.t.Fatalf("update pdb status: %v", err)
+	}
+}
+
+// eventLog records events for assertions.
+type eventLog struct {
+	mu     sync.Mutex
+	events []Event
+	notify chan struct{}
+}
+
+func newEventLog() *eventLog { return &eventLog{notify: make(chan struct{}, 1)} }
+
+func (l *eventLog) add(e Event) {
+	l.mu.Lock()
+	l.events = append(l.events, e)
+	l.mu.Unlock()
+	select {
+	case l.notify <- struct{}{}:
+	default:
+	}
+}
+
+func (l *eventLog) all() []Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]Event(nil), l.events...)
+}
+
+func (l *eventLog) ofType(t EventType) []Event {
+	var out []Event
+	for _, e := range l.all() {
+		if e.Type == t {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// waitFor waits until an event matches, or fails the test after 10s.
+func (l *eventLog) waitFor(t *testing.T, what string, match func(Event) bool) Event {
+	t.Helper()
+	var found Event
+	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		for _, e := range l.all() {
+			if match(e) {
+				found = e
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("no %s event within 10s; events: %v", what, eventTypes(l.all()))
+	}
+	return found
+}
+
+func eventTypes(evs []Event) []string {
+	out := make([]string, len(evs))
+	for i, e := range evs {
+		out[i] = string(e.Type) + " " + e.Pod + e.Node
+	}
+	return out
+}
+
+func sorted(s []string) []string {
+	out := append([]string(nil), s...)
+	sort.Strings(out)
+	return out
+}
+
+var _ = appsv1.DaemonSet{}

@@ -1,0 +1,450 @@
+package eviction
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/kubectl/pkg/drain"
+
+	"github.com/udrain/udrain/topology"
+)
+
+// slowBackoff makes retries after a 429 wait an hour: a test that still
+// finishes proves the retry came from the budget's watch, not a timer.
+var slowBackoff = wait.Backoff{Duration: time.Hour, Factor: 1, Steps: 1 << 30}
+
+func testContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestDrainEvictsLeadersBeforeAnyWorker(t *testing.T) {
+	ctx := testContext(t)
+	// Two groups in ud-1 (so phase 1 has two leaders), one in ud-2; the
+	// budget allows the two disruptions.
+	objs := lwsCluster(2, 2, 4)
+	objs = append(objs, lwsPod(9, 0, 3, "node-1-1", "g9-w0"), lwsPod(9, 1, 3, "node-1-2", "g9-w1"), lwsPod(9, 2, 3, "node-1-2", "g9-w2"))
+	fc := newFakeCluster(t, objs...)
+	fc.setBudget(ctx, 2, 3)
+	d, err := New(fc.client, Options{Backoff: slowBackoff, AllowViolations: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, res, err := d.Drain(ctx, "ud-1")
+	if err != nil {
+		t.Fatalf("Drain: %v", err)
+	}
+	leaders := map[string]bool{}
+	for _, p := range plan.Phase1 {
+		leaders[p.Key()] = true
+	}
+	if diff := cmp.Diff([]string{"inference/llm-0", "inference/llm-9"}, sorted(keys(plan.Phase1))); diff != "" {
+		t.Errorf("phase 1 (-want +got):\n%s", diff)
+	}
+	got := fc.evicted()
+	if len(got) != 7 {
+		t.Fatalf("evicted %d pods, want 7: %v", len(got), got)
+	}
+	for i, key := range got {
+		if i < 2 && !leaders[key] {
+			t.Errorf("eviction %d was %s, a worker, before every leader was evicted (order %v)", i, key, got)
+		}
+	}
+	if res.Phase1.Evicted != 2 || res.Phase2.Evicted != 5 {
+		t.Errorf("result phase1=%+v phase2=%+v, want 2 and 5 evicted", res.Phase1, res.Phase2)
+	}
+	if diff := cmp.Diff([]string{"node-1-1", "node-1-2"}, res.Cordoned); diff != "" {
+		t.Errorf("cordoned (-want +got):\n%s", diff)
+	}
+	for _, n := range res.Cordoned {
+		node, _ := fc.client.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{})
+		if !node.Spec.Unschedulable || node.Annotations[CordonedByAnnotation] != "drain" {
+			t.Errorf("node %s: unschedulable=%v annotations=%v", n, node.Spec.Unschedulable, node.Annotations)
+		}
+	}
+}
+
+func keys(pods []PlannedPod) []string {
+	out := make([]string, len(pods))
+	for i, p := range pods {
+		out[i] = p.Key()
+	}
+	return out
+}
+
+func TestBlockedPhase1HoldsPhase2UntilBudgetFrees(t *testing.T) {
+	ctx := testContext(t)
+	fc := newFakeCluster(t, lwsCluster(3, 2, 4)...)
+	// A group elsewhere is down: the budget allows nothing.
+	fc.setBudget(ctx, 0, 2)
+	log := newEventLog()
+	d, err := New(fc.client, Options{Backoff: slowBackoff, OnEvent: log.add})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := d.Drain(ctx, "ud-1")
+		done <- err
+	}()
+	blocked := log.waitFor(t, "Blocked", func(e Event) bool { return e.Type == EventBlocked })
+	want := &BlockInfo{Namespace: testNS, PDB: "llm-leaders", DisruptionsAllowed: 0, CurrentHealthy: 2, DesiredHealthy: 2, ExpectedPods: 3,
+		Pods: []string{"inference/llm-0"}, Message: "The disruption budget llm-leaders needs 2 healthy pods and has 2 currently"}
+	if diff := cmp.Diff(want, blocked.Block, cmpIgnoreSince); diff != "" {
+		t.Errorf("block info (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(blocked.Message, "llm-leaders") {
+		t.Errorf("blocked message %q does not name the PDB", blocked.Message)
+	}
+	// While blocked, no worker may be touched. Give the drain every
+	// chance to misbehave: wait for a retry cycle of the watch.
+	fc.setBudget(ctx, 0, 2)
+	time.Sleep(50 * time.Millisecond)
+	if got := fc.evicted(); len(got) != 0 {
+		t.Fatalf("pods evicted while phase 1 was blocked: %v", got)
+	}
+	for _, a := range fc.attempts {
+		if a != "inference/llm-0" {
+			t.Fatalf("eviction of %s attempted while the leader was blocked", a)
+		}
+	}
+	// The other group recovers: the budget frees, the drain goes on alone.
+	fc.setBudget(ctx, 1, 3)
+	if err := <-done; err != nil {
+		t.Fatalf("Drain after the budget freed: %v", err)
+	}
+	got := fc.evicted()
+	if len(got) != 4 || got[0] != "inference/llm-0" {
+		t.Errorf("evictions %v, want the leader first and then its 3 workers", got)
+	}
+	if len(log.ofType(EventUnblocked)) != 1 {
+		t.Errorf("want one Unblocked event, got %d", len(log.ofType(EventUnblocked)))
+	}
+}
+
+var cmpIgnoreSince = cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".Since" }, cmp.Ignore())
+
+func TestBlockedPastTimeoutIsTypedError(t *testing.T) {
+	ctx := testContext(t)
+	fc := newFakeCluster(t, lwsCluster(3, 1, 2)...)
+	fc.setBudget(ctx, 0, 2)
+	d, err := New(fc.client, Options{Helper: &drain.Helper{GracePeriodSeconds: -1, Timeout: 200 * time.Millisecond}, Backoff: slowBackoff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, res, err := d.Drain(ctx, "ud-2")
+	var be *BlockedError
+	if !errors.As(err, &be) {
+		t.Fatalf("err = %v, want *BlockedError", err)
+	}
+	if be.Block.PDB != "llm-leaders" || be.Block.CurrentHealthy != 2 || be.Block.DesiredHealthy != 2 || be.Domain != "ud-2" {
+		t.Errorf("BlockedError = %+v", be)
+	}
+	if len(fc.evicted()) != 0 {
+		t.Errorf("evicted %v although blocked", fc.evicted())
+	}
+	if b, ok := res.LongestBlock(); !ok || b.PDB != "llm-leaders" || b.Duration <= 0 {
+		t.Errorf("longest block = %+v, %v", b, ok)
+	}
+}
+
+func TestMultiplePDBsStopsBeforePhase2(t *testing.T) {
+	ctx := testContext(t)
+	fc := newFakeCluster(t, lwsCluster(2, 1, 3)...)
+	d, err := New(fc.client, Options{Backoff: slowBackoff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := d.Plan(ctx, "ud-1")
+	if err != nil || plan.Err() != nil {
+		t.Fatalf("plan: %v / %v", err, plan.Err())
+	}
+	// A second budget over the leader appears after planning.
+	extra := leaderPDB(2)
+	extra.Name = "also-leaders"
+	if _, err := fc.client.PolicyV1().PodDisruptionBudgets(testNS).Create(ctx, extra, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = d.Execute(ctx, plan)
+	var me *MultiplePDBsError
+	if !errors.As(err, &me) || me.Pod != "llm-0" {
+		t.Fatalf("err = %v, want *MultiplePDBsError for llm-0", err)
+	}
+	for _, a := range fc.attempts {
+		if a != "inference/llm-0" {
+			t.Errorf("phase-2 pod %s touched after the multi-PDB error", a)
+		}
+	}
+	// Planned again, the plan itself reports it before anything happens.
+	plan, err = d.Plan(ctx, "ud-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.As(plan.Err(), &me) {
+		t.Errorf("plan.Err() = %v, want *MultiplePDBsError", plan.Err())
+	}
+}
+
+func TestReplacementPodWithSameNameIsNotEvicted(t *testing.T) {
+	ctx := testContext(t)
+	fc := newFakeCluster(t, lwsCluster(2, 1, 3)...)
+	log := newEventLog()
+	d, err := New(fc.client, Options{Backoff: slowBackoff, OnEvent: log.add})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := d.Plan(ctx, "ud-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Between plan and execution a worker is deleted and its StatefulSet
+	// creates a replacement with the same name and a new UID.
+	if err := fc.client.CoreV1().Pods(testNS).Delete(ctx, "llm-0-2", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	repl := lwsPod(0, 2, 3, "node-1-1", "replacement-uid")
+	if _, err := fc.client.CoreV1().Pods(testNS).Create(ctx, repl, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := d.Execute(ctx, plan)
+	if err != nil {
+		t.Fatalf("Execute: %v", err)
+	}
+	if diff := cmp.Diff([]string{"inference/llm-0", "inference/llm-0-1"}, sorted(fc.evicted())); diff != "" {
+		t.Errorf("evicted (-want +got):\n%s", diff)
+	}
+	cur, err := fc.client.CoreV1().Pods(testNS).Get(ctx, "llm-0-2", metav1.GetOptions{})
+	if err != nil || cur.UID != "replacement-uid" {
+		t.Errorf("replacement pod: %v, %v; want it untouched", cur, err)
+	}
+	if res.Phase2.AlreadyGone != 1 {
+		t.Errorf("phase 2 = %+v, want the replaced pod counted as already gone", res.Phase2)
+	}
+}
+
+func TestTerminatingPodIsWaitedOnNotEvicted(t *testing.T) {
+	ctx := testContext(t)
+	objs := lwsCluster(2, 1, 2)
+	for _, o := range objs {
+		if p, ok := o.(*corev1.Pod); ok && p.Name == "llm-0-1" {
+			now := metav1.Now()
+			p.DeletionTimestamp = &now
+			p.Finalizers = []string{"test/hold"}
+		}
+	}
+	fc := newFakeCluster(t, objs...)
+	log := newEventLog()
+	d, err := New(fc.client, Options{Backoff: slowBackoff, OnEvent: log.add})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	var res *Result
+	go func() {
+		var err error
+		_, res, err = d.Drain(ctx, "ud-1")
+		done <- err
+	}()
+	log.waitFor(t, "PhaseDone of phase 2", func(e Event) bool { return e.Type == EventPhaseDone && e.Phase == Phase2 })
+	select {
+	case err := <-done:
+		t.Fatalf("drain finished (%v) while a terminating pod still exists", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	// Its finalizer goes away and the pod is gone: the drain ends.
+	if err := fc.client.CoreV1().Pods(testNS).Delete(ctx, "llm-0-1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range fc.attempts {
+		if a == "inference/llm-0-1" {
+			t.Errorf("the terminating pod was evicted again")
+		}
+	}
+	if res.Phase2.AlreadyTerminating != 1 {
+		t.Errorf("phase 2 = %+v, want 1 already terminating", res.Phase2)
+	}
+}
+
+func TestDryRun(t *testing.T) {
+	for _, tc := range []struct {
+		strategy    string
+		wantMutates []string
+		wantOutcome string
+	}{
+		{"client", nil, "would evict"},
+		{"server", []string{"patch nodes", "create pods/eviction", "create pods/eviction"}, "would evict"},
+	} {
+		t.Run(tc.strategy, func(t *testing.T) {
+			ctx := testContext(t)
+			fc := newFakeCluster(t, lwsCluster(2, 1, 2)...)
+			h := KubectlDefaults()
+			h.DryRunStrategy = dryRunStrategy(tc.strategy)
+			d, err := New(fc.client, Options{Helper: h})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, res, err := d.Drain(ctx, "ud-1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.wantMutates, fc.mutations()); diff != "" {
+				t.Errorf("mutating requests (-want +got):\n%s", diff)
+			}
+			if len(fc.evicted()) != 0 {
+				t.Errorf("dry run evicted %v", fc.evicted())
+			}
+			want := []DryRunOutcome{{"inference/llm-0", Phase1, tc.wantOutcome}, {"inference/llm-0-1", Phase2, tc.wantOutcome}}
+			if diff := cmp.Diff(want, res.DryRunOutcomes); diff != "" {
+				t.Errorf("outcomes (-want +got):\n%s", diff)
+			}
+			// Every mutating request carries dryRun=All (the fake clientset
+			// does not honour it; the API server does).
+			for _, a := range fc.client.Actions() {
+				var dry []string
+				switch a := a.(type) {
+				case k8stesting.PatchActionImpl:
+					dry = a.PatchOptions.DryRun
+				case k8stesting.CreateActionImpl:
+					if ev, ok := a.Object.(*policyv1.Eviction); ok && ev.DeleteOptions != nil {
+						dry = ev.DeleteOptions.DryRun
+					}
+				default:
+					continue
+				}
+				if diff := cmp.Diff([]string{metav1.DryRunAll}, dry); diff != "" {
+					t.Errorf("%s %s without dryRun=All", a.GetVerb(), a.GetResource().Resource)
+				}
+			}
+		})
+	}
+}
+
+func TestBadInputChangesNothing(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		opts    Options
+		domain  string
+		wantErr any
+	}{
+		{"unknown domain", Options{}, "ud-9", new(*topology.UnknownDomainError)},
+		{"empty domain", Options{}, "", new(*EmptyDomainError)},
+		{"negative timeout", Options{Helper: &drain.Helper{Timeout: -time.Second}}, "ud-1", new(*OptionsError)},
+		{"invalid selector", Options{Helper: &drain.Helper{PodSelector: "a in (b"}}, "ud-1", new(*OptionsError)},
+		{"negative concurrency", Options{Concurrency: -1}, "ud-1", new(*OptionsError)},
+		{"unlabeled node", Options{}, "ud-1", new(*topology.UnlabeledNodesError)},
+		{"refused pod", Options{}, "ud-2", new(*RefusedPodsError)},
+		{"contract violation", Options{}, "ud-3", new(*topology.ContractError)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testContext(t)
+			objs := lwsCluster(3, 1, 2)
+			if tc.name == "unlabeled node" {
+				objs = append(objs, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "stray"}})
+			}
+			// ud-2 holds a pod with no controller (kubectl refuses it
+			// without --force); ud-3's leader has lost its budget because
+			// a worker label moved (contract: unprotected leader).
+			for _, o := range objs {
+				if p, ok := o.(*corev1.Pod); ok {
+					if p.Name == "llm-1-1" {
+						p.OwnerReferences = nil
+					}
+					if p.Name == "llm-2" {
+						p.Labels[topology.LWSNameLabel+"-x"] = "y"
+						p.Labels[topology.LWSWorkerIndexLabel] = "0"
+						delete(p.Labels, topology.LWSNameLabel)
+						p.Labels[topology.LWSNameLabel] = "llm"
+						p.Labels["pdb-excluded"] = "true"
+					}
+				}
+			}
+			fc := newFakeCluster(t, objs...)
+			if tc.name == "contract violation" {
+				b, _ := fc.client.PolicyV1().PodDisruptionBudgets(testNS).Get(ctx, "llm-leaders", metav1.GetOptions{})
+				b.Spec.Selector.MatchExpressions = []metav1.LabelSelectorRequirement{{Key: "pdb-excluded", Operator: metav1.LabelSelectorOpDoesNotExist}}
+				if _, err := fc.client.PolicyV1().PodDisruptionBudgets(testNS).Update(ctx, b, metav1.UpdateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := len(fc.mutations())
+			d, err := New(fc.client, tc.opts)
+			if err == nil {
+				_, _, err = d.Drain(ctx, tc.domain)
+			}
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if !errors.As(err, tc.wantErr) {
+				t.Fatalf("err = %T %v, want %T", err, err, tc.wantErr)
+			}
+			if got := fc.mutations()[before:]; len(got) != 0 {
+				t.Errorf("bad input changed the cluster: %v", got)
+			}
+			if msg := err.Error(); len(msg) < 20 {
+				t.Errorf("error %q says too little", msg)
+			}
+		})
+	}
+}
+
+func TestTransientErrorsAreRetried(t *testing.T) {
+	ctx := testContext(t)
+	fc := newFakeCluster(t, lwsCluster(2, 1, 2)...)
+	failures := 2
+	fc.onEvict = func(ns, name string) error {
+		if failures > 0 {
+			failures--
+			return apierrors.NewServiceUnavailable("apiserver is restarting")
+		}
+		return nil
+	}
+	log := newEventLog()
+	d, err := New(fc.client, Options{Backoff: wait.Backoff{Duration: time.Millisecond, Factor: 1, Steps: 100}, OnEvent: log.add})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := d.Drain(ctx, "ud-1"); err != nil {
+		t.Fatalf("Drain: %v", err)
+	}
+	if n := len(log.ofType(EventRetrying)); n != 2 {
+		t.Errorf("%d Retrying events, want 2", n)
+	}
+	if len(fc.evicted()) != 2 {
+		t.Errorf("evicted %v", fc.evicted())
+	}
+}
+
+func TestForbiddenEvictionFailsTheDomain(t *testing.T) {
+	ctx := testContext(t)
+	fc := newFakeCluster(t, lwsCluster(2, 1, 2)...)
+	fc.onEvict = func(ns, name string) error {
+		return apierrors.NewForbidden(podsGVR.GroupResource(), name, fmt.Errorf("RBAC: no"))
+	}
+	d, err := New(fc.client, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = d.Drain(ctx, "ud-1")
+	var ee *EvictionError
+	if !errors.As(err, &ee) || !apierrors.IsForbidden(err) {
+		t.Fatalf("err = %v, want *EvictionError wrapping Forbidden", err)
+	}
+	if len(fc.attempts) != 1 {
+		t.Errorf("attempts %v: phase 2 must not start after a phase-1 failure", fc.attempts)
+	}
+}

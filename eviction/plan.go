@@ -1,0 +1,515 @@
+package eviction
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/kubectl/pkg/drain"
+
+	"github.com/udrain/udrain/gpu"
+	"github.com/udrain/udrain/topology"
+)
+
+// Snapshot is the cluster state a plan is computed from.
+type Snapshot struct {
+	Nodes []corev1.Node
+	// Pods should hold every pod of the cluster (at least every pod of the
+	// groups that touch the domain), so that groups and the audit see
+	// members outside the domain too. The plan does not modify them.
+	Pods      []*corev1.Pod
+	PDBs      []policyv1.PodDisruptionBudget
+	PodGroups []schedulingv1beta1.PodGroup
+	// DaemonSets answers whether a DaemonSet exists (kubectl refuses to
+	// drain pods of existing DaemonSets without --ignore-daemonsets, and
+	// treats pods of deleted ones as orphans). Nil means DaemonSetsLookup
+	// over no DaemonSets: every DaemonSet pod is an orphan.
+	DaemonSets DaemonSetLookup
+	// Now is when the snapshot was taken; kubectl's
+	// --skip-wait-for-delete-timeout compares deletion timestamps with it.
+	Now time.Time
+}
+
+// Phase numbers the two steps of a domain drain.
+type Phase int
+
+const (
+	// Phase1 evicts the pods that some PodDisruptionBudget selects (the
+	// groups' leaders), so every disruption is charged to a budget.
+	Phase1 Phase = 1
+	// Phase2 evicts the other pods, once every phase-1 pod is evicted.
+	Phase2 Phase = 2
+)
+
+func (p Phase) String() string { return fmt.Sprintf("phase %d", int(p)) }
+
+// PlannedPod is a pod the plan evicts.
+type PlannedPod struct {
+	Namespace string    `json:"namespace"`
+	Name      string    `json:"name"`
+	UID       types.UID `json:"uid"`
+	Node      string    `json:"node"`
+	// PDBs are the PodDisruptionBudgets that select the pod.
+	PDBs []string `json:"pdbs,omitempty"`
+	// Group is the pod's group ("namespace/name"), if any.
+	Group string `json:"group,omitempty"`
+	// Leader marks the group's leader.
+	Leader bool `json:"leader,omitempty"`
+	// Terminating marks a pod already being deleted: it is waited on, not
+	// evicted again.
+	Terminating bool `json:"terminating,omitempty"`
+	// Warning is kubectl's warning for the pod, if any (e.g. "deleting Pods
+	// with local storage").
+	Warning string `json:"warning,omitempty"`
+}
+
+// Key returns "namespace/name".
+func (p PlannedPod) Key() string { return p.Namespace + "/" + p.Name }
+
+// SkippedPod is a pod on the domain's nodes that the drain leaves alone.
+type SkippedPod struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Node      string `json:"node"`
+	// Reason is kubectl's text where kubectl has one ("ignoring
+	// DaemonSet-managed Pods"), else udrain's.
+	Reason string `json:"reason"`
+}
+
+// RefusedPod is a pod that kubectl drain would refuse to delete with the
+// current options; a plan with refused pods cannot be executed.
+type RefusedPod struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Node      string `json:"node"`
+	// Reason is kubectl's text, e.g. "Pods with local storage (use
+	// --delete-emptydir-data to override)".
+	Reason string `json:"reason"`
+}
+
+// Skip reasons udrain adds where kubectl has no text.
+const (
+	ReasonMirrorPod          = "mirror pod (managed by the kubelet, not by the API server)"
+	ReasonDeletedLongAgo     = "DeletionTimestamp older than --skip-wait-for-delete-timeout"
+	ReasonSkippedByFilter    = "skipped by an additional filter"
+	ReasonNotMatchedSelector = "" // pods outside --pod-selector are not listed at all, as in kubectl
+)
+
+// Blocker is a PodDisruptionBudget that would refuse phase 1 right now.
+type Blocker struct {
+	Namespace string `json:"namespace"`
+	PDB       string `json:"pdb"`
+	// Needed is how many disruptions phase 1 of this domain charges to it.
+	Needed int `json:"needed"`
+	// DisruptionsAllowed, CurrentHealthy, DesiredHealthy and ExpectedPods
+	// are the PDB's status when the plan was made.
+	DisruptionsAllowed int32 `json:"disruptionsAllowed"`
+	CurrentHealthy     int32 `json:"currentHealthy"`
+	DesiredHealthy     int32 `json:"desiredHealthy"`
+	ExpectedPods       int32 `json:"expectedPods"`
+}
+
+// AffectedGroup is a group that loses pods when the domain drains.
+type AffectedGroup struct {
+	ID       topology.GroupID `json:"id"`
+	Workload string           `json:"workload,omitempty"`
+	Leader   string           `json:"leader,omitempty"`
+	// Size is the expected number of members.
+	Size int `json:"size"`
+	// Evicted counts the group's pods in this plan.
+	Evicted int `json:"evicted"`
+	// Healthy says whether every member was Running and Ready, and the
+	// group whole, when the plan was made.
+	Healthy bool `json:"healthy"`
+}
+
+// GPUCapacity is a count of GPUs of one product that the domain takes out
+// of service.
+type GPUCapacity struct {
+	Vendor  string `json:"vendor,omitempty"`
+	Product string `json:"product"`
+	GPUs    int64  `json:"gpus"`
+	Nodes   int    `json:"nodes"`
+}
+
+// Plan is what draining one domain will do. It is computed from a snapshot
+// and names every pod it evicts by UID: executing it never evicts another.
+type Plan struct {
+	Domain   string   `json:"domain"`
+	LabelKey string   `json:"labelKey"`
+	Nodes    []string `json:"nodes"`
+	// Phase1 lists the pods some PDB selects; Phase2 the others.
+	Phase1 []PlannedPod `json:"phase1"`
+	Phase2 []PlannedPod `json:"phase2"`
+	// Skipped lists pods left alone (DaemonSet, mirror, long-deleted).
+	Skipped []SkippedPod `json:"skipped,omitempty"`
+	// Refused lists pods kubectl drain would refuse; Err reports them.
+	Refused []RefusedPod `json:"refused,omitempty"`
+	// Warnings are kubectl drain's warnings, in its format.
+	Warnings []string `json:"warnings,omitempty"`
+	// Blockers are the PDBs that would refuse phase 1 now.
+	Blockers []Blocker `json:"blockers,omitempty"`
+	// Groups are the groups the drain disrupts.
+	Groups []AffectedGroup `json:"groups,omitempty"`
+	// GPUs are the GPUs taken out of service, per product.
+	GPUs []GPUCapacity `json:"gpus,omitempty"`
+	// Findings are the contract findings that concern this domain.
+	Findings []topology.Finding `json:"findings,omitempty"`
+	// AllowViolations records whether error findings are tolerated.
+	AllowViolations bool `json:"allowViolations,omitempty"`
+	// CreatedAt is the snapshot time.
+	CreatedAt time.Time `json:"createdAt"`
+
+	// pdbs remembers the PDBs of phase-1 pods for recovery checks.
+	pdbKeys []string
+}
+
+// Pods returns the pods of both phases.
+func (p *Plan) Pods() []PlannedPod {
+	out := make([]PlannedPod, 0, len(p.Phase1)+len(p.Phase2))
+	return append(append(out, p.Phase1...), p.Phase2...)
+}
+
+// Err returns why the plan cannot be executed: a *RefusedPodsError when
+// kubectl's filters refuse pods, a *topology.ContractError for error
+// findings (unless violations are allowed), or a *MultiplePDBsError when a
+// phase-1 pod is selected by several PDBs. Nil means it can run.
+func (p *Plan) Err() error {
+	if len(p.Refused) > 0 {
+		byMsg := map[string][]string{}
+		for _, r := range p.Refused {
+			byMsg[r.Reason] = append(byMsg[r.Reason], r.Namespace+"/"+r.Name)
+		}
+		return &RefusedPodsError{Domain: p.Domain, Pods: p.Refused, Messages: kubectlErrors(byMsg)}
+	}
+	for _, pod := range p.Phase1 {
+		if len(pod.PDBs) > 1 {
+			return &MultiplePDBsError{Namespace: pod.Namespace, Pod: pod.Name, PDBs: pod.PDBs}
+		}
+	}
+	if !p.AllowViolations {
+		var errs []topology.Finding
+		for _, f := range p.Findings {
+			if f.Severity == topology.SeverityError {
+				errs = append(errs, f)
+			}
+		}
+		if len(errs) > 0 {
+			return &topology.ContractError{Findings: errs}
+		}
+	}
+	return nil
+}
+
+// planInput is what NewPlan needs besides the snapshot.
+type planInput struct {
+	domain string
+	s      *settings
+}
+
+// NewPlan computes the plan for draining domain from a snapshot, with the
+// drain settings of opts. It is a pure function: it calls no API. It fails
+// with an *OptionsError for invalid options, a *topology.UnknownDomainError
+// or *topology.UnlabeledNodesError for a bad layout, and an *EmptyDomainError
+// for an empty domain name. Refused pods and contract findings do not make
+// it fail: they are in the plan, and Plan.Err reports them.
+func NewPlan(domain string, snap *Snapshot, opts Options) (*Plan, error) {
+	s, err := opts.settle()
+	if err != nil {
+		return nil, err
+	}
+	return newPlan(domain, snap, s)
+}
+
+func newPlan(domain string, snap *Snapshot, s *settings) (*Plan, error) {
+	if domain == "" {
+		return nil, &EmptyDomainError{}
+	}
+	layout, err := topology.BuildLayout(snap.Nodes, topology.LayoutOptions{LabelKey: s.DomainLabel, Unlabeled: s.Unlabeled})
+	if err != nil {
+		return nil, err
+	}
+	d, err := layout.Domain(domain)
+	if err != nil {
+		return nil, err
+	}
+	now := snap.Now
+	if now.IsZero() {
+		now = s.Clock.Now()
+	}
+	lookup := snap.DaemonSets
+	if lookup == nil {
+		lookup = DaemonSetsLookup(nil)
+	}
+	inDomain := make(map[string]bool, len(d.Nodes))
+	for _, n := range d.Nodes {
+		inDomain[n] = true
+	}
+
+	plan := &Plan{Domain: d.Name, LabelKey: layout.LabelKey, Nodes: d.Nodes, CreatedAt: now, AllowViolations: s.AllowViolations}
+
+	// Pods on the domain's nodes, in a deterministic order.
+	var local []*corev1.Pod
+	for _, p := range snap.Pods {
+		if inDomain[p.Spec.NodeName] {
+			local = append(local, p)
+		}
+	}
+	sort.Slice(local, func(i, j int) bool {
+		a, b := local[i], local[j]
+		if a.Spec.NodeName != b.Spec.NodeName {
+			return topology.NaturalLess(a.Spec.NodeName, b.Spec.NodeName)
+		}
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		return topology.NaturalLess(a.Name, b.Name)
+	})
+
+	groupers := s.Groupers
+	if groupers == nil {
+		groupers = append(topology.DefaultGroupers(), topology.ByPodGroup(snap.PodGroups))
+	}
+	groups := topology.FindGroups(snap.Pods, groupers...)
+	gindex := topology.NewGroupIndex(groups)
+	pdbs := topology.NewPDBIndex(snap.PDBs)
+
+	warnings := map[string][]string{}
+	affected := map[topology.GroupID]*AffectedGroup{}
+	var affectedOrder []topology.GroupID
+	pdbNeeded := map[string]int{}
+	for _, p := range local {
+		if !s.podSelector.Matches(labels.Set(p.Labels)) {
+			continue
+		}
+		st := s.filters.filterPod(*p, lookup, now)
+		if st.Reason == drain.PodDeleteStatusTypeWarning {
+			warnings[st.Message] = append(warnings[st.Message], p.Namespace+"/"+p.Name)
+		}
+		if !st.Delete {
+			switch st.Reason {
+			case drain.PodDeleteStatusTypeError:
+				msg := st.Message
+				if msg == "" {
+					msg = "unexpected error"
+				}
+				plan.Refused = append(plan.Refused, RefusedPod{Namespace: p.Namespace, Name: p.Name, Node: p.Spec.NodeName, Reason: msg})
+			default:
+				plan.Skipped = append(plan.Skipped, SkippedPod{Namespace: p.Namespace, Name: p.Name, Node: p.Spec.NodeName, Reason: skipReason(p, st, s, now)})
+			}
+			continue
+		}
+		pp := PlannedPod{
+			Namespace: p.Namespace, Name: p.Name, UID: p.UID, Node: p.Spec.NodeName,
+			Terminating: p.DeletionTimestamp != nil,
+		}
+		if st.Reason == drain.PodDeleteStatusTypeWarning {
+			pp.Warning = st.Message
+		}
+		selected := pdbs.For(p)
+		pp.PDBs = topology.PDBNames(selected)
+		if g, ok := gindex.GroupOf(p.Namespace, p.Name); ok {
+			pp.Group = g.ID.String()
+			pp.Leader = g.Leader == p
+			ag := affected[g.ID]
+			if ag == nil {
+				ag = &AffectedGroup{ID: g.ID, Workload: g.Workload, Size: g.ExpectedSize(), Healthy: groupHealthy(g)}
+				if g.Leader != nil {
+					ag.Leader = g.Leader.Name
+				}
+				affected[g.ID] = ag
+				affectedOrder = append(affectedOrder, g.ID)
+			}
+			ag.Evicted++
+		}
+		if len(selected) > 0 {
+			plan.Phase1 = append(plan.Phase1, pp)
+			if !pp.Terminating && isPodReady(p) {
+				for _, b := range selected {
+					pdbNeeded[b.Namespace+"/"+b.Name]++
+				}
+			}
+			for _, b := range selected {
+				plan.pdbKeys = appendUnique(plan.pdbKeys, b.Namespace+"/"+b.Name)
+			}
+		} else {
+			plan.Phase2 = append(plan.Phase2, pp)
+		}
+	}
+	plan.Warnings = kubectlWarnings(warnings)
+	for _, id := range affectedOrder {
+		plan.Groups = append(plan.Groups, *affected[id])
+	}
+	sort.Slice(plan.Groups, func(i, j int) bool {
+		a, b := plan.Groups[i].ID, plan.Groups[j].ID
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		return topology.NaturalLess(a.Name, b.Name)
+	})
+	plan.Blockers = blockers(snap.PDBs, pdbNeeded)
+	plan.GPUs = gpuCapacity(snap.Nodes, inDomain)
+	plan.Findings = domainFindings(layout, groups, affected, snap, d.Name)
+	return plan, nil
+}
+
+func appendUnique(s []string, v string) []string {
+	for _, x := range s {
+		if x == v {
+			return s
+		}
+	}
+	return append(s, v)
+}
+
+func skipReason(p *corev1.Pod, st drain.PodDeleteStatus, s *settings, now time.Time) string {
+	switch {
+	case st.Message != "":
+		return st.Message
+	case s.filters.skipDeleted(*p, now).Reason == drain.PodDeleteStatusTypeSkip:
+		return ReasonDeletedLongAgo
+	case mirrorPod(*p).Reason == drain.PodDeleteStatusTypeSkip:
+		return ReasonMirrorPod
+	default:
+		return ReasonSkippedByFilter
+	}
+}
+
+// groupHealthy reports whether a group is whole and every member Running,
+// Ready and not terminating.
+func groupHealthy(g *topology.Group) bool {
+	n := 0
+	for _, m := range g.Members {
+		if m.DeletionTimestamp != nil || m.Status.Phase != corev1.PodRunning || !isPodReady(m) {
+			return false
+		}
+		n++
+	}
+	return n >= g.ExpectedSize() && n > 0
+}
+
+func isPodReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func blockers(pdbs []policyv1.PodDisruptionBudget, needed map[string]int) []Blocker {
+	var out []Blocker
+	for i := range pdbs {
+		b := &pdbs[i]
+		n := needed[b.Namespace+"/"+b.Name]
+		if n == 0 {
+			continue
+		}
+		if int(b.Status.DisruptionsAllowed) >= n && b.Status.ObservedGeneration >= b.Generation {
+			continue
+		}
+		out = append(out, Blocker{
+			Namespace: b.Namespace, PDB: b.Name, Needed: n,
+			DisruptionsAllowed: b.Status.DisruptionsAllowed, CurrentHealthy: b.Status.CurrentHealthy,
+			DesiredHealthy: b.Status.DesiredHealthy, ExpectedPods: b.Status.ExpectedPods,
+		})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Namespace != out[j].Namespace {
+			return out[i].Namespace < out[j].Namespace
+		}
+		return out[i].PDB < out[j].PDB
+	})
+	return out
+}
+
+func gpuCapacity(nodes []corev1.Node, inDomain map[string]bool) []GPUCapacity {
+	type key struct{ vendor, product string }
+	acc := map[key]*GPUCapacity{}
+	for i := range nodes {
+		n := &nodes[i]
+		if !inDomain[n.Name] {
+			continue
+		}
+		c := gpu.ClassifyNode(n, gpu.Options{})
+		if !c.GPU || c.Count <= 0 {
+			continue
+		}
+		product := c.Product
+		if product == "" {
+			product = "unknown"
+		}
+		k := key{string(c.Vendor), product}
+		if acc[k] == nil {
+			acc[k] = &GPUCapacity{Vendor: string(c.Vendor), Product: product}
+		}
+		acc[k].GPUs += c.Count
+		acc[k].Nodes++
+	}
+	out := make([]GPUCapacity, 0, len(acc))
+	for _, c := range acc {
+		out = append(out, *c)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Vendor != out[j].Vendor {
+			return out[i].Vendor < out[j].Vendor
+		}
+		return out[i].Product < out[j].Product
+	})
+	return out
+}
+
+// domainFindings audits the groups the drain touches, their sibling groups
+// of the same workloads, and the control plane, and keeps the findings that
+// concern this domain.
+func domainFindings(layout *topology.Layout, groups []topology.Group, affected map[topology.GroupID]*AffectedGroup, snap *Snapshot, domain string) []topology.Finding {
+	type wkey struct {
+		kind         topology.Kind
+		ns, workload string
+	}
+	workloads := map[wkey]bool{}
+	for id, ag := range affected {
+		workloads[wkey{id.Kind, id.Namespace, ag.Workload}] = true
+	}
+	var related []topology.Group
+	var pods []*corev1.Pod
+	for i := range groups {
+		g := &groups[i]
+		if workloads[wkey{g.ID.Kind, g.ID.Namespace, g.Workload}] {
+			related = append(related, *g)
+		}
+	}
+	// Pods outside groups that sit in the domain are checked for multiple
+	// PDBs too.
+	for _, p := range snap.Pods {
+		if d, ok := layout.DomainOf(p.Spec.NodeName); ok && d == domain {
+			pods = append(pods, p)
+		}
+	}
+	report := topology.Audit(topology.AuditInput{Layout: layout, Groups: related, PDBs: snap.PDBs, Pods: pods})
+	var out []topology.Finding
+	for _, f := range report.Findings {
+		if concerns(f, domain) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func concerns(f topology.Finding, domain string) bool {
+	for _, d := range f.Domains {
+		if d == domain {
+			return true
+		}
+	}
+	return false
+}
+
+// KubectlWarnings joins the plan's warnings the way kubectl prints them.
+func (p *Plan) KubectlWarnings() string { return strings.Join(p.Warnings, "; ") }

@@ -1,0 +1,241 @@
+package eviction
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/udrain/udrain/topology"
+)
+
+// recoveryTarget is what "the domain's groups are healthy again" means: the
+// groups it disrupted are whole with every member Ready, and the budgets
+// over them count what the pods show (their status has caught up).
+type recoveryTarget struct {
+	domain string
+	groups []AffectedGroup
+	pdbs   []types.NamespacedName
+}
+
+func targetFromPlan(p *Plan) recoveryTarget {
+	t := recoveryTarget{domain: p.Domain, groups: p.Groups}
+	seen := map[types.NamespacedName]bool{}
+	for _, pod := range p.Phase1 {
+		for _, name := range pod.PDBs {
+			nn := types.NamespacedName{Namespace: pod.Namespace, Name: name}
+			if !seen[nn] {
+				seen[nn] = true
+				t.pdbs = append(t.pdbs, nn)
+			}
+		}
+	}
+	return t
+}
+
+// waiting returns what recovery still waits for, one line each; empty
+// means recovered.
+func (v *view) waiting(t recoveryTarget, groupers []topology.Grouper, now time.Time) []string {
+	var out []string
+	byNS := map[string][]AffectedGroup{}
+	for _, g := range t.groups {
+		byNS[g.ID.Namespace] = append(byNS[g.ID.Namespace], g)
+	}
+	namespaces := make([]string, 0, len(byNS))
+	for ns := range byNS {
+		namespaces = append(namespaces, ns)
+	}
+	sort.Strings(namespaces)
+	for _, ns := range namespaces {
+		groups := topology.FindGroups(v.podsIn(ns), groupers...)
+		byID := map[topology.GroupID]*topology.Group{}
+		for i := range groups {
+			byID[groups[i].ID] = &groups[i]
+		}
+		for _, want := range byNS[ns] {
+			if msg := groupMissing(byID[want.ID], want); msg != "" {
+				out = append(out, fmt.Sprintf("group %s: %s", want.ID, msg))
+			}
+		}
+	}
+	for _, nn := range t.pdbs {
+		if msg := v.pdbLagging(nn, now); msg != "" {
+			out = append(out, fmt.Sprintf("PodDisruptionBudget %s: %s", nn, msg))
+		}
+	}
+	return out
+}
+
+// groupMissing says why a group is not whole and healthy, or "".
+func groupMissing(g *topology.Group, want AffectedGroup) string {
+	if g == nil {
+		return fmt.Sprintf("no member exists yet (0/%d)", want.Size)
+	}
+	ready := 0
+	var notReady []string
+	for _, m := range g.Members {
+		if m.DeletionTimestamp == nil && m.Status.Phase == corev1.PodRunning && isPodReady(m) {
+			ready++
+		} else if len(notReady) < 5 {
+			notReady = append(notReady, m.Name)
+		}
+	}
+	size := want.Size
+	if size == 0 {
+		size = g.ExpectedSize()
+	}
+	if want.Leader != "" && (g.Leader == nil || !isPodReady(g.Leader) || g.Leader.DeletionTimestamp != nil) {
+		return fmt.Sprintf("leader %s not Ready (%d/%d members Ready)", want.Leader, ready, size)
+	}
+	if ready < size {
+		return fmt.Sprintf("%d/%d members Ready; not Ready: %s", ready, size, strings.Join(notReady, ", "))
+	}
+	return ""
+}
+
+func (v *view) podsIn(namespace string) []*corev1.Pod {
+	objs, err := v.pods.GetIndexer().ByIndex(cache.NamespaceIndex, namespace)
+	if err != nil {
+		objs = nil
+		for _, o := range v.pods.GetStore().List() {
+			if o.(*corev1.Pod).Namespace == namespace {
+				objs = append(objs, o)
+			}
+		}
+	}
+	pods := make([]*corev1.Pod, len(objs))
+	for i, o := range objs {
+		pods[i] = o.(*corev1.Pod)
+	}
+	return pods
+}
+
+// pdbLagging says whether a budget's status has not caught up with the pods
+// it selects: the disruption controller updates it a little after pods turn
+// Ready, and the next domain's evictions are judged by that status.
+func (v *view) pdbLagging(nn types.NamespacedName, now time.Time) string {
+	pdb, ok := v.pdb(nn.Namespace, nn.Name)
+	if !ok {
+		return ""
+	}
+	if pdb.Status.ObservedGeneration < pdb.Generation {
+		return "status not yet observed for the current spec"
+	}
+	sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+	if err != nil {
+		return ""
+	}
+	healthy := int32(0)
+	for _, p := range v.podsIn(nn.Namespace) {
+		if !sel.Matches(labels.Set(p.Labels)) || p.DeletionTimestamp != nil || !isPodReady(p) {
+			continue
+		}
+		// The controller does not count pods it saw evicted recently.
+		if t, ok := pdb.Status.DisruptedPods[p.Name]; ok && t.Add(2*time.Minute).After(now) {
+			continue
+		}
+		healthy++
+	}
+	if pdb.Status.CurrentHealthy < healthy {
+		return fmt.Sprintf("status counts %d healthy, the pods show %d", pdb.Status.CurrentHealthy, healthy)
+	}
+	return ""
+}
+
+// waitRecovered waits, on the watch, until the target has recovered; it
+// reports what it waits for whenever that changes.
+func (d *Drainer) waitRecovered(ctx context.Context, v *view, t recoveryTarget, em *emitter, timeout time.Duration) error {
+	groupers := d.s.Groupers
+	if groupers == nil {
+		pgs, _ := v.listPodGroups(ctx)
+		groupers = append(topology.DefaultGroupers(), topology.ByPodGroup(pgs))
+	}
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	var last string
+	var lastWaiting []string
+	for {
+		changed := v.changed.wait()
+		w := v.waiting(t, groupers, d.s.Clock.Now())
+		if len(w) == 0 {
+			em.emit(Event{Time: d.s.Clock.Now(), Type: EventRecovered, Domain: t.domain, Message: "the domain's groups are healthy and their budgets caught up"})
+			return nil
+		}
+		lastWaiting = w
+		if s := strings.Join(w, "; "); s != last {
+			last = s
+			em.emit(Event{Time: d.s.Clock.Now(), Type: EventWaitingRecovery, Domain: t.domain, Message: s})
+		}
+		select {
+		case <-ctx.Done():
+			if timeout > 0 && ctx.Err() == context.DeadlineExceeded {
+				return &NotRecoveredError{Domain: t.domain, Timeout: timeout, Waiting: lastWaiting}
+			}
+			return ctx.Err()
+		case <-changed:
+		}
+	}
+}
+
+// Uncordon makes every node of the domain schedulable again, like kubectl
+// uncordon, and removes udrain's cordon mark.
+func (d *Drainer) Uncordon(ctx context.Context, domain string) ([]string, error) {
+	if domain == "" {
+		return nil, &EmptyDomainError{}
+	}
+	nodes, err := d.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	layout, err := topology.BuildLayout(nodes.Items, topology.LayoutOptions{LabelKey: d.s.DomainLabel, Unlabeled: d.s.Unlabeled})
+	if err != nil {
+		return nil, err
+	}
+	dom, err := layout.Domain(domain)
+	if err != nil {
+		return nil, err
+	}
+	byName := map[string]*corev1.Node{}
+	for i := range nodes.Items {
+		byName[nodes.Items[i].Name] = &nodes.Items[i]
+	}
+	var done []string
+	for _, name := range dom.Nodes {
+		n := byName[name]
+		if !n.Spec.Unschedulable && n.Annotations[CordonedByAnnotation] == "" {
+			continue
+		}
+		if err := d.uncordonNode(ctx, name); err != nil {
+			return done, err
+		}
+		done = append(done, name)
+	}
+	return done, nil
+}
+
+func (d *Drainer) uncordonNode(ctx context.Context, name string) error {
+	patch, _ := json.Marshal(map[string]any{
+		"metadata": map[string]any{"annotations": map[string]any{CordonedByAnnotation: nil}},
+		"spec":     map[string]any{"unschedulable": false},
+	})
+	_, err := d.client.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("uncordoning node %s: %w", name, err)
+	}
+	return nil
+}

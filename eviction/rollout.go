@@ -1,0 +1,304 @@
+package eviction
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/udrain/udrain/topology"
+)
+
+// UpgradedByAnnotation marks the nodes of a domain whose upgrade step has
+// succeeded, with the rollout's ID as value. A rollout run again with the
+// same ID skips those domains: they are never drained twice.
+const UpgradedByAnnotation = "udrain.dev/upgraded-by"
+
+// DefaultRolloutID is the ID of a rollout whose options name none.
+const DefaultRolloutID = "udrain"
+
+// UpgradeFunc upgrades the nodes of a drained domain (reboot, replace,
+// kubelet upgrade). It runs while the domain is cordoned and empty.
+type UpgradeFunc func(ctx context.Context, domain topology.Domain) error
+
+// RolloutOptions configures a rollout.
+type RolloutOptions struct {
+	// ID names the rollout. It is recorded on the nodes of each upgraded
+	// domain, and a rollout run again with the same ID (after a crash, a
+	// cancel, a failure) continues where the first stopped. Use a new ID for
+	// a new upgrade. Empty means DefaultRolloutID.
+	ID string
+	// Domains limits and orders the domains; empty means every domain in
+	// natural order.
+	Domains []string
+	// Upgrade is the upgrade step; nil means none (drain, uncordon,
+	// recover: useful to exercise a rollout or to move workloads).
+	Upgrade UpgradeFunc
+	// RecoveryTimeout bounds the wait for a domain's groups to be healthy
+	// again; zero means no limit.
+	RecoveryTimeout time.Duration
+}
+
+// DomainOutcome is what a rollout did in one domain.
+type DomainOutcome struct {
+	Domain string `json:"domain"`
+	// Skipped is true when an earlier run with the same ID upgraded it.
+	Skipped bool `json:"skipped,omitempty"`
+	// Plan is the domain's plan (nil when skipped).
+	Plan *Plan `json:"plan,omitempty"`
+	// Drain is the drain's result (nil when skipped).
+	Drain    *Result       `json:"drain,omitempty"`
+	Upgrade  time.Duration `json:"upgrade"`
+	Recovery time.Duration `json:"recovery"`
+	Duration time.Duration `json:"duration"`
+}
+
+// RolloutResult summarises a rollout.
+type RolloutResult struct {
+	ID       string          `json:"id"`
+	Domains  []DomainOutcome `json:"domains"`
+	Started  time.Time       `json:"started"`
+	Duration time.Duration   `json:"duration"`
+	// Findings are the contract warnings (and allowed errors) found before
+	// the rollout started.
+	Findings []topology.Finding `json:"findings,omitempty"`
+}
+
+// Totals sums the outcome: domains done, pods evicted per phase, groups
+// disrupted, and the longest block.
+func (r *RolloutResult) Totals() RolloutTotals {
+	var t RolloutTotals
+	groups := map[string]bool{}
+	for _, d := range r.Domains {
+		if d.Skipped {
+			t.DomainsSkipped++
+			continue
+		}
+		if d.Drain == nil {
+			continue
+		}
+		t.DomainsDone++
+		t.Phase1Evicted += d.Drain.Phase1.Evicted
+		t.Phase2Evicted += d.Drain.Phase2.Evicted
+		for _, g := range d.Drain.GroupsDisrupted {
+			if !groups[g] {
+				groups[g] = true
+				t.GroupsDisrupted++
+			}
+		}
+		if b, ok := d.Drain.LongestBlock(); ok && b.Duration > t.LongestBlock.Duration {
+			t.LongestBlock = b
+		}
+	}
+	return t
+}
+
+// RolloutTotals are the sums of a rollout.
+type RolloutTotals struct {
+	DomainsDone     int         `json:"domainsDone"`
+	DomainsSkipped  int         `json:"domainsSkipped"`
+	Phase1Evicted   int         `json:"phase1Evicted"`
+	Phase2Evicted   int         `json:"phase2Evicted"`
+	GroupsDisrupted int         `json:"groupsDisrupted"`
+	LongestBlock    BlockRecord `json:"longestBlock"`
+}
+
+// Rollout drains, upgrades and recovers every domain in turn: plan, execute,
+// upgrade step, mark upgraded, uncordon, wait until the domain's groups are
+// healthy and their budgets caught up, then the next domain. It stops at the
+// first error. Run again with the same ID, it continues from the cluster's
+// state: domains marked upgraded are skipped, a half-drained domain is
+// planned again from what is left on it, and only pods its new plan names
+// are evicted.
+func (d *Drainer) Rollout(ctx context.Context, opts RolloutOptions) (*RolloutResult, error) {
+	id := opts.ID
+	if id == "" {
+		id = DefaultRolloutID
+	}
+	if opts.RecoveryTimeout < 0 {
+		return nil, &OptionsError{"recovery-timeout", opts.RecoveryTimeout, "must be zero (no limit) or positive"}
+	}
+	clk := d.s.Clock
+	em := &emitter{fn: d.s.OnEvent}
+	res := &RolloutResult{ID: id, Started: clk.Now()}
+	defer func() { res.Duration = clk.Since(res.Started) }()
+
+	v, err := d.startView(ctx)
+	if err != nil {
+		return res, err
+	}
+	defer v.stop()
+
+	// Check everything before touching anything: the domains exist, and the
+	// contract holds across the cluster.
+	snap, err := v.snapshot(ctx)
+	if err != nil {
+		return res, err
+	}
+	layout, err := topology.BuildLayout(snap.Nodes, topology.LayoutOptions{LabelKey: d.s.DomainLabel, Unlabeled: d.s.Unlabeled})
+	if err != nil {
+		return res, err
+	}
+	domains := opts.Domains
+	if len(domains) == 0 {
+		domains = layout.Names()
+	}
+	seen := map[string]bool{}
+	for _, name := range domains {
+		if name == "" {
+			return res, &EmptyDomainError{}
+		}
+		if seen[name] {
+			return res, &OptionsError{"domains", name, "named twice"}
+		}
+		seen[name] = true
+		if _, err := layout.Domain(name); err != nil {
+			return res, err
+		}
+	}
+	groupers := d.s.Groupers
+	if groupers == nil {
+		groupers = append(topology.DefaultGroupers(), topology.ByPodGroup(snap.PodGroups))
+	}
+	report := topology.Audit(topology.AuditInput{Layout: layout, Groups: topology.FindGroups(snap.Pods, groupers...), PDBs: snap.PDBs, Pods: snap.Pods})
+	res.Findings = report.Findings
+	if err := report.Err(); err != nil && !d.s.AllowViolations {
+		return res, err
+	}
+	if len(report.Findings) > 0 {
+		em.emit(Event{Time: clk.Now(), Type: EventContractFindings, Message: fmt.Sprintf("%d contract finding(s), %d error(s)", len(report.Findings), len(report.Errors()))})
+	}
+	em.emit(Event{Time: clk.Now(), Type: EventRolloutStarted, Message: fmt.Sprintf("rollout %s over %d domain(s)", id, len(domains))})
+
+	for _, name := range domains {
+		out, err := d.rolloutDomain(ctx, v, em, name, id, opts)
+		if out != nil {
+			res.Domains = append(res.Domains, *out)
+		}
+		if err != nil {
+			return res, err
+		}
+	}
+	t := res.Totals()
+	em.emit(Event{Time: clk.Now(), Type: EventRolloutDone, Message: fmt.Sprintf("%d domain(s) done, %d skipped, %d group(s) disrupted",
+		t.DomainsDone, t.DomainsSkipped, t.GroupsDisrupted)})
+	return res, nil
+}
+
+func (d *Drainer) rolloutDomain(ctx context.Context, v *view, em *emitter, name, id string, opts RolloutOptions) (*DomainOutcome, error) {
+	clk := d.s.Clock
+	start := clk.Now()
+	out := &DomainOutcome{Domain: name}
+	defer func() { out.Duration = clk.Since(start) }()
+	em.emit(Event{Time: start, Type: EventDomainStarted, Domain: name})
+
+	snap, err := v.snapshot(ctx)
+	if err != nil {
+		return out, err
+	}
+	layout, err := topology.BuildLayout(snap.Nodes, topology.LayoutOptions{LabelKey: d.s.DomainLabel, Unlabeled: d.s.Unlabeled})
+	if err != nil {
+		return out, err
+	}
+	dom, err := layout.Domain(name)
+	if err != nil {
+		return out, err
+	}
+
+	var target recoveryTarget
+	if upgradedBy(snap.Nodes, dom, id) {
+		out.Skipped = true
+		em.emit(Event{Time: clk.Now(), Type: EventDomainSkipped, Domain: name, Message: fmt.Sprintf("already upgraded by rollout %s", id)})
+		plan, err := newPlan(name, snap, d.s)
+		if err != nil {
+			return out, err
+		}
+		target = targetFromPlan(plan)
+	} else {
+		plan, err := newPlan(name, snap, d.s)
+		if err != nil {
+			return out, err
+		}
+		out.Plan = plan
+		em.emit(Event{Time: clk.Now(), Type: EventPlanned, Domain: name,
+			Progress: Progress{Phase1Total: len(plan.Phase1), Phase2Total: len(plan.Phase2)},
+			Message:  fmt.Sprintf("%d node(s); phase 1: %d pod(s), phase 2: %d pod(s)", len(plan.Nodes), len(plan.Phase1), len(plan.Phase2))})
+		drained, err := d.execute(ctx, v, plan, id)
+		out.Drain = drained
+		if err != nil {
+			return out, err
+		}
+		if opts.Upgrade != nil {
+			t0 := clk.Now()
+			em.emit(Event{Time: t0, Type: EventUpgradeStarted, Domain: name})
+			if err := opts.Upgrade(ctx, dom); err != nil {
+				return out, fmt.Errorf("upgrade step for domain %s: %w", name, err)
+			}
+			out.Upgrade = clk.Since(t0)
+			em.emit(Event{Time: clk.Now(), Type: EventUpgradeDone, Domain: name, Message: fmt.Sprintf("took %s", out.Upgrade.Round(time.Millisecond))})
+		}
+		if err := d.markUpgraded(ctx, dom.Nodes, id); err != nil {
+			return out, err
+		}
+		target = targetFromPlan(plan)
+	}
+
+	// Uncordon what udrain cordoned; leave nodes cordoned by others.
+	for _, n := range dom.Nodes {
+		node, ok := v.node(n)
+		if !ok {
+			continue
+		}
+		if _, ours := node.Annotations[CordonedByAnnotation]; ours {
+			if err := d.uncordonNode(ctx, n); err != nil {
+				return out, err
+			}
+			em.emit(Event{Time: clk.Now(), Type: EventUncordoned, Domain: name, Node: n})
+		} else if node.Spec.Unschedulable {
+			em.emit(Event{Time: clk.Now(), Type: EventLeftCordoned, Domain: name, Node: n, Message: "cordoned before udrain came; left cordoned"})
+		}
+	}
+
+	t0 := clk.Now()
+	if err := d.waitRecovered(ctx, v, target, em, opts.RecoveryTimeout); err != nil {
+		return out, err
+	}
+	out.Recovery = clk.Since(t0)
+	em.emit(Event{Time: clk.Now(), Type: EventDomainDone, Domain: name, Message: fmt.Sprintf("done in %s", clk.Since(start).Round(time.Millisecond))})
+	return out, nil
+}
+
+// upgradedBy reports whether every node of the domain carries the rollout's
+// upgraded mark.
+func upgradedBy(nodes []corev1.Node, dom topology.Domain, id string) bool {
+	in := map[string]bool{}
+	for _, n := range dom.Nodes {
+		in[n] = true
+	}
+	found := 0
+	for i := range nodes {
+		if in[nodes[i].Name] {
+			if nodes[i].Annotations[UpgradedByAnnotation] != id {
+				return false
+			}
+			found++
+		}
+	}
+	return found > 0
+}
+
+func (d *Drainer) markUpgraded(ctx context.Context, nodes []string, id string) error {
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{UpgradedByAnnotation: id}}})
+	for _, n := range nodes {
+		_, err := d.client.CoreV1().Nodes().Patch(ctx, n, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("marking node %s upgraded: %w", n, err)
+		}
+	}
+	return nil
+}
