@@ -45,6 +45,7 @@ type fakeCluster struct {
 
 	mu        sync.Mutex
 	evictions []string // "ns/name" in the order the API accepted them
+	uids      []types.UID
 	attempts  []string // every eviction request, accepted or not
 	uidSeq    int
 	// onEvict, if set, runs before the reactor decides; returning a
@@ -135,6 +136,7 @@ func (fc *fakeCluster) evictionReactor(action k8stesting.Action) (bool, runtime.
 	}
 	fc.mu.Lock()
 	fc.evictions = append(fc.evictions, key)
+	fc.uids = append(fc.uids, pod.UID)
 	fc.mu.Unlock()
 	return true, &metav1.Status{Status: metav1.StatusSuccess}, nil
 }

@@ -1,6 +1,9 @@
 package eviction
 
-import cmdutil "k8s.io/kubectl/pkg/cmd/util"
+import (
+	"k8s.io/apimachinery/pkg/labels"
+	cmdutil "k8s.io/kubectl/pkg/cmd/util"
+)
 
 func dryRunStrategy(s string) cmdutil.DryRunStrategy {
 	switch s {
@@ -11,3 +14,7 @@ func dryRunStrategy(s string) cmdutil.DryRunStrategy {
 	}
 	return cmdutil.DryRunNone
 }
+
+func parseSelector(s string) (labels.Selector, error) { return labels.Parse(s) }
+
+func labelsSet(m map[string]string) labels.Set { return labels.Set(m) }

@@ -408,6 +408,12 @@ func (ex *execution) evictOne(ctx context.Context, phase Phase, p PlannedPod) (o
 	evict := ex.evictor()
 	var blocked *BlockInfo
 	for {
+		// Never start an eviction after a cancel: a stopped drain must
+		// stop evicting, whatever the transport does with the context.
+		if err := ctx.Err(); err != nil {
+			finished(err)
+			return 0, err
+		}
 		err := evict.Evict(ctx, p, ex.deleteOptions(p, false))
 		if err != nil && ctx.Err() != nil {
 			finished(ctx.Err())

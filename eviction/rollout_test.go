@@ -1,0 +1,237 @@
+package eviction
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/udrain/udrain/topology"
+)
+
+// groupOfDomain: lwsCluster puts group d-1 in domain ud-d.
+func domainIndex(name string) int {
+	var d int
+	fmt.Sscanf(name, "ud-%d", &d)
+	return d
+}
+
+func TestRolloutDrainsEachDomainOnceAndRecovers(t *testing.T) {
+	ctx := testContext(t)
+	const domains, nodesPer, size = 3, 2, 4
+	fc := newFakeCluster(t, lwsCluster(domains, nodesPer, size)...)
+	log := newEventLog()
+	d, err := New(fc.client, Options{Backoff: slowBackoff, OnEvent: log.add})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var upgraded []string
+	res, err := d.Rollout(ctx, RolloutOptions{ID: "kubelet-1.37", Upgrade: func(ctx context.Context, dom topology.Domain) error {
+		upgraded = append(upgraded, dom.Name)
+		// The nodes come back and the StatefulSets recreate the group.
+		idx := domainIndex(dom.Name)
+		fc.recreateGroup(ctx, idx-1, size, idx, nodesPer, domains)
+		return nil
+	}})
+	if err != nil {
+		t.Fatalf("Rollout: %v", err)
+	}
+	if diff := cmp.Diff([]string{"ud-1", "ud-2", "ud-3"}, upgraded); diff != "" {
+		t.Errorf("upgrade order (-want +got):\n%s", diff)
+	}
+	// Every original pod evicted exactly once; leaders first in each domain.
+	if len(fc.uids) != domains*size {
+		t.Errorf("evicted %d pods, want %d: %v", len(fc.uids), domains*size, fc.evicted())
+	}
+	seen := map[types.UID]bool{}
+	for _, u := range fc.uids {
+		if seen[u] {
+			t.Errorf("pod %s evicted twice", u)
+		}
+		seen[u] = true
+		if !strings.Contains(string(u), "-w") || strings.Contains(string(u), "uid-") {
+			t.Errorf("evicted %s, a pod created during the rollout", u)
+		}
+	}
+	for i := 0; i < domains; i++ {
+		if got := fc.uids[i*size]; got != types.UID(fmt.Sprintf("g%d-w0", i)) {
+			t.Errorf("domain ud-%d: first eviction %s, want its leader", i+1, got)
+		}
+	}
+	tot := res.Totals()
+	want := RolloutTotals{DomainsDone: 3, Phase1Evicted: 3, Phase2Evicted: 9, GroupsDisrupted: 3}
+	if diff := cmp.Diff(want, tot); diff != "" {
+		t.Errorf("totals (-want +got):\n%s", diff)
+	}
+	nodes, _ := fc.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	for _, n := range nodes.Items {
+		if n.Spec.Unschedulable || n.Annotations[CordonedByAnnotation] != "" || n.Annotations[UpgradedByAnnotation] != "kubelet-1.37" {
+			t.Errorf("node %s after rollout: unschedulable=%v annotations=%v", n.Name, n.Spec.Unschedulable, n.Annotations)
+		}
+	}
+	if got := len(log.ofType(EventRecovered)); got != 3 {
+		t.Errorf("%d Recovered events, want 3", got)
+	}
+}
+
+func TestRolloutWaitsForRecoveryBeforeNextDomain(t *testing.T) {
+	ctx := testContext(t)
+	const domains, nodesPer, size = 2, 1, 2
+	fc := newFakeCluster(t, lwsCluster(domains, nodesPer, size)...)
+	log := newEventLog()
+	d, err := New(fc.client, Options{Backoff: slowBackoff, OnEvent: log.add})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := d.Rollout(ctx, RolloutOptions{}) // no upgrade step: the group comes back on its own below
+		done <- err
+	}()
+	w := log.waitFor(t, "WaitingRecovery", func(e Event) bool { return e.Type == EventWaitingRecovery && e.Domain == "ud-1" })
+	if !strings.Contains(w.Message, "group inference/llm-0") {
+		t.Errorf("waiting message %q does not name the group", w.Message)
+	}
+	if got := fc.evicted(); len(got) != size {
+		t.Fatalf("evicted %v before ud-1 recovered; want only ud-1's %d pods", got, size)
+	}
+	// The group comes back, but the budget's status lags behind.
+	for w := 0; w < size; w++ {
+		p := lwsPod(0, w, size, "node-1-1", fc.nextUID("back"))
+		if _, err := fc.client.CoreV1().Pods(testNS).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log.waitFor(t, "WaitingRecovery on the PDB", func(e Event) bool {
+		return e.Type == EventWaitingRecovery && strings.Contains(e.Message, "PodDisruptionBudget inference/llm-leaders") && !strings.Contains(e.Message, "group")
+	})
+	if got := fc.evicted(); len(got) != size {
+		t.Fatalf("ud-2 drained before the budget caught up: %v", got)
+	}
+	fc.setBudget(ctx, 1, 2)
+	// ud-2's drain then needs its own group back too.
+	log.waitFor(t, "WaitingRecovery of ud-2", func(e Event) bool { return e.Type == EventWaitingRecovery && e.Domain == "ud-2" })
+	fc.recreateGroup(ctx, 1, size, 2, nodesPer, domains)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRolloutCancelledInPhase2ResumesWithoutEvictingOutsideItsPlans(t *testing.T) {
+	const domains, nodesPer, size = 3, 2, 4
+	fc := newFakeCluster(t, lwsCluster(domains, nodesPer, size)...)
+	upgrade := func(ctx context.Context, dom topology.Domain) error {
+		idx := domainIndex(dom.Name)
+		fc.recreateGroup(ctx, idx-1, size, idx, nodesPer, domains)
+		return nil
+	}
+	var mu sync.Mutex
+	var planned []types.UID
+	collect := func(res *RolloutResult) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, dom := range res.Domains {
+			if dom.Plan != nil {
+				for _, p := range dom.Plan.Pods() {
+					planned = append(planned, p.UID)
+				}
+			}
+		}
+	}
+
+	// Run 1: cancelled while phase 2 of ud-2 runs, after its first worker.
+	ctx1, cancel := context.WithCancel(testContext(t))
+	fc.onEvict = func(ns, name string) error {
+		if name == "llm-1-2" {
+			cancel()
+		}
+		return nil
+	}
+	d, err := New(fc.client, Options{Backoff: slowBackoff, Concurrency: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res1, err := d.Rollout(ctx1, RolloutOptions{ID: "r1", Upgrade: upgrade})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("run 1: err = %v, want context.Canceled", err)
+	}
+	collect(res1)
+	fc.onEvict = nil
+	before := len(fc.uids)
+	n, _ := fc.client.CoreV1().Nodes().Get(context.Background(), "node-2-1", metav1.GetOptions{})
+	if !n.Spec.Unschedulable {
+		t.Fatalf("ud-2 is not cordoned after the cancel")
+	}
+
+	// Run 2, same ID: ud-1 is skipped, ud-2 continues, ud-3 follows.
+	log := newEventLog()
+	d2, _ := New(fc.client, Options{Backoff: slowBackoff, OnEvent: log.add})
+	res2, err := d2.Rollout(testContext(t), RolloutOptions{ID: "r1", Upgrade: upgrade})
+	if err != nil {
+		t.Fatalf("run 2: %v", err)
+	}
+	collect(res2)
+	if !res2.Domains[0].Skipped || res2.Domains[1].Skipped {
+		t.Errorf("run 2 domains: %+v", res2.Domains)
+	}
+	inPlan := map[types.UID]bool{}
+	for _, u := range planned {
+		inPlan[u] = true
+	}
+	seen := map[types.UID]bool{}
+	for _, u := range fc.uids {
+		if !inPlan[u] {
+			t.Errorf("evicted %s, which no plan named", u)
+		}
+		if seen[u] {
+			t.Errorf("evicted %s twice", u)
+		}
+		seen[u] = true
+	}
+	if len(fc.uids) != domains*size {
+		t.Errorf("evicted %d pods in all, want %d (run 1: %d)", len(fc.uids), domains*size, before)
+	}
+	if got := res2.Domains[1].Plan; len(got.Phase1) != 0 || len(got.Phase2) != 2 {
+		t.Errorf("resumed ud-2 plan: phase1 %v phase2 %v; want only the two workers left", keys(got.Phase1), keys(got.Phase2))
+	}
+	nodes, _ := fc.client.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	for _, n := range nodes.Items {
+		if n.Spec.Unschedulable {
+			t.Errorf("node %s still cordoned", n.Name)
+		}
+	}
+}
+
+func TestRolloutLeavesForeignCordonsAlone(t *testing.T) {
+	ctx := testContext(t)
+	fc := newFakeCluster(t, lwsCluster(2, 2, 2)...)
+	n, _ := fc.client.CoreV1().Nodes().Get(ctx, "node-1-2", metav1.GetOptions{})
+	n.Spec.Unschedulable = true
+	if _, err := fc.client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	log := newEventLog()
+	d, _ := New(fc.client, Options{Backoff: slowBackoff, OnEvent: log.add})
+	_, err := d.Rollout(ctx, RolloutOptions{Upgrade: func(ctx context.Context, dom topology.Domain) error {
+		idx := domainIndex(dom.Name)
+		fc.recreateGroup(ctx, idx-1, 2, idx, 2, 2)
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ = fc.client.CoreV1().Nodes().Get(ctx, "node-1-2", metav1.GetOptions{})
+	if !n.Spec.Unschedulable {
+		t.Errorf("a node cordoned by someone else was uncordoned")
+	}
+	left := log.ofType(EventLeftCordoned)
+	if len(left) != 1 || left[0].Node != "node-1-2" {
+		t.Errorf("LeftCordoned events %v", eventTypes(left))
+	}
+}
