@@ -1,0 +1,201 @@
+package eviction
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/kubectl/pkg/drain"
+
+	"github.com/udrain/udrain/topology"
+)
+
+// snapshotOf turns test objects into a Snapshot.
+func snapshotOf(objs []runtime.Object) *Snapshot {
+	s := &Snapshot{Now: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *corev1.Node:
+			s.Nodes = append(s.Nodes, *o)
+		case *corev1.Pod:
+			s.Pods = append(s.Pods, o)
+		case *policyv1.PodDisruptionBudget:
+			s.PDBs = append(s.PDBs, *o)
+		}
+	}
+	return s
+}
+
+func gpuNode(n *corev1.Node, count int64) *corev1.Node {
+	n.Labels["nvidia.com/gpu.present"] = "true"
+	n.Labels["nvidia.com/gpu.product"] = "NVIDIA-H100-80GB-HBM3"
+	n.Labels["nvidia.com/gpu.count"] = "8"
+	q := *resource.NewQuantity(count, resource.DecimalSI)
+	n.Status.Capacity = corev1.ResourceList{"nvidia.com/gpu": q}
+	n.Status.Allocatable = corev1.ResourceList{"nvidia.com/gpu": q}
+	return n
+}
+
+func TestPlan(t *testing.T) {
+	base := func() []runtime.Object { return lwsCluster(3, 2, 3) }
+	dsPod := func(name, node string) *corev1.Pod {
+		p := readyPod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: name, OwnerReferences: ownedBy("DaemonSet", "device-plugin")},
+			Spec: corev1.PodSpec{NodeName: node}})
+		return p
+	}
+	mirror := readyPod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "static-node-1-1",
+		Annotations: map[string]string{corev1.MirrorPodAnnotationKey: "x"}, OwnerReferences: ownedBy("Node", "node-1-1")},
+		Spec: corev1.PodSpec{NodeName: "node-1-1"}})
+	scratch := readyPod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "cache-0", OwnerReferences: ownedBy("ReplicaSet", "cache")},
+		Spec: corev1.PodSpec{NodeName: "node-1-2", Volumes: []corev1.Volume{{Name: "s", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}}})
+
+	type summary struct {
+		Phase1, Phase2 []string
+		Skipped        []SkippedPod
+		Refused        []RefusedPod
+		Warnings       []string
+		Blockers       []Blocker
+		Groups         []string
+		GPUs           []GPUCapacity
+		Findings       []topology.FindingType
+	}
+	tests := []struct {
+		name   string
+		objs   func() []runtime.Object
+		helper *drain.Helper
+		snap   func(*Snapshot)
+		want   summary
+	}{
+		{
+			name: "leaders in phase 1, workers in phase 2, GPUs counted",
+			objs: func() []runtime.Object {
+				o := base()
+				for _, x := range o {
+					if n, ok := x.(*corev1.Node); ok && n.Labels[topology.DefaultDomainLabel] == "ud-1" {
+						gpuNode(n, 8)
+					}
+				}
+				return o
+			},
+			want: summary{
+				Phase1: []string{"inference/llm-0"},
+				Phase2: []string{"inference/llm-0-2", "inference/llm-0-1"},
+				Groups: []string{"inference/llm-0"},
+				GPUs:   []GPUCapacity{{Vendor: "nvidia", Product: "NVIDIA-H100-80GB-HBM3", GPUs: 16, Nodes: 2}},
+			},
+		},
+		{
+			name: "kubectl's filters: DaemonSet refused without --ignore-daemonsets, emptyDir refused, mirror skipped",
+			objs: func() []runtime.Object {
+				return append(base(), dsPod("plugin-a", "node-1-1"), mirror, scratch)
+			},
+			snap: func(s *Snapshot) { s.DaemonSets = func(ns, name string) error { return nil } },
+			want: summary{
+				Phase1:  []string{"inference/llm-0"},
+				Phase2:  []string{"inference/llm-0-2", "inference/llm-0-1"},
+				Skipped: []SkippedPod{{Namespace: "kube-system", Name: "static-node-1-1", Node: "node-1-1", Reason: ReasonMirrorPod}},
+				Refused: []RefusedPod{
+					{Namespace: "kube-system", Name: "plugin-a", Node: "node-1-1", Reason: MsgDaemonSetFatal},
+					{Namespace: "web", Name: "cache-0", Node: "node-1-2", Reason: MsgLocalStorageFatal},
+				},
+				Groups: []string{"inference/llm-0"},
+			},
+		},
+		{
+			name:   "with --ignore-daemonsets --delete-emptydir-data",
+			objs:   func() []runtime.Object { return append(base(), dsPod("plugin-a", "node-1-1"), scratch) },
+			helper: &drain.Helper{GracePeriodSeconds: -1, IgnoreAllDaemonSets: true, DeleteEmptyDirData: true},
+			snap:   func(s *Snapshot) { s.DaemonSets = func(ns, name string) error { return nil } },
+			want: summary{
+				Phase1:   []string{"inference/llm-0"},
+				Phase2:   []string{"inference/llm-0-2", "inference/llm-0-1", "web/cache-0"},
+				Skipped:  []SkippedPod{{Namespace: "kube-system", Name: "plugin-a", Node: "node-1-1", Reason: MsgDaemonSetWarning}},
+				// kubectl drops the local-storage warning when a later filter
+				// passes the pod; udrain keeps that behaviour.
+				Warnings: []string{"ignoring DaemonSet-managed Pods: kube-system/plugin-a"},
+				Groups:   []string{"inference/llm-0"},
+			},
+		},
+		{
+			name: "a spent budget is a blocker",
+			objs: func() []runtime.Object {
+				o := base()
+				for _, x := range o {
+					if b, ok := x.(*policyv1.PodDisruptionBudget); ok {
+						b.Status.DisruptionsAllowed, b.Status.CurrentHealthy = 0, 2
+					}
+				}
+				return o
+			},
+			want: summary{
+				Phase1:   []string{"inference/llm-0"},
+				Phase2:   []string{"inference/llm-0-2", "inference/llm-0-1"},
+				Blockers: []Blocker{{Namespace: testNS, PDB: "llm-leaders", Needed: 1, DisruptionsAllowed: 0, CurrentHealthy: 2, DesiredHealthy: 2, ExpectedPods: 3}},
+				Groups:   []string{"inference/llm-0"},
+			},
+		},
+		{
+			name:   "--pod-selector limits the drain to matching pods",
+			objs:   base,
+			helper: &drain.Helper{GracePeriodSeconds: -1, PodSelector: topology.LWSWorkerIndexLabel + "!=0"},
+			want: summary{
+				Phase2: []string{"inference/llm-0-2", "inference/llm-0-1"},
+				Groups: []string{"inference/llm-0"},
+			},
+		},
+		{
+			name: "a group spread over two domains is a pack finding",
+			objs: func() []runtime.Object {
+				o := base()
+				for _, x := range o {
+					if p, ok := x.(*corev1.Pod); ok && p.Name == "llm-1-2" {
+						p.Spec.NodeName = "node-1-1"
+					}
+				}
+				return o
+			},
+			want: summary{
+				Phase1:   []string{"inference/llm-0"},
+				Phase2:   []string{"inference/llm-0-2", "inference/llm-1-2", "inference/llm-0-1"},
+				Groups:   []string{"inference/llm-0", "inference/llm-1"},
+				Findings: []topology.FindingType{topology.FindingPack},
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			snap := snapshotOf(tc.objs())
+			if tc.snap != nil {
+				tc.snap(snap)
+			}
+			plan, err := NewPlan("ud-1", snap, Options{Helper: tc.helper})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := summary{
+				Phase1: keys(plan.Phase1), Phase2: keys(plan.Phase2), Skipped: plan.Skipped, Refused: plan.Refused,
+				Warnings: plan.Warnings, Blockers: plan.Blockers, GPUs: plan.GPUs,
+			}
+			for _, g := range plan.Groups {
+				got.Groups = append(got.Groups, g.ID.String())
+			}
+			for _, f := range plan.Findings {
+				got.Findings = append(got.Findings, f.Type)
+			}
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("plan (-want +got):\n%s", diff)
+			}
+			for _, p := range plan.Phase1 {
+				if diff := cmp.Diff([]string{"llm-leaders"}, p.PDBs); diff != "" {
+					t.Errorf("phase-1 pod %s PDBs (-want +got):\n%s", p.Key(), diff)
+				}
+			}
+		})
+	}
+}
