@@ -277,7 +277,14 @@ func newPlan(domain string, snap *Snapshot, s *settings) (*Plan, error) {
 		groupers = append(topology.DefaultGroupers(), topology.ByPodGroup(snap.PodGroups))
 	}
 	groups := topology.FindGroups(snap.Pods, groupers...)
-	gindex := topology.NewGroupIndex(groups)
+	groupOf := map[*corev1.Pod]*topology.Group{}
+	for i := range groups {
+		for _, m := range groups[i].Members {
+			if inDomain[m.Spec.NodeName] {
+				groupOf[m] = &groups[i]
+			}
+		}
+	}
 	pdbs := topology.NewPDBIndex(snap.PDBs)
 
 	warnings := map[string][]string{}
@@ -314,7 +321,7 @@ func newPlan(domain string, snap *Snapshot, s *settings) (*Plan, error) {
 		}
 		selected := pdbs.For(p)
 		pp.PDBs = topology.PDBNames(selected)
-		if g, ok := gindex.GroupOf(p.Namespace, p.Name); ok {
+		if g, ok := groupOf[p]; ok {
 			pp.Group = g.ID.String()
 			pp.Leader = g.Leader == p
 			ag := affected[g.ID]
@@ -355,7 +362,7 @@ func newPlan(domain string, snap *Snapshot, s *settings) (*Plan, error) {
 	})
 	plan.Blockers = blockers(snap.PDBs, pdbNeeded)
 	plan.GPUs = gpuCapacity(snap.Nodes, inDomain)
-	plan.Findings = domainFindings(layout, groups, affected, snap, d.Name)
+	plan.Findings = domainFindings(layout, groups, local, snap.PDBs, d.Name)
 	return plan, nil
 }
 
@@ -465,50 +472,11 @@ func gpuCapacity(nodes []corev1.Node, inDomain map[string]bool) []GPUCapacity {
 	return out
 }
 
-// domainFindings audits the groups the drain touches, their sibling groups
-// of the same workloads, and the control plane, and keeps the findings that
-// concern this domain.
-func domainFindings(layout *topology.Layout, groups []topology.Group, affected map[topology.GroupID]*AffectedGroup, snap *Snapshot, domain string) []topology.Finding {
-	type wkey struct {
-		kind         topology.Kind
-		ns, workload string
-	}
-	workloads := map[wkey]bool{}
-	for id, ag := range affected {
-		workloads[wkey{id.Kind, id.Namespace, ag.Workload}] = true
-	}
-	var related []topology.Group
-	var pods []*corev1.Pod
-	for i := range groups {
-		g := &groups[i]
-		if workloads[wkey{g.ID.Kind, g.ID.Namespace, g.Workload}] {
-			related = append(related, *g)
-		}
-	}
-	// Pods outside groups that sit in the domain are checked for multiple
-	// PDBs too.
-	for _, p := range snap.Pods {
-		if d, ok := layout.DomainOf(p.Spec.NodeName); ok && d == domain {
-			pods = append(pods, p)
-		}
-	}
-	report := topology.Audit(topology.AuditInput{Layout: layout, Groups: related, PDBs: snap.PDBs, Pods: pods})
-	var out []topology.Finding
-	for _, f := range report.Findings {
-		if concerns(f, domain) {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
-func concerns(f topology.Finding, domain string) bool {
-	for _, d := range f.Domains {
-		if d == domain {
-			return true
-		}
-	}
-	return false
+// domainFindings audits the contract for the findings that concern this
+// domain: its groups, their sibling groups of the same workloads, its pods
+// and its control-plane nodes.
+func domainFindings(layout *topology.Layout, groups []topology.Group, local []*corev1.Pod, pdbs []policyv1.PodDisruptionBudget, domain string) []topology.Finding {
+	return topology.Audit(topology.AuditInput{Layout: layout, Groups: groups, PDBs: pdbs, Pods: local, Only: []string{domain}}).Findings
 }
 
 // KubectlWarnings joins the plan's warnings the way kubectl prints them.

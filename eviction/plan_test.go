@@ -113,9 +113,9 @@ func TestPlan(t *testing.T) {
 			helper: &drain.Helper{GracePeriodSeconds: -1, IgnoreAllDaemonSets: true, DeleteEmptyDirData: true},
 			snap:   func(s *Snapshot) { s.DaemonSets = func(ns, name string) error { return nil } },
 			want: summary{
-				Phase1:   []string{"inference/llm-0"},
-				Phase2:   []string{"inference/llm-0-2", "inference/llm-0-1", "web/cache-0"},
-				Skipped:  []SkippedPod{{Namespace: "kube-system", Name: "plugin-a", Node: "node-1-1", Reason: MsgDaemonSetWarning}},
+				Phase1:  []string{"inference/llm-0"},
+				Phase2:  []string{"inference/llm-0-2", "inference/llm-0-1", "web/cache-0"},
+				Skipped: []SkippedPod{{Namespace: "kube-system", Name: "plugin-a", Node: "node-1-1", Reason: MsgDaemonSetWarning}},
 				// kubectl drops the local-storage warning when a later filter
 				// passes the pod; udrain keeps that behaviour.
 				Warnings: []string{"ignoring DaemonSet-managed Pods: kube-system/plugin-a"},

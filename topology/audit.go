@@ -70,6 +70,11 @@ type AuditInput struct {
 	// Pods are checked for multiple PDBs; groups' members are checked
 	// whether or not they are listed here.
 	Pods []*corev1.Pod
+	// Only, if set, limits the audit to findings that concern these
+	// domains (a drain of one domain needs no more); checks that cannot
+	// concern them are skipped, which makes the audit cheap on a large
+	// cluster.
+	Only []string
 }
 
 // Report is the result of an audit.
@@ -127,11 +132,84 @@ func (e *ContractError) Error() string {
 func Audit(in AuditInput) Report {
 	var r Report
 	idx := NewPDBIndex(in.PDBs)
-	r.Findings = append(r.Findings, auditControlPlane(in.Layout)...)
-	r.Findings = append(r.Findings, auditPack(in.Layout, in.Groups)...)
-	r.Findings = append(r.Findings, auditSpread(in.Layout, in.Groups)...)
-	r.Findings = append(r.Findings, auditPDBs(in.Layout, idx, in.Groups, in.Pods)...)
+	scope := newScope(in.Layout, in.Only)
+	// Pack and the PDB checks look at a group only if it touches the
+	// domains in scope; spread needs every group of those workloads.
+	groups := in.Groups
+	if scope != nil {
+		groups = nil
+		for i := range in.Groups {
+			if scope.touches(&in.Groups[i]) {
+				groups = append(groups, in.Groups[i])
+			}
+		}
+	}
+	var pods []*corev1.Pod
+	for _, p := range in.Pods {
+		if scope.holds(p) {
+			pods = append(pods, p)
+		}
+	}
+	for _, f := range auditControlPlane(in.Layout) {
+		r.add(scope, f)
+	}
+	for _, f := range auditPack(in.Layout, groups) {
+		r.add(scope, f)
+	}
+	for _, f := range auditSpread(in.Layout, in.Groups) {
+		r.add(scope, f)
+	}
+	for _, f := range auditPDBs(in.Layout, idx, groups, pods) {
+		r.add(scope, f)
+	}
 	return r
+}
+
+// scope is the set of domains an audit reports on; nil means all.
+type scope struct {
+	layout  *Layout
+	domains map[string]bool
+}
+
+func newScope(l *Layout, only []string) *scope {
+	if len(only) == 0 || l == nil {
+		return nil
+	}
+	s := &scope{layout: l, domains: map[string]bool{}}
+	for _, d := range only {
+		s.domains[d] = true
+	}
+	return s
+}
+
+func (s *scope) holds(p *corev1.Pod) bool {
+	if s == nil {
+		return true
+	}
+	d, ok := s.layout.DomainOf(p.Spec.NodeName)
+	return ok && s.domains[d]
+}
+
+func (s *scope) touches(g *Group) bool {
+	for _, p := range g.Members {
+		if s.holds(p) {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Report) add(s *scope, f Finding) {
+	if s != nil {
+		in := false
+		for _, d := range f.Domains {
+			in = in || s.domains[d]
+		}
+		if !in {
+			return
+		}
+	}
+	r.Findings = append(r.Findings, f)
 }
 
 // groupDomains returns the domains of a group's scheduled members.
@@ -231,7 +309,7 @@ func auditSpread(l *Layout, groups []Group) []Finding {
 				Namespace: k.ns, Workload: k.workload,
 				Domains: []string{d.Name},
 				Message: fmt.Sprintf("%d groups of workload %s/%s (%s) share upgrade domain %s while %s hold(s) none: draining %s breaks them all at once; spread the leaders with a topologySpreadConstraint (maxSkew 1, whenUnsatisfiable DoNotSchedule) on the domain label %q",
-					len(names), k.ns, k.workload, strings.Join(names, ", "), d.Name, abbreviate(empty, 5), d.Name, l.LabelKey),
+					len(names), k.ns, k.workload, abbreviate(names, 5), d.Name, abbreviate(empty, 5), d.Name, l.LabelKey),
 			})
 		}
 	}

@@ -2,6 +2,8 @@ package topology
 
 import (
 	"errors"
+	"fmt"
+	"math/rand"
 	"sort"
 	"testing"
 
@@ -10,6 +12,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apilabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 )
@@ -443,5 +446,75 @@ func TestAudit(t *testing.T) {
 				t.Errorf("Err() = %v with %d error findings", r.Err(), len(r.Errors()))
 			}
 		})
+	}
+}
+
+// TestPDBIndexMatchesBruteForce compares the indexed lookup with matching
+// every selector, over random selectors and pods.
+func TestPDBIndexMatchesBruteForce(t *testing.T) {
+	rng := rand.New(rand.NewSource(7))
+	keys := []string{"app", "tier", "idx", "role"}
+	vals := []string{"a", "b", "c"}
+	randomLabels := func() map[string]string {
+		m := map[string]string{}
+		for _, k := range keys {
+			if rng.Intn(2) == 0 {
+				m[k] = vals[rng.Intn(len(vals))]
+			}
+		}
+		return m
+	}
+	for round := 0; round < 200; round++ {
+		var pdbs []policyv1.PodDisruptionBudget
+		for i := 0; i < 1+rng.Intn(8); i++ {
+			var sel *metav1.LabelSelector
+			switch rng.Intn(6) {
+			case 0:
+				sel = nil
+			case 1:
+				sel = &metav1.LabelSelector{}
+			case 2:
+				sel = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+					{Key: keys[rng.Intn(4)], Operator: metav1.LabelSelectorOpIn, Values: []string{"a", "b"}}}}
+			case 3:
+				sel = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+					{Key: keys[rng.Intn(4)], Operator: metav1.LabelSelectorOpNotIn, Values: []string{"a"}}}}
+			default:
+				sel = &metav1.LabelSelector{MatchLabels: randomLabels()}
+			}
+			pdbs = append(pdbs, pdb([]string{"x", "y"}[rng.Intn(2)], fmt.Sprintf("p%d", i), sel))
+		}
+		idx := NewPDBIndex(pdbs)
+		for j := 0; j < 20; j++ {
+			p := pod([]string{"x", "y"}[rng.Intn(2)], "pod", "", withLabels())
+			p.Labels = randomLabels()
+			var want []string
+			for i := range pdbs {
+				sel, err := metav1.LabelSelectorAsSelector(pdbs[i].Spec.Selector)
+				if err == nil && pdbs[i].Namespace == p.Namespace && sel.Matches(apilabels.Set(p.Labels)) {
+					want = append(want, pdbs[i].Name)
+				}
+			}
+			sort.Strings(want)
+			if diff := cmp.Diff(want, PDBNames(idx.For(&p))); diff != "" {
+				t.Fatalf("round %d, pod labels %v (-brute force +index):\n%s", round, p.Labels, diff)
+			}
+		}
+	}
+}
+
+func TestAuditOnlyReportsTheDomainsAsked(t *testing.T) {
+	nodes := []corev1.Node{node("a1", "ud-a"), node("b1", "ud-b"), node("c1", "ud-c")}
+	pods := []corev1.Pod{
+		lws("inf", "w", "0", "0", "a1", "1"), lws("inf", "w", "1", "0", "b1", "1"), lws("inf", "w", "2", "0", "c1", "1"),
+	}
+	l, err := BuildLayout(nodes, LayoutOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ptrs := PodPointers(pods)
+	r := Audit(AuditInput{Layout: l, Groups: FindGroups(ptrs), Pods: ptrs, Only: []string{"ud-b"}})
+	if len(r.Findings) != 1 || r.Findings[0].Type != FindingUnprotectedLeader || r.Findings[0].Group != "w-1" {
+		t.Errorf("findings = %+v, want only the unprotected leader in ud-b", r.Findings)
 	}
 }
