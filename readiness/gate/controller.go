@@ -44,6 +44,9 @@ type Controller struct {
 	// afterSync, if set (by tests), is called after each reconcile of a
 	// group with what it did.
 	afterSync func(topology.GroupID, syncResult, error)
+	// onTerm, if set (by tests), is called when a term starts (before its
+	// first reconcile) and when it has ended (after its last).
+	onTerm func(started bool)
 }
 
 // New returns a controller that watches pods through client, as opts says.
@@ -141,6 +144,10 @@ func (c *Controller) runTerm(ctx context.Context) {
 		}
 	}
 	logger.Info("Reconciling groups", "groups", len(keys), "workers", c.opts.Workers)
+	if c.onTerm != nil {
+		c.onTerm(true)
+		defer c.onTerm(false)
+	}
 
 	var wg sync.WaitGroup
 	for range c.opts.Workers {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clienttesting "k8s.io/client-go/testing"
@@ -317,6 +319,39 @@ func TestTwoReplicas(t *testing.T) {
 	}
 	if h := lease.Spec.HolderIdentity; h == nil || *h != "b" {
 		t.Errorf("Lease holder %v, want b", h)
+	}
+}
+
+// TestLostLeaseStopsWrites: a replica that cannot renew its Lease stops
+// reconciling (before the Lease expires and another may take it), and
+// resumes from fresh state when it holds the Lease again.
+func TestLostLeaseStopsWrites(t *testing.T) {
+	fc := newFakeCluster(t, lwsGroup("vllm", 0, 2, nil)...)
+	var partitioned atomic.Bool
+	fc.client.PrependReactor("*", "leases", func(clienttesting.Action) (bool, runtime.Object, error) {
+		if partitioned.Load() {
+			return true, nil, apierrors.NewServiceUnavailable("partitioned from the API server")
+		}
+		return false, nil, nil
+	})
+	a := fc.start(Options{LeaderElection: &LeaderElection{Namespace: "udrain-system", Identity: "a", LeaseDuration: 2 * time.Second, RenewDeadline: 500 * time.Millisecond, RetryPeriod: 50 * time.Millisecond}})
+	fc.waitFor("a to write", func() bool { return a.rec.count("vllm-0", syncUnchanged) > 0 })
+
+	partitioned.Store(true)
+	fc.waitFor("a to stop its term", func() bool { return a.rec.eventCount("term end") == 1 })
+	fc.update("vllm-0-1", notReady) // the pod watch still works, the Lease does not
+	partitioned.Store(false)
+	fc.waitFor("a to lead again and write the failure", func() bool { return len(a.rec.changeList()) == 2 })
+
+	if n := a.rec.syncsOutsideTerms(); n != 0 {
+		t.Errorf("%d reconciles while a did not hold the Lease, want 0", n)
+	}
+	if n := a.rec.eventCount("term start"); n != 2 {
+		t.Errorf("%d terms, want 2", n)
+	}
+	want := []verdict{healthy(2), {corev1.ConditionFalse, ReasonMemberNotReady, "vllm-0-1 not ready; 1/2 members healthy"}}
+	if diff := cmp.Diff(want, a.rec.changeVerdicts()); diff != "" {
+		t.Errorf("a's writes (-want +got):\n%s", diff)
 	}
 }
 

@@ -35,6 +35,50 @@ type recorder struct {
 	changes []Change
 	syncs   []syncRecord
 	leaders []string
+	events  []string // "term start", "sync", "term end", in order
+}
+
+func (r *recorder) onTerm(started bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if started {
+		r.events = append(r.events, "term start")
+	} else {
+		r.events = append(r.events, "term end")
+	}
+}
+
+func (r *recorder) eventCount(event string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, e := range r.events {
+		if e == event {
+			n++
+		}
+	}
+	return n
+}
+
+// syncsOutsideTerms counts reconciles that ran between the end of a term
+// and the start of the next.
+func (r *recorder) syncsOutsideTerms() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n, inTerm := 0, false
+	for _, e := range r.events {
+		switch e {
+		case "term start":
+			inTerm = true
+		case "term end":
+			inTerm = false
+		case "sync":
+			if !inTerm {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 func (r *recorder) onChange(c Change) {
@@ -47,6 +91,7 @@ func (r *recorder) afterSync(id topology.GroupID, result syncResult, err error) 
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.syncs = append(r.syncs, syncRecord{id, result, err})
+	r.events = append(r.events, "sync")
 }
 
 func (r *recorder) onNewLeader(identity string) {
@@ -139,6 +184,7 @@ func (fc *fakeCluster) start(opts Options) *running {
 		t.Fatalf("New: %v", err)
 	}
 	c.afterSync = rec.afterSync
+	c.onTerm = rec.onTerm
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
