@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
 	"github.com/udrain/udrain/topology"
 )
@@ -114,7 +115,8 @@ type RolloutTotals struct {
 // first error. Run again with the same ID, it continues from the cluster's
 // state: domains marked upgraded are skipped, a half-drained domain is
 // planned again from what is left on it, and only pods its new plan names
-// are evicted.
+// are evicted. With a dry-run strategy it plans and dry-runs each domain and
+// changes nothing.
 func (d *Drainer) Rollout(ctx context.Context, opts RolloutOptions) (*RolloutResult, error) {
 	id := opts.ID
 	if id == "" {
@@ -232,6 +234,12 @@ func (d *Drainer) rolloutDomain(ctx context.Context, v *view, em *emitter, name,
 		out.Drain = drained
 		if err != nil {
 			return out, err
+		}
+		if d.s.dryRun != cmdutil.DryRunNone {
+			// A dry run shows each domain's plan and what the API would
+			// say; it runs no upgrade step and changes no node.
+			em.emit(Event{Time: clk.Now(), Type: EventDomainDone, Domain: name, Message: "dry run"})
+			return out, nil
 		}
 		if opts.Upgrade != nil {
 			t0 := clk.Now()
