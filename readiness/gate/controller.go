@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
@@ -189,7 +190,7 @@ func (c *Controller) processNext(ctx context.Context, queue workqueue.TypedRateL
 	if ctx.Err() != nil {
 		return true
 	}
-	if isConflict(err) {
+	if apierrors.IsConflict(err) {
 		// The leader changed since the cache saw it; its update is on the
 		// way, and the retry will see it.
 		logger.V(2).Info("Leader changed while writing its condition; retrying", "err", err)

@@ -26,8 +26,11 @@
 //
 // Leaders that do not declare the readiness gate are skipped: the
 // controller never writes to a pod that did not opt in. A group whose
-// leader pod does not exist has nothing to write to; its leader is
-// reconciled when it appears.
+// leader pod does not exist, or whose grouper names no leader (native
+// PodGroups), has nothing to write to; a leader is reconciled when it
+// appears. A group's expected size comes from its grouper (the
+// LeaderWorkerSet size annotation); where none is known (Ray), a deleted
+// member simply leaves a smaller group.
 //
 // # Several replicas: leader election
 //

@@ -125,5 +125,3 @@ type conditionPatchMetadata struct {
 type conditionPatchStatus struct {
 	Conditions []corev1.PodCondition `json:"conditions"`
 }
-
-func isConflict(err error) bool { return apierrors.IsConflict(err) }
