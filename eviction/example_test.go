@@ -133,7 +133,9 @@ func ExampleDrainer_Rollout() {
 		Helper: &drain.Helper{GracePeriodSeconds: -1, DryRunStrategy: cmdutil.DryRunClient},
 		OnEvent: func(e eviction.Event) {
 			switch e.Type {
-			case eviction.EventDomainStarted, eviction.EventDryRun:
+			case eviction.EventDomainStarted:
+				fmt.Println(e.Domain, e.Type)
+			case eviction.EventDryRun:
 				fmt.Println(e.Domain, e.Type, e.Pod)
 			}
 		},
