@@ -38,7 +38,11 @@
 // replicas elect one writer through a coordination.k8s.io Lease
 // (client-go's leaderelection); the others keep warm caches and take over
 // when the Lease is released (on shutdown, after the leader's workers have
-// stopped) or expires.
+// stopped) or expires. A leader that cannot renew stops its workers once
+// RenewDeadline has passed, which is LeaseDuration−RenewDeadline before
+// another replica may take the Lease; and every write carries its
+// resourceVersion (see above), so an outdated write is refused rather than
+// applied.
 //
 // Why not idempotent writes from every replica: each write is idempotent
 // (a function of the informer state), but two replicas see the cluster with
