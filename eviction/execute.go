@@ -287,19 +287,26 @@ func (ex *execution) nodeGone(name string) {
 // retry runs fn until it succeeds, fails for good, or ctx ends, retrying
 // transient API errors with the backoff.
 func (ex *execution) retry(ctx context.Context, what string, fn func() error) error {
-	b := ex.d.s.Backoff
+	return retryTransient(ctx, ex.d.s, ex.emit, what, fn)
+}
+
+// retryTransient retries fn while it fails with a transient API error (an
+// API server restarting, overloaded or unreachable), reporting each retry.
+func retryTransient(ctx context.Context, s *settings, emit func(Event), what string, fn func() error) error {
+	b := s.Backoff
 	for {
 		err := fn()
-		if err == nil || classifyEvictionError(err) != outcomeTransient {
-			return err
-		}
-		if ctx.Err() != nil {
+		if err == nil || classifyEvictionError(err) != outcomeTransient || ctx.Err() != nil {
 			return err
 		}
 		delay := b.Step()
-		ex.emit(Event{Type: EventRetrying, Err: err, Message: fmt.Sprintf("%s: %v; retrying in %s", what, err, delay.Round(time.Millisecond))})
-		if !ex.sleep(ctx, delay) {
+		emit(Event{Type: EventRetrying, Err: err, Message: fmt.Sprintf("%s: %v; retrying in %s", what, err, delay.Round(time.Millisecond))})
+		t := s.Clock.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
 			return err
+		case <-t.C():
 		}
 	}
 }

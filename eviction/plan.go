@@ -272,11 +272,7 @@ func newPlan(domain string, snap *Snapshot, s *settings) (*Plan, error) {
 		return topology.NaturalLess(a.Name, b.Name)
 	})
 
-	groupers := s.Groupers
-	if groupers == nil {
-		groupers = append(topology.DefaultGroupers(), topology.ByPodGroup(snap.PodGroups))
-	}
-	groups := topology.FindGroups(snap.Pods, groupers...)
+	groups := topology.FindGroups(snap.Pods, groupersFor(s, snap)...)
 	groupOf := map[*corev1.Pod]*topology.Group{}
 	for i := range groups {
 		for _, m := range groups[i].Members {
@@ -364,6 +360,15 @@ func newPlan(domain string, snap *Snapshot, s *settings) (*Plan, error) {
 	plan.GPUs = gpuCapacity(snap.Nodes, inDomain)
 	plan.Findings = domainFindings(layout, groups, local, snap.PDBs, d.Name)
 	return plan, nil
+}
+
+// groupersFor returns the configured groupers, or the defaults with the
+// snapshot's PodGroups.
+func groupersFor(s *settings, snap *Snapshot) []topology.Grouper {
+	if s.Groupers != nil {
+		return s.Groupers
+	}
+	return append(topology.DefaultGroupers(), topology.ByPodGroup(snap.PodGroups))
 }
 
 func appendUnique(s []string, v string) []string {

@@ -154,11 +154,8 @@ func (v *view) pdbLagging(nn types.NamespacedName, now time.Time) string {
 // waitRecovered waits, on the watch, until the target has recovered; it
 // reports what it waits for whenever that changes.
 func (d *Drainer) waitRecovered(ctx context.Context, v *view, t recoveryTarget, em *emitter, timeout time.Duration) error {
-	groupers := d.s.Groupers
-	if groupers == nil {
-		pgs, _ := v.listPodGroups(ctx)
-		groupers = append(topology.DefaultGroupers(), topology.ByPodGroup(pgs))
-	}
+	pgs, _ := v.listPodGroups(ctx)
+	groupers := d.groupers(&Snapshot{PodGroups: pgs})
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
@@ -230,7 +227,11 @@ func (d *Drainer) uncordonNode(ctx context.Context, name string) error {
 		"metadata": map[string]any{"annotations": map[string]any{CordonedByAnnotation: nil}},
 		"spec":     map[string]any{"unschedulable": false},
 	})
-	_, err := d.client.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	em := &emitter{fn: d.s.OnEvent}
+	err := retryTransient(ctx, d.s, func(e Event) { e.Time, e.Node = d.s.Clock.Now(), name; em.emit(e) }, "uncordon node "+name, func() error {
+		_, err := d.client.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+		return err
+	})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -239,3 +240,69 @@ func (d *Drainer) uncordonNode(ctx context.Context, name string) error {
 	}
 	return nil
 }
+
+// WaitHealthy waits until the groups with pods in the named domains (every
+// domain when none is named) are whole with every member Ready, and the
+// PodDisruptionBudgets over their pods have caught up with them. It changes
+// nothing. A timeout in ctx bounds the wait; the returned error then says
+// what was still missing.
+func (d *Drainer) WaitHealthy(ctx context.Context, domains ...string) error {
+	v, err := d.startView(ctx)
+	if err != nil {
+		return err
+	}
+	defer v.stop()
+	snap, err := v.snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	if len(domains) == 0 {
+		layout, err := topology.BuildLayout(snap.Nodes, topology.LayoutOptions{LabelKey: d.s.DomainLabel, Unlabeled: d.s.Unlabeled})
+		if err != nil {
+			return err
+		}
+		domains = layout.Names()
+	}
+	em := &emitter{fn: d.s.OnEvent}
+	for _, name := range domains {
+		plan, err := newPlan(name, snap, d.s)
+		if err != nil {
+			return err
+		}
+		t := targetFromPlan(plan)
+		// Health is about groups, not about what a drain may evict.
+		t.pdbs = pdbsOfGroups(plan)
+		if err := d.waitRecovered(ctx, v, t, em, 0); err != nil {
+			if ctx.Err() == context.DeadlineExceeded {
+				return &NotRecoveredError{Domain: name, Waiting: v.waiting(t, d.groupers(snap), d.s.Clock.Now())}
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// pdbsOfGroups returns the PDBs that select a member of the plan's groups.
+func pdbsOfGroups(plan *Plan) []types.NamespacedName {
+	inGroup := map[string]bool{}
+	for _, g := range plan.Groups {
+		inGroup[g.ID.String()] = true
+	}
+	seen := map[types.NamespacedName]bool{}
+	var out []types.NamespacedName
+	for _, p := range plan.Pods() {
+		if p.Group == "" || !inGroup[p.Group] {
+			continue
+		}
+		for _, name := range p.PDBs {
+			nn := types.NamespacedName{Namespace: p.Namespace, Name: name}
+			if !seen[nn] {
+				seen[nn] = true
+				out = append(out, nn)
+			}
+		}
+	}
+	return out
+}
+
+func (d *Drainer) groupers(snap *Snapshot) []topology.Grouper { return groupersFor(d.s, snap) }

@@ -163,11 +163,7 @@ func (d *Drainer) Rollout(ctx context.Context, opts RolloutOptions) (*RolloutRes
 			return res, err
 		}
 	}
-	groupers := d.s.Groupers
-	if groupers == nil {
-		groupers = append(topology.DefaultGroupers(), topology.ByPodGroup(snap.PodGroups))
-	}
-	report := topology.Audit(topology.AuditInput{Layout: layout, Groups: topology.FindGroups(snap.Pods, groupers...), PDBs: snap.PDBs, Pods: snap.Pods})
+	report := topology.Audit(topology.AuditInput{Layout: layout, Groups: topology.FindGroups(snap.Pods, d.groupers(snap)...), PDBs: snap.PDBs, Pods: snap.Pods})
 	res.Findings = report.Findings
 	if err := report.Err(); err != nil && !d.s.AllowViolations {
 		return res, err
@@ -302,8 +298,12 @@ func upgradedBy(nodes []corev1.Node, dom topology.Domain, id string) bool {
 
 func (d *Drainer) markUpgraded(ctx context.Context, nodes []string, id string) error {
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{UpgradedByAnnotation: id}}})
+	em := &emitter{fn: d.s.OnEvent}
 	for _, n := range nodes {
-		_, err := d.client.CoreV1().Nodes().Patch(ctx, n, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+		err := retryTransient(ctx, d.s, func(e Event) { e.Time, e.Node = d.s.Clock.Now(), n; em.emit(e) }, "mark node "+n+" upgraded", func() error {
+			_, err := d.client.CoreV1().Nodes().Patch(ctx, n, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+			return err
+		})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("marking node %s upgraded: %w", n, err)
 		}
