@@ -1,0 +1,213 @@
+#!/usr/bin/env bash
+# The local control plane of the udrain testbed: a kwok cluster on kwokctl's
+# binary runtime (real etcd, kube-apiserver, kube-controller-manager,
+# kube-scheduler; kwok plays the kubelets), built from source by
+# hack/testbed-binaries.sh, bound to 127.0.0.1 only, with the project's kwok
+# Stages (hack/kwok/stages.yaml). Nothing is downloaded but Go modules.
+#
+# Usage: hack/cluster.sh up [-- extra kwokctl create flags]
+#        hack/cluster.sh down | status | kubeconfig
+#
+#   up          build the binaries if missing, then create the cluster, or
+#               reuse it when it runs, is healthy and was made from the same
+#               binaries, Stages and flags (a stale one is recreated). Prints
+#               `export KUBECONFIG=...` on stdout (eval "$(hack/cluster.sh up)"),
+#               everything else on stderr.
+#   down        delete the cluster and stop its processes (no-op if absent).
+#   status      print the cluster's components; exit 0 only if it serves.
+#   kubeconfig  print the kubeconfig path.
+#
+# Environment:
+#   UDRAIN_CLUSTER    cluster name (default udrain)
+#   UDRAIN_CACHE_DIR  cache root shared with testbed-binaries.sh
+#                     (default ${XDG_CACHE_HOME:-$HOME/.cache}/udrain)
+#   KWOK_WORKDIR      kwokctl's work dir (default $UDRAIN_CACHE_DIR/kwok, not
+#                     ~/.kwok, so a user's own kwok clusters are not touched);
+#                     the cluster lives in $KWOK_WORKDIR/clusters/$UDRAIN_CLUSTER
+#                     (kubeconfig.yaml, logs/, pids/, kwok.yaml).
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+CACHE_ROOT=${UDRAIN_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/udrain}
+NAME=${UDRAIN_CLUSTER:-udrain}
+export KWOK_WORKDIR=${KWOK_WORKDIR:-$CACHE_ROOT/kwok}
+CLUSTER_DIR=$KWOK_WORKDIR/clusters/$NAME
+KUBECONFIG_PATH=$CLUSTER_DIR/kubeconfig.yaml
+STAMP=$CLUSTER_DIR/udrain-testbed.stamp
+BIN_RECORD=$CLUSTER_DIR/udrain-testbed.bin
+CONFIG=$HERE/kwok/kwokctl.yaml
+STAGES=$HERE/kwok/stages.yaml
+
+log() { echo "cluster.sh: $*" >&2; }
+die() { log "$*"; exit 1; }
+
+usage() {
+  sed -n '8,9p' "${BASH_SOURCE[0]}" | sed 's/^# //' >&2
+  exit 2
+}
+
+# up builds the binaries if missing; down and status use the ones the
+# cluster was made with (recorded at creation), so they never build.
+use_bin() {
+  BIN=$1
+  # kwokctl runs kubectl (`kubectl get --raw /version`) to see that the
+  # apiserver serves: point it at ours so it never downloads one.
+  export KWOK_KUBECTL_BINARY=$BIN/kubectl
+}
+
+# 9>&-: the servers kwokctl forks must not inherit (and hold) our lock.
+kwokctl() { "$BIN/kwokctl" --name "$NAME" "$@" </dev/null 9>&-; }
+
+serves() {
+  [ -f "$KUBECONFIG_PATH" ] &&
+    "$BIN/kubectl" --kubeconfig "$KUBECONFIG_PATH" --request-timeout=5s get --raw /readyz >/dev/null 2>&1
+}
+
+exists() { [ -f "$CLUSTER_DIR/kwok.yaml" ]; }
+
+# What the cluster was made from: a cluster made from other binaries,
+# Stages or flags is recreated rather than silently reused.
+stamp() {
+  {
+    echo "$BIN"
+    printf '%s\n' "$@"
+    cat "$CONFIG" "$STAGES"
+  } | sha256sum | cut -d' ' -f1
+}
+
+lock() {
+  mkdir -p "$KWOK_WORKDIR"
+  exec 9>"$KWOK_WORKDIR/$NAME.lock"
+  flock 9
+}
+
+delete_cluster() {
+  # kwokctl removes the cluster's context from --kubeconfig (default
+  # ~/.kube/config, which create left alone): name the cluster's own file.
+  kwokctl delete cluster --kubeconfig "$KUBECONFIG_PATH" >&2
+}
+
+# Stops whatever kwokctl could not (its binaries gone, a half-made cluster)
+# and removes the cluster's folder.
+remove_leftovers() {
+  local f
+  for f in "$CLUSTER_DIR"/pids/*.pid; do
+    # kwokctl writes the pid without a newline.
+    [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null || true
+  done
+  rm -rf "$CLUSTER_DIR"
+}
+
+wait_usable() {
+  # The apiserver serves before the controller manager has made the default
+  # ServiceAccount, and pods are refused until it exists.
+  local i
+  for i in $(seq 1 120); do
+    if serves && "$BIN/kubectl" --kubeconfig "$KUBECONFIG_PATH" --request-timeout=5s \
+      -n default get serviceaccount default >/dev/null 2>&1; then
+      return 0
+    fi
+    sleep 0.5
+  done
+  die "cluster $NAME does not serve after 60s; logs in $CLUSTER_DIR/logs"
+}
+
+up() {
+  use_bin "$("$HERE/testbed-binaries.sh")"
+  lock
+  local want
+  want=$(stamp "$@")
+  if exists; then
+    if [ "$(cat "$STAMP" 2>/dev/null)" != "$want" ]; then
+      log "cluster $NAME was made from other binaries, Stages or flags: recreating"
+      delete_cluster
+    elif serves; then
+      log "reusing cluster $NAME"
+      report
+      return 0
+    else
+      log "cluster $NAME exists but does not serve: starting its components"
+      kwokctl start cluster >&2 || true
+      if serves; then
+        wait_usable
+        report
+        return 0
+      fi
+      log "cluster $NAME still does not serve: recreating"
+      delete_cluster
+    fi
+  fi
+  if [ -d "$CLUSTER_DIR" ] && ! exists; then
+    log "removing what is left of a half-made cluster $NAME"
+    remove_leftovers
+  fi
+  local start=$SECONDS
+  log "creating cluster $NAME in $CLUSTER_DIR"
+  if ! kwokctl create cluster \
+    --config "$CONFIG" --config "$STAGES" \
+    --runtime binary \
+    --kubeconfig "" \
+    --kube-apiserver-binary "$BIN/kube-apiserver" \
+    --kube-controller-manager-binary "$BIN/kube-controller-manager" \
+    --kube-scheduler-binary "$BIN/kube-scheduler" \
+    --etcd-binary "$BIN/etcd" \
+    --kwok-controller-binary "$BIN/kwok" \
+    --wait 2m \
+    "$@" >&2; then
+    log "create failed; logs in $CLUSTER_DIR/logs"
+    delete_cluster || true
+    exit 1
+  fi
+  echo "$want" >"$STAMP"
+  echo "$BIN" >"$BIN_RECORD"
+  wait_usable
+  log "created cluster $NAME in $((SECONDS - start))s"
+  report
+}
+
+report() {
+  log "kubeconfig: $KUBECONFIG_PATH"
+  log "kubectl:    $BIN/kubectl"
+  log "logs:       $CLUSTER_DIR/logs"
+  echo "export KUBECONFIG=$KUBECONFIG_PATH"
+}
+
+down() {
+  lock
+  if [ ! -d "$CLUSTER_DIR" ]; then
+    log "no cluster $NAME"
+    return 0
+  fi
+  if [ -x "$(cat "$BIN_RECORD" 2>/dev/null)/kwokctl" ]; then
+    use_bin "$(cat "$BIN_RECORD")"
+    delete_cluster || true
+  fi
+  remove_leftovers
+  log "deleted cluster $NAME"
+}
+
+status() {
+  if ! exists || [ ! -x "$(cat "$BIN_RECORD" 2>/dev/null)/kwokctl" ]; then
+    log "no cluster $NAME"
+    return 1
+  fi
+  use_bin "$(cat "$BIN_RECORD")"
+  kwokctl get components >&2 || true
+  if serves; then
+    log "cluster $NAME serves; kubeconfig: $KUBECONFIG_PATH"
+    return 0
+  fi
+  log "cluster $NAME does not serve"
+  return 1
+}
+
+cmd=${1:-}
+[ $# -gt 0 ] && shift
+[ "${1:-}" = "--" ] && shift
+case "$cmd" in
+  up) up "$@" ;;
+  down) down ;;
+  status) status ;;
+  kubeconfig) echo "$KUBECONFIG_PATH" ;;
+  *) usage ;;
+esac
