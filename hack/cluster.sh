@@ -6,7 +6,7 @@
 # Stages (hack/kwok/stages.yaml). Nothing is downloaded but Go modules.
 #
 # Usage: hack/cluster.sh up [-- extra kwokctl create flags]
-#        hack/cluster.sh down | status | kubeconfig
+#        hack/cluster.sh down | status | kubeconfig | start | kill COMPONENT
 #
 #   up          build the binaries if missing, then create the cluster, or
 #               reuse it when it runs, is healthy and was made from the same
@@ -16,6 +16,11 @@
 #   down        delete the cluster and stop its processes (no-op if absent).
 #   status      print the cluster's components; exit 0 only if it serves.
 #   kubeconfig  print the kubeconfig path.
+#   kill C      SIGKILL one component (etcd, kube-apiserver,
+#               kube-controller-manager, kube-scheduler, kwok-controller), as
+#               a crash would; for fault tests and demos.
+#   start       start every component that is not running, wait until the
+#               cluster serves again.
 #
 # Environment:
 #   UDRAIN_CLUSTER    cluster name (default udrain)
@@ -201,6 +206,52 @@ status() {
   return 1
 }
 
+# pid_state PID: the process state (R, S, Z, ...) or "gone". A killed
+# component whose parent does not reap it stays a zombie (this sandbox's
+# init does not), and kwokctl takes a zombie for a running process.
+pid_state() {
+  local s
+  s=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) || true
+  echo "${s:-gone}"
+}
+
+recorded_bin() {
+  if ! exists || [ ! -x "$(cat "$BIN_RECORD" 2>/dev/null)/kwokctl" ]; then
+    die "no cluster $NAME (hack/cluster.sh up makes it)"
+  fi
+  use_bin "$(cat "$BIN_RECORD")"
+}
+
+kill_component() {
+  local name=${1:-} f pid i
+  [ -n "$name" ] || die "kill needs a component: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok-controller"
+  recorded_bin
+  f=$CLUSTER_DIR/pids/$name.pid
+  [ -f "$f" ] || die "no pid file $f: is $name a component of cluster $NAME?"
+  pid=$(cat "$f")
+  kill -9 "$pid" 2>/dev/null || true
+  for i in $(seq 1 100); do
+    case $(pid_state "$pid") in Z | gone) break ;; esac
+    sleep 0.1
+  done
+  case $(pid_state "$pid") in Z | gone) ;; *) die "$name (pid $pid) is still running" ;; esac
+  rm -f "$f"
+  log "killed $name (pid $pid)"
+}
+
+start_components() {
+  recorded_bin
+  lock
+  local f
+  for f in "$CLUSTER_DIR"/pids/*.pid; do
+    [ -f "$f" ] || continue
+    case $(pid_state "$(cat "$f")") in Z | gone) rm -f "$f" ;; esac
+  done
+  kwokctl start cluster >&2
+  wait_usable
+  log "cluster $NAME serves"
+}
+
 cmd=${1:-}
 [ $# -gt 0 ] && shift
 [ "${1:-}" = "--" ] && shift
@@ -209,5 +260,7 @@ case "$cmd" in
   down) down ;;
   status) status ;;
   kubeconfig) echo "$KUBECONFIG_PATH" ;;
+  kill) kill_component "$@" ;;
+  start) start_components ;;
   *) usage ;;
 esac
