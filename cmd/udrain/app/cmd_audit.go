@@ -1,0 +1,117 @@
+package app
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/udrain/udrain/topology"
+)
+
+func newAuditCommand(o *options) *cobra.Command {
+	var df domainFlags
+	var out outputFlag
+	cmd := &cobra.Command{
+		Use:   "audit",
+		Short: "Check the placement contract over all domains (exit code 4 on a violation)",
+		Long: `Check the placement contract that a safe drain relies on, over all domains:
+
+  Pack                each group's pods sit in one upgrade domain
+  Spread              groups of one workload sit in different domains
+  UnprotectedLeader   every leader is selected by a PodDisruptionBudget
+  MultiplePDBs        no pod is selected by two PDBs (the Eviction API refuses it)
+  ProtectedWorker     no PDB selects a worker (a warning)
+  ControlPlaneQuorum  no domain holds enough control-plane nodes to lose etcd quorum
+
+Each finding says what to fix. The exit code is 4 when a finding of severity
+Error is found (or nodes lack the domain label), 0 otherwise.`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := firstError(df.validate(), out.validate()); err != nil {
+				return err
+			}
+			client, err := o.client()
+			if err != nil {
+				return err
+			}
+			s, err := listCluster(cmd.Context(), client, listWhat{pods: true, pdbs: true})
+			if err != nil {
+				return err
+			}
+			layout, err := topology.BuildLayout(s.Nodes, df.layoutOptions())
+			if err != nil {
+				return err
+			}
+			groups := s.groups()
+			r := topology.Audit(topology.AuditInput{Layout: layout, Groups: groups, PDBs: s.PDBs, Pods: topology.PodPointers(s.Pods)})
+			report := buildAuditReport(layout, len(groups), len(s.PDBs), r)
+			if err := out.print(o.streams.Out, report, func(w io.Writer) error { return writeAuditTable(w, report) }); err != nil {
+				return err
+			}
+			if err := r.Err(); err != nil {
+				return &reportedError{err: err, summary: fmt.Sprintf("placement contract violated: %s, %s",
+					plural(report.Errors, "error", "errors"), plural(report.Warnings, "warning", "warnings"))}
+			}
+			return nil
+		},
+	}
+	df.add(cmd)
+	out.add(cmd)
+	return cmd
+}
+
+func buildAuditReport(layout *topology.Layout, groups, pdbs int, r topology.Report) AuditReport {
+	return AuditReport{
+		TypeMeta: typeMeta(KindAuditReport), LabelKey: layout.LabelKey, Domains: orEmpty(layout.Names()),
+		Groups: groups, PDBs: pdbs, Errors: len(r.Errors()), Warnings: len(r.Warnings()),
+		Findings: findings(r.Findings),
+	}
+}
+
+func findings(fs []topology.Finding) []Finding {
+	out := make([]Finding, len(fs))
+	for i, f := range fs {
+		out[i] = Finding{
+			Type: string(f.Type), Severity: string(f.Severity), Namespace: f.Namespace, Group: f.Group, Workload: f.Workload,
+			Domains: orEmpty(f.Domains), PDBs: orEmpty(f.PDBs), Pods: orEmpty(f.Pods), Nodes: orEmpty(f.Nodes), Message: f.Message,
+		}
+	}
+	return out
+}
+
+func writeAuditTable(w io.Writer, r AuditReport) error {
+	fmt.Fprintf(w, "Audited %s (label %s), %s and %s.\n", plural(len(r.Domains), "domain", "domains"), r.LabelKey,
+		plural(r.Groups, "group", "groups"), plural(r.PDBs, "PodDisruptionBudget", "PodDisruptionBudgets"))
+	if len(r.Findings) == 0 {
+		_, err := fmt.Fprintln(w, "The placement contract holds: no findings.")
+		return err
+	}
+	fmt.Fprintf(w, "%s, %s.\n\n", plural(r.Errors, "error", "errors"), plural(r.Warnings, "warning", "warnings"))
+	if err := writeFindings(w, r.Findings); err != nil {
+		return err
+	}
+	return nil
+}
+
+// writeFindings prints a table of findings, then each message in full.
+func writeFindings(w io.Writer, fs []Finding) error {
+	tw := newTable(w)
+	fmt.Fprintln(tw, "SEVERITY\tTYPE\tNAMESPACE\tGROUP/WORKLOAD\tDOMAINS\tPDBS")
+	for _, f := range fs {
+		what := f.Group
+		if what == "" {
+			what = f.Workload
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", f.Severity, f.Type, orDash(f.Namespace), orDash(what), joinOrDash(f.Domains), joinOrDash(f.PDBs))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	for i, f := range fs {
+		fmt.Fprintf(w, "%d. %s %s: %s\n", i+1, strings.ToUpper(f.Severity), f.Type, f.Message)
+	}
+	return nil
+}

@@ -1,0 +1,69 @@
+package app
+
+import (
+	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
+
+	"github.com/udrain/udrain/readiness/gate"
+)
+
+func newReadinessGateCommand(o *options) *cobra.Command {
+	var (
+		opts           gate.Options
+		leaseNamespace string
+		le             gate.LeaderElection
+	)
+	cmd := &cobra.Command{
+		Use:   "readiness-gate-controller",
+		Short: "Run the controller that sets udrain.dev/group-ready on group leaders",
+		Long: `Run the readiness-gate controller: it sets the pod condition
+udrain.dev/group-ready on each group's leader from the status of the group's
+member pods (True when the group is whole and every member Running and
+Ready). A leader that lists the condition in spec.readinessGates is then
+Ready only while its group is, so a PodDisruptionBudget over the leaders
+counts healthy groups, without changing the workload's containers. Leaders
+that do not declare the gate are never written to.
+
+It watches every namespace, or the one of --namespace (-n). Run one
+replica, or several with --lease-namespace (they elect one writer through a
+Lease). Every condition it writes is logged to stderr. SIGTERM stops it
+cleanly (exit code 0), releasing the Lease. RBAC: readiness/gate/rbac.yaml.`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Namespace = o.explicitNamespace()
+			opts.Clock = o.cfg.Clock
+			if leaseNamespace != "" {
+				le.Namespace = leaseNamespace
+				opts.LeaderElection = &le
+			} else if flagChanged(cmd.Flags(), "lease-name") || flagChanged(cmd.Flags(), "id") {
+				return usageErrorf("--lease-name and --id go with --lease-namespace")
+			}
+			logger := klog.FromContext(cmd.Context())
+			opts.OnChange = func(c gate.Change) { logger.Info("Condition written", "change", c.String()) }
+			if opts.LeaderElection != nil {
+				opts.LeaderElection.OnNewLeader = func(id string) { logger.Info("Leader", "identity", id) }
+			}
+			client, err := o.client()
+			if err != nil {
+				return err
+			}
+			c, err := gate.New(client, opts)
+			if err != nil {
+				return err
+			}
+			logger.Info("Readiness-gate controller running", "namespace", opts.Namespace, "selector", opts.Selector, "leaderElection", opts.LeaderElection != nil)
+			return c.Run(cmd.Context())
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVarP(&opts.Selector, "selector", "l", "", "Watch only pods with these labels (as kubectl -l); it must select every member of a group, not only leaders")
+	fs.IntVar(&opts.Workers, "workers", gate.DefaultWorkers, "Groups reconciled concurrently")
+	fs.DurationVar(&opts.ResyncPeriod, "resync-period", 0, "Reconcile every group this often even without pod events; zero reacts to events only")
+	fs.StringVar(&leaseNamespace, "lease-namespace", "", "Elect one writing replica through a Lease in this namespace; required to run more than one replica")
+	fs.StringVar(&le.Name, "lease-name", gate.DefaultLeaseName, "Name of the Lease (with --lease-namespace)")
+	fs.StringVar(&le.Identity, "id", "", "Identity of this replica in the election; default the hostname and a random suffix")
+	fs.DurationVar(&le.LeaseDuration, "lease-duration", gate.DefaultLeaseDuration, "How long a Lease holds without renewal")
+	fs.DurationVar(&le.RenewDeadline, "renew-deadline", gate.DefaultRenewDeadline, "How long the leader keeps trying to renew before it stops writing")
+	fs.DurationVar(&le.RetryPeriod, "retry-period", gate.DefaultRetryPeriod, "How often replicas try to take or renew the Lease")
+	return cmd
+}

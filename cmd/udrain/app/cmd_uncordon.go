@@ -1,0 +1,130 @@
+package app
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/udrain/udrain/topology"
+)
+
+func newUncordonCommand(o *options) *cobra.Command {
+	var df domainFlags
+	var out outputFlag
+	cmd := &cobra.Command{
+		Use:   "uncordon DOMAIN",
+		Short: "Make every node of an upgrade domain schedulable again",
+		Long: `Make every node of DOMAIN schedulable again, like kubectl uncordon, and remove
+udrain's cordon mark (annotation udrain.dev/cordoned-by). Then, usually:
+wait-healthy DOMAIN.`,
+		Args: exactArgs(1, "one upgrade domain"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := firstError(df.validate(), out.validate()); err != nil {
+				return err
+			}
+			client, err := o.client()
+			if err != nil {
+				return err
+			}
+			d, err := o.newDrainer(client, &df, &drainFlags{gracePeriod: -1, dryRun: "none", concurrency: 1}, nil)
+			if err != nil {
+				return err
+			}
+			done, err := d.Uncordon(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			r := UncordonResult{TypeMeta: typeMeta(KindUncordonResult), Domain: args[0], Uncordoned: orEmpty(done)}
+			return out.print(o.streams.Out, r, func(w io.Writer) error {
+				if len(r.Uncordoned) == 0 {
+					_, err := fmt.Fprintf(w, "Domain %s: every node was schedulable already.\n", r.Domain)
+					return err
+				}
+				_, err := fmt.Fprintf(w, "Domain %s: uncordoned %s: %s\n", r.Domain, plural(len(r.Uncordoned), "node", "nodes"), strings.Join(r.Uncordoned, ", "))
+				return err
+			})
+		},
+	}
+	df.add(cmd)
+	out.add(cmd)
+	return cmd
+}
+
+func newWaitHealthyCommand(o *options) *cobra.Command {
+	var df domainFlags
+	var out outputFlag
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "wait-healthy [DOMAIN]",
+		Short: "Wait until a domain's (or every domain's) groups are whole and Ready",
+		Long: `Wait until the groups of DOMAIN (of every domain without one) are whole and
+every member Running and Ready, and the PodDisruptionBudgets over their pods
+are not in deficit and their status has caught up with the pods. Use it
+between "drain", your upgrade and "uncordon" and the next domain.
+
+The groups that count for a domain are those with a pod on its nodes, and
+those with no pod on any node yet (a group recreated after a drain is
+Pending before it lands, possibly in this domain). What it still waits for
+is printed to stderr whenever it changes. The exit code is 1 when --timeout
+passes first.`,
+		Args: maxArgs(1, "at most one upgrade domain"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := firstError(df.validate(), out.validate()); err != nil {
+				return err
+			}
+			if timeout < 0 {
+				return usageErrorf("--timeout=%s: use 0 (no limit) or a positive duration", timeout)
+			}
+			domain := ""
+			if len(args) == 1 {
+				domain = args[0]
+				if domain == "" {
+					return usageErrorf("the domain is empty: give the value of %s of the nodes to wait for, or none for every domain", df.label)
+				}
+			}
+			client, err := o.client()
+			if err != nil {
+				return err
+			}
+			prog := &lineProgress{w: o.streams.ErrOut, clk: o.cfg.Clock}
+			r, err := waitHealthy(cmd.Context(), client, df.layoutOptions(), domain, timeout, o.cfg.Clock, func(waiting []string) {
+				prog.note("WaitingHealthy", domain, strings.Join(waiting, "; "))
+			})
+			if r.Kind == "" {
+				return err // nothing to report: the layout or the watch failed
+			}
+			r.Error = errorInfo(err)
+			if perr := out.print(o.streams.Out, r, func(w io.Writer) error { return writeHealthTable(w, r) }); perr != nil {
+				return perr
+			}
+			return err
+		},
+	}
+	df.add(cmd)
+	out.add(cmd)
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "How long to wait before giving up (exit code 1); zero means infinite")
+	return cmd
+}
+
+func writeHealthTable(w io.Writer, r HealthReport) error {
+	what := "Every domain"
+	if r.Domain != "" {
+		what = "Domain " + r.Domain
+	}
+	if r.Healthy {
+		fmt.Fprintf(w, "%s is healthy (%s, %s; waited %s).\n", what, plural(len(r.Groups), "group", "groups"),
+			plural(len(r.PDBs), "PodDisruptionBudget", "PodDisruptionBudgets"), human(secondsDuration(r.WaitedSeconds)))
+		return nil
+	}
+	fmt.Fprintf(w, "%s is not healthy after %s:\n", what, human(secondsDuration(r.WaitedSeconds)))
+	for _, line := range r.Waiting {
+		fmt.Fprintf(w, "  %s\n", line)
+	}
+	return nil
+}
+
+// layoutNames lists the domains of nodes, for messages.
+func layoutNames(l *topology.Layout) string { return strings.Join(l.Names(), ", ") }

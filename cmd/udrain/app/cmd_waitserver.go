@@ -1,0 +1,128 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/udrain/udrain/bootstrap"
+)
+
+func newWaitServerCommand(o *options) *cobra.Command {
+	var out outputFlag
+	var (
+		opts         bootstrap.Options
+		headerFiles  []string
+		bodyContains string
+	)
+	cmd := &cobra.Command{
+		Use:   "wait-server URL",
+		Short: "Wait until a server answers (for init containers)",
+		Long: `Wait until URL answers: an http:// or https:// URL a 2xx (or a --status code)
+with a body containing --body-contains, a tcp://HOST:PORT URL a connection.
+Attempts back off exponentially (250ms doubling to 2s, jittered), each
+bounded by --attempt-timeout. Why the server is not reachable yet (DNS name
+not found, connection refused, HTTP 503, TLS, timeout) is logged to stderr
+when it changes.
+
+Made for init containers, instead of a shell loop around curl with a fixed
+sleep. Credentials (in the URL, in header files) never reach the logs.
+
+Exit codes: 0 reachable, 1 not reachable before --timeout (with the class of
+the last failure), 2 bad URL or flags, 130 interrupted.`,
+		Example: `  # In an init container: wait up to 10 minutes for the server's health endpoint
+  udrain wait-server http://gpustack-server.gpustack.svc/healthz --timeout 10m
+
+  # A TLS endpoint with a private CA and a bearer token
+  udrain wait-server https://api.example.svc:8443/readyz --ca-file /etc/ca/ca.crt \
+      --bearer-token-file /var/run/secrets/kubernetes.io/serviceaccount/token
+
+  # Only a port
+  udrain wait-server tcp://redis.cache.svc:6379 --timeout 2m`,
+		Args: exactArgs(1, "one URL (http://, https:// or tcp://)"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := out.validate(); err != nil {
+				return err
+			}
+			if len(headerFiles) > 0 {
+				opts.HeaderFiles = map[string]string{}
+				for _, hf := range headerFiles {
+					name, path, ok := strings.Cut(hf, "=")
+					if !ok || name == "" || path == "" {
+						return usageErrorf("--header-file=%q: want NAME=PATH, e.g. Authorization=/etc/token/header", hf)
+					}
+					opts.HeaderFiles[name] = path
+				}
+			}
+			if bodyContains != "" {
+				opts.CheckBody = bootstrap.BodyContains(bodyContains)
+			}
+			res, err := bootstrap.WaitForServer(cmd.Context(), args[0], opts)
+			if errors.Is(err, bootstrap.ErrInvalidInput) {
+				return err
+			}
+			r := buildWaitServerResult(res, err)
+			if perr := out.print(o.streams.Out, r, func(w io.Writer) error { return writeWaitServerTable(w, r) }); perr != nil {
+				return perr
+			}
+			if err != nil {
+				return &reportedError{err: err, summary: err.Error()}
+			}
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.DurationVar(&opts.Timeout, "timeout", 0, "How long to wait before giving up (exit code 1); zero means infinite")
+	fs.DurationVar(&opts.AttemptTimeout, "attempt-timeout", bootstrap.DefaultAttemptTimeout, "Bound of one attempt (DNS, connect, TLS, request and body)")
+	fs.IntVar(&opts.MaxAttempts, "max-attempts", 0, "Give up after this many attempts; zero means no limit")
+	fs.IntSliceVar(&opts.StatusCodes, "status", nil, "HTTP status codes that count as ready (repeatable or comma-separated); default any 2xx")
+	fs.StringVar(&bodyContains, "body-contains", "", "Also require the response body to contain this text (e.g. ok)")
+	fs.StringArrayVar(&headerFiles, "header-file", nil, "NAME=PATH: send header NAME with the value read from PATH (repeatable); values are never logged")
+	fs.StringVar(&opts.BearerTokenFile, "bearer-token-file", "", "Send Authorization: Bearer with the token read from this file (e.g. a projected service account token)")
+	fs.StringVar(&opts.CAFile, "ca-file", "", "PEM bundle of the CAs that may sign the server certificate (https); default the system roots")
+	fs.StringVar(&opts.ServerName, "server-name", "", "Name the server certificate must be valid for (https); default the URL's host")
+	fs.StringVar(&opts.ClientCertFile, "client-cert", "", "PEM client certificate (https; with --client-key)")
+	fs.StringVar(&opts.ClientKeyFile, "client-key", "", "PEM client key (https; with --client-cert)")
+	out.add(cmd)
+	return cmd
+}
+
+func buildWaitServerResult(res *bootstrap.Result, err error) WaitServerResult {
+	r := WaitServerResult{TypeMeta: typeMeta(KindWaitServerResult)}
+	if res != nil {
+		r.Target, r.Reachable, r.Attempts, r.ElapsedSeconds = res.Target, true, res.Attempts, seconds(res.Elapsed)
+		r.StatusCode, r.RemoteAddr = res.StatusCode, res.RemoteAddr
+	}
+	var we *bootstrap.WaitError
+	if errors.As(err, &we) {
+		r.Target, r.Attempts, r.ElapsedSeconds, r.StatusCode = we.Target, we.Attempts, seconds(we.Elapsed), we.StatusCode
+		r.FailureClass, r.Hint = string(we.Class), we.Class.Hint()
+	}
+	r.Error = errorInfo(err)
+	return r
+}
+
+func writeWaitServerTable(w io.Writer, r WaitServerResult) error {
+	if !r.Reachable {
+		class := r.FailureClass
+		if class == "" {
+			class = "none completed"
+		}
+		_, err := fmt.Fprintf(w, "Server %s not reachable after %s in %s; last failure: %s\n", r.Target,
+			plural(r.Attempts, "attempt", "attempts"), human(secondsDuration(r.ElapsedSeconds)), class)
+		return err
+	}
+	how := ""
+	if r.StatusCode != 0 {
+		how = fmt.Sprintf(" (HTTP %d from %s)", r.StatusCode, r.RemoteAddr)
+	} else if r.RemoteAddr != "" {
+		how = " (" + r.RemoteAddr + ")"
+	}
+	_, err := fmt.Fprintf(w, "Server %s reachable after %s in %s%s.\n", r.Target, plural(r.Attempts, "attempt", "attempts"),
+		human(time.Duration(r.ElapsedSeconds*float64(time.Second))), how)
+	return err
+}

@@ -1,0 +1,124 @@
+package app
+
+import (
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/labels"
+	cmdutil "k8s.io/kubectl/pkg/cmd/util"
+	"k8s.io/kubectl/pkg/drain"
+
+	"github.com/udrain/udrain/eviction"
+)
+
+// drainFlags are kubectl drain's flags, with its names, defaults and help
+// texts, plus udrain's own. They build the *drain.Helper handed to package
+// eviction, as kubectl drain builds its own.
+type drainFlags struct {
+	force                    bool
+	ignoreDaemonSets         bool
+	deleteEmptyDirData       bool
+	gracePeriod              int
+	timeout                  time.Duration
+	podSelector              string
+	disableEviction          bool
+	skipWaitForDeleteTimeout int
+	chunkSize                int64
+	dryRun                   string
+
+	allowViolations bool
+	concurrency     int
+}
+
+// add registers the flags. timeoutHelp describes --timeout, which bounds
+// a drain in kubectl but a whole domain drain in a rollout.
+func (f *drainFlags) add(cmd *cobra.Command, timeoutHelp string) {
+	fs := cmd.Flags()
+	f.gracePeriod = -1
+	f.chunkSize = cmdutil.DefaultChunkSize
+	f.dryRun = "none"
+	fs.BoolVar(&f.force, "force", false, "Continue even if there are pods that do not declare a controller.")
+	fs.BoolVar(&f.ignoreDaemonSets, "ignore-daemonsets", false, "Ignore DaemonSet-managed pods.")
+	fs.BoolVar(&f.deleteEmptyDirData, "delete-emptydir-data", false, "Continue even if there are pods using emptyDir (local data that will be deleted when the node is drained).")
+	fs.IntVar(&f.gracePeriod, "grace-period", -1, "Period of time in seconds given to each pod to terminate gracefully. If negative, the default value specified in the pod will be used.")
+	fs.DurationVar(&f.timeout, "timeout", 0, timeoutHelp)
+	fs.StringVar(&f.podSelector, "pod-selector", "", "Label selector to filter pods on the node")
+	fs.BoolVar(&f.disableEviction, "disable-eviction", false, "Force drain to use delete, even if eviction is supported. This will bypass checking PodDisruptionBudgets, use with caution.")
+	fs.IntVar(&f.skipWaitForDeleteTimeout, "skip-wait-for-delete-timeout", 0, "If pod DeletionTimestamp older than N seconds, skip waiting for the pod.  Seconds must be greater than 0 to skip.")
+	fs.Int64Var(&f.chunkSize, "chunk-size", cmdutil.DefaultChunkSize, "Return large lists in chunks rather than all at once. Pass 0 to disable.")
+	fs.StringVar(&f.dryRun, "dry-run", "none", `Must be "none", "server", or "client". If client strategy, only print what would be evicted, without sending anything. If server strategy, send every cordon and eviction with dryRun=All, once, so the API server checks them against the budgets without persisting anything.`)
+	fs.Lookup("dry-run").NoOptDefVal = "client"
+	fs.BoolVar(&f.allowViolations, "allow-violations", false, "Drain despite placement contract violations (see audit); pods under two PDBs still stop the domain, since the Eviction API cannot evict them.")
+	fs.IntVar(&f.concurrency, "concurrency", eviction.DefaultConcurrency, "Evictions in flight at once.")
+}
+
+// dryRunStrategy parses --dry-run as kubectl does, without its deprecated
+// boolean forms.
+func (f *drainFlags) dryRunStrategy() (cmdutil.DryRunStrategy, error) {
+	switch f.dryRun {
+	case "none", "":
+		return cmdutil.DryRunNone, nil
+	case "client":
+		return cmdutil.DryRunClient, nil
+	case "server":
+		return cmdutil.DryRunServer, nil
+	}
+	return cmdutil.DryRunNone, usageErrorf(`invalid --dry-run value %q: must be "none", "server", or "client"`, f.dryRun)
+}
+
+// helper builds the drain.Helper of these flags: the fields kubectl drain
+// sets from the same flags, with kubectl's defaults. Fields kubectl sets
+// from elsewhere (Client, Ctx, Out, ErrOut, the node Selector) are not
+// used by package eviction and stay zero.
+func (f *drainFlags) helper() (*drain.Helper, error) {
+	dry, err := f.dryRunStrategy()
+	if err != nil {
+		return nil, err
+	}
+	if f.podSelector != "" {
+		if _, err := labels.Parse(f.podSelector); err != nil {
+			return nil, usageErrorf("--pod-selector=%q must be a valid label selector: %v", f.podSelector, err)
+		}
+	}
+	switch {
+	case f.timeout < 0:
+		return nil, usageErrorf("--timeout=%s: use 0 (no limit) or a positive duration", f.timeout)
+	case f.skipWaitForDeleteTimeout < 0:
+		return nil, usageErrorf("--skip-wait-for-delete-timeout=%d: use 0 (off) or a positive number of seconds", f.skipWaitForDeleteTimeout)
+	case f.chunkSize < 0:
+		return nil, usageErrorf("--chunk-size=%d: use 0 (no paging) or a positive number", f.chunkSize)
+	}
+	if f.concurrency < 1 {
+		return nil, usageErrorf("--concurrency=%d: must be at least 1", f.concurrency)
+	}
+	return &drain.Helper{
+		Force:                           f.force,
+		GracePeriodSeconds:              f.gracePeriod,
+		IgnoreAllDaemonSets:             f.ignoreDaemonSets,
+		Timeout:                         f.timeout,
+		DeleteEmptyDirData:              f.deleteEmptyDirData,
+		PodSelector:                     f.podSelector,
+		ChunkSize:                       f.chunkSize,
+		DisableEviction:                 f.disableEviction,
+		SkipWaitForDeleteTimeoutSeconds: f.skipWaitForDeleteTimeout,
+		DryRunStrategy:                  dry,
+	}, nil
+}
+
+// validate checks the flags before anything is contacted.
+func (f *drainFlags) validate() error {
+	_, err := f.helper()
+	return err
+}
+
+// dryRunName is "none", "client" or "server".
+func (f *drainFlags) dryRunName() string {
+	dry, _ := f.dryRunStrategy()
+	switch dry {
+	case cmdutil.DryRunClient:
+		return "client"
+	case cmdutil.DryRunServer:
+		return "server"
+	}
+	return "none"
+}

@@ -1,0 +1,135 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/udrain/udrain/bootstrap"
+	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/readiness"
+	"github.com/udrain/udrain/readiness/gate"
+	"github.com/udrain/udrain/topology"
+)
+
+// Exit codes of every command. Scripts may rely on them; docs/CLI.md lists
+// them.
+const (
+	// ExitOK: the command did what was asked.
+	ExitOK = 0
+	// ExitError: any other failure (API errors, pods kubectl drain would
+	// refuse, an upgrade command that failed, a timeout that is not a
+	// blocked budget, a server never reachable).
+	ExitError = 1
+	// ExitUsage: the command line must change: an unknown command or flag,
+	// a bad argument or option value, an unknown upgrade domain.
+	ExitUsage = 2
+	// ExitBlocked: a drain hit its --timeout while a PodDisruptionBudget
+	// refused evictions. Retrying later, once the budget's groups are
+	// healthy, usually succeeds.
+	ExitBlocked = 3
+	// ExitContract: the placement contract is violated (udrain audit
+	// explains how): a group spans domains, groups of a workload share a
+	// domain, a leader has no PDB, a pod has two PDBs, a domain holds etcd
+	// quorum, or nodes lack the domain label.
+	ExitContract = 4
+	// ExitInterrupted: SIGINT or SIGTERM stopped the command; nothing new
+	// was started after it. Run the same command again to resume.
+	ExitInterrupted = 130
+)
+
+// UsageError is a mistake in the command line. Its exit code is ExitUsage.
+type UsageError struct {
+	Err error
+}
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the mistake.
+func (e *UsageError) Unwrap() error { return e.Err }
+
+// usageErrorf returns a *UsageError with a formatted message.
+func usageErrorf(format string, args ...any) error {
+	return &UsageError{Err: fmt.Errorf(format, args...)}
+}
+
+// ExitCode maps an error returned by a command to its exit code. The order
+// matters: an interrupted drain is ExitInterrupted even though it also
+// failed.
+func ExitCode(err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	if errors.Is(err, context.Canceled) {
+		return ExitInterrupted
+	}
+	var (
+		usage      *UsageError
+		blocked    *eviction.BlockedError
+		contract   *topology.ContractError
+		multiPDB   *eviction.MultiplePDBsError
+		unlabeled  *topology.UnlabeledNodesError
+		options    *eviction.OptionsError
+		unknown    *topology.UnknownDomainError
+		empty      *eviction.EmptyDomainError
+		readyCfg   *readiness.ConfigError
+		readyEnv   *readiness.EnvError
+		gateConfig *gate.ConfigError
+	)
+	switch {
+	case errors.As(err, &usage), errors.As(err, &options), errors.As(err, &unknown), errors.As(err, &empty),
+		errors.Is(err, bootstrap.ErrInvalidInput), errors.As(err, &readyCfg), errors.As(err, &readyEnv), errors.As(err, &gateConfig):
+		return ExitUsage
+	case errors.As(err, &blocked):
+		return ExitBlocked
+	case errors.As(err, &contract), errors.As(err, &multiPDB), errors.As(err, &unlabeled):
+		return ExitContract
+	}
+	return ExitError
+}
+
+// reason names the class of an exit code in JSON output (ErrorInfo.Reason).
+func reason(code int) string {
+	switch code {
+	case ExitUsage:
+		return "Usage"
+	case ExitBlocked:
+		return "Blocked"
+	case ExitContract:
+		return "ContractViolation"
+	case ExitInterrupted:
+		return "Interrupted"
+	}
+	return "Error"
+}
+
+// hint says what to do about err, in one line, or "" when the error's own
+// message says it.
+func hint(err error, program string) string {
+	var (
+		blocked   *eviction.BlockedError
+		contract  *topology.ContractError
+		refused   *eviction.RefusedPodsError
+		unlabeled *topology.UnlabeledNodesError
+		timeout   *eviction.TimeoutError
+	)
+	switch {
+	case errors.Is(err, context.Canceled):
+		return "interrupted: nothing new was started after the signal; run the same command again to resume"
+	case errors.As(err, &blocked):
+		return fmt.Sprintf("a PodDisruptionBudget still refuses evictions; wait until its groups are healthy (%s wait-healthy) and run the same command again", program)
+	case errors.As(err, &contract):
+		return fmt.Sprintf("see %s audit for every finding; fix the placement, or pass --allow-violations to drain anyway", program)
+	case errors.As(err, &refused):
+		return "pass the flag the message names (as with kubectl drain), or remove those pods first"
+	case errors.As(err, &unlabeled):
+		return "or pass --unlabeled=skip (leave them out) or --unlabeled=own-domain (one domain per node)"
+	case errors.As(err, &timeout):
+		return "the drain is resumable: run the same command again, with a longer --timeout if the pods need it"
+	}
+	var usage *UsageError
+	if errors.As(err, &usage) {
+		return fmt.Sprintf("See '%s --help' for usage.", program)
+	}
+	return ""
+}

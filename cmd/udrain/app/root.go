@@ -1,0 +1,306 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/textlogger"
+	"k8s.io/utils/clock"
+)
+
+// Client rate limits. client-go's defaults (5 requests per second, bursts
+// of 10) would make a drain of a few hundred pods wait on the client, not on
+// the cluster: evictions, watches of pods and budgets and node patches all
+// count. The flags --kube-api-qps and --kube-api-burst change them.
+const (
+	DefaultQPS   = 50
+	DefaultBurst = 100
+)
+
+// ClientFactory builds the clientset a command talks to, from the kubectl
+// connection flags (--kubeconfig, --context, ...). Tests pass one that
+// returns a fake clientset and ignores the flags.
+type ClientFactory func(getter genericclioptions.RESTClientGetter) (kubernetes.Interface, error)
+
+// Config is what the commands take from their surroundings. The zero value
+// means the real ones: the kubeconfig, the wall clock, the process
+// environment and terminal.
+type Config struct {
+	// Name is the program's name in help texts and hints: "udrain", or
+	// "kubectl udrain" for the kubectl plugin. Empty means
+	// DisplayName(os.Args[0]).
+	Name string
+	// NewClient builds the clientset; nil means from the connection flags,
+	// with the QPS and burst of --kube-api-qps and --kube-api-burst.
+	NewClient ClientFactory
+	// Clock times drains, rollouts and waits; nil means the real clock.
+	Clock clock.WithTicker
+	// IsTerminal reports whether w is a terminal (for the live progress
+	// view); nil means a check of w's file descriptor.
+	IsTerminal func(w io.Writer) bool
+	// TerminalWidth returns the width of the terminal w in columns; nil
+	// means the terminal's own, or 120 when it cannot be read.
+	TerminalWidth func(w io.Writer) int
+	// Environ returns the environment handed to the rollout's upgrade
+	// command (before the UDRAIN_* variables); nil means os.Environ.
+	Environ func() []string
+	// LookupEnv reads one variable (for serve-readiness --from-lws-env);
+	// nil means os.LookupEnv.
+	LookupEnv func(string) (string, bool)
+	// Listen opens serve-readiness's listener; nil means net.Listen.
+	Listen func(network, address string) (net.Listener, error)
+}
+
+// DisplayName returns the name a program called argv0 shows in its help:
+// "kubectl udrain" when it is installed as the kubectl plugin
+// kubectl-udrain, else the base name of argv0.
+func DisplayName(argv0 string) string {
+	base := filepath.Base(argv0)
+	base = strings.TrimSuffix(base, ".exe")
+	if plugin, ok := strings.CutPrefix(base, "kubectl-"); ok && plugin != "" {
+		return "kubectl " + strings.ReplaceAll(plugin, "_", "-")
+	}
+	if base == "" || base == "." || base == "/" {
+		return "udrain"
+	}
+	return base
+}
+
+// options is the state shared by all commands of one tree.
+type options struct {
+	cfg     Config
+	streams genericiooptions.IOStreams
+	kube    *genericclioptions.ConfigFlags
+	qps     float32
+	burst   int
+	verbose int
+}
+
+func (o *options) program() string { return o.cfg.Name }
+
+// client builds the clientset from the connection flags.
+func (o *options) client() (kubernetes.Interface, error) {
+	c, err := o.cfg.NewClient(o.kube)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the cluster: %w (give a kubeconfig with --kubeconfig or $KUBECONFIG, or run in a pod with a service account)", err)
+	}
+	return c, nil
+}
+
+// explicitNamespace returns --namespace when it was given, else "".
+func (o *options) explicitNamespace() string {
+	if o.kube.Namespace == nil {
+		return ""
+	}
+	return *o.kube.Namespace
+}
+
+// defaultClientFactory builds a clientset from the connection flags with
+// raised rate limits.
+func defaultClientFactory(o *options) ClientFactory {
+	return func(getter genericclioptions.RESTClientGetter) (kubernetes.Interface, error) {
+		cfg, err := getter.ToRESTConfig()
+		if err != nil {
+			return nil, err
+		}
+		cfg = rest.CopyConfig(cfg)
+		cfg.QPS, cfg.Burst = o.qps, o.burst
+		cfg.UserAgent = "udrain/" + buildVersion() + " " + rest.DefaultKubernetesUserAgent()
+		return kubernetes.NewForConfig(cfg)
+	}
+}
+
+// NewRootCommand returns the udrain command tree, connected to the real
+// cluster (kubeconfig and connection flags), clock, environment and
+// terminal. Execute it with Run, or with ExecuteContext and map the error
+// with ExitCode.
+func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	return NewCommand(streams, Config{})
+}
+
+// NewCommand returns the udrain command tree with cfg's substitutes for the
+// real surroundings.
+func NewCommand(streams genericiooptions.IOStreams, cfg Config) *cobra.Command {
+	o := &options{cfg: cfg, streams: streams, kube: genericclioptions.NewConfigFlags(true), qps: DefaultQPS, burst: DefaultBurst}
+	if o.cfg.Name == "" {
+		o.cfg.Name = DisplayName(os.Args[0])
+	}
+	if o.cfg.NewClient == nil {
+		o.cfg.NewClient = defaultClientFactory(o)
+	}
+	if o.cfg.Clock == nil {
+		o.cfg.Clock = clock.RealClock{}
+	}
+	if o.cfg.IsTerminal == nil {
+		o.cfg.IsTerminal = isTerminal
+	}
+	if o.cfg.TerminalWidth == nil {
+		o.cfg.TerminalWidth = terminalWidth
+	}
+	if o.cfg.Environ == nil {
+		o.cfg.Environ = os.Environ
+	}
+	if o.cfg.LookupEnv == nil {
+		o.cfg.LookupEnv = os.LookupEnv
+	}
+	if o.cfg.Listen == nil {
+		o.cfg.Listen = net.Listen
+	}
+
+	root := &cobra.Command{
+		Use:   "udrain",
+		Short: "Drain upgrade domains without breaking gang-scheduled groups",
+		Long: fmt.Sprintf(`%[1]s drains upgrade domains (sets of nodes named by a node label) in an order
+that a PodDisruptionBudget over each group's leader can protect, and rolls an
+upgrade over all domains, resumably. It reads the placement contract off the
+cluster, plans before it acts, and speaks kubectl drain's flags.
+
+Connection flags are kubectl's (--kubeconfig, --context, --namespace, ...).
+Requests to the API server are limited to %[2]d per second in bursts of %[3]d
+(client-go's defaults are 5 and 10, too few for a drain); change that with
+--kube-api-qps and --kube-api-burst.
+
+Exit codes: 0 done, 1 error, 2 usage, 3 blocked by a PodDisruptionBudget past
+--timeout, 4 placement contract violated, 130 interrupted (run the same
+command again to resume).`, o.cfg.Name, DefaultQPS, DefaultBurst),
+		Example: fmt.Sprintf(`  # What each upgrade domain holds
+  %[1]s domains
+
+  # Is the placement contract kept?
+  %[1]s audit
+
+  # What draining ud-1 would do, then do it
+  %[1]s plan ud-1 --ignore-daemonsets
+  %[1]s drain ud-1 --ignore-daemonsets --timeout 30m
+
+  # Upgrade every domain in turn; run it again to resume
+  %[1]s rollout --ignore-daemonsets --upgrade-command ./upgrade-nodes.sh`, o.cfg.Name),
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageErrorf("unknown command %q for %q", args[0], o.cfg.Name)
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return cmd.Help()
+		},
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			if o.qps <= 0 || o.burst <= 0 {
+				return usageErrorf("--kube-api-qps and --kube-api-burst must be positive (got %v and %d)", o.qps, o.burst)
+			}
+			logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(o.verbose), textlogger.Output(o.streams.ErrOut)))
+			cmd.SetContext(klog.NewContext(cmd.Context(), logger))
+			return nil
+		},
+	}
+	root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: o.cfg.Name}
+	root.SetIn(streams.In)
+	root.SetOut(streams.Out)
+	root.SetErr(streams.ErrOut)
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return &UsageError{Err: err}
+	})
+	root.CompletionOptions.DisableDefaultCmd = true
+
+	pf := root.PersistentFlags()
+	o.kube.AddFlags(pf)
+	pf.Float32Var(&o.qps, "kube-api-qps", o.qps, "Requests per second to the API server (client-go's default is 5)")
+	pf.IntVar(&o.burst, "kube-api-burst", o.burst, "Burst of requests to the API server (client-go's default is 10)")
+	pf.IntVarP(&o.verbose, "v", "v", 0, "Log verbosity (klog levels; 2 shows each retry, 4 and above client details)")
+
+	root.AddCommand(
+		newDomainsCommand(o),
+		newAuditCommand(o),
+		newPlanCommand(o),
+		newDrainCommand(o),
+		newUncordonCommand(o),
+		newWaitHealthyCommand(o),
+		newRolloutCommand(o),
+		newGPUCommand(o),
+		newWaitServerCommand(o),
+		newServeReadinessCommand(o),
+		newReadinessGateCommand(o),
+		newVersionCommand(o),
+	)
+	return root
+}
+
+// Run executes the command line args on a tree built by NewCommand and
+// returns the exit code. It prints the error, and a hint on what to do, to
+// streams.ErrOut.
+func Run(ctx context.Context, args []string, streams genericiooptions.IOStreams, cfg Config) int {
+	root := NewCommand(streams, cfg)
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	code := ExitCode(err)
+	program := root.DisplayName()
+	if cmd != nil {
+		program = cmd.CommandPath()
+	}
+	var rep *reportedError
+	if code == ExitInterrupted {
+		fmt.Fprintln(streams.ErrOut, "interrupted")
+	} else if errors.As(err, &rep) {
+		fmt.Fprintf(streams.ErrOut, "error: %s\n", rep.summary)
+	} else {
+		fmt.Fprintf(streams.ErrOut, "error: %v\n", err)
+	}
+	if h := hint(err, program); h != "" {
+		fmt.Fprintln(streams.ErrOut, h)
+	}
+	return code
+}
+
+// reportedError is an error whose details the command has already printed
+// in its report; Run prints only the summary and the hint.
+type reportedError struct {
+	err     error
+	summary string
+}
+
+func (e *reportedError) Error() string { return e.err.Error() }
+func (e *reportedError) Unwrap() error { return e.err }
+
+// exactArgs accepts exactly n positional arguments.
+func exactArgs(n int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usageErrorf("%s takes %s (got %d argument(s): %q)", cmd.CommandPath(), what, len(args), args)
+		}
+		return nil
+	}
+}
+
+// maxArgs accepts at most n positional arguments.
+func maxArgs(n int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) > n {
+			return usageErrorf("%s takes %s (got %d argument(s): %q)", cmd.CommandPath(), what, len(args), args)
+		}
+		return nil
+	}
+}
+
+// flagChanged reports whether the named flag was set on the command line.
+func flagChanged(fs *pflag.FlagSet, name string) bool {
+	f := fs.Lookup(name)
+	return f != nil && f.Changed
+}
