@@ -1,0 +1,19 @@
+// Package testbed runs the end-to-end tests of udrain against a real control
+// plane: it brings a cluster up before the tests of a package and always
+// tears down the one it made, after the tests, on a panic or a test timeout
+// (a reaper process), and on SIGINT/SIGTERM; it gives every test its own
+// namespace and node pool, dumps control-plane logs, events and pod/node
+// listings into e2e/_artifacts/<run>/<test>/ when a test fails, and can kill
+// and restart the kube-apiserver for fault tests.
+//
+// The cluster is, by E2E_* environment (see [OptionsFromEnv]):
+//   - kwok (default): hack/cluster.sh up, a kwokctl cluster on the binary
+//     runtime (etcd, kube-apiserver, kube-controller-manager, kube-scheduler
+//     built from source; kwok plays the kubelets) on 127.0.0.1;
+//   - an existing cluster (E2E_KUBECONFIG), which is never deleted;
+//   - kind (E2E_PROVIDER=kind), only where Docker exists; never a fallback.
+//
+// A package's TestMain is one line, os.Exit(testbed.New(opts).Run(m)), and
+// each test starts with bed.ForTest(t). It is test support: [Testbed.Run]
+// owns the process (signals, exit); nothing else here prints or exits.
+package testbed

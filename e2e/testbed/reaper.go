@@ -1,0 +1,72 @@
+package testbed
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+)
+
+// reaper is a child process that deletes the cluster when this process ends
+// without saying it is done: a panicking test, `go test -timeout`, SIGKILL.
+// It reads its stdin, a pipe whose only writer is this process; the kernel
+// closes the pipe whenever this process ends, and the reaper runs its command
+// unless it read "done" first. It sits in its own process group (a terminal's
+// Ctrl-C does not reach it) and writes to a log file, never to this process's
+// output, which it would otherwise hold open after the tests end.
+type reaper struct {
+	cmd *exec.Cmd
+	w   io.WriteCloser
+	log string
+}
+
+const reaperScript = `read -r line; [ "$line" = done ] && exit 0; echo "test process ended without teardown: running $*"; exec "$@"`
+
+func startReaper(command, env []string, logPath string) (*reaper, error) {
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+		return nil, err
+	}
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer logFile.Close()
+	cmd := exec.Command("sh", append([]string{"-c", reaperScript, "reaper"}, command...)...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout = logFile
+	cmd.Stderr = logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	w, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start reaper: %w", err)
+	}
+	return &reaper{cmd: cmd, w: w, log: logPath}, nil
+}
+
+// disarm tells the reaper the cluster is gone and waits for it to exit.
+func (r *reaper) disarm() error {
+	_, werr := io.WriteString(r.w, "done\n")
+	cerr := r.w.Close()
+	if err := r.cmd.Wait(); err != nil {
+		return fmt.Errorf("reaper: %w (log %s)", err, r.log)
+	}
+	if werr != nil {
+		return werr
+	}
+	return cerr
+}
+
+// fire makes the reaper run its command now and waits for it, as if this
+// process had ended.
+func (r *reaper) fire() error {
+	_ = r.w.Close()
+	if err := r.cmd.Wait(); err != nil {
+		return fmt.Errorf("reaper: %w (log %s)", err, r.log)
+	}
+	return nil
+}

@@ -1,0 +1,275 @@
+package testbed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/e2e-framework/pkg/env"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+)
+
+// ErrNotSupported is returned by what the cluster's provider cannot do, such
+// as restarting the apiserver of a kind or foreign cluster.
+var ErrNotSupported = errors.New("not supported by this cluster")
+
+// cluster is what a provider does.
+type cluster interface {
+	up(ctx context.Context) (kubeconfig string, err error)
+	down(ctx context.Context) error
+	reaper() []string
+	copyLogs(ctx context.Context, dest string) error
+}
+
+// Testbed is the cluster of one test package.
+type Testbed struct {
+	opts    Options
+	cluster cluster // nil for an existing foreign cluster
+	kwok    *kwokCluster
+	owned   bool // the testbed makes and deletes the cluster
+	runID   string
+	env     env.Environment
+
+	mu         sync.Mutex
+	kubeconfig string
+	config     *rest.Config
+	client     kubernetes.Interface
+	reaper     *reaper
+	stopped    bool
+}
+
+// New returns a testbed for opts; nothing starts before [Testbed.Start] or
+// [Testbed.Run]. Invalid options make Start fail with the reason.
+func New(opts Options) *Testbed {
+	b := &Testbed{opts: opts, runID: time.Now().Format("20060102-150405") + fmt.Sprintf("-%d", os.Getpid())}
+	if err := b.opts.validate(); err == nil {
+		switch b.opts.Provider {
+		case Kwok:
+			b.kwok = newKwokCluster(b.opts)
+			b.cluster, b.owned = b.kwok, true
+		case Kind:
+			b.cluster, b.owned = newKindCluster(b.opts), true
+		case Existing:
+			if b.opts.ClusterName != "" {
+				b.kwok = newKwokCluster(b.opts)
+				b.cluster = b.kwok
+			}
+		}
+	}
+	b.env = env.NewWithConfig(envconf.New())
+	return b
+}
+
+// Env is the e2e-framework environment of the tests (its kubeconfig is the
+// testbed's once started), for tests written as e2e-framework features.
+func (b *Testbed) Env() env.Environment { return b.env }
+
+// Run is the whole body of a TestMain: it starts the cluster (e2e-framework
+// Setup), runs the tests, and tears the cluster down (Finish) when they end,
+// fail or panic in TestMain; on SIGINT/SIGTERM it tears down and exits; a
+// reaper process tears down after a panic in a test or a test timeout.
+// It returns the exit code for os.Exit.
+func (b *Testbed) Run(m *testing.M) int {
+	b.env.Setup(func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+		if err := b.Start(ctx); err != nil {
+			return ctx, err
+		}
+		cfg.WithKubeconfigFile(b.Kubeconfig())
+		return ctx, nil
+	})
+	b.env.Finish(func(ctx context.Context, _ *envconf.Config) (context.Context, error) {
+		return ctx, b.Stop(context.WithoutCancel(ctx))
+	})
+	stop := b.onSignal()
+	defer stop()
+	return b.env.Run(m)
+}
+
+func (b *Testbed) onSignal() func() {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	quit := make(chan struct{})
+	go func() {
+		select {
+		case sig := <-ch:
+			b.opts.Logf("got %s: tearing the cluster down", sig)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			if err := b.Stop(ctx); err != nil {
+				b.opts.Logf("teardown: %v", err)
+			}
+			code := 130
+			if sig == syscall.SIGTERM {
+				code = 143
+			}
+			os.Exit(code)
+		case <-quit:
+		}
+	}()
+	return func() { signal.Stop(ch); close(quit) }
+}
+
+// Start brings the cluster up (or connects to the existing one) and waits
+// until it serves. For a cluster the testbed makes, a reaper is armed first,
+// so that even a crash during Start leaves nothing running.
+func (b *Testbed) Start(ctx context.Context) error {
+	if err := b.opts.validate(); err != nil {
+		return err
+	}
+	kubeconfig := b.opts.Kubeconfig
+	if b.owned {
+		env := []string(nil)
+		if b.kwok != nil {
+			env = b.kwok.reaperEnv()
+		}
+		r, err := startReaper(b.cluster.reaper(), env, filepath.Join(os.TempDir(), "udrain-e2e-reaper-"+b.opts.ClusterName+".log"))
+		if err != nil {
+			return err
+		}
+		b.mu.Lock()
+		b.reaper = r
+		b.mu.Unlock()
+		start := time.Now()
+		b.opts.Logf("bringing up %s cluster %s", b.opts.Provider, b.opts.ClusterName)
+		kubeconfig, err = b.cluster.up(ctx)
+		if err != nil {
+			return fmt.Errorf("bring up %s cluster %s: %w%s", b.opts.Provider, b.opts.ClusterName, err, b.saveLogs(ctx, "setup"))
+		}
+		b.opts.Logf("cluster %s is up in %s (KUBECONFIG=%s)", b.opts.ClusterName, time.Since(start).Round(100*time.Millisecond), kubeconfig)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return fmt.Errorf("load kubeconfig %s: %w", kubeconfig, err)
+	}
+	cfg.QPS, cfg.Burst = 100, 200
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	b.mu.Lock()
+	b.kubeconfig, b.config, b.client = kubeconfig, cfg, client
+	b.mu.Unlock()
+	return b.waitServes(ctx, time.Minute)
+}
+
+// saveLogs copies the cluster's logs into the artifacts and says where, for
+// an error message; "" if there is nothing to copy.
+func (b *Testbed) saveLogs(ctx context.Context, name string) string {
+	if b.cluster == nil {
+		return ""
+	}
+	dir := filepath.Join(b.opts.ArtifactsDir, b.runID, name, "logs")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := b.cluster.copyLogs(ctx, dir); err != nil {
+		return fmt.Sprintf(" (collecting logs: %v)", err)
+	}
+	return "; control-plane logs in " + dir
+}
+
+// Stop deletes the cluster if the testbed made it; it is safe to call twice.
+func (b *Testbed) Stop(ctx context.Context) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.stopped || !b.owned {
+		b.stopped = true
+		return nil
+	}
+	b.stopped = true
+	b.opts.Logf("deleting cluster %s", b.opts.ClusterName)
+	err := b.cluster.down(ctx)
+	if b.reaper == nil {
+		return err
+	}
+	if err != nil {
+		// Let the reaper try once more, now.
+		return errors.Join(err, b.reaper.fire())
+	}
+	return b.reaper.disarm()
+}
+
+// Kubeconfig is the path of the cluster's kubeconfig.
+func (b *Testbed) Kubeconfig() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.kubeconfig
+}
+
+// Config is the cluster-admin REST config of the cluster.
+func (b *Testbed) Config() *rest.Config {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return rest.CopyConfig(b.config)
+}
+
+// Client is a cluster-admin clientset.
+func (b *Testbed) Client() kubernetes.Interface {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.client
+}
+
+// waitServes polls /readyz until it answers ok.
+func (b *Testbed) waitServes(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last error
+	for {
+		body, err := b.Client().Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		if err == nil && string(body) == "ok" {
+			return nil
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("apiserver not ready after %s: %v", timeout, last)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// KillComponent SIGKILLs one control-plane component of a kwok cluster
+// (etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
+// kwok-controller), as a crash would. [Testbed.StartComponents] brings it
+// back. Other providers return [ErrNotSupported].
+func (b *Testbed) KillComponent(ctx context.Context, component string) error {
+	if b.kwok == nil {
+		return fmt.Errorf("kill %s: %w", component, ErrNotSupported)
+	}
+	_, err := b.kwok.run(ctx, "kill", component)
+	return err
+}
+
+// StartComponents starts every component of a kwok cluster that is not
+// running and waits until the apiserver is ready again.
+func (b *Testbed) StartComponents(ctx context.Context) error {
+	if b.kwok == nil {
+		return fmt.Errorf("start components: %w", ErrNotSupported)
+	}
+	if _, err := b.kwok.run(ctx, "start"); err != nil {
+		return err
+	}
+	return b.waitServes(ctx, time.Minute)
+}
+
+// RestartAPIServer kills the kube-apiserver (SIGKILL) and starts it again,
+// returning once it is ready; watches and clients reconnect by themselves.
+func (b *Testbed) RestartAPIServer(ctx context.Context) error {
+	if err := b.KillComponent(ctx, "kube-apiserver"); err != nil {
+		return err
+	}
+	return b.StartComponents(ctx)
+}
