@@ -126,7 +126,7 @@ func writeDrainTable(w io.Writer, r DrainResult) error {
 		fmt.Fprintf(w, "The drain of domain %s stopped after %s: %s\n", r.Domain, human(secondsDuration(r.DurationSeconds)), r.Error.Message)
 	}
 	if r.DryRun == "none" {
-		fmt.Fprintf(w, "Cordoned: %s (already cordoned: %s)\n", joinOrDash(r.Cordoned), joinOrDash(r.AlreadyCordoned))
+		fmt.Fprintf(w, "Cordoned: %s (already cordoned: %s)\n", listOrNone(r.Cordoned), listOrNone(r.AlreadyCordoned))
 		if len(r.NodesGone) > 0 {
 			fmt.Fprintf(w, "Nodes deleted meanwhile: %s\n", strings.Join(r.NodesGone, ", "))
 		}

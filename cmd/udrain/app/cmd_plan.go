@@ -3,6 +3,7 @@ package app
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
@@ -82,8 +83,8 @@ func buildPlan(p *eviction.Plan) Plan {
 	r := Plan{
 		TypeMeta: typeMeta(KindPlan), Domain: p.Domain, LabelKey: p.LabelKey, Nodes: orEmpty(p.Nodes),
 		CreatedAt: p.CreatedAt.UTC(), Executable: p.Err() == nil, Problem: errorInfo(p.Err()),
-		Phases:   []PlanPhase{{Phase: 1, Pods: plannedPods(p.Phase1)}, {Phase: 2, Pods: plannedPods(p.Phase2)}},
-		Skipped:  []PodReason{}, Refused: []PodReason{}, Warnings: orEmpty(p.Warnings), Blockers: []Blocker{},
+		Phases:  []PlanPhase{{Phase: 1, Pods: plannedPods(p.Phase1)}, {Phase: 2, Pods: plannedPods(p.Phase2)}},
+		Skipped: []PodReason{}, Refused: []PodReason{}, Warnings: orEmpty(p.Warnings), Blockers: []Blocker{},
 		Groups: []AffectedGroup{}, GPUs: []GPUCount{}, Findings: findings(p.Findings),
 	}
 	for _, s := range p.Skipped {
@@ -122,7 +123,7 @@ func writePlanTable(w io.Writer, p Plan) error {
 	}
 	fmt.Fprintf(w, "Plan for domain %s (label %s): %s, %s to evict, %s disrupted.\n",
 		p.Domain, p.LabelKey, plural(len(p.Nodes), "node", "nodes"), plural(pods, "pod", "pods"), plural(len(p.Groups), "group", "groups"))
-	fmt.Fprintf(w, "Nodes: %s\n", joinOrDash(p.Nodes))
+	fmt.Fprintf(w, "Nodes: %s\n", strings.Join(p.Nodes, ", "))
 	if len(p.GPUs) > 0 {
 		fmt.Fprintf(w, "GPUs out of service: %s\n", gpuText(p.GPUs))
 	}

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-
-	"github.com/udrain/udrain/topology"
 )
 
 func newUncordonCommand(o *options) *cobra.Command {
@@ -125,6 +123,3 @@ func writeHealthTable(w io.Writer, r HealthReport) error {
 	}
 	return nil
 }
-
-// layoutNames lists the domains of nodes, for messages.
-func layoutNames(l *topology.Layout) string { return strings.Join(l.Names(), ", ") }

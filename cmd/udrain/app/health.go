@@ -186,11 +186,14 @@ type healthWatch struct {
 	pdbs    cache.SharedIndexInformer
 	changed chan struct{}
 	base    *clusterState
+	cancel  context.CancelFunc
 }
 
 func startHealthWatch(ctx context.Context, client kubernetes.Interface) (*healthWatch, error) {
+	ctx, cancel := context.WithCancel(ctx)
 	f := informers.NewSharedInformerFactory(client, 0)
 	w := &healthWatch{
+		cancel:  cancel,
 		factory: f,
 		nodes:   f.Core().V1().Nodes().Informer(),
 		pods:    f.Core().V1().Pods().Informer(),
@@ -211,13 +214,14 @@ func startHealthWatch(ctx context.Context, client kubernetes.Interface) (*health
 	}
 	for _, inf := range []cache.SharedIndexInformer{w.nodes, w.pods, w.pdbs} {
 		if _, err := inf.AddEventHandler(h); err != nil {
+			cancel()
 			return nil, err
 		}
 	}
 	f.Start(ctx.Done())
 	for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
 		if !ok {
-			f.Shutdown()
+			w.stop()
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
@@ -227,7 +231,11 @@ func startHealthWatch(ctx context.Context, client kubernetes.Interface) (*health
 	return w, nil
 }
 
-func (w *healthWatch) stop() { w.factory.Shutdown() }
+// stop ends the watches and waits for them.
+func (w *healthWatch) stop() {
+	w.cancel()
+	w.factory.Shutdown()
+}
 
 // state copies the caches into a clusterState.
 func (w *healthWatch) state() *clusterState {

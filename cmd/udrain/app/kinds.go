@@ -406,8 +406,8 @@ type HealthReport struct {
 	WaitedSeconds float64 `json:"waitedSeconds"`
 	// Groups are the groups that count (see docs/CLI.md), PDBs the budgets
 	// over their leaders.
-	Groups []GroupInfo  `json:"groups"`
-	PDBs   []PDBHealth  `json:"pdbs"`
+	Groups []GroupInfo `json:"groups"`
+	PDBs   []PDBHealth `json:"pdbs"`
 	// Waiting says what is not healthy yet, one line each; empty when
 	// Healthy.
 	Waiting []string   `json:"waiting"`

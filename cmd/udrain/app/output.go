@@ -83,6 +83,14 @@ func joinOrDash(s []string) string {
 	return strings.Join(s, ",")
 }
 
+// listOrNone joins a list for prose.
+func listOrNone(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
+}
+
 // human formats a duration for people: "1m32s", "450ms", "0s".
 func human(d time.Duration) string {
 	switch {

@@ -1,0 +1,83 @@
+package app
+
+import (
+	"net"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// TestGolden runs each reporting command against the fake cluster and
+// compares its output, table and JSON, with testdata/: a change of a
+// report's shape or wording fails here.
+func TestGolden(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		opts     []clusterOption
+		args     []string
+		wantCode int
+	}{
+		{"domains.table", nil, []string{"domains"}, ExitOK},
+		{"domains.json", nil, []string{"domains", "-o", "json"}, ExitOK},
+		{"domains.yaml", nil, []string{"domains", "-o", "yaml"}, ExitOK},
+		{"audit-clean.table", nil, []string{"audit"}, ExitOK},
+		{"audit.table", []clusterOption{withViolations()}, []string{"audit"}, ExitContract},
+		{"audit.json", []clusterOption{withViolations()}, []string{"audit", "-o", "json"}, ExitContract},
+		{"plan.table", nil, []string{"plan", "ud-1", "--ignore-daemonsets"}, ExitOK},
+		{"plan.json", nil, []string{"plan", "ud-1", "--ignore-daemonsets", "-o", "json"}, ExitOK},
+		{"plan-refused.table", nil, []string{"plan", "ud-1"}, ExitError},
+		{"plan-blocked.table", []clusterOption{withPDBAllowing(0)}, []string{"plan", "ud-2"}, ExitOK},
+		{"gpu.table", nil, []string{"gpu"}, ExitOK},
+		{"gpu.json", nil, []string{"gpu", "-o", "json"}, ExitOK},
+		{"drain.table", nil, []string{"drain", "ud-1", "--ignore-daemonsets"}, ExitOK},
+		{"drain.json", nil, []string{"drain", "ud-1", "--ignore-daemonsets", "-o", "json"}, ExitOK},
+		{"drain-dryrun.table", nil, []string{"drain", "ud-1", "--ignore-daemonsets", "--dry-run=client"}, ExitOK},
+		{"rollout-dryrun.table", nil, []string{"rollout", "--ignore-daemonsets", "--dry-run=client", "--upgrade-command", "true"}, ExitOK},
+		{"rollout-dryrun.json", nil, []string{"rollout", "--ignore-daemonsets", "--dry-run=client", "--upgrade-command", "true", "-o", "json"}, ExitOK},
+		{"uncordon.json", nil, []string{"uncordon", "ud-2", "-o", "json"}, ExitOK},
+		{"wait-healthy.json", nil, []string{"wait-healthy", "ud-1", "-o", "json"}, ExitOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(t, tc.opts...)
+			if tc.name == "uncordon.json" {
+				cordon(t, c, "gpu-3")
+			}
+			r := runOn(t, c, tc.args...)
+			if r.code != tc.wantCode {
+				t.Fatalf("exit code %d, want %d; stderr:\n%s", r.code, tc.wantCode, r.stderr)
+			}
+			golden(t, tc.name, r.stdout)
+		})
+	}
+}
+
+// TestGoldenVersion checks the Version kind; the Go version and platform
+// are the test binary's.
+func TestGoldenVersion(t *testing.T) {
+	cfg, _ := testConfig(nil)
+	r := run(t, t.Context(), cfg, "version", "-o", "json")
+	if r.code != ExitOK {
+		t.Fatalf("exit code %d: %s", r.code, r.stderr)
+	}
+	got := strings.NewReplacer(runtime.Version(), "GOVERSION", runtime.GOOS+"/"+runtime.GOARCH, "PLATFORM").Replace(r.stdout)
+	golden(t, "version.json", normalize(got, [2]string{`"version": "[^"]*"`, `"version": "VERSION"`}))
+}
+
+// TestGoldenWaitServer checks the WaitServerResult kind, failed: nothing
+// listens on the port.
+func TestGoldenWaitServer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now: refused
+	cfg, _ := testConfig(nil)
+	r := run(t, t.Context(), cfg, "wait-server", "tcp://"+addr, "--max-attempts", "1", "-o", "json")
+	if r.code != ExitError {
+		t.Fatalf("exit code %d, want %d: %s", r.code, ExitError, r.stderr)
+	}
+	got := strings.ReplaceAll(r.stdout, addr, "ADDR")
+	golden(t, "wait-server.json", normalize(got, [2]string{`"elapsedSeconds": [0-9.e-]+`, `"elapsedSeconds": 0`},
+		[2]string{`after 1 attempt in [^;]+;`, `after 1 attempt in ELAPSED;`}))
+}
