@@ -79,11 +79,19 @@ func blocks(bs []eviction.BlockRecord) []Block {
 	return out
 }
 
-func longestBlock(b eviction.BlockRecord, ok bool) *LongestBlock {
-	if !ok {
+// longest returns the longest of blocks, nil if there are none. (A block
+// that lasted no time still counts: it names the PDB that refused.)
+func longest(bs []eviction.BlockRecord) *LongestBlock {
+	var best *eviction.BlockRecord
+	for i := range bs {
+		if best == nil || bs[i].Duration > best.Duration {
+			best = &bs[i]
+		}
+	}
+	if best == nil {
 		return nil
 	}
-	return &LongestBlock{Namespace: b.Namespace, PDB: b.PDB, DurationSeconds: seconds(b.Duration)}
+	return &LongestBlock{Namespace: best.Namespace, PDB: best.PDB, DurationSeconds: seconds(best.Duration)}
 }
 
 func buildDrainResult(plan *eviction.Plan, res *eviction.Result, dryRun string, err error) DrainResult {
@@ -105,7 +113,7 @@ func buildDrainResult(plan *eviction.Plan, res *eviction.Result, dryRun string, 
 	}
 	r.Summary = Summary{
 		DomainsTotal: 1, Phase1Evicted: res.Phase1.Evicted, Phase2Evicted: res.Phase2.Evicted,
-		LongestBlock: longestBlock(res.LongestBlock()), DurationSeconds: seconds(res.Duration),
+		LongestBlock: longest(res.Blocks), DurationSeconds: seconds(res.Duration),
 	}
 	if err == nil {
 		r.Summary.DomainsDone = 1
@@ -122,6 +130,8 @@ func writeDrainTable(w io.Writer, r DrainResult) error {
 		fmt.Fprintf(w, "Dry run (%s) of the drain of domain %s: nothing was changed.\n", r.DryRun, r.Domain)
 	case r.Completed:
 		fmt.Fprintf(w, "Drained domain %s in %s.\n", r.Domain, human(secondsDuration(r.DurationSeconds)))
+	case r.Error.Reason == reason(ExitInterrupted):
+		fmt.Fprintf(w, "The drain of domain %s was interrupted after %s.\n", r.Domain, human(secondsDuration(r.DurationSeconds)))
 	default:
 		fmt.Fprintf(w, "The drain of domain %s stopped after %s: %s\n", r.Domain, human(secondsDuration(r.DurationSeconds)), r.Error.Message)
 	}

@@ -9,7 +9,6 @@ import (
 	"io"
 	"os/exec"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -63,8 +62,8 @@ type shellUpgrade struct {
 // run is the eviction.UpgradeFunc: the command gets UDRAIN_DOMAIN,
 // UDRAIN_NODES (comma-separated), UDRAIN_ROLLOUT_ID and
 // UDRAIN_DOMAIN_LABEL, no stdin, and its output goes to stderr, each line
-// prefixed "[upgrade DOMAIN] ". On cancel it gets SIGTERM, then SIGKILL
-// after upgradeKillDelay.
+// prefixed "[upgrade DOMAIN] ". On cancel its process group gets SIGTERM;
+// after upgradeKillDelay the shell is killed and its output closed.
 func (u *shellUpgrade) run(ctx context.Context, dom topology.Domain) error {
 	cmd := exec.CommandContext(ctx, "sh", "-c", u.command)
 	cmd.Env = append(u.environ(),
@@ -75,7 +74,8 @@ func (u *shellUpgrade) run(ctx context.Context, dom topology.Domain) error {
 	)
 	out := u.prog.output("[upgrade " + dom.Name + "] ")
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	inProcessGroup(cmd)
+	cmd.Cancel = func() error { return terminate(cmd) }
 	cmd.WaitDelay = upgradeKillDelay
 	err := cmd.Run()
 	out.Close()
@@ -217,6 +217,8 @@ func buildRolloutResult(res *eviction.RolloutResult, names []string, upgradeComm
 			rd.GroupsDisrupted = orEmpty(d.Drain.GroupsDisrupted)
 		}
 		switch {
+		case err != nil && i == len(res.Domains)-1 && ExitCode(err) == ExitInterrupted:
+			rd.Status = "Interrupted"
 		case err != nil && i == len(res.Domains)-1:
 			rd.Status = "Failed"
 		case d.Skipped:
@@ -237,10 +239,16 @@ func buildRolloutResult(res *eviction.RolloutResult, names []string, upgradeComm
 		}
 	}
 	t := res.Totals()
+	var all []eviction.BlockRecord
+	for _, d := range res.Domains {
+		if d.Drain != nil {
+			all = append(all, d.Drain.Blocks...)
+		}
+	}
 	r.Summary = Summary{
 		DomainsDone: done, DomainsSkipped: skipped, DomainsTotal: len(names),
 		Phase1Evicted: t.Phase1Evicted, Phase2Evicted: t.Phase2Evicted, GroupsDisrupted: t.GroupsDisrupted,
-		LongestBlock: longestBlock(t.LongestBlock, t.LongestBlock.PDB != ""), DurationSeconds: seconds(res.Duration),
+		LongestBlock: longest(all), DurationSeconds: seconds(res.Duration),
 	}
 	if dryRun != "none" {
 		r.Summary.GroupsDisrupted = 0
@@ -258,6 +266,8 @@ func writeRolloutTable(w io.Writer, r RolloutResult) error {
 		fmt.Fprintf(w, "%s: dry run (%s), nothing was changed.\n", what, r.DryRun)
 	case r.Completed:
 		fmt.Fprintf(w, "%s completed in %s.\n", what, human(secondsDuration(r.Summary.DurationSeconds)))
+	case r.Error.Reason == reason(ExitInterrupted):
+		fmt.Fprintf(w, "%s was interrupted after %s.\n", what, human(secondsDuration(r.Summary.DurationSeconds)))
 	default:
 		fmt.Fprintf(w, "%s stopped after %s: %s\n", what, human(secondsDuration(r.Summary.DurationSeconds)), r.Error.Message)
 	}

@@ -384,3 +384,24 @@ func cordon(t *testing.T, c *cluster, name string) {
 		t.Fatal(err)
 	}
 }
+
+// withUnlabeledNode adds a node without the domain label.
+func withUnlabeledNode() clusterOption {
+	return func(o *clusterObjects) {
+		n := cpuNode("stray-1", "")
+		delete(n.Labels, topology.DefaultDomainLabel)
+		o.nodes = append(o.nodes, n)
+	}
+}
+
+func streamsOf(out, errOut io.Writer) genericiooptions.IOStreams {
+	return genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: out, ErrOut: errOut}
+}
+
+// contextWithCancel is a context for one command, canceled at the end of
+// the test at the latest.
+func contextWithCancel(t *testing.T) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx, cancel
+}

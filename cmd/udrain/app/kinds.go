@@ -376,7 +376,8 @@ type RolloutResult struct {
 type RolloutDomain struct {
 	Domain string `json:"domain"`
 	// Status is Done, Skipped (an earlier run with this ID did it), Failed
-	// (the rollout stopped here), DryRun, or Pending (not reached).
+	// (the rollout stopped here on an error), Interrupted (a signal stopped
+	// it here), DryRun, or Pending (not reached).
 	Status          string   `json:"status"`
 	Phase1          Phase    `json:"phase1"`
 	Phase2          Phase    `json:"phase2"`

@@ -1,0 +1,175 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/udrain/udrain/bootstrap"
+	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/readiness"
+	"github.com/udrain/udrain/readiness/gate"
+	"github.com/udrain/udrain/topology"
+)
+
+func TestExitCode(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want int
+	}{
+		{"nil", nil, ExitOK},
+		{"plain", errors.New("boom"), ExitError},
+		{"usage", usageErrorf("bad"), ExitUsage},
+		{"options", &eviction.OptionsError{Field: "timeout"}, ExitUsage},
+		{"unknown domain", &topology.UnknownDomainError{Domain: "x"}, ExitUsage},
+		{"empty domain", &eviction.EmptyDomainError{}, ExitUsage},
+		{"bootstrap input", fmt.Errorf("wrapped: %w", bootstrap.ErrInvalidInput), ExitUsage},
+		{"readiness config", &readiness.ConfigError{Field: "members"}, ExitUsage},
+		{"readiness env", &readiness.EnvError{Name: "LWS_GROUP_SIZE"}, ExitUsage},
+		{"gate config", &gate.ConfigError{Field: "Options.Selector"}, ExitUsage},
+		{"blocked", &eviction.BlockedError{Domain: "ud-1"}, ExitBlocked},
+		{"blocked wrapped", fmt.Errorf("domain ud-1: %w", &eviction.BlockedError{Domain: "ud-1"}), ExitBlocked},
+		{"contract", &topology.ContractError{}, ExitContract},
+		{"multiple PDBs", &eviction.MultiplePDBsError{Pod: "p"}, ExitContract},
+		{"unlabeled nodes", &topology.UnlabeledNodesError{Nodes: []string{"n"}}, ExitContract},
+		{"canceled", context.Canceled, ExitInterrupted},
+		{"canceled wrapped", fmt.Errorf("upgrade: %w", context.Canceled), ExitInterrupted},
+		{"timeout", &eviction.TimeoutError{Domain: "ud-1"}, ExitError},
+		{"not recovered", &eviction.NotRecoveredError{Domain: "ud-1"}, ExitError},
+		{"refused pods", &eviction.RefusedPodsError{Domain: "ud-1"}, ExitError},
+		{"wait error", &bootstrap.WaitError{Cause: context.DeadlineExceeded}, ExitError},
+		{"upgrade command", &UpgradeCommandError{Domain: "ud-1", ExitCode: 3}, ExitError},
+		{"reported contract", &reportedError{err: &topology.ContractError{}}, ExitContract},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ExitCode(tc.err); got != tc.want {
+				t.Errorf("ExitCode(%v) = %d, want %d", tc.err, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestCommandExitCodes runs command lines that fail in each class and checks
+// the exit code and what stderr says.
+func TestCommandExitCodes(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		opts       []clusterOption
+		args       []string
+		want       int
+		wantStderr string
+	}{
+		{"unknown command", nil, []string{"drian"}, ExitUsage, `unknown command "drian"`},
+		{"unknown flag", nil, []string{"drain", "ud-1", "--forse"}, ExitUsage, "unknown flag: --forse"},
+		{"missing domain", nil, []string{"plan"}, ExitUsage, "takes one upgrade domain"},
+		{"two domains", nil, []string{"drain", "ud-1", "ud-2"}, ExitUsage, "takes one upgrade domain"},
+		{"unknown domain", nil, []string{"plan", "ud-9"}, ExitUsage, "known domains: ud-1, ud-2"},
+		{"unknown domain in rollout", nil, []string{"rollout", "--domains", "ud-1,ud-9"}, ExitUsage, `unknown upgrade domain "ud-9"`},
+		{"domain twice in rollout", nil, []string{"rollout", "--domains", "ud-1,ud-1", "--dry-run"}, ExitUsage, "named twice"},
+		{"bad output", nil, []string{"domains", "-o", "xml"}, ExitUsage, "use -o table, -o json or -o yaml"},
+		{"bad dry-run", nil, []string{"drain", "ud-1", "--dry-run=maybe"}, ExitUsage, `must be "none", "server", or "client"`},
+		{"bad unlabeled", nil, []string{"domains", "--unlabeled=ignore"}, ExitUsage, "use error, skip or own-domain"},
+		{"bad pod selector", nil, []string{"drain", "ud-1", "--pod-selector", "a in (b"}, ExitUsage, "must be a valid label selector"},
+		{"negative timeout", nil, []string{"drain", "ud-1", "--timeout=-1s"}, ExitUsage, "--timeout"},
+		{"bad rollout id", nil, []string{"rollout", "--id", "no spaces please"}, ExitUsage, "--id"},
+		{"bad URL", nil, []string{"wait-server", "ftp://x"}, ExitUsage, "invalid input"},
+		{"refused pods", nil, []string{"drain", "ud-1"}, ExitError, "use --ignore-daemonsets"},
+		{"contract in audit", []clusterOption{withViolations()}, []string{"audit"}, ExitContract, "placement contract violated: 2 errors"},
+		{"contract in plan", []clusterOption{withViolations()}, []string{"plan", "ud-1", "--ignore-daemonsets"}, ExitContract, "--allow-violations"},
+		{"contract in drain", []clusterOption{withViolations()}, []string{"drain", "ud-1", "--ignore-daemonsets"}, ExitContract, "Pack"},
+		{"contract in rollout", []clusterOption{withViolations()}, []string{"rollout", "--ignore-daemonsets"}, ExitContract, "UnprotectedLeader"},
+		{"violations allowed", []clusterOption{withViolations()}, []string{"drain", "ud-1", "--ignore-daemonsets", "--allow-violations"}, ExitOK, ""},
+		{"unlabeled nodes", []clusterOption{withUnlabeledNode()}, []string{"domains"}, ExitContract, "--unlabeled=skip"},
+		{"unlabeled nodes skipped", []clusterOption{withUnlabeledNode()}, []string{"domains", "--unlabeled=skip"}, ExitOK, ""},
+		{"blocked past timeout", []clusterOption{withPDBAllowing(0)}, []string{"drain", "ud-2", "--timeout", "200ms"}, ExitBlocked, "PodDisruptionBudget inference/llama-leaders allows 0"},
+		{"upgrade command fails", nil, []string{"rollout", "--ignore-daemonsets", "--upgrade-command", "echo broken >&2; exit 7"}, ExitError, "exited with status 7"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(t, tc.opts...)
+			c.recreate = true
+			r := runOn(t, c, tc.args...)
+			if r.code != tc.want {
+				t.Fatalf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, tc.want, r.stdout, r.stderr)
+			}
+			if !strings.Contains(r.stderr, tc.wantStderr) {
+				t.Errorf("stderr does not say %q:\n%s", tc.wantStderr, r.stderr)
+			}
+			if tc.want == ExitUsage || tc.want == ExitContract || tc.name == "refused pods" {
+				if ev := c.evicted(); len(ev) > 0 {
+					t.Errorf("evicted %v before failing with exit code %d; nothing may change", ev, tc.want)
+				}
+			}
+		})
+	}
+}
+
+func TestClientErrorExitCode(t *testing.T) {
+	cfg, _ := testConfig(nil)
+	cfg.NewClient = func(genericclioptions.RESTClientGetter) (kubernetes.Interface, error) {
+		return nil, errors.New("no kubeconfig")
+	}
+	r := run(t, t.Context(), cfg, "domains")
+	if r.code != ExitError {
+		t.Fatalf("exit code %d, want %d", r.code, ExitError)
+	}
+	if !strings.Contains(r.stderr, "connecting to the cluster: no kubeconfig (give a kubeconfig") {
+		t.Errorf("stderr does not say how to connect:\n%s", r.stderr)
+	}
+}
+
+// TestDrainInterrupted cancels a drain blocked by a budget: it exits 130,
+// prints what was done and how to resume, and evicts nothing after the
+// cancel.
+func TestDrainInterrupted(t *testing.T) {
+	c := newCluster(t, withPDBAllowing(0))
+	cfg, _ := testConfig(c.client)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var out, errOut syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- Run(ctx, []string{"drain", "ud-2"}, streamsOf(&out, &errOut), cfg)
+	}()
+	waitFor(t, func() bool { return strings.Contains(errOut.String(), " Blocked domain=ud-2 ") })
+	cancel()
+	var code int
+	select {
+	case code = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the drain did not stop within 10s of the cancel")
+	}
+	if code != ExitInterrupted {
+		t.Fatalf("exit code %d, want %d; stderr:\n%s", code, ExitInterrupted, errOut.String())
+	}
+	for _, want := range []string{"The drain of domain ud-2 was interrupted after 0s.", "Phase 1: 0 of 1 pod evicted", "Longest block: 0s by PodDisruptionBudget inference/llama-leaders"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("stdout does not say %q:\n%s", want, out.String())
+		}
+	}
+	if !strings.Contains(errOut.String(), "interrupted\ninterrupted: nothing new was started after the signal; run the same command again to resume") {
+		t.Errorf("stderr does not say how to resume:\n%s", errOut.String())
+	}
+	if ev := c.evicted(); len(ev) > 0 {
+		t.Errorf("evicted %v although the budget allowed nothing", ev)
+	}
+}
+
+// waitFor polls cond (a real wait: the command runs in another goroutine
+// with its own watches) for up to 10 seconds.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 10s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
