@@ -49,7 +49,7 @@ cleanly (exit code 0), releasing the Lease. RBAC: readiness/gate/rbac.yaml.`,
 			}
 			c, err := gate.New(client, opts)
 			if err != nil {
-				return err
+				return inFlagTerms(err)
 			}
 			logger.Info("Readiness-gate controller running", "namespace", opts.Namespace, "selector", opts.Selector, "leaderElection", opts.LeaderElection != nil)
 			return c.Run(cmd.Context())

@@ -58,7 +58,7 @@ logged to stderr. SIGTERM shuts the server down cleanly (exit code 0).`,
 			case fromLWS:
 				ms, err := readiness.MembersFromLWSEnv(o.cfg.LookupEnv, lws)
 				if err != nil {
-					return err
+					return inFlagTerms(err)
 				}
 				list = ms
 			case len(members) == 0:
@@ -67,7 +67,7 @@ logged to stderr. SIGTERM shuts the server down cleanly (exit code 0).`,
 				for _, spec := range members {
 					m, err := readiness.ParseMember(spec)
 					if err != nil {
-						return err
+						return inFlagTerms(err)
 					}
 					list = append(list, m)
 				}
@@ -85,7 +85,7 @@ logged to stderr. SIGTERM shuts the server down cleanly (exit code 0).`,
 			}
 			checker, err := readiness.NewChecker(list, checkerOpt)
 			if err != nil {
-				return err
+				return inFlagTerms(err)
 			}
 			ln, err := o.cfg.Listen("tcp", listen)
 			if err != nil {

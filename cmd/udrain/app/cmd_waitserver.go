@@ -63,7 +63,7 @@ the last failure), 2 bad URL or flags, 130 interrupted.`,
 			}
 			res, err := bootstrap.WaitForServer(cmd.Context(), args[0], opts)
 			if errors.Is(err, bootstrap.ErrInvalidInput) {
-				return err
+				return inFlagTerms(err)
 			}
 			r := buildWaitServerResult(res, err)
 			if perr := out.print(o.streams.Out, r, func(w io.Writer) error { return writeWaitServerTable(w, r) }); perr != nil {

@@ -109,18 +109,28 @@ func (o *options) explicitNamespace() string {
 }
 
 // defaultClientFactory builds a clientset from the connection flags with
-// raised rate limits.
+// the rate limits of --kube-api-qps and --kube-api-burst.
 func defaultClientFactory(o *options) ClientFactory {
 	return func(getter genericclioptions.RESTClientGetter) (kubernetes.Interface, error) {
-		cfg, err := getter.ToRESTConfig()
+		cfg, err := restConfig(getter, o.qps, o.burst)
 		if err != nil {
 			return nil, err
 		}
-		cfg = rest.CopyConfig(cfg)
-		cfg.QPS, cfg.Burst = o.qps, o.burst
-		cfg.UserAgent = "udrain/" + buildVersion() + " " + rest.DefaultKubernetesUserAgent()
 		return kubernetes.NewForConfig(cfg)
 	}
+}
+
+// restConfig is the client configuration of the connection flags, with
+// udrain's rate limits and user agent.
+func restConfig(getter genericclioptions.RESTClientGetter, qps float32, burst int) (*rest.Config, error) {
+	cfg, err := getter.ToRESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = qps, burst
+	cfg.UserAgent = "udrain/" + buildVersion() + " " + rest.DefaultKubernetesUserAgent()
+	return cfg, nil
 }
 
 // NewRootCommand returns the udrain command tree, connected to the real
