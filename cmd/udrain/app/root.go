@@ -255,6 +255,9 @@ command again to resume).`, o.cfg.Name, DefaultQPS, DefaultBurst),
 // streams.ErrOut.
 func Run(ctx context.Context, args []string, streams genericiooptions.IOStreams, cfg Config) int {
 	root := NewCommand(streams, cfg)
+	if args == nil {
+		args = []string{} // cobra reads os.Args for nil
+	}
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
