@@ -54,6 +54,9 @@ esac
 	must(t, os.MkdirAll(filepath.Join(root, "hack"), 0o755))
 	must(t, os.WriteFile(filepath.Join(root, "hack", "cluster.sh"), []byte(script), 0o755))
 	must(t, os.WriteFile(r.kubeconfig, []byte(kubeconfig), 0o644))
+	// The component logs, next to the kubeconfig as in a kwokctl cluster.
+	must(t, os.MkdirAll(filepath.Join(root, "logs"), 0o755))
+	must(t, os.WriteFile(filepath.Join(root, "logs", "kube-apiserver.log"), []byte("log\n"), 0o644))
 	return r
 }
 
@@ -105,7 +108,7 @@ func TestStartStopDeletesOnce(t *testing.T) {
 	must(t, b.Stop(t.Context())) // a second Stop (signal, then Finish) does nothing
 	// The disarmed reaper does not delete the cluster again.
 	time.Sleep(200 * time.Millisecond)
-	if diff := cmp.Diff([]string{"up c1", "down c1"}, repo.calls(t)); diff != "" {
+	if diff := cmp.Diff([]string{"kubeconfig c1", "up c1", "down c1"}, repo.calls(t)); diff != "" {
 		t.Errorf("cluster.sh calls (-want +got):\n%s", diff)
 	}
 }
@@ -164,7 +167,12 @@ func TestTeardownWhenATestPanics(t *testing.T) {
 	if !errors.As(err, &exit) || !strings.Contains(string(out), "a test panicked") {
 		t.Fatalf("helper did not panic: %v\n%s", err, out)
 	}
-	repo.waitCalls(t, []string{"up c-panic", "down c-panic"})
+	repo.waitCalls(t, []string{"kubeconfig c-panic", "up c-panic", "down c-panic"})
+	// The reaper saved the control-plane logs first.
+	saved, err := filepath.Glob(filepath.Join(repo.root, "e2e", "_artifacts", "*", "teardown", "logs", "kube-apiserver.log"))
+	if err != nil || len(saved) != 1 {
+		t.Errorf("saved logs %v (%v), want the apiserver's log under e2e/_artifacts/<run>/teardown/logs", saved, err)
+	}
 }
 
 func TestTeardownOnSIGTERM(t *testing.T) {
@@ -183,7 +191,7 @@ func TestTeardownOnSIGTERM(t *testing.T) {
 		t.Fatalf("helper after SIGTERM: %v, want exit code 143", err)
 	}
 	// Torn down before exiting: no need to wait for a reaper.
-	if diff := cmp.Diff([]string{"up c-term", "down c-term"}, repo.calls(t)); diff != "" {
+	if diff := cmp.Diff([]string{"kubeconfig c-term", "up c-term", "down c-term"}, repo.calls(t)); diff != "" {
 		t.Errorf("cluster.sh calls (-want +got):\n%s", diff)
 	}
 }

@@ -22,7 +22,14 @@ type reaper struct {
 	log string
 }
 
-const reaperScript = `read -r line; [ "$line" = done ] && exit 0; echo "test process ended without teardown: running $*"; exec "$@"`
+// reaperScript saves the control-plane logs (REAPER_SAVE_FROM, if set) into
+// REAPER_SAVE_TO before it tears down: after a panic no test could dump them.
+const reaperScript = `read -r line; [ "$line" = done ] && exit 0
+echo "test process ended without teardown: running $*"
+if [ -n "$REAPER_SAVE_FROM" ] && [ -d "$REAPER_SAVE_FROM" ]; then
+  mkdir -p "$REAPER_SAVE_TO" && cp -R "$REAPER_SAVE_FROM/." "$REAPER_SAVE_TO/" && echo "control-plane logs saved in $REAPER_SAVE_TO"
+fi
+exec "$@"`
 
 func startReaper(command, env []string, logPath string) (*reaper, error) {
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {

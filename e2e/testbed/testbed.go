@@ -129,13 +129,19 @@ func (b *Testbed) Start(ctx context.Context) error {
 	kubeconfig := b.opts.Kubeconfig
 	if b.owned {
 		env := []string(nil)
+		saved := filepath.Join(b.opts.ArtifactsDir, b.runID, "teardown", "logs")
 		if b.kwok != nil {
 			env = b.kwok.reaperEnv()
+			if dir, err := b.kwok.dir(ctx); err == nil {
+				env = append(env, "REAPER_SAVE_FROM="+filepath.Join(dir, "logs"), "REAPER_SAVE_TO="+saved)
+			}
 		}
-		r, err := startReaper(b.cluster.reaper(), env, filepath.Join(os.TempDir(), "udrain-e2e-reaper-"+b.opts.ClusterName+".log"))
+		reaperLog := filepath.Join(os.TempDir(), "udrain-e2e-reaper-"+b.opts.ClusterName+".log")
+		r, err := startReaper(b.cluster.reaper(), env, reaperLog)
 		if err != nil {
 			return err
 		}
+		b.opts.Logf("if this process dies, a reaper deletes the cluster (log %s) and saves its logs in %s", reaperLog, saved)
 		b.mu.Lock()
 		b.reaper = r
 		b.mu.Unlock()
