@@ -32,6 +32,7 @@ func TestGolden(t *testing.T) {
 		{"drain.table", nil, []string{"drain", "ud-1", "--ignore-daemonsets"}, ExitOK},
 		{"drain.json", nil, []string{"drain", "ud-1", "--ignore-daemonsets", "-o", "json"}, ExitOK},
 		{"drain-dryrun.table", nil, []string{"drain", "ud-1", "--ignore-daemonsets", "--dry-run=client"}, ExitOK},
+		{"drain-dryrun-server.table", []clusterOption{withPDBAllowing(0)}, []string{"drain", "ud-2", "--dry-run=server"}, ExitOK},
 		{"rollout-dryrun.table", nil, []string{"rollout", "--ignore-daemonsets", "--dry-run=client", "--upgrade-command", "true"}, ExitOK},
 		{"rollout-dryrun.json", nil, []string{"rollout", "--ignore-daemonsets", "--dry-run=client", "--upgrade-command", "true", "-o", "json"}, ExitOK},
 		{"uncordon.json", nil, []string{"uncordon", "ud-2", "-o", "json"}, ExitOK},
