@@ -64,16 +64,19 @@ func (s *countingSink) count() int {
 	return s.written
 }
 
+// Create writes a new event and counts it.
 func (s *countingSink) Create(e *corev1.Event) (*corev1.Event, error) {
 	defer s.done()
 	return s.EventSink.Create(e)
 }
 
+// Update writes an event again and counts it.
 func (s *countingSink) Update(e *corev1.Event) (*corev1.Event, error) {
 	defer s.done()
 	return s.EventSink.Update(e)
 }
 
+// Patch updates a repeated event and counts it.
 func (s *countingSink) Patch(e *corev1.Event, data []byte) (*corev1.Event, error) {
 	defer s.done()
 	return s.EventSink.Patch(e, data)

@@ -34,8 +34,6 @@ func (f *outputFlag) validate() error {
 	return usageErrorf("unknown output format %q: use -o table, -o json or -o yaml", f.format)
 }
 
-func (f *outputFlag) structured() bool { return f.format != outputTable }
-
 // print writes report as JSON or YAML, or calls table.
 func (f *outputFlag) print(w io.Writer, report any, table func(io.Writer) error) error {
 	switch f.format {

@@ -129,6 +129,7 @@ type lineWriter struct {
 	emit func(string)
 }
 
+// Write buffers b and emits every complete line.
 func (w *lineWriter) Write(b []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -144,6 +145,7 @@ func (w *lineWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
+// Close emits what is left of a last line without a newline.
 func (w *lineWriter) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()

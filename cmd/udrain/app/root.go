@@ -89,8 +89,6 @@ type options struct {
 	verbose int
 }
 
-func (o *options) program() string { return o.cfg.Name }
-
 // client builds the clientset from the connection flags.
 func (o *options) client() (kubernetes.Interface, error) {
 	c, err := o.cfg.NewClient(o.kube)
