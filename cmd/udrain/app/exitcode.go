@@ -104,8 +104,9 @@ func reason(code int) string {
 }
 
 // hint says what to do about err, in one line, or "" when the error's own
-// message says it.
-func hint(err error, program string) string {
+// message says it. program is the root command's name ("udrain", "kubectl
+// udrain"), cmdPath the command's ("udrain drain").
+func hint(err error, program, cmdPath string) string {
 	var (
 		blocked   *eviction.BlockedError
 		contract  *topology.ContractError
@@ -129,7 +130,7 @@ func hint(err error, program string) string {
 	}
 	var usage *UsageError
 	if errors.As(err, &usage) {
-		return fmt.Sprintf("See '%s --help' for usage.", program)
+		return fmt.Sprintf("See '%s --help' for usage.", cmdPath)
 	}
 	return ""
 }

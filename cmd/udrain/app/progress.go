@@ -176,6 +176,7 @@ type liveProgress struct {
 	prog        eviction.Progress
 	block       *eviction.BlockInfo
 	status      string
+	waiting     string // what recovery waits for
 	lastDraw    string
 }
 
@@ -226,7 +227,7 @@ func (p *liveProgress) event(e eviction.Event) {
 	switch e.Type {
 	case eviction.EventDomainStarted:
 		p.domainIndex++
-		p.phase, p.prog, p.block, p.status = 0, eviction.Progress{}, nil, "planning"
+		p.phase, p.prog, p.block, p.status, p.waiting = 0, eviction.Progress{}, nil, "planning", ""
 	case eviction.EventPlanned:
 		p.status = "planned"
 	case eviction.EventCordoned:
@@ -242,7 +243,7 @@ func (p *liveProgress) event(e eviction.Event) {
 	case eviction.EventUnblocked, eviction.EventPhaseDone:
 		p.block = nil
 	case eviction.EventDrained:
-		p.status, p.block = "drained", nil
+		p.status, p.block, p.phase = "drained", nil, 0
 	case eviction.EventUpgradeStarted:
 		p.status = "upgrading"
 	case eviction.EventUpgradeDone:
@@ -250,9 +251,9 @@ func (p *liveProgress) event(e eviction.Event) {
 	case eviction.EventUncordoned:
 		p.status = "uncordoning"
 	case eviction.EventWaitingRecovery:
-		p.status = "waiting for recovery: " + e.Message
+		p.status, p.waiting = "recovering", e.Message
 	case eviction.EventRecovered:
-		p.status = "recovered"
+		p.status, p.waiting = "recovered", ""
 	case eviction.EventDomainDone, eviction.EventDomainSkipped:
 		p.status = "done"
 	}
@@ -319,6 +320,9 @@ func (p *liveProgress) view() []string {
 		lines = append(lines, fmt.Sprintf("  blocked by PodDisruptionBudget %s/%s: allowed %d, healthy %d, needs %d, expected %d; for %s (%s waiting)",
 			b.Namespace, b.PDB, b.DisruptionsAllowed, b.CurrentHealthy, b.DesiredHealthy, b.ExpectedPods,
 			human(p.clk.Since(b.Since)), plural(len(b.Pods), "pod", "pods")))
+	}
+	if p.waiting != "" {
+		lines = append(lines, "  waiting for: "+p.waiting)
 	}
 	return lines
 }

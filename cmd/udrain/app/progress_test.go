@@ -90,7 +90,7 @@ func TestDrainLiveProgress(t *testing.T) {
 	for _, want := range []string{
 		"\x1b[1A\x1b[2K",
 		"10:00:00 PhaseStarted domain=ud-1 phase=1",
-		"udrain domain ud-1  phase 2  drained  elapsed 0s\n  phase 1 evicted 1/1  phase 2 evicted 2/2  pods left 0\n",
+		"udrain domain ud-1  drained  elapsed 0s\n  phase 1 evicted 1/1  phase 2 evicted 2/2  pods left 0\n",
 	} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("stderr has no %q:\n%q", want, r.stderr)
@@ -128,6 +128,14 @@ func TestLiveProgress(t *testing.T) {
 	waitFor(t, func() bool { return strings.Contains(buf.String(), "elapsed 1m15s") })
 	if !strings.Contains(buf.String(), strings.Replace(blocked, "%s", "1m15s", 1)) {
 		t.Errorf("the block's age was not redrawn:\n%q", buf.String())
+	}
+
+	// Recovery: what it waits for gets a line of its own.
+	p.event(eviction.Event{Time: clk.Now(), Type: eviction.EventUnblocked, Domain: "ud-2", Block: block})
+	p.event(eviction.Event{Time: clk.Now(), Type: eviction.EventDrained, Domain: "ud-2"})
+	p.event(eviction.Event{Time: clk.Now(), Type: eviction.EventWaitingRecovery, Domain: "ud-2", Message: "group inference/llama-1: 1/2 members Ready"})
+	if want := "udrain domain ud-2 (1/2)  recovering  elapsed 1m15s\n  phase 1 evicted 0/1  phase 2 evicted 0/3  pods left 4\n  waiting for: group inference/llama-1: 1/2 members Ready\n"; !strings.HasSuffix(buf.String(), want) {
+		t.Errorf("live view:\n%q\nwant it to end with\n%q", buf.String(), want)
 	}
 
 	// Lines of the upgrade command go above the block, which is redrawn.

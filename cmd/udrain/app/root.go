@@ -262,9 +262,9 @@ func Run(ctx context.Context, args []string, streams genericiooptions.IOStreams,
 		return ExitOK
 	}
 	code := ExitCode(err)
-	program := root.DisplayName()
+	program, cmdPath := root.DisplayName(), root.DisplayName()
 	if cmd != nil {
-		program = cmd.CommandPath()
+		cmdPath = cmd.CommandPath()
 	}
 	var rep *reportedError
 	if code == ExitInterrupted {
@@ -274,7 +274,7 @@ func Run(ctx context.Context, args []string, streams genericiooptions.IOStreams,
 	} else {
 		fmt.Fprintf(streams.ErrOut, "error: %v\n", err)
 	}
-	if h := hint(err, program); h != "" {
+	if h := hint(err, program, cmdPath); h != "" {
 		fmt.Fprintln(streams.ErrOut, h)
 	}
 	return code
