@@ -303,7 +303,7 @@ func writeRolloutTable(w io.Writer, r RolloutResult) error {
 			return err
 		}
 	}
-	if !r.Completed && r.DryRun == "none" {
+	if !r.Completed && r.DryRun == "none" && r.Error.ExitCode != ExitUsage && r.Error.ExitCode != ExitContract {
 		fmt.Fprintf(w, "\nTo resume, run the same command again (rollout ID %s).\n", r.ID)
 	}
 	return nil

@@ -118,9 +118,11 @@ func hint(err error, program, cmdPath string) string {
 	case errors.Is(err, context.Canceled):
 		return "interrupted: nothing new was started after the signal; run the same command again to resume"
 	case errors.As(err, &blocked):
-		return fmt.Sprintf("a PodDisruptionBudget still refuses evictions; wait until its groups are healthy (%s wait-healthy) and run the same command again", program)
+		return fmt.Sprintf("a PodDisruptionBudget still refuses evictions; wait until its groups are healthy ('%s wait-healthy') and run the same command again", program)
+	case errors.As(err, &contract) && cmdPath == program+" audit":
+		return "each finding says what to fix"
 	case errors.As(err, &contract):
-		return fmt.Sprintf("see %s audit for every finding; fix the placement, or pass --allow-violations to drain anyway", program)
+		return fmt.Sprintf("'%s audit' lists every finding; fix the placement, or pass --allow-violations to drain anyway", program)
 	case errors.As(err, &refused):
 		return "pass the flag the message names (as with kubectl drain), or remove those pods first"
 	case errors.As(err, &unlabeled):

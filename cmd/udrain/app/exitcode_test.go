@@ -89,7 +89,7 @@ func TestCommandExitCodes(t *testing.T) {
 		{"unlabeled nodes", []clusterOption{withUnlabeledNode()}, []string{"domains"}, ExitContract, "--unlabeled=skip"},
 		{"unlabeled nodes skipped", []clusterOption{withUnlabeledNode()}, []string{"domains", "--unlabeled=skip"}, ExitOK, ""},
 		{"blocked past timeout", []clusterOption{withPDBAllowing(0)}, []string{"drain", "ud-2", "--timeout", "200ms"}, ExitBlocked, "PodDisruptionBudget inference/llama-leaders allows 0"},
-		{"blocked: what to do", []clusterOption{withPDBAllowing(0)}, []string{"drain", "ud-2", "--timeout", "200ms"}, ExitBlocked, "wait until its groups are healthy (udrain wait-healthy) and run the same command again"},
+		{"blocked: what to do", []clusterOption{withPDBAllowing(0)}, []string{"drain", "ud-2", "--timeout", "200ms"}, ExitBlocked, "wait until its groups are healthy ('udrain wait-healthy') and run the same command again"},
 		{"upgrade command fails", nil, []string{"rollout", "--ignore-daemonsets", "--upgrade-command", "echo broken >&2; exit 7"}, ExitError, "exited with status 7"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

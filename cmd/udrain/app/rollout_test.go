@@ -171,3 +171,23 @@ func statuses(r RolloutResult) []string {
 	}
 	return out
 }
+
+// TestRolloutContractViolation: the audit before the first domain stops
+// the rollout; nothing is drained, the report says nothing about resuming
+// and stderr points at the audit.
+func TestRolloutContractViolation(t *testing.T) {
+	c := newCluster(t, withViolations())
+	r := runOn(t, c, "rollout", "--ignore-daemonsets", "--upgrade-command", "true")
+	if r.code != ExitContract {
+		t.Fatalf("exit code %d, want %d; stderr:\n%s", r.code, ExitContract, r.stderr)
+	}
+	if strings.Contains(r.stdout, "To resume") || !strings.Contains(r.stdout, "ud-1    Pending") {
+		t.Errorf("stdout:\n%s\nwant every domain Pending and no resume advice", r.stdout)
+	}
+	if !strings.Contains(r.stderr, "'udrain audit' lists every finding") {
+		t.Errorf("stderr does not point at the audit:\n%s", r.stderr)
+	}
+	if ev := c.evicted(); len(ev) > 0 {
+		t.Errorf("evicted %v despite the violation", ev)
+	}
+}
