@@ -5,6 +5,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/udrain/udrain/e2e/fixture"
 )
 
 func TestDNSLabel(t *testing.T) {
@@ -115,5 +119,17 @@ func TestFindRepoRootOutsideTheCheckout(t *testing.T) {
 	got, err := findRepoRoot(filepath.Join(dir, "hack", "x"))
 	if err != nil || got != dir {
 		t.Errorf("findRepoRoot = %q, %v; want %q", got, err, dir)
+	}
+}
+
+// TestTestNameFitsTheFixture: a test's name is used as namespace and as node
+// pool, whatever the length of the Go test's name.
+func TestTestNameFitsTheFixture(t *testing.T) {
+	name := testName("TestDrainBlocksWhileAnotherGroupIsDown/with_a_very_long_subtest_name", "abcd")
+	if _, err := (fixture.Nodes{Pool: name, UDs: 10, PerUD: 1}).Build(); err != nil {
+		t.Errorf("pool %q (%d characters): %v", name, len(name), err)
+	}
+	if msgs := validation.IsDNS1123Label(name); len(msgs) > 0 {
+		t.Errorf("namespace %q: %v", name, msgs)
 	}
 }

@@ -62,7 +62,7 @@ func (b *Testbed) ForTest(t testing.TB) *Test {
 	suffix := make([]byte, 2)
 	_, _ = rand.Read(suffix)
 	tt := &Test{
-		Name:   dnsLabel(t.Name(), 40) + "-" + hex.EncodeToString(suffix),
+		Name:   testName(t.Name(), hex.EncodeToString(suffix)),
 		Client: c,
 		Config: b.Config(),
 		bed:    b,
@@ -85,6 +85,10 @@ func (b *Testbed) ForTest(t testing.TB) *Test {
 	}
 	return tt
 }
+
+// testName is a test's namespace and pool name: at most 35+1+4 characters,
+// a DNS label that is also a valid [fixture.Nodes] pool.
+func testName(goName, suffix string) string { return dnsLabel(goName, 35) + "-" + suffix }
 
 // Testbed returns the testbed, for fault helpers such as
 // [Testbed.RestartAPIServer].
