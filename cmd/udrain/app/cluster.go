@@ -60,8 +60,9 @@ func (f *domainFlags) layoutOptions() topology.LayoutOptions {
 
 // clusterState is what the read-only commands list.
 type clusterState struct {
-	Nodes      []corev1.Node
-	Pods       []corev1.Pod
+	Nodes []corev1.Node
+	// Pods point into lists or a watch cache: they must not be changed.
+	Pods       []*corev1.Pod
 	PDBs       []policyv1.PodDisruptionBudget
 	PodGroups  []schedulingv1beta1.PodGroup
 	DaemonSets []appsv1.DaemonSet
@@ -92,7 +93,7 @@ func listCluster(ctx context.Context, client kubernetes.Interface, what listWhat
 			if err != nil {
 				return "", err
 			}
-			s.Pods = append(s.Pods, l.Items...)
+			s.Pods = append(s.Pods, topology.PodPointers(l.Items)...)
 			return l.Continue, nil
 		})
 		if err != nil {
@@ -173,5 +174,5 @@ func listPodGroups(ctx context.Context, client kubernetes.Interface) []schedulin
 // package eviction uses: LeaderWorkerSet, Ray, then native PodGroups.
 func (s *clusterState) groups() []topology.Group {
 	groupers := append(topology.DefaultGroupers(), topology.ByPodGroup(s.PodGroups))
-	return topology.FindGroups(topology.PodPointers(s.Pods), groupers...)
+	return topology.FindGroups(s.Pods, groupers...)
 }

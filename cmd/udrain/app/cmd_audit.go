@@ -45,7 +45,7 @@ Error is found (or nodes lack the domain label), 0 otherwise.`,
 				return err
 			}
 			groups := s.groups()
-			r := topology.Audit(topology.AuditInput{Layout: layout, Groups: groups, PDBs: s.PDBs, Pods: topology.PodPointers(s.Pods)})
+			r := topology.Audit(topology.AuditInput{Layout: layout, Groups: groups, PDBs: s.PDBs, Pods: s.Pods})
 			report := buildAuditReport(layout, len(groups), len(s.PDBs), r)
 			if err := out.print(o.streams.Out, report, func(w io.Writer) error { return writeAuditTable(w, report) }); err != nil {
 				return err

@@ -136,7 +136,7 @@ func readySelected(pdb *policyv1.PodDisruptionBudget, pods []*corev1.Pod, now ti
 func evaluateHealth(s *clusterState, layout *topology.Layout, domain string, now time.Time) HealthReport {
 	r := HealthReport{TypeMeta: typeMeta(KindHealthReport), Domain: domain, Groups: []GroupInfo{}, PDBs: []PDBHealth{}, Waiting: []string{}}
 	groups := s.groups()
-	pods := topology.PodPointers(s.Pods)
+	pods := s.Pods
 	idx := topology.NewPDBIndex(s.PDBs)
 	pdbSeen := map[string]bool{}
 	var pdbs []*policyv1.PodDisruptionBudget
@@ -244,7 +244,7 @@ func (w *healthWatch) state() *clusterState {
 		s.Nodes = append(s.Nodes, *o.(*corev1.Node))
 	}
 	for _, o := range w.pods.GetStore().List() {
-		s.Pods = append(s.Pods, *o.(*corev1.Pod))
+		s.Pods = append(s.Pods, o.(*corev1.Pod)) // shared with the cache, read only
 	}
 	for _, o := range w.pdbs.GetStore().List() {
 		s.PDBs = append(s.PDBs, *o.(*policyv1.PodDisruptionBudget))

@@ -23,7 +23,7 @@ func healthState(t *testing.T, mod func(s *clusterState)) (*clusterState, *topol
 		s.Nodes = append(s.Nodes, *n)
 	}
 	for _, p := range o.pods {
-		s.Pods = append(s.Pods, *p)
+		s.Pods = append(s.Pods, p)
 	}
 	for _, p := range o.pdbs {
 		s.PDBs = append(s.PDBs, *p)
@@ -39,9 +39,9 @@ func healthState(t *testing.T, mod func(s *clusterState)) (*clusterState, *topol
 }
 
 func pod(s *clusterState, name string) *corev1.Pod {
-	for i := range s.Pods {
-		if s.Pods[i].Name == name {
-			return &s.Pods[i]
+	for _, p := range s.Pods {
+		if p.Name == name {
+			return p
 		}
 	}
 	panic("no pod " + name)
