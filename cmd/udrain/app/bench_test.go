@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"testing"
 
-
 	"github.com/udrain/udrain/gpu"
 	"github.com/udrain/udrain/topology"
 )
@@ -75,4 +74,3 @@ func BenchmarkBuildDomainList(b *testing.B) {
 		}
 	}
 }
-
