@@ -109,7 +109,8 @@ func newRolloutCommand(o *options) *cobra.Command {
 "drain" does, run --upgrade-command, mark its nodes upgraded (annotation
 udrain.dev/upgraded-by=ID), uncordon what udrain cordoned, and wait until the
 domain's groups are whole and Ready again and their budgets have caught up,
-before the next domain. The contract is audited over all domains first.
+before the next domain. The placement contract is audited first, over the
+domains to upgrade.
 
 The upgrade command runs once per domain through "sh -c", while the domain
 is cordoned and empty, with UDRAIN_DOMAIN (the domain), UDRAIN_NODES (its
