@@ -1,0 +1,353 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/udrain/udrain/e2e/fixture"
+	"github.com/udrain/udrain/e2e/testbed"
+	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/readiness/gate"
+)
+
+// This file holds what the scenario tests share: a deployed multi-host
+// workload with its readiness-gate controller, and the observation of a
+// recorded run (disruptions per group, fewest healthy groups, eviction
+// order per domain).
+
+// scenario is one test's workload on its own node pool.
+type scenario struct {
+	tt    *testbed.Test
+	nodes fixture.Nodes
+	lws   fixture.LWS
+	rec   *fixture.PodRecorder
+	// nodeList is the pool's nodes, for mapping pods to domains.
+	nodeList []corev1.Node
+}
+
+type scenarioConfig struct {
+	UDs, PerUD, Groups, Size, GPUsPerPod int
+	ReadyDelay, TerminateDelay           time.Duration
+}
+
+func defaultScenario() scenarioConfig {
+	// 3 UDs x 2 nodes of 8 GPUs; 3 groups of 4 pods of 4 GPUs: a group
+	// fills its UD, so replacements cannot land in the domain being drained.
+	return scenarioConfig{UDs: 3, PerUD: 2, Groups: 3, Size: 4, GPUsPerPod: 4, ReadyDelay: 2 * time.Second, TerminateDelay: time.Second}
+}
+
+// deploy creates the pool and the workload, runs the readiness-gate
+// controller (the component users run) for the test's namespace, records
+// every pod event, and returns once every group is healthy and the PDB
+// allows one disruption.
+func deploy(t *testing.T, cfg scenarioConfig) *scenario {
+	t.Helper()
+	tt := bed.ForTest(t)
+	ctx := t.Context()
+	gpu := fixture.H100()
+	s := &scenario{tt: tt}
+	s.nodes = fixture.Nodes{Pool: tt.Name, UDs: cfg.UDs, PerUD: cfg.PerUD, GPU: &gpu}
+	if _, err := s.nodes.Create(ctx, tt.Client); err != nil {
+		t.Fatal(err)
+	}
+	s.lws = fixture.LWS{Namespace: tt.Name, Name: "llm", Groups: cfg.Groups, Size: cfg.Size, Pool: tt.Name,
+		GPUsPerPod: cfg.GPUsPerPod, ReadyDelay: cfg.ReadyDelay, TerminateDelay: cfg.TerminateDelay, GracePeriodSeconds: 5}
+	startGateController(t, tt)
+	rec, err := fixture.RecordPods(ctx, tt.Client, tt.Name, s.lws.Selector())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rec.Stop)
+	s.rec = rec
+	tt.OnFailure("pod-timeline.txt", rec.WriteTimeline)
+	if err := s.lws.Create(ctx, tt.Client); err != nil {
+		t.Fatal(err)
+	}
+	s.waitHealthy(t, 3*time.Minute)
+	nl, err := tt.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: s.nodes.Selector().String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.nodeList = nl.Items
+	return s
+}
+
+// startGateController runs the readiness-gate controller over the test's
+// namespace until the test ends.
+func startGateController(t *testing.T, tt *testbed.Test) {
+	t.Helper()
+	c, err := gate.New(tt.Client, gate.Options{Namespace: tt.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(0)))))
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("readiness-gate controller: %v", err)
+		}
+	})
+}
+
+// waitHealthy waits until every group is healthy and the PDB over the
+// leaders has caught up (allows its one disruption).
+func (s *scenario) waitHealthy(t *testing.T, timeout time.Duration) {
+	t.Helper()
+	var last string
+	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		groups, err := s.lws.Health(ctx, s.tt.Client)
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		healthy := 0
+		for _, g := range groups {
+			if g.Healthy() {
+				healthy++
+			}
+		}
+		pdb, err := s.tt.Client.PolicyV1().PodDisruptionBudgets(s.lws.Namespace).Get(ctx, s.lws.PDBName(), metav1.GetOptions{})
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		last = fmt.Sprintf("%d/%d groups healthy; PDB allows %d (healthy %d, desired %d)", healthy, s.lws.Groups,
+			pdb.Status.DisruptionsAllowed, pdb.Status.CurrentHealthy, pdb.Status.DesiredHealthy)
+		return healthy == s.lws.Groups && len(groups) == s.lws.Groups && pdb.Status.CurrentHealthy == int32(s.lws.Groups) &&
+			pdb.Status.ObservedGeneration >= pdb.Generation, nil
+	})
+	if err != nil {
+		t.Fatalf("workload not healthy within %s: %s", timeout, last)
+	}
+}
+
+// domains returns the pool's upgrade domains in order.
+func (s *scenario) domains() []string {
+	out := make([]string, s.nodes.UDs)
+	for d := range out {
+		out[d] = s.nodes.UD(d)
+	}
+	return out
+}
+
+// drainer returns a Drainer with kubectl's defaults whose events are kept
+// and logged.
+func (s *scenario) drainer(t *testing.T, events *eventLog, opts eviction.Options) *eviction.Drainer {
+	t.Helper()
+	if opts.Helper == nil {
+		opts.Helper = eviction.KubectlDefaults()
+	}
+	opts.OnEvent = events.add
+	d, err := eviction.New(s.tt.Client, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.tt.OnFailure("udrain-events.txt", events.write)
+	return d
+}
+
+// observation is what a recorded stretch of time shows.
+type observation struct {
+	// Disruptions counts, per group index, the times it went from healthy
+	// to unhealthy.
+	Disruptions map[int]int
+	// MinHealthy is the fewest groups healthy at any recorded moment.
+	MinHealthy int
+	// MinHealthyAt is when that was first seen.
+	MinHealthyAt time.Time
+	// EvictedAt is when each pod (by UID) was first seen terminating, with
+	// its domain and whether it led its group.
+	Evicted []evictedPod
+}
+
+type evictedPod struct {
+	UID    types.UID
+	Name   string
+	Domain string
+	Leader bool
+	At     time.Time
+}
+
+func (o observation) totalDisruptions() int {
+	n := 0
+	for _, c := range o.Disruptions {
+		n += c
+	}
+	return n
+}
+
+func (o observation) String() string {
+	idx := make([]int, 0, len(o.Disruptions))
+	for g := range o.Disruptions {
+		idx = append(idx, g)
+	}
+	sort.Ints(idx)
+	var parts []string
+	for _, g := range idx {
+		parts = append(parts, fmt.Sprintf("group %d: %d", g, o.Disruptions[g]))
+	}
+	return fmt.Sprintf("disruptions %d (%s); fewest healthy groups %d", o.totalDisruptions(), strings.Join(parts, ", "), o.MinHealthy)
+}
+
+// observe replays the recorded pod events from `from` on.
+func (s *scenario) observe(t *testing.T, from time.Time) observation {
+	t.Helper()
+	o := observation{Disruptions: map[int]int{}, MinHealthy: s.lws.Groups}
+	prevHealthy := map[int]bool{}
+	started := false
+	seen := map[types.UID]bool{}
+	udOf := map[string]string{}
+	for _, n := range s.nodeList {
+		udOf[n.Name] = n.Labels[fixture.UpgradeDomainLabel]
+	}
+	err := s.rec.Replay(func(at time.Time, pods map[types.UID]*corev1.Pod) error {
+		list := make([]corev1.Pod, 0, len(pods))
+		for _, p := range pods {
+			list = append(list, *p)
+			// Unscheduled pods are never drained; kwok (which deletes a
+			// terminating pod by name) sometimes deletes the Pending
+			// replacement that took the name of a pod it just finished.
+			if at.Before(from) || p.DeletionTimestamp == nil || seen[p.UID] || p.Spec.NodeName == "" {
+				continue
+			}
+			seen[p.UID] = true
+			o.Evicted = append(o.Evicted, evictedPod{UID: p.UID, Name: p.Name, Domain: udOf[p.Spec.NodeName],
+				Leader: p.Labels[fixture.LWSWorkerIndexLabel] == "0", At: at})
+		}
+		groups := fixture.Groups(list, s.nodeList, s.lws.Name, "")
+		healthy := 0
+		now := map[int]bool{}
+		for _, g := range groups {
+			now[g.Index] = g.Healthy()
+			if g.Healthy() {
+				healthy++
+			}
+		}
+		if at.Before(from) {
+			prevHealthy = now
+			return nil
+		}
+		if !started {
+			started = true
+		}
+		for g := 0; g < s.lws.Groups; g++ {
+			if prevHealthy[g] && !now[g] {
+				o.Disruptions[g]++
+			}
+		}
+		prevHealthy = now
+		if healthy < o.MinHealthy {
+			o.MinHealthy, o.MinHealthyAt = healthy, at
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Slice(o.Evicted, func(i, j int) bool { return o.Evicted[i].At.Before(o.Evicted[j].At) })
+	return o
+}
+
+// leadersFirst checks that in every domain each leader was evicted before
+// any worker of that domain.
+func (o observation) leadersFirst() []string {
+	var problems []string
+	lastLeader := map[string]evictedPod{}
+	firstWorker := map[string]evictedPod{}
+	for _, e := range o.Evicted {
+		if e.Leader {
+			lastLeader[e.Domain] = e
+		} else if _, ok := firstWorker[e.Domain]; !ok {
+			firstWorker[e.Domain] = e
+		}
+	}
+	for d, w := range firstWorker {
+		if l, ok := lastLeader[d]; ok && !l.At.Before(w.At) {
+			problems = append(problems, fmt.Sprintf("domain %s: worker %s evicted at %s, before leader %s at %s",
+				d, w.Name, w.At.Format("15:04:05.000"), l.Name, l.At.Format("15:04:05.000")))
+		}
+	}
+	return problems
+}
+
+// eventLog keeps udrain's events for assertions and for the artifacts.
+type eventLog struct {
+	mu     sync.Mutex
+	events []eviction.Event
+}
+
+func (l *eventLog) add(e eviction.Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, e)
+}
+
+func (l *eventLog) all() []eviction.Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]eviction.Event(nil), l.events...)
+}
+
+func (l *eventLog) ofType(t eviction.EventType) []eviction.Event {
+	var out []eviction.Event
+	for _, e := range l.all() {
+		if e.Type == t {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func (l *eventLog) write(w io.Writer) error {
+	for _, e := range l.all() {
+		if _, err := fmt.Fprintf(w, "%s %-16s %-8s %s %s %s %s\n", e.Time.Format("15:04:05.000"), e.Type, e.Domain,
+			phaseString(e.Phase), e.Pod+e.Node, e.Message, errString(e.Err)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitFor polls the log until an event matches.
+func (l *eventLog) waitFor(ctx context.Context, timeout time.Duration, match func(eviction.Event) bool) (eviction.Event, error) {
+	var found eviction.Event
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		for _, e := range l.all() {
+			if match(e) {
+				found = e
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	return found, err
+}
+
+func phaseString(p eviction.Phase) string {
+	if p == 0 {
+		return "-"
+	}
+	return p.String()
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return "err=" + err.Error()
+}
