@@ -321,7 +321,7 @@ func (l *eventLog) waitFor(t *testing.T, what string, match func(Event) bool) Ev
 		return false, nil
 	})
 	if err != nil {
-		t.Fatalf("no %s event within 10s; events: %v", what, eventTypes(l.all()))
+		t.Fatalf("no %s event within 10s; events: %v", what, eventMessages(l.all()))
 	}
 	return found
 }
@@ -341,3 +341,11 @@ func sorted(s []string) []string {
 }
 
 var _ = appsv1.DaemonSet{}
+
+func eventMessages(evs []Event) []string {
+	out := make([]string, len(evs))
+	for i, e := range evs {
+		out[i] = string(e.Type) + " " + e.Domain + " " + e.Pod + e.Node + ": " + e.Message
+	}
+	return out
+}

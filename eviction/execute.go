@@ -78,12 +78,13 @@ type Result struct {
 // LongestBlock returns the longest block, or false if nothing blocked.
 func (r *Result) LongestBlock() (BlockRecord, bool) {
 	var best BlockRecord
+	found := false
 	for _, b := range r.Blocks {
-		if b.Duration > best.Duration {
-			best = b
+		if !found || b.Duration > best.Duration {
+			best, found = b, true
 		}
 	}
-	return best, len(r.Blocks) > 0
+	return best, found
 }
 
 // Drain plans and executes the drain of one domain.

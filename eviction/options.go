@@ -42,11 +42,12 @@ type Options struct {
 	// be handed over as is. Used: Force, IgnoreAllDaemonSets,
 	// DeleteEmptyDirData, GracePeriodSeconds (0 means "delete immediately",
 	// negative the pod's own grace period, as in kubectl), Timeout (per
-	// domain; zero means no limit), PodSelector, ChunkSize,
-	// DisableEviction, SkipWaitForDeleteTimeoutSeconds, DryRunStrategy,
+	// domain; zero means no limit), PodSelector, DisableEviction, SkipWaitForDeleteTimeoutSeconds, DryRunStrategy,
 	// AdditionalFilters, EvictErrorRetryDelay (the first retry delay when
 	// Backoff is unset) and the OnPodDeletionOrEviction callbacks. Ignored:
-	// Ctx, Client, Out, ErrOut, Selector (the domain selects the nodes).
+	// Ctx, Client, Out, ErrOut, Selector (the domain selects the nodes),
+	// ChunkSize (udrain lists through watch caches, which page their lists
+	// themselves).
 	// Nil means KubectlDefaults().
 	Helper *drain.Helper
 

@@ -42,6 +42,75 @@ func targetFromPlan(p *Plan) recoveryTarget {
 	return t
 }
 
+// addStranded adds to the target the groups that a previous, interrupted
+// run drained from this domain: incomplete groups with no member scheduled
+// in another domain, of workloads placed in the layout. Call it only for a
+// domain the rollout had cordoned (one at a time), so the stranded groups
+// are this domain's. Without them, a resumed domain whose pods are all
+// gone would have nothing to wait for, and the next domain could start
+// while those groups are still Pending.
+func (t *recoveryTarget) addStranded(snap *Snapshot, layout *topology.Layout, groupers []topology.Grouper, domain string) {
+	type wkey struct {
+		kind         topology.Kind
+		ns, workload string
+	}
+	have := map[topology.GroupID]bool{}
+	workloads := map[wkey]bool{}
+	for _, g := range t.groups {
+		have[g.ID] = true
+		workloads[wkey{g.ID.Kind, g.ID.Namespace, g.Workload}] = true
+	}
+	pdbs := topology.NewPDBIndex(snap.PDBs)
+	hasPDB := map[types.NamespacedName]bool{}
+	for _, nn := range t.pdbs {
+		hasPDB[nn] = true
+	}
+	groups := topology.FindGroups(snap.Pods, groupers...)
+	// Workloads placed in the domains (the plan may be empty on resume):
+	// a stranded group's siblings run in other domains, while a group
+	// of a workload that runs nowhere is not this rollout's to wait for.
+	for i := range groups {
+		for _, m := range groups[i].Members {
+			if _, ok := layout.DomainOf(m.Spec.NodeName); ok {
+				workloads[wkey{groups[i].ID.Kind, groups[i].ID.Namespace, groups[i].Workload}] = true
+				break
+			}
+		}
+	}
+	for i := range groups {
+		g := &groups[i]
+		if have[g.ID] || !workloads[wkey{g.ID.Kind, g.ID.Namespace, g.Workload}] {
+			continue
+		}
+		elsewhere, unscheduled := false, false
+		for _, m := range g.Members {
+			if m.Spec.NodeName == "" {
+				unscheduled = true
+			} else if d, ok := layout.DomainOf(m.Spec.NodeName); !ok || d != domain {
+				elsewhere = true
+			}
+		}
+		if elsewhere || !unscheduled && len(g.Members) >= g.ExpectedSize() {
+			continue
+		}
+		ag := AffectedGroup{ID: g.ID, Workload: g.Workload, Size: g.ExpectedSize()}
+		if g.Leader != nil {
+			ag.Leader = g.Leader.Name
+		}
+		t.groups = append(t.groups, ag)
+		have[g.ID] = true
+		for _, m := range g.Members {
+			for _, b := range pdbs.For(m) {
+				nn := types.NamespacedName{Namespace: b.Namespace, Name: b.Name}
+				if !hasPDB[nn] {
+					hasPDB[nn] = true
+					t.pdbs = append(t.pdbs, nn)
+				}
+			}
+		}
+	}
+}
+
 // waiting returns what recovery still waits for, one line each; empty
 // means recovered.
 func (v *view) waiting(t recoveryTarget, groupers []topology.Grouper, now time.Time) []string {
@@ -97,7 +166,14 @@ func groupMissing(g *topology.Group, want AffectedGroup) string {
 		return fmt.Sprintf("leader %s not Ready (%d/%d members Ready)", want.Leader, ready, size)
 	}
 	if ready < size {
-		return fmt.Sprintf("%d/%d members Ready; not Ready: %s", ready, size, strings.Join(notReady, ", "))
+		msg := fmt.Sprintf("%d/%d members Ready", ready, size)
+		if missing := size - len(g.Members); missing > 0 {
+			msg += fmt.Sprintf("; %d missing", missing)
+		}
+		if len(notReady) > 0 {
+			msg += "; not Ready: " + strings.Join(notReady, ", ")
+		}
+		return msg
 	}
 	return ""
 }
@@ -306,3 +382,38 @@ func pdbsOfGroups(plan *Plan) []types.NamespacedName {
 }
 
 func (d *Drainer) groupers(snap *Snapshot) []topology.Grouper { return groupersFor(d.s, snap) }
+
+// Health says, without waiting, what keeps the groups of the named domains
+// (every domain when none is named) from being healthy: one line per group
+// or PDB, empty when all is well. It changes nothing.
+func (d *Drainer) Health(ctx context.Context, domains ...string) ([]string, error) {
+	v, err := d.startView(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer v.stop()
+	snap, err := v.snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(domains) == 0 {
+		layout, err := topology.BuildLayout(snap.Nodes, topology.LayoutOptions{LabelKey: d.s.DomainLabel, Unlabeled: d.s.Unlabeled})
+		if err != nil {
+			return nil, err
+		}
+		domains = layout.Names()
+	}
+	var out []string
+	for _, name := range domains {
+		plan, err := newPlan(name, snap, d.s)
+		if err != nil {
+			return nil, err
+		}
+		t := targetFromPlan(plan)
+		t.pdbs = pdbsOfGroups(plan)
+		for _, w := range v.waiting(t, d.groupers(snap), d.s.Clock.Now()) {
+			out = append(out, name+": "+w)
+		}
+	}
+	return out, nil
+}

@@ -57,6 +57,9 @@ type DomainOutcome struct {
 	Upgrade  time.Duration `json:"upgrade"`
 	Recovery time.Duration `json:"recovery"`
 	Duration time.Duration `json:"duration"`
+	// Done is true once the domain is drained, upgraded and recovered (or,
+	// in a dry run, dry-run); false for the domain a rollout stopped in.
+	Done bool `json:"done"`
 }
 
 // RolloutResult summarises a rollout.
@@ -83,7 +86,9 @@ func (r *RolloutResult) Totals() RolloutTotals {
 		if d.Drain == nil {
 			continue
 		}
-		t.DomainsDone++
+		if d.Done {
+			t.DomainsDone++
+		}
 		t.Phase1Evicted += d.Drain.Phase1.Evicted
 		t.Phase2Evicted += d.Drain.Phase2.Evicted
 		for _, g := range d.Drain.GroupsDisrupted {
@@ -220,7 +225,13 @@ func (d *Drainer) rolloutDomain(ctx context.Context, v *view, em *emitter, name,
 			return out, err
 		}
 		target = targetFromPlan(plan)
+		// Still cordoned: the previous run stopped between the upgrade
+		// and the recovery of this domain.
+		if cordonedBy(snap.Nodes, dom, id) {
+			target.addStranded(snap, layout, d.groupers(snap), name)
+		}
 	} else {
+		resumed := cordonedBy(snap.Nodes, dom, id)
 		plan, err := newPlan(name, snap, d.s)
 		if err != nil {
 			return out, err
@@ -238,6 +249,7 @@ func (d *Drainer) rolloutDomain(ctx context.Context, v *view, em *emitter, name,
 			// A dry run shows each domain's plan and what the API would
 			// say; it runs no upgrade step and changes no node.
 			em.emit(Event{Time: clk.Now(), Type: EventDomainDone, Domain: name, Message: "dry run"})
+			out.Done = true
 			return out, nil
 		}
 		if opts.Upgrade != nil {
@@ -253,6 +265,9 @@ func (d *Drainer) rolloutDomain(ctx context.Context, v *view, em *emitter, name,
 			return out, err
 		}
 		target = targetFromPlan(plan)
+		if resumed {
+			target.addStranded(snap, layout, d.groupers(snap), name)
+		}
 	}
 
 	// Uncordon what udrain cordoned; leave nodes cordoned by others.
@@ -276,8 +291,24 @@ func (d *Drainer) rolloutDomain(ctx context.Context, v *view, em *emitter, name,
 		return out, err
 	}
 	out.Recovery = clk.Since(t0)
+	out.Done = true
 	em.emit(Event{Time: clk.Now(), Type: EventDomainDone, Domain: name, Message: fmt.Sprintf("done in %s", clk.Since(start).Round(time.Millisecond))})
 	return out, nil
+}
+
+// cordonedBy reports whether a node of the domain was cordoned by this
+// rollout: a previous run stopped while draining it.
+func cordonedBy(nodes []corev1.Node, dom topology.Domain, id string) bool {
+	in := map[string]bool{}
+	for _, n := range dom.Nodes {
+		in[n] = true
+	}
+	for i := range nodes {
+		if in[nodes[i].Name] && nodes[i].Annotations[CordonedByAnnotation] == id {
+			return true
+		}
+	}
+	return false
 }
 
 // upgradedBy reports whether every node of the domain carries the rollout's

@@ -7,8 +7,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -233,5 +235,106 @@ func TestRolloutLeavesForeignCordonsAlone(t *testing.T) {
 	left := log.ofType(EventLeftCordoned)
 	if len(left) != 1 || left[0].Node != "node-1-2" {
 		t.Errorf("LeftCordoned events %v", eventTypes(left))
+	}
+}
+
+// A rollout stopped after draining a domain (here: its upgrade step
+// failed) leaves that domain's groups Pending. Resumed, the domain has
+// nothing left to evict, but recovery must still wait for those groups
+// before the next domain is drained.
+func TestResumedDomainWaitsForItsStrandedGroups(t *testing.T) {
+	const domains, nodesPer, size = 3, 1, 2
+	fc := newFakeCluster(t, lwsCluster(domains, nodesPer, size)...)
+	ctx := testContext(t)
+	upgrade := func(fail string) UpgradeFunc {
+		return func(ctx context.Context, dom topology.Domain) error {
+			if dom.Name == fail {
+				return errors.New("firmware flash failed")
+			}
+			idx := domainIndex(dom.Name)
+			fc.recreateGroup(ctx, idx-1, size, idx, nodesPer, domains)
+			return nil
+		}
+	}
+	d, _ := New(fc.client, Options{Backoff: slowBackoff})
+	if _, err := d.Rollout(ctx, RolloutOptions{ID: "r", Upgrade: upgrade("ud-2")}); err == nil || !strings.Contains(err.Error(), "firmware") {
+		t.Fatalf("run 1: err = %v, want the upgrade step's failure", err)
+	}
+	// The StatefulSets recreate group 1; its pods wait, Pending, for ud-2.
+	for w := 0; w < size; w++ {
+		p := lwsPod(1, w, size, "", fc.nextUID("pending"))
+		p.Status = corev1.PodStatus{Phase: corev1.PodPending}
+		if _, err := fc.client.CoreV1().Pods(testNS).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := len(fc.evicted())
+
+	log := newEventLog()
+	d2, _ := New(fc.client, Options{Backoff: slowBackoff, OnEvent: log.add})
+	done := make(chan error, 1)
+	go func() {
+		_, err := d2.Rollout(ctx, RolloutOptions{ID: "r", Upgrade: func(ctx context.Context, dom topology.Domain) error {
+			if dom.Name == "ud-3" {
+				fc.recreateGroup(ctx, 2, size, 3, nodesPer, domains)
+			}
+			return nil
+		}})
+		done <- err
+	}()
+	log.waitFor(t, "WaitingRecovery for the stranded group", func(e Event) bool {
+		return e.Type == EventWaitingRecovery && e.Domain == "ud-2" && strings.Contains(e.Message, "group inference/llm-1")
+	})
+	if got := fc.evicted()[before:]; len(got) != 0 {
+		t.Fatalf("evicted %v while ud-2's group was still Pending", got)
+	}
+	// The group is scheduled back into ud-2 and becomes Ready.
+	for w := 0; w < size; w++ {
+		name := lwsPod(1, w, size, "", "").Name
+		if err := fc.client.CoreV1().Pods(testNS).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fc.recreateGroup(ctx, 1, size, 2, nodesPer, domains)
+	if err := <-done; err != nil {
+		t.Fatalf("run 2: %v", err)
+	}
+	if got := fc.evicted()[before:]; len(got) != size {
+		t.Errorf("run 2 evicted %v, want only ud-3's %d pods", got, size)
+	}
+}
+
+func TestHealthAndWaitHealthy(t *testing.T) {
+	ctx := testContext(t)
+	fc := newFakeCluster(t, lwsCluster(2, 1, 2)...)
+	d, _ := New(fc.client, Options{})
+	if got, err := d.Health(ctx); err != nil || len(got) != 0 {
+		t.Fatalf("Health of a healthy cluster = %v, %v", got, err)
+	}
+	// A worker of ud-2's group goes down.
+	if err := fc.client.CoreV1().Pods(testNS).Delete(ctx, "llm-1-1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := d.Health(ctx, "ud-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"ud-2: group inference/llm-1: 1/2 members Ready; 1 missing"}, got); diff != "" {
+		t.Errorf("Health (-want +got):\n%s", diff)
+	}
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	var nr *NotRecoveredError
+	if err := d.WaitHealthy(short, "ud-2"); !errors.As(err, &nr) || !strings.Contains(nr.Error(), "llm-1") {
+		t.Errorf("WaitHealthy = %v, want *NotRecoveredError naming llm-1", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- d.WaitHealthy(ctx, "ud-2") }()
+	p := lwsPod(1, 1, 2, "node-2-1", "back")
+	if _, err := fc.client.CoreV1().Pods(testNS).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("WaitHealthy after the worker came back: %v", err)
 	}
 }
