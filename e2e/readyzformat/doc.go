@@ -1,7 +1,9 @@
 // Package readyzformat holds one test: that the readiness package's /readyz
 // handler answers byte for byte as the kube-apiserver's healthz handler
-// (k8s.io/apiserver/pkg/server/healthz) does for the same checks. It is a
-// module of its own so that k8s.io/apiserver never enters the root go.mod.
+// (k8s.io/apiserver/pkg/server/healthz) does for the same checks. It lives
+// in the e2e module so that k8s.io/apiserver never enters the root go.mod,
+// and in a package of its own so that it needs no cluster (the e2e package's
+// TestMain brings one up).
 //
-//	cd e2e/readyzformat && go test ./...
+//	cd e2e && go test ./readyzformat/
 package readyzformat
