@@ -170,6 +170,8 @@ type observation struct {
 	MinHealthy int
 	// MinHealthyAt is when that was first seen.
 	MinHealthyAt time.Time
+	// Unhealthy sums, over the groups, the time each spent unhealthy.
+	Unhealthy time.Duration
 	// EvictedAt is when each pod (by UID) was first seen terminating, with
 	// its domain and whether it led its group.
 	Evicted []evictedPod
@@ -201,21 +203,33 @@ func (o observation) String() string {
 	for _, g := range idx {
 		parts = append(parts, fmt.Sprintf("group %d: %d", g, o.Disruptions[g]))
 	}
-	return fmt.Sprintf("disruptions %d (%s); fewest healthy groups %d", o.totalDisruptions(), strings.Join(parts, ", "), o.MinHealthy)
+	return fmt.Sprintf("disruptions %d (%s); fewest healthy groups %d; group-time unhealthy %s",
+		o.totalDisruptions(), strings.Join(parts, ", "), o.MinHealthy, o.Unhealthy.Round(100*time.Millisecond))
 }
 
 // observe replays the recorded pod events from `from` on.
 func (s *scenario) observe(t *testing.T, from time.Time) observation {
 	t.Helper()
+	return s.observeBetween(t, from, time.Time{})
+}
+
+// observeBetween replays the recorded pod events between from and to (a
+// zero to: until the last event).
+func (s *scenario) observeBetween(t *testing.T, from, to time.Time) observation {
+	t.Helper()
 	o := observation{Disruptions: map[int]int{}, MinHealthy: s.lws.Groups}
 	prevHealthy := map[int]bool{}
 	started := false
+	var last time.Time
 	seen := map[types.UID]bool{}
 	udOf := map[string]string{}
 	for _, n := range s.nodeList {
 		udOf[n.Name] = n.Labels[fixture.UpgradeDomainLabel]
 	}
 	err := s.rec.Replay(func(at time.Time, pods map[types.UID]*corev1.Pod) error {
+		if !to.IsZero() && at.After(to) {
+			return nil
+		}
 		list := make([]corev1.Pod, 0, len(pods))
 		for _, p := range pods {
 			list = append(list, *p)
@@ -242,9 +256,14 @@ func (s *scenario) observe(t *testing.T, from time.Time) observation {
 			prevHealthy = now
 			return nil
 		}
-		if !started {
-			started = true
+		if started {
+			for g := 0; g < s.lws.Groups; g++ {
+				if !prevHealthy[g] {
+					o.Unhealthy += at.Sub(last)
+				}
+			}
 		}
+		started, last = true, at
 		for g := 0; g < s.lws.Groups; g++ {
 			if prevHealthy[g] && !now[g] {
 				o.Disruptions[g]++
