@@ -9,7 +9,7 @@ GO    ?= go
 export GOFLAGS := -buildvcs=false
 export GOWORK  := off
 
-.PHONY: all build test unit e2e lint vet fmt-check bench demo cluster cluster-down clean
+.PHONY: all build test unit e2e testbed-binaries lint vet fmt-check bench demo cluster cluster-down clean
 
 all: lint test
 
@@ -24,8 +24,14 @@ test: lint unit e2e
 unit:
 	$(GO) test -race -count=1 ./...
 
-e2e:
-	cd e2e && $(GO) test -count=1 -timeout 75m ./...
+# The control plane's binaries are built (once, then cached) before the
+# tests start, so that a cold run shows its progress instead of a silent
+# test binary.
+e2e: testbed-binaries
+	cd e2e && $(GO) test -count=1 -timeout 60m ./...
+
+testbed-binaries:
+	hack/testbed-binaries.sh >/dev/null
 
 lint: vet fmt-check
 
