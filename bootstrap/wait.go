@@ -128,6 +128,13 @@ func (w *waiter) run(ctx context.Context) (*Result, error) {
 			// Interrupted by the caller: says nothing about the server.
 			return nil, w.fail(attempt, ctx.Err())
 		}
+		if w.lastClass != "" && attemptTimeout < s.attemptTimeout && !s.clock.Now().Before(deadline) &&
+			Classify(out.err) == ClassTimeout {
+			// The overall deadline cut this attempt short: its timeout
+			// says nothing about the server, so the last completed
+			// failure (a 503, a refusal) stays the reason given.
+			return nil, w.fail(attempt, context.DeadlineExceeded)
+		}
 		prevClass, prevStatus := w.lastClass, w.lastStatus
 		w.lastClass = Classify(out.err)
 		w.lastStatus = out.statusCode

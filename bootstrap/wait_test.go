@@ -447,3 +447,29 @@ func TestWaitForServerRedactsCredentials(t *testing.T) {
 		})
 	}
 }
+
+// A server that answers 503 and then stops answering: the overall deadline
+// cuts the last attempt short, and the error still gives the 503 (the last
+// thing the server said), not the cut-off attempt's timeout.
+func TestWaitForServerKeepsTheLastAnswerWhenTheDeadlineCutsAnAttempt(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		<-r.Context().Done()
+	}))
+	t.Cleanup(srv.Close)
+	_, err := WaitForServer(context.Background(), srv.URL, Options{Timeout: 300 * time.Millisecond, Backoff: fastBackoff})
+	var we *WaitError
+	if !errors.As(err, &we) {
+		t.Fatalf("err = %v, want a *WaitError", err)
+	}
+	if we.Class != ClassHTTPStatus || we.StatusCode != http.StatusServiceUnavailable || we.Attempts != 2 {
+		t.Errorf("got %s %d after %d attempts, want HTTPStatus 503 after 2", we.Class, we.StatusCode, we.Attempts)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("errors.Is(err, context.DeadlineExceeded) = false: %v", err)
+	}
+}
