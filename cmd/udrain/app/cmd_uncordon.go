@@ -59,15 +59,14 @@ func newWaitHealthyCommand(o *options) *cobra.Command {
 		Use:   "wait-healthy [DOMAIN]",
 		Short: "Wait until a domain's (or every domain's) groups are whole and Ready",
 		Long: `Wait until the groups of DOMAIN (of every domain without one) are whole and
-every member Running and Ready, and the PodDisruptionBudgets over their pods
-are not in deficit and their status has caught up with the pods. Use it
+every member Running and Ready, and the status of the PodDisruptionBudgets
+over their pods has caught up with the pods. Use it
 between "drain", your upgrade and "uncordon" and the next domain.
 
-The groups that count for a domain are those with a pod on its nodes, and
-those with no pod on any node yet (a group recreated after a drain is
-Pending before it lands, possibly in this domain). What it still waits for
-is printed to stderr whenever it changes. The exit code is 1 when --timeout
-passes first.`,
+The groups that count for a domain are those with a pod on its nodes
+(package eviction's WaitHealthy decides); a group none of whose pods is on a
+node yet does not count. What it still waits for is printed to stderr
+whenever it changes. The exit code is 1 when --timeout passes first.`,
 		Args: maxArgs(1, "at most one upgrade domain"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := firstError(df.validate(), out.validate()); err != nil {
@@ -88,9 +87,13 @@ passes first.`,
 				return err
 			}
 			prog := &lineProgress{w: o.streams.ErrOut, clk: o.cfg.Clock}
-			r, err := waitHealthy(cmd.Context(), client, df.layoutOptions(), domain, timeout, o.cfg.Clock, func(waiting []string) {
-				prog.note("WaitingHealthy", domain, strings.Join(waiting, "; "))
+			h, err := newHealthCheck(client, df.layoutOptions(), domain, o.cfg.Clock, func(d, waiting string) {
+				prog.note("WaitingHealthy", d, waiting)
 			})
+			if err != nil {
+				return err
+			}
+			r, err := h.wait(cmd.Context(), timeout)
 			if r.Kind == "" {
 				return err // nothing to report: the layout or the watch failed
 			}

@@ -10,36 +10,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/udrain/udrain/topology"
 )
 
-// healthState is the default cluster's state, changed by mod.
-func healthState(t *testing.T, mod func(s *clusterState)) (*clusterState, *topology.Layout) {
-	t.Helper()
-	o := defaultObjects()
-	s := &clusterState{}
-	for _, n := range o.nodes {
-		s.Nodes = append(s.Nodes, *n)
-	}
+func objPod(o *clusterObjects, name string) *corev1.Pod {
 	for _, p := range o.pods {
-		s.Pods = append(s.Pods, p)
-	}
-	for _, p := range o.pdbs {
-		s.PDBs = append(s.PDBs, *p)
-	}
-	if mod != nil {
-		mod(s)
-	}
-	l, err := topology.BuildLayout(s.Nodes, topology.LayoutOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s, l
-}
-
-func pod(s *clusterState, name string) *corev1.Pod {
-	for _, p := range s.Pods {
 		if p.Name == name {
 			return p
 		}
@@ -47,10 +24,10 @@ func pod(s *clusterState, name string) *corev1.Pod {
 	panic("no pod " + name)
 }
 
-func removePod(s *clusterState, name string) {
-	for i := range s.Pods {
-		if s.Pods[i].Name == name {
-			s.Pods = append(s.Pods[:i], s.Pods[i+1:]...)
+func removeObjPod(o *clusterObjects, name string) {
+	for i := range o.pods {
+		if o.pods[i].Name == name {
+			o.pods = append(o.pods[:i], o.pods[i+1:]...)
 			return
 		}
 	}
@@ -60,54 +37,110 @@ func notReady(p *corev1.Pod) {
 	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}
 }
 
-func TestEvaluateHealth(t *testing.T) {
+// healthOf is one wait-healthy evaluation, without waiting, of domain ("" for
+// all) on the default fake cluster changed by mod.
+func healthOf(t *testing.T, domain string, mod clusterOption) HealthReport {
+	t.Helper()
+	var opts []clusterOption
+	if mod != nil {
+		opts = append(opts, mod)
+	}
+	c := newCluster(t, opts...)
+	h, err := newHealthCheck(c.client, topology.LayoutOptions{}, domain, clocktesting.NewFakeClock(testNow), func(string, string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := h.current(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestHealthReport: which groups and budgets count for a domain, what is
+// missing (package eviction's judgement), and that the report's groups,
+// budgets and verdict agree with its waiting lines.
+func TestHealthReport(t *testing.T) {
+	type named struct {
+		Name    string
+		Healthy bool
+	}
+	ok := func(names ...string) []named {
+		var out []named
+		for _, n := range names {
+			out = append(out, named{n, true})
+		}
+		return out
+	}
 	for _, tc := range []struct {
 		name        string
 		domain      string
-		mod         func(s *clusterState)
-		wantGroups  []string
+		mod         clusterOption
+		wantGroups  []named
+		wantPDBs    []named
 		wantWaiting []string
 	}{
-		{name: "healthy domain", domain: "ud-1", wantGroups: []string{"llama-0"}},
-		{name: "healthy cluster", wantGroups: []string{"llama-0", "llama-1"}},
-		{name: "worker not Ready", domain: "ud-1", mod: func(s *clusterState) { notReady(pod(s, "llama-0-1")) },
-			wantGroups: []string{"llama-0"}, wantWaiting: []string{"group inference/llama-0: 1/2 members Ready; not Ready: llama-0-1"}},
-		{name: "leader not Ready", domain: "ud-1", mod: func(s *clusterState) { notReady(pod(s, "llama-0")) },
-			wantGroups: []string{"llama-0"}, wantWaiting: []string{"group inference/llama-0: leader llama-0 not Ready (1/2 members Ready)"}},
-		{name: "worker missing", domain: "ud-1", mod: func(s *clusterState) { removePod(s, "llama-0-1") },
-			wantGroups: []string{"llama-0"}, wantWaiting: []string{"group inference/llama-0: 1/2 members Ready"}},
-		{name: "terminating member", domain: "ud-1", mod: func(s *clusterState) {
+		{name: "healthy domain", domain: "ud-1", wantGroups: ok("llama-0"), wantPDBs: ok("llama-leaders")},
+		{name: "healthy cluster", wantGroups: ok("llama-0", "llama-1"), wantPDBs: ok("llama-leaders")},
+		{name: "worker not Ready", domain: "ud-1", mod: func(o *clusterObjects) { notReady(objPod(o, "llama-0-1")) },
+			wantGroups: []named{{"llama-0", false}}, wantPDBs: ok("llama-leaders"),
+			wantWaiting: []string{"group inference/llama-0: 1/2 members Ready; not Ready: llama-0-1"}},
+		{name: "leader not Ready", domain: "ud-1", mod: func(o *clusterObjects) {
+			notReady(objPod(o, "llama-0"))
+			o.pdbs[0].Status.CurrentHealthy = 1
+		}, wantGroups: []named{{"llama-0", false}}, wantPDBs: ok("llama-leaders"),
+			wantWaiting: []string{"group inference/llama-0: leader llama-0 not Ready (1/2 members Ready)"}},
+		{name: "worker missing", domain: "ud-1", mod: func(o *clusterObjects) { removeObjPod(o, "llama-0-1") },
+			wantGroups: []named{{"llama-0", false}}, wantPDBs: ok("llama-leaders"),
+			wantWaiting: []string{"group inference/llama-0: 1/2 members Ready; 1 missing"}},
+		{name: "terminating member", domain: "ud-1", mod: func(o *clusterObjects) {
 			now := metav1.NewTime(testNow)
-			pod(s, "llama-0-1").DeletionTimestamp = &now
-		}, wantGroups: []string{"llama-0"}, wantWaiting: []string{"group inference/llama-0: 1/2 members Ready; not Ready: llama-0-1"}},
-		{name: "another domain's trouble does not count", domain: "ud-1", mod: func(s *clusterState) { notReady(pod(s, "llama-1-1")) },
-			wantGroups: []string{"llama-0"}},
-		{name: "a group not scheduled anywhere counts for every domain", domain: "ud-1", mod: func(s *clusterState) {
-			for _, n := range []string{"llama-1", "llama-1-1"} {
-				p := pod(s, n)
+			objPod(o, "llama-0-1").DeletionTimestamp = &now
+		}, wantGroups: []named{{"llama-0", false}}, wantPDBs: ok("llama-leaders"),
+			wantWaiting: []string{"group inference/llama-0: 1/2 members Ready; not Ready: llama-0-1"}},
+		{name: "another domain's trouble does not count", domain: "ud-1", mod: func(o *clusterObjects) {
+			notReady(objPod(o, "llama-1-1"))
+		}, wantGroups: ok("llama-0"), wantPDBs: ok("llama-leaders")},
+		{name: "every domain: each line names its domain", mod: func(o *clusterObjects) { notReady(objPod(o, "llama-1-1")) },
+			wantGroups: []named{{"llama-0", true}, {"llama-1", false}}, wantPDBs: ok("llama-leaders"),
+			wantWaiting: []string{"ud-2: group inference/llama-1: 1/2 members Ready; not Ready: llama-1-1"}},
+		// Documented in docs/CLI.md: eviction's WaitHealthy counts the
+		// groups with a pod on the domain's nodes only.
+		{name: "a group none of whose pods is on a node does not count", domain: "ud-1", mod: func(o *clusterObjects) {
+			for _, n := range []string{"llama-0", "llama-0-1"} {
+				p := objPod(o, n)
 				p.Spec.NodeName, p.Status = "", corev1.PodStatus{Phase: corev1.PodPending}
 			}
-		}, wantGroups: []string{"llama-0", "llama-1"}, wantWaiting: []string{"group inference/llama-1: leader llama-1 not Ready (0/2 members Ready)"}},
-		{name: "budget in deficit", domain: "ud-2", mod: func(s *clusterState) { s.PDBs[0].Status.CurrentHealthy = 0 },
-			wantGroups: []string{"llama-1"}, wantWaiting: []string{"PodDisruptionBudget inference/llama-leaders: in deficit: 0 healthy, 1 needed"}},
-		{name: "budget status behind the pods", domain: "ud-2", mod: func(s *clusterState) { s.PDBs[0].Status.CurrentHealthy = 1 },
-			wantGroups: []string{"llama-1"}, wantWaiting: []string{"PodDisruptionBudget inference/llama-leaders: status counts 1 healthy, the pods show 2"}},
-		{name: "recently disrupted pods are not counted", domain: "ud-2", mod: func(s *clusterState) {
-			s.PDBs[0].Status.CurrentHealthy = 1
-			s.PDBs[0].Status.DisruptedPods = map[string]metav1.Time{"llama-0": metav1.NewTime(testNow.Add(-time.Minute))}
-		}, wantGroups: []string{"llama-1"}},
-		{name: "budget spec not observed", domain: "ud-2", mod: func(s *clusterState) { s.PDBs[0].Generation = 2 },
-			wantGroups: []string{"llama-1"}, wantWaiting: []string{"PodDisruptionBudget inference/llama-leaders: status not yet observed for the current spec"}},
+			o.pdbs[0].Status.CurrentHealthy = 1
+		}},
+		{name: "budget status behind the pods", domain: "ud-2", mod: func(o *clusterObjects) { o.pdbs[0].Status.CurrentHealthy = 1 },
+			wantGroups: ok("llama-1"), wantPDBs: []named{{"llama-leaders", false}},
+			wantWaiting: []string{"PodDisruptionBudget inference/llama-leaders: status counts 1 healthy, the pods show 2"}},
+		{name: "recently disrupted pods are not counted", domain: "ud-2", mod: func(o *clusterObjects) {
+			o.pdbs[0].Status.CurrentHealthy = 1
+			o.pdbs[0].Status.DisruptedPods = map[string]metav1.Time{"llama-0": metav1.NewTime(testNow.Add(-time.Minute))}
+		}, wantGroups: ok("llama-1"), wantPDBs: ok("llama-leaders")},
+		{name: "budget spec not observed", domain: "ud-2", mod: func(o *clusterObjects) { o.pdbs[0].Generation = 2 },
+			wantGroups: ok("llama-1"), wantPDBs: []named{{"llama-leaders", false}},
+			wantWaiting: []string{"PodDisruptionBudget inference/llama-leaders: status not yet observed for the current spec"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, l := healthState(t, tc.mod)
-			r := evaluateHealth(s, l, tc.domain, testNow)
-			var groups []string
+			r := healthOf(t, tc.domain, tc.mod)
+			var groups, pdbs []named
 			for _, g := range r.Groups {
-				groups = append(groups, g.Name)
+				groups = append(groups, named{g.Name, g.Healthy})
+				if g.Healthy != (g.Reason == "") {
+					t.Errorf("group %s: healthy %v with reason %q", g.Name, g.Healthy, g.Reason)
+				}
+			}
+			for _, p := range r.PDBs {
+				pdbs = append(pdbs, named{p.Name, p.Healthy})
 			}
 			if diff := cmp.Diff(tc.wantGroups, groups); diff != "" {
 				t.Errorf("groups (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantPDBs, pdbs); diff != "" {
+				t.Errorf("budgets (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(orEmpty(tc.wantWaiting), r.Waiting); diff != "" {
 				t.Errorf("waiting (-want +got):\n%s", diff)
@@ -144,7 +177,7 @@ func TestWaitHealthy(t *testing.T) {
 		if err := json.Unmarshal([]byte(out.String()), &r); err != nil {
 			t.Fatal(err)
 		}
-		if !r.Healthy || len(r.Waiting) != 0 || r.Error != nil {
+		if !r.Healthy || len(r.Waiting) != 0 || r.Error != nil || len(r.Groups) != 1 || !r.Groups[0].Healthy {
 			t.Errorf("report: %+v, want healthy", r)
 		}
 	})
@@ -168,6 +201,30 @@ func TestWaitHealthy(t *testing.T) {
 		}
 		if want := "error: domain ud-1 not healthy within 10m0s: group inference/llama-0"; !strings.Contains(errOut.String(), want) {
 			t.Errorf("stderr has no %q:\n%s", want, errOut.String())
+		}
+	})
+	t.Run("interrupted", func(t *testing.T) {
+		c := newCluster(t)
+		setReady(t, c, "llama-0-1", false)
+		cfg, _ := testConfig(c.client)
+		ctx, cancel := contextWithCancel(t)
+		var out, errOut syncBuffer
+		done := make(chan int, 1)
+		go func() {
+			done <- Run(ctx, []string{"wait-healthy", "ud-1", "-o", "json"}, streamsOf(&out, &errOut), cfg)
+		}()
+		waitFor(t, func() bool { return strings.Contains(errOut.String(), "WaitingHealthy") })
+		cancel()
+		if code := <-done; code != ExitInterrupted {
+			t.Fatalf("exit code %d, want %d; stderr:\n%s", code, ExitInterrupted, errOut.String())
+		}
+		var r HealthReport
+		if err := json.Unmarshal([]byte(out.String()), &r); err != nil {
+			t.Fatalf("%v; stdout:\n%s", err, out.String())
+		}
+		want := []string{"group inference/llama-0: 1/2 members Ready; not Ready: llama-0-1"}
+		if diff := cmp.Diff(want, r.Waiting); diff != "" || r.Healthy || r.Error == nil || r.Error.Reason != "Interrupted" {
+			t.Errorf("report %+v; waiting (-want +got):\n%s", r, diff)
 		}
 	})
 	t.Run("unknown domain", func(t *testing.T) {
