@@ -127,3 +127,20 @@ func abbreviate(s []string, max int) []string {
 	}
 	return append(s[:max:max], fmt.Sprintf("and %d more", len(s)-max))
 }
+
+// InProgressError reports a domain that another rollout, or a drain, has
+// cordoned and not finished. Nothing was changed.
+type InProgressError struct {
+	Domain, Node string
+	// By is the other rollout's ID ("drain" for a drain); ID this one's.
+	By, ID string
+}
+
+func (e *InProgressError) Error() string {
+	if e.By == "drain" {
+		return fmt.Sprintf("node %s of domain %s was cordoned by a udrain drain; uncordon the domain (udrain uncordon %s) or finish that work before rollout %s",
+			e.Node, e.Domain, e.Domain, e.ID)
+	}
+	return fmt.Sprintf("node %s of domain %s is cordoned by rollout %q, which has not finished; resume it (run it again with the same ID) instead of starting rollout %q, or uncordon the domain first",
+		e.Node, e.Domain, e.By, e.ID)
+}

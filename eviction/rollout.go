@@ -168,6 +168,14 @@ func (d *Drainer) Rollout(ctx context.Context, opts RolloutOptions) (*RolloutRes
 			return res, err
 		}
 	}
+	// One rollout at a time: a node cordoned by another rollout (or by a
+	// drain) means that one is unfinished.
+	for _, name := range domains {
+		dom, _ := layout.Domain(name)
+		if err := cordonedByOther(snap.Nodes, dom, id); err != nil {
+			return res, err
+		}
+	}
 	// Audit what this rollout will drain: findings about other domains
 	// (other pools, other teams' workloads) do not stop it.
 	report := topology.Audit(topology.AuditInput{Layout: layout, Groups: topology.FindGroups(snap.Pods, d.groupers(snap)...),
@@ -294,6 +302,22 @@ func (d *Drainer) rolloutDomain(ctx context.Context, v *view, em *emitter, name,
 	out.Done = true
 	em.emit(Event{Time: clk.Now(), Type: EventDomainDone, Domain: name, Message: fmt.Sprintf("done in %s", clk.Since(start).Round(time.Millisecond))})
 	return out, nil
+}
+
+// cordonedByOther returns an *InProgressError when a node of the domain
+// carries another rollout's (or a drain's) cordon mark.
+func cordonedByOther(nodes []corev1.Node, dom topology.Domain, id string) error {
+	in := map[string]bool{}
+	for _, n := range dom.Nodes {
+		in[n] = true
+	}
+	for i := range nodes {
+		n := &nodes[i]
+		if by := n.Annotations[CordonedByAnnotation]; in[n.Name] && by != "" && by != id {
+			return &InProgressError{Domain: dom.Name, Node: n.Name, By: by, ID: id}
+		}
+	}
+	return nil
 }
 
 // cordonedBy reports whether a node of the domain was cordoned by this

@@ -338,3 +338,24 @@ func TestHealthAndWaitHealthy(t *testing.T) {
 		t.Errorf("WaitHealthy after the worker came back: %v", err)
 	}
 }
+
+func TestRolloutRefusesADomainAnotherRolloutHolds(t *testing.T) {
+	ctx := testContext(t)
+	fc := newFakeCluster(t, lwsCluster(2, 1, 2)...)
+	n, _ := fc.client.CoreV1().Nodes().Get(ctx, "node-2-1", metav1.GetOptions{})
+	n.Spec.Unschedulable = true
+	n.Annotations = map[string]string{CordonedByAnnotation: "kernel-6.12"}
+	if _, err := fc.client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	before := len(fc.mutations())
+	d, _ := New(fc.client, Options{})
+	_, err := d.Rollout(ctx, RolloutOptions{ID: "kubelet-1.37"})
+	var ip *InProgressError
+	if !errors.As(err, &ip) || ip.By != "kernel-6.12" || ip.Node != "node-2-1" {
+		t.Fatalf("err = %v, want *InProgressError naming kernel-6.12 on node-2-1", err)
+	}
+	if got := fc.mutations()[before:]; len(got) != 0 {
+		t.Errorf("the refused rollout changed the cluster: %v", got)
+	}
+}
