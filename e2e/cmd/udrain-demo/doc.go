@@ -1,0 +1,31 @@
+// Command udrain-demo sets up the workload of "make demo" (hack/demo.sh) on
+// the local control plane (hack/cluster.sh): fake GPU nodes in upgrade
+// domains and a multi-host inference workload shaped like LeaderWorkerSet,
+// built with package [github.com/udrain/udrain/e2e/fixture]. It is a
+// helper of the demo script, not a tool to run against a real cluster: its
+// nodes are kwok's, and "deploy" deletes the namespace and the node pool it
+// is given before it creates them again.
+//
+//	udrain-demo deploy [--namespace udrain-demo] [--pool demo] [--uds 3] [--nodes-per-ud 2] [--groups 3] [--group-size 4]
+//	udrain-demo wait   [--namespace udrain-demo] [--groups 3] [--timeout 3m]
+//	udrain-demo watch  [--namespace udrain-demo] [--pool demo] [--groups 3]
+//
+// deploy resets and creates: the namespace, UDS x NODES-PER-UD nodes with
+// eight NVIDIA H100 each (domains <pool>-ud0, <pool>-ud1, ...), and GROUPS
+// groups of GROUP-SIZE pods (a leader and its workers, four GPUs each; a
+// group fills the two nodes of one domain), leaders declaring the readiness
+// gate udrain.dev/group-ready, and a PodDisruptionBudget over the leaders
+// with minAvailable GROUPS-1. wait returns once every group is whole and its
+// leader Ready (which takes the readiness-gate controller, "udrain
+// readiness-gate-controller") and the budget counts every group healthy; it
+// prints a line whenever that progresses. watch records every event of the
+// workload's pods until SIGINT or SIGTERM, then prints what they went
+// through: disruptions per group, the fewest healthy groups at any moment,
+// the order of evictions per domain; it exits 1 if fewer groups than the
+// budget keeps were healthy at some moment, or a worker was evicted before
+// its domain's leader. It watches the pods itself, so the demo's claim does
+// not rest on udrain's own report.
+//
+// The kubeconfig is --kubeconfig, else $KUBECONFIG, else ~/.kube/config.
+// Exit codes: 0 done, 1 error, 2 usage.
+package main

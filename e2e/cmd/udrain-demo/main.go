@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr, clientFromKubeconfig)
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return
+	case errors.Is(err, context.Canceled):
+		os.Exit(130) // interrupted: the demo script says so
+	}
+	fmt.Fprintln(os.Stderr, "udrain-demo:", err)
+	var usage *usageError
+	if errors.As(err, &usage) {
+		os.Exit(2)
+	}
+	os.Exit(1)
+}
+
+// usageError is a mistake in the command line.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+// newClientFunc builds a clientset from a kubeconfig path ("" for the
+// default rules); tests pass one that returns a fake.
+type newClientFunc func(kubeconfig string) (kubernetes.Interface, error)
+
+func clientFromKubeconfig(kubeconfig string) (kubernetes.Interface, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("no cluster: %w (run hack/cluster.sh up, or give --kubeconfig)", err)
+	}
+	cfg.QPS, cfg.Burst = 50, 100
+	return kubernetes.NewForConfig(cfg)
+}
+
+// run parses args (a subcommand and its flags) and runs the subcommand,
+// writing what it does to stdout.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, newClient newClientFunc) error {
+	if len(args) == 0 || (args[0] != "deploy" && args[0] != "wait" && args[0] != "watch") {
+		fmt.Fprintln(stderr, "usage: udrain-demo deploy|wait|watch [flags]; udrain-demo deploy -h lists the flags")
+		return &usageError{errors.New("give a subcommand: deploy (reset and create the demo), wait (until the workload is healthy) or watch (record until SIGTERM, then say what the pods went through)")}
+	}
+	sub := args[0]
+	fs := flag.NewFlagSet("udrain-demo "+sub, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	kubeconfig := fs.String("kubeconfig", "", "path to a kubeconfig; empty: $KUBECONFIG or ~/.kube/config")
+	cfg := defaultConfig()
+	fs.StringVar(&cfg.Namespace, "namespace", cfg.Namespace, "namespace of the workload (deploy deletes and recreates it)")
+	fs.StringVar(&cfg.Pool, "pool", cfg.Pool, "node pool: nodes <pool>-ud<d>-<i> in domains <pool>-ud<d> (deploy deletes and recreates them)")
+	fs.IntVar(&cfg.Groups, "groups", cfg.Groups, "groups (LeaderWorkerSet replicas), one per upgrade domain")
+	timeout := 3 * time.Minute
+	switch sub {
+	case "deploy":
+		fs.IntVar(&cfg.UDs, "uds", cfg.UDs, "upgrade domains")
+		fs.IntVar(&cfg.NodesPerUD, "nodes-per-ud", cfg.NodesPerUD, "nodes per upgrade domain (8 GPUs each)")
+		fs.IntVar(&cfg.GroupSize, "group-size", cfg.GroupSize, "pods per group, the leader included (4 GPUs each)")
+	case "wait":
+		fs.DurationVar(&timeout, "timeout", timeout, "how long to wait for the workload")
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return &usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return &usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
+	if timeout <= 0 {
+		return &usageError{fmt.Errorf("--timeout=%s: give a positive duration", timeout)}
+	}
+	d, err := newDemo(cfg)
+	if err != nil {
+		return &usageError{err}
+	}
+	c, err := newClient(*kubeconfig)
+	if err != nil {
+		return err
+	}
+	switch sub {
+	case "watch":
+		return d.watch(ctx, c, stdout)
+	case "wait":
+		return d.waitHealthy(ctx, c, stdout, timeout, 250*time.Millisecond)
+	}
+	if err := d.reset(ctx, c, stdout, 250*time.Millisecond); err != nil {
+		return err
+	}
+	return d.deploy(ctx, c, stdout)
+}
