@@ -1,0 +1,14 @@
+// Package lwsservereadiness holds manifest.yaml, a LeaderWorkerSet of
+// multi-node vLLM that keeps udrain's placement contract: leaders spread
+// over upgrade domains with each group packed into its leader's domain, the
+// leader's readiness delegated to "udrain serve-readiness" running as a
+// native sidecar that checks every member of the group, and a
+// PodDisruptionBudget over the leaders. Its test parses the manifest and
+// checks that wiring against the udrain command line and package topology.
+//
+//	kubectl apply -f examples/lws-serve-readiness/manifest.yaml
+//
+// It needs LeaderWorkerSet (leaderworkerset.x-k8s.io/v1) installed and nodes
+// labelled topology.udrain.dev/upgrade-domain. For workloads whose pod spec
+// cannot take a sidecar, see examples/lws-readiness-gate/manifest.yaml.
+package lwsservereadiness
