@@ -1,0 +1,75 @@
+package bench
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/udrain/udrain/eviction"
+)
+
+// domainEvents are one domain's events of a rollout, at offsets from t0.
+func domainEvents(domain string, at map[eviction.EventType]time.Duration, pods map[string][2]time.Duration, blocked ...string) []eviction.Event {
+	ev := func(t eviction.EventType, phase eviction.Phase, pod string, off time.Duration) eviction.Event {
+		return eviction.Event{Time: t0.Add(off), Type: t, Domain: domain, Phase: phase, Pod: pod}
+	}
+	out := []eviction.Event{
+		ev(eviction.EventDomainStarted, 0, "", at[eviction.EventDomainStarted]),
+		ev(eviction.EventPhaseStarted, eviction.Phase1, "", at[eviction.EventPhaseStarted]),
+	}
+	for pod, t := range pods {
+		out = append(out, ev(eviction.EventEvicting, 0, pod, t[0]), ev(eviction.EventEvicted, 0, pod, t[1]))
+	}
+	for _, pod := range blocked {
+		out = append(out, ev(eviction.EventBlocked, eviction.Phase1, pod, at[eviction.EventPhaseStarted]))
+	}
+	for _, t := range []eviction.EventType{eviction.EventPhaseDone, eviction.EventDrained, eviction.EventUpgradeStarted,
+		eviction.EventUpgradeDone, eviction.EventUncordoned, eviction.EventRecovered, eviction.EventDomainDone} {
+		out = append(out, ev(t, 0, "", at[t]))
+	}
+	return out
+}
+
+func TestAnalyze(t *testing.T) {
+	ms := time.Millisecond
+	s := time.Second
+	// Group 0 of "llm" in domain ud0: its pods evicted at 1s, healthy
+	// again at 14s; the domain was uncordoned at 8s.
+	o := Observe(events(healthyGroups(3), evict(0, 0, 1*s, 13*s)), ObserveOptions{
+		UDOf: map[string]string{"ud0-0": "ud0", "ud1-0": "ud1", "ud2-0": "ud2"}, Workloads: []Workload{{Name: "llm", Groups: 3, MinAvailable: 2}}, From: t0})
+	evs := domainEvents("ud0", map[eviction.EventType]time.Duration{
+		eviction.EventDomainStarted: 500 * ms, eviction.EventPhaseStarted: 600 * ms, eviction.EventPhaseDone: 1100 * ms,
+		eviction.EventDrained: 4200 * ms, eviction.EventUpgradeStarted: 4200 * ms, eviction.EventUpgradeDone: 6200 * ms,
+		eviction.EventUncordoned: 6300 * ms, eviction.EventRecovered: 14*s + 300*ms, eviction.EventDomainDone: 14*s + 300*ms,
+	}, map[string][2]time.Duration{
+		"ns/llm-0-0":   {600 * ms, 640 * ms},
+		"ns/llm-0-w-1": {700 * ms, 760 * ms},
+		// Refused first: not a round trip.
+		"ns/other": {600 * ms, 1000 * ms},
+	}, "ns/other")
+	d := Delays{Terminate: 3 * s, Ready: 5 * s, UpgradeStep: 2 * s}
+	got := Analyze(evs, o, d, t0, 15*s)
+	want := Breakdown{
+		Wall: 15 * s, Startup: 500 * ms, Bound: 60*ms + 3*s + 2*s + 7700*ms,
+		Domains: []DomainTimes{{
+			Domain: "ud0", Groups: 1, Total: 13*s + 800*ms, Prepare: 100 * ms, Evict: 500 * ms, EvictionRoundTrip: 60 * ms,
+			WaitGone: 3100 * ms, Upgrade: 2 * s, Uncordon: 100 * ms,
+			// Uncordoned at 6.3s, healthy at 14s.
+			GroupsReady: 7700 * ms, RecoveryLag: 300 * ms, Finish: 0,
+			Bound: 60*ms + 3*s + 2*s + 7700*ms,
+		}},
+	}
+	want.Ratio = float64(want.Wall) / float64(want.Bound)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+
+	// A group that never recovers in the recording: no bound for it.
+	o = Observe(events(healthyGroups(3), evict(0, 0, 1*s, time.Hour)), ObserveOptions{
+		UDOf: map[string]string{"ud0-0": "ud0"}, Workloads: []Workload{{Name: "llm", Groups: 3, MinAvailable: 2}}, From: t0, Until: t0.Add(20 * s)})
+	got = Analyze(evs, o, d, t0, 15*s)
+	if g := got.Domains[0]; g.GroupsReady >= 0 || g.Bound != 60*ms+5*s {
+		t.Errorf("unrecovered domain: GroupsReady %s, bound %s; want negative and 5.06s", g.GroupsReady, g.Bound)
+	}
+}

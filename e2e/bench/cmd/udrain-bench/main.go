@@ -1,0 +1,396 @@
+// Command udrain-bench is udrain's performance harness (issue 8). It brings
+// up kwok clusters the way the end-to-end tests do (e2e/testbed, which calls
+// hack/cluster.sh with a cluster name of its own), runs udrain and kubectl
+// drain side by side on identical, fresh workloads, and writes
+// results.json and results.md into -out (default _output/bench):
+//
+//	api      API requests per evicted pod, draining one domain with a PDB block
+//	rollout  rollout time against its lower bound; safety of both tools
+//	scale    a udrain rollout over a large cluster (its own kwok cluster)
+//
+// udrain runs in a child process (this binary, "udrain-bench drainer"), so
+// its memory and CPU time are its own. hack/bench.sh runs the Go benchmarks
+// first and hands their output in with -gobench and -outage.
+//
+//	udrain-bench                       # everything, at full scale
+//	udrain-bench -quick                # scale scenario at 100 nodes
+//	udrain-bench -run api,rollout -repeat 3
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/udrain/udrain/e2e/bench"
+	"github.com/udrain/udrain/e2e/testbed"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "drainer" {
+		os.Exit(drainer())
+	}
+	os.Exit(run())
+}
+
+// drainer is the child: a DrainerJob on stdin, a DrainerReport on stdout.
+func drainer() int {
+	var job bench.DrainerJob
+	if err := json.NewDecoder(os.Stdin).Decode(&job); err != nil {
+		fmt.Fprintln(os.Stderr, "udrain-bench drainer: reading the job from stdin:", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx = klog.NewContext(ctx, klog.Background())
+	rep, err := bench.RunDrainerJob(ctx, job)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "udrain-bench drainer:", err)
+		return 1
+	}
+	if err := json.NewEncoder(os.Stdout).Encode(rep); err != nil {
+		fmt.Fprintln(os.Stderr, "udrain-bench drainer: writing the report:", err)
+		return 1
+	}
+	return 0
+}
+
+type flags struct {
+	out, runList, cluster, scaleCluster, kubeconfig, scaleKubeconfig string
+	goBench, goBenchCmd, outage, note, repo                          string
+	repeat                                                           int
+	quick, dumpPods                                                  bool
+	small, scale                                                     bench.Shape
+	scaleNodes, scaleGroups                                          int
+	block, upgradeStep, kubectlTimeout, timeout                      time.Duration
+	qps                                                              float64
+	burst                                                            int
+}
+
+func parseFlags() (*flags, error) {
+	f := &flags{}
+	fs := flag.NewFlagSet("udrain-bench", flag.ContinueOnError)
+	fs.StringVar(&f.out, "out", "", "folder for results.json and results.md (default <repo>/_output/bench)")
+	fs.StringVar(&f.runList, "run", "api,rollout,scale", "scenarios to run, comma-separated: api, rollout, scale (none: only collect -gobench/-outage)")
+	fs.IntVar(&f.repeat, "repeat", 1, "runs of the api and rollout scenarios (for their spread)")
+	fs.BoolVar(&f.quick, "quick", false, "a quick run: the scale scenario at 100 nodes in 5 domains with 20 groups (unless -scale-* are given)")
+	fs.StringVar(&f.cluster, "cluster", "udrain-bench", "kwok cluster of the api and rollout scenarios (made and deleted here)")
+	fs.StringVar(&f.scaleCluster, "scale-cluster", "udrain-bench-scale", "kwok cluster of the scale scenario (made and deleted here)")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "use this existing cluster for api and rollout instead of making one (never deleted)")
+	fs.StringVar(&f.scaleKubeconfig, "scale-kubeconfig", "", "use this existing cluster for scale instead of making one (never deleted)")
+	fs.StringVar(&f.repo, "repo", "", "the udrain checkout (default: found from the working directory)")
+	fs.IntVar(&f.small.UDs, "uds", 3, "api/rollout: upgrade domains")
+	fs.IntVar(&f.small.PerUD, "nodes-per-ud", 5, "api/rollout: 8-GPU nodes per domain (a group of 8 pods of 4 GPUs fills 4)")
+	fs.IntVar(&f.small.Size, "size", 8, "api/rollout: pods per group")
+	fs.IntVar(&f.scaleNodes, "scale-nodes", 500, "scale: nodes")
+	fs.IntVar(&f.scale.UDs, "scale-uds", 10, "scale: upgrade domains")
+	fs.IntVar(&f.scaleGroups, "scale-groups", 100, "scale: groups (a multiple of -scale-uds: one workload per -scale-uds groups)")
+	fs.IntVar(&f.scale.Size, "scale-size", 8, "scale: pods per group")
+	var ready, terminate time.Duration
+	var grace int64
+	fs.DurationVar(&ready, "ready-delay", 5*time.Second, "pods' start-up delay (kwok) before their containers are ready")
+	fs.DurationVar(&terminate, "terminate-delay", 3*time.Second, "pods' termination delay (kwok) after deletion")
+	fs.Int64Var(&grace, "grace", 30, "pods' termination grace period, seconds")
+	fs.DurationVar(&f.block, "block", 30*time.Second, "api: how long another group stays unhealthy after the drains start")
+	fs.DurationVar(&f.upgradeStep, "upgrade-step", 2*time.Second, "rollout/scale: upgrade step per domain (udrain) and per node (kubectl)")
+	fs.DurationVar(&f.kubectlTimeout, "kubectl-node-timeout", 3*time.Minute, "kubectl drain --timeout per node (kubectl's default, none, can hang forever)")
+	fs.DurationVar(&f.timeout, "timeout", 15*time.Minute, "limit of each deployment and recovery wait")
+	fs.Float64Var(&f.qps, "qps", 50, "client QPS of both drainers (udrain's CLI default)")
+	fs.IntVar(&f.burst, "burst", 100, "client burst of both drainers (udrain's CLI default)")
+	fs.StringVar(&f.goBench, "gobench", "", "output of go test -bench to include")
+	fs.StringVar(&f.goBenchCmd, "gobench-cmd", "", "the command that produced -gobench, for the report")
+	fs.StringVar(&f.outage, "outage", "", "JSON line of hack/bench/bootstrap-outage to include")
+	fs.BoolVar(&f.dumpPods, "dump-pods", false, "also write every recorded pod event in full (JSON lines) next to the logs")
+	fs.StringVar(&f.note, "note", "shared with other jobs", "what else runs on the machine, for the report")
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		return nil, err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	if f.quick {
+		if !set["scale-nodes"] {
+			f.scaleNodes = 100
+		}
+		if !set["scale-uds"] {
+			f.scale.UDs = 5
+		}
+		if !set["scale-groups"] {
+			f.scaleGroups = 20
+		}
+	}
+	for _, s := range []*bench.Shape{&f.small, &f.scale} {
+		s.GPUsPerPod, s.ReadyDelay, s.TerminateDelay, s.Grace = 4, ready, terminate, grace
+	}
+	f.small.Workloads = 1
+	if f.scale.UDs < 1 || f.scaleNodes%f.scale.UDs != 0 || f.scaleGroups%f.scale.UDs != 0 {
+		return nil, fmt.Errorf("-scale-nodes (%d) and -scale-groups (%d) must be multiples of -scale-uds (%d)", f.scaleNodes, f.scaleGroups, f.scale.UDs)
+	}
+	f.scale.PerUD, f.scale.Workloads = f.scaleNodes/f.scale.UDs, f.scaleGroups/f.scale.UDs
+	for _, s := range []struct {
+		name  string
+		shape bench.Shape
+	}{{"api/rollout", f.small}, {"scale", f.scale}} {
+		if err := s.shape.Validate(); err != nil {
+			return nil, fmt.Errorf("%s: %w", s.name, err)
+		}
+	}
+	if f.repeat < 1 {
+		return nil, errors.New("-repeat must be at least 1")
+	}
+	for _, s := range strings.Split(f.runList, ",") {
+		switch s {
+		case "api", "rollout", "scale", "none", "":
+		default:
+			return nil, fmt.Errorf("-run: unknown scenario %q (api, rollout, scale, none)", s)
+		}
+	}
+	return f, nil
+}
+
+func (f *flags) runs(s string) bool {
+	for _, x := range strings.Split(f.runList, ",") {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "udrain-bench: %s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}
+
+func run() int {
+	f, err := parseFlags()
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintln(os.Stderr, "udrain-bench:", err)
+		return 2
+	}
+	if f.repo == "" {
+		if f.repo, err = findRepoRoot(); err != nil {
+			fmt.Fprintln(os.Stderr, "udrain-bench:", err)
+			return 2
+		}
+	}
+	if f.out == "" {
+		f.out = filepath.Join(f.repo, "_output", "bench")
+	}
+	if err := os.MkdirAll(f.out, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, "udrain-bench:", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	res := &bench.Results{
+		Started: time.Now(),
+		Command: command(),
+		Machine: machine(f.note),
+		Settings: bench.Settings{Small: f.small, Scale: f.scale, Block: f.block, UpgradeStep: f.upgradeStep,
+			KubectlNodeTimeout: f.kubectlTimeout, QPS: float32(f.qps), Burst: f.burst, Repeat: f.repeat},
+		GoBenchCommand: f.goBenchCmd,
+	}
+	fail := func(what string, err error) {
+		logf("%s: %v", what, err)
+		res.Errors = append(res.Errors, fmt.Sprintf("%s: %v", what, err))
+	}
+	cmp := bench.ComparisonConfig{Shape: f.small, Block: f.block, UpgradeStep: f.upgradeStep, KubectlNodeTimeout: f.kubectlTimeout, Timeout: f.timeout}
+	if f.runs("api") || f.runs("rollout") {
+		err := withCluster(ctx, f, f.cluster, f.kubeconfig, func(env *bench.Env) {
+			for i := 1; i <= f.repeat && ctx.Err() == nil; i++ {
+				if f.runs("api") {
+					if c, err := env.RunAPICost(ctx, cmp, i); err != nil {
+						fail(fmt.Sprintf("api run %d", i), err)
+					} else {
+						res.APICost = append(res.APICost, c)
+					}
+					save(f, res)
+				}
+				if f.runs("rollout") && ctx.Err() == nil {
+					if c, err := env.RunRollout(ctx, cmp, i); err != nil {
+						fail(fmt.Sprintf("rollout run %d", i), err)
+					} else {
+						res.Rollout = append(res.Rollout, c)
+					}
+					save(f, res)
+				}
+			}
+		})
+		if err != nil {
+			fail("cluster "+f.cluster, err)
+		}
+	}
+	if f.runs("scale") && ctx.Err() == nil {
+		err := withCluster(ctx, f, f.scaleCluster, f.scaleKubeconfig, func(env *bench.Env) {
+			if s, err := env.RunScale(ctx, f.scale, f.upgradeStep, f.timeout); err != nil {
+				fail("scale", err)
+			} else {
+				res.Scale = s
+			}
+		})
+		if err != nil {
+			fail("cluster "+f.scaleCluster, err)
+		}
+	}
+	if f.goBench != "" {
+		data, err := os.ReadFile(f.goBench)
+		if err == nil {
+			res.GoBench, err = bench.ParseGoBench(bytes.NewReader(data))
+		}
+		if err != nil {
+			fail("go benchmarks", err)
+		}
+	}
+	if f.outage != "" {
+		data, err := os.ReadFile(f.outage)
+		if err == nil && !json.Valid(bytes.TrimSpace(data)) {
+			err = fmt.Errorf("%s is not one JSON document", f.outage)
+		}
+		if err != nil {
+			fail("bootstrap outage", err)
+		} else {
+			res.BootstrapOutage = json.RawMessage(bytes.TrimSpace(data))
+		}
+	}
+	res.Duration = time.Since(res.Started)
+	if err := save(f, res); err != nil {
+		fmt.Fprintln(os.Stderr, "udrain-bench:", err)
+		return 1
+	}
+	logf("results in %s and %s", filepath.Join(f.out, "results.json"), filepath.Join(f.out, "results.md"))
+	switch {
+	case ctx.Err() != nil:
+		return 130
+	case len(res.Errors) > 0:
+		return 1
+	}
+	return 0
+}
+
+// withCluster brings up (or connects to) a cluster, runs the
+// readiness-gate controller there, calls fn, and tears down what it made,
+// also on a panic; a reaper process tears it down if this process is
+// killed.
+func withCluster(ctx context.Context, f *flags, name, kubeconfig string, fn func(*bench.Env)) (err error) {
+	opts := testbed.Options{Provider: testbed.Kwok, ClusterName: name, RepoRoot: f.repo,
+		ArtifactsDir: filepath.Join(f.out, "artifacts"), Logf: logf}
+	if kubeconfig != "" {
+		opts = testbed.Options{Provider: testbed.Existing, Kubeconfig: kubeconfig, RepoRoot: f.repo, ArtifactsDir: opts.ArtifactsDir, Logf: logf}
+	}
+	bed := testbed.New(opts)
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		err = errors.Join(err, bed.Stop(ctx))
+	}()
+	if err := bed.Start(ctx); err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	env := &bench.Env{Kubeconfig: bed.Kubeconfig(), Config: bed.Config(), Client: bed.Client(),
+		Drainer: bench.DrainerProcess{Command: exe, Args: []string{"drainer"}},
+		QPS:     float32(f.qps), Burst: f.burst, LogDir: filepath.Join(f.out, "logs"), DumpPods: f.dumpPods, Logf: logf}
+	stopGate, err := env.StartGateController(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, stopGate()) }()
+	fn(env)
+	return nil
+}
+
+// save writes results.json and results.md, and a copy of both named by
+// the run's start under runs/.
+func save(f *flags, res *bench.Results) error {
+	data, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return err
+	}
+	var md bytes.Buffer
+	if err := bench.WriteMarkdown(&md, res); err != nil {
+		return err
+	}
+	stamp := res.Started.Format("20060102-150405")
+	runs := filepath.Join(f.out, "runs")
+	if err := os.MkdirAll(runs, 0o755); err != nil {
+		return err
+	}
+	for path, b := range map[string][]byte{
+		filepath.Join(f.out, "results.json"):       data,
+		filepath.Join(f.out, "results.md"):         md.Bytes(),
+		filepath.Join(runs, stamp+"-results.json"): data,
+		filepath.Join(runs, stamp+"-results.md"):   md.Bytes(),
+	} {
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// command is how the run can be reproduced: hack/bench.sh names itself in
+// UDRAIN_BENCH_COMMAND.
+func command() string {
+	if c := os.Getenv("UDRAIN_BENCH_COMMAND"); c != "" {
+		return c
+	}
+	return "udrain-bench " + strings.Join(os.Args[1:], " ")
+}
+
+func machine(note string) bench.Machine {
+	m := bench.Machine{CPUs: runtime.NumCPU(), OS: runtime.GOOS + "/" + runtime.GOARCH, GoVersion: runtime.Version(), Note: note}
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if v, ok := strings.CutPrefix(line, "model name"); ok {
+				m.CPUModel = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
+				break
+			}
+		}
+	}
+	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+				if kb, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB")); err == nil {
+					m.MemoryGiB = (kb + (1 << 19)) >> 20
+				}
+			}
+		}
+	}
+	return m
+}
+
+// findRepoRoot walks up from the working directory to the folder that
+// holds hack/cluster.sh.
+func findRepoRoot() (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for d := wd; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "hack", "cluster.sh")); err == nil {
+			return d, nil
+		}
+		if filepath.Dir(d) == d {
+			return "", fmt.Errorf("no hack/cluster.sh above %s: run from the udrain checkout or pass -repo", wd)
+		}
+	}
+}

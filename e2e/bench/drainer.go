@@ -1,0 +1,222 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/topology"
+)
+
+// DrainerJob is what a drainer process does: drain one domain, or roll
+// over several, with udrain's eviction package and kubectl's defaults.
+type DrainerJob struct {
+	Kubeconfig string  `json:"kubeconfig"`
+	QPS        float32 `json:"qps"`
+	Burst      int     `json:"burst"`
+	// Drain, if set, names the one domain to drain (Drainer.Drain);
+	// otherwise the job is a rollout over Domains (Drainer.Rollout).
+	Drain           string        `json:"drain,omitempty"`
+	Domains         []string      `json:"domains,omitempty"`
+	RolloutID       string        `json:"rolloutID,omitempty"`
+	UpgradeStep     time.Duration `json:"upgradeStep,omitempty"`
+	RecoveryTimeout time.Duration `json:"recoveryTimeout,omitempty"`
+}
+
+// Memory is what the drainer process used.
+type Memory struct {
+	// PeakHeapAlloc and PeakHeapInuse are the highest values of
+	// runtime.MemStats seen, sampled every 50ms while the job ran.
+	PeakHeapAlloc uint64 `json:"peakHeapAlloc"`
+	PeakHeapInuse uint64 `json:"peakHeapInuse"`
+	// Sys is the memory obtained from the OS by the end; TotalAlloc the
+	// bytes allocated over the job; NumGC the collections.
+	Sys        uint64 `json:"sys"`
+	TotalAlloc uint64 `json:"totalAlloc"`
+	NumGC      uint32 `json:"numGC"`
+	// MaxRSS, UserCPU and SystemCPU are the process's peak resident set
+	// and CPU times (getrusage), filled in by the parent.
+	MaxRSS    int64         `json:"maxRSS"`
+	UserCPU   time.Duration `json:"userCPU"`
+	SystemCPU time.Duration `json:"systemCPU"`
+}
+
+// DrainerReport is what a drainer process reports.
+type DrainerReport struct {
+	Started time.Time     `json:"started"`
+	Wall    time.Duration `json:"wall"`
+	// Err is the drain's or rollout's error, if any.
+	Err      string                  `json:"err,omitempty"`
+	Drain    *eviction.Result        `json:"drain,omitempty"`
+	Rollout  *eviction.RolloutResult `json:"rollout,omitempty"`
+	Events   []eviction.Event        `json:"events"`
+	Requests Requests                `json:"requests"`
+	Memory   Memory                  `json:"memory"`
+}
+
+// RunDrainerJob runs the job in this process, counting every API request
+// of the drainer's client, and reports. Errors of the drain itself go into
+// the report; the error returned means the job could not start.
+func RunDrainerJob(ctx context.Context, job DrainerJob) (*DrainerReport, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", job.Kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", job.Kubeconfig, err)
+	}
+	cfg.QPS, cfg.Burst = job.QPS, job.Burst
+	counter := &RequestCounter{}
+	counter.Wrap(cfg)
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	rep := &DrainerReport{}
+	var mu sync.Mutex
+	d, err := eviction.New(client, eviction.Options{
+		Helper: eviction.KubectlDefaults(),
+		OnEvent: func(e eviction.Event) {
+			mu.Lock()
+			rep.Events = append(rep.Events, e)
+			mu.Unlock()
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	stopSampling := sampleMemory(&rep.Memory)
+	rep.Started = time.Now()
+	if job.Drain != "" {
+		_, rep.Drain, err = d.Drain(ctx, job.Drain)
+	} else {
+		rep.Rollout, err = d.Rollout(ctx, eviction.RolloutOptions{
+			ID: job.RolloutID, Domains: job.Domains, RecoveryTimeout: job.RecoveryTimeout,
+			Upgrade: func(ctx context.Context, _ topology.Domain) error { return sleep(ctx, job.UpgradeStep) },
+		})
+	}
+	rep.Wall = time.Since(rep.Started)
+	stopSampling()
+	if err != nil {
+		rep.Err = err.Error()
+	}
+	rep.Requests = counter.Snapshot()
+	return rep, nil
+}
+
+// sampleMemory records the peaks of the Go heap until the returned
+// function is called, which also records the final totals.
+func sampleMemory(m *Memory) func() {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	read := func() {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		mu.Lock()
+		defer mu.Unlock()
+		m.PeakHeapAlloc = max(m.PeakHeapAlloc, ms.HeapAlloc)
+		m.PeakHeapInuse = max(m.PeakHeapInuse, ms.HeapInuse)
+		m.Sys, m.TotalAlloc, m.NumGC = ms.Sys, ms.TotalAlloc, ms.NumGC
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			read()
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		wg.Wait()
+		read()
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// DrainerProcess runs drainer jobs in child processes, so that each job's
+// memory and CPU are its own: the command is Command plus Args, and it
+// must run [RunDrainerJob] on the DrainerJob it reads as JSON on stdin and
+// write the DrainerReport as JSON on stdout (see cmd/udrain-bench).
+type DrainerProcess struct {
+	Command string
+	Args    []string
+	// LogFile, if set, receives the child's stderr (its klog output).
+	LogFile string
+}
+
+// Run starts the child, hands it the job, and returns its report with
+// the child's peak RSS and CPU times. Cancelling ctx kills the child.
+func (p DrainerProcess) Run(ctx context.Context, job DrainerJob) (*DrainerReport, error) {
+	in, err := json.Marshal(job)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, p.Command, p.Args...)
+	cmd.Stdin = bytes.NewReader(in)
+	var out, errTail bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = &errTail
+	if p.LogFile != "" {
+		f, err := os.Create(p.LogFile)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		cmd.Stderr = f
+	}
+	setParentDeathSignal(cmd)
+	if err := cmd.Run(); err != nil {
+		where := p.LogFile
+		if where == "" {
+			where = lastLines(errTail.String(), 20)
+		}
+		return nil, fmt.Errorf("drainer process %s: %w (log: %s)", p.Command, err, where)
+	}
+	var rep DrainerReport
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		return nil, fmt.Errorf("drainer process %s wrote no report: %w", p.Command, err)
+	}
+	rep.Memory.MaxRSS, rep.Memory.UserCPU, rep.Memory.SystemCPU = processUsage(cmd.ProcessState)
+	if rep.Memory.MaxRSS == 0 && cmd.ProcessState == nil {
+		return &rep, errors.New("drainer process: no process state")
+	}
+	return &rep, nil
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,487 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Goals of issue 8.
+const (
+	// GoalRequestRatio: udrain's API requests per evicted pod at most a
+	// fifth of kubectl drain's.
+	GoalRequestRatio = 0.2
+	// GoalBoundRatio: a udrain rollout at most 1.25 times its lower bound.
+	GoalBoundRatio = 1.25
+)
+
+// Machine describes where the results were measured.
+type Machine struct {
+	CPUs      int    `json:"cpus"`
+	CPUModel  string `json:"cpuModel,omitempty"`
+	MemoryGiB int    `json:"memoryGiB,omitempty"`
+	OS        string `json:"os"`
+	GoVersion string `json:"goVersion"`
+	// Note says what else ran there (a shared machine).
+	Note string `json:"note,omitempty"`
+}
+
+// Settings are the harness's parameters for a run.
+type Settings struct {
+	Small              Shape         `json:"small"`
+	Scale              Shape         `json:"scale"`
+	Block              time.Duration `json:"block"`
+	UpgradeStep        time.Duration `json:"upgradeStep"`
+	KubectlNodeTimeout time.Duration `json:"kubectlNodeTimeout"`
+	QPS                float32       `json:"qps"`
+	Burst              int           `json:"burst"`
+	Repeat             int           `json:"repeat"`
+}
+
+// Results is everything one harness run measured: the JSON document of
+// _output/bench/results.json, rendered by [WriteMarkdown].
+type Results struct {
+	Started  time.Time     `json:"started"`
+	Duration time.Duration `json:"duration"`
+	// Command reproduces the run.
+	Command  string        `json:"command"`
+	Machine  Machine       `json:"machine"`
+	Settings Settings      `json:"settings"`
+	APICost  []*Comparison `json:"apiCost,omitempty"`
+	Rollout  []*Comparison `json:"rollout,omitempty"`
+	Scale    *ScaleResult  `json:"scale,omitempty"`
+	// GoBench are the packages' Go benchmarks (hack/bench.sh runs them).
+	GoBench []GoBenchmark `json:"goBenchmarks,omitempty"`
+	// GoBenchCommand is the command that produced GoBench.
+	GoBenchCommand string `json:"goBenchCommand,omitempty"`
+	// BootstrapOutage is the JSON line of hack/bench/bootstrap-outage.
+	BootstrapOutage json.RawMessage `json:"bootstrapOutage,omitempty"`
+	// Errors are the scenarios that failed, with why.
+	Errors []string `json:"errors,omitempty"`
+}
+
+// WriteMarkdown renders the results as the tables of docs/PERFORMANCE.md.
+func WriteMarkdown(w io.Writer, r *Results) error {
+	m := &mdWriter{w: w}
+	m.f("# udrain benchmark results\n\n")
+	m.f("Run %s, took %s. Machine: %s. Reproduce: `%s`.\n\n", r.Started.UTC().Format(time.RFC3339), dur(r.Duration), r.Machine.describe(), r.Command)
+	for _, e := range r.Errors {
+		m.f("**Failed:** %s\n\n", e)
+	}
+	m.summary(r)
+	if len(r.APICost) > 0 {
+		m.apiCost(r)
+	}
+	if len(r.Rollout) > 0 {
+		m.rollout(r)
+	}
+	if r.Scale != nil {
+		m.scale(r.Scale)
+	}
+	if len(r.GoBench) > 0 || len(r.BootstrapOutage) > 0 {
+		m.goBench(r)
+	}
+	return m.err
+}
+
+func (mc Machine) describe() string {
+	s := fmt.Sprintf("%d CPUs", mc.CPUs)
+	if mc.CPUModel != "" {
+		s += " (" + mc.CPUModel + ")"
+	}
+	if mc.MemoryGiB > 0 {
+		s += fmt.Sprintf(", %d GiB", mc.MemoryGiB)
+	}
+	s += ", " + mc.OS + ", " + mc.GoVersion
+	if mc.Note != "" {
+		s += "; " + mc.Note
+	}
+	return s
+}
+
+type mdWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (m *mdWriter) f(format string, args ...any) {
+	if m.err == nil {
+		_, m.err = fmt.Fprintf(m.w, format, args...)
+	}
+}
+
+func (m *mdWriter) row(cells ...string) { m.f("| %s |\n", strings.Join(cells, " | ")) }
+
+func (m *mdWriter) header(cells ...string) {
+	m.row(cells...)
+	seps := make([]string, len(cells))
+	for i := range seps {
+		seps[i] = "---"
+	}
+	m.row(seps...)
+}
+
+func (m *mdWriter) summary(r *Results) {
+	m.f("## Summary\n\n")
+	m.f("Figures over %d run(s) side by side: median [min–max].\n\n", max(len(r.APICost), len(r.Rollout), 1))
+	m.header("figure", "udrain", "kubectl drain", "udrain / kubectl", "goal", "met")
+	if len(r.APICost) > 0 {
+		u, k, ratio := collect(r.APICost, func(s Side) float64 { return s.RequestsPerEvictedPod })
+		m.row(fmt.Sprintf("API requests per evicted pod, drain of one domain with a %s PDB block", dur(r.APICost[0].Block)),
+			spread(u, "%.1f"), spread(k, "%.1f"), spread(ratio, "%.2f"), fmt.Sprintf("≤ %.2f", GoalRequestRatio), met(median(ratio) <= GoalRequestRatio))
+	}
+	if len(r.Rollout) > 0 {
+		var ratios, walls, kwalls []float64
+		for _, c := range r.Rollout {
+			if b := c.Udrain.Breakdown; b != nil {
+				ratios = append(ratios, b.Ratio)
+			}
+			walls = append(walls, c.Udrain.Wall.Seconds())
+			kwalls = append(kwalls, c.Kubectl.Wall.Seconds())
+		}
+		m.row("rollout time over its lower bound", spread(ratios, "%.2f"), "", "", fmt.Sprintf("≤ %.2f", GoalBoundRatio), met(len(ratios) > 0 && median(ratios) <= GoalBoundRatio))
+		m.row("rollout wall time (s)", spread(walls, "%.1f"), spread(kwalls, "%.1f")+kubectlNote(r.Rollout), "", "", "")
+		u, k, _ := collect(r.Rollout, func(s Side) float64 { return float64(s.Safety.MaxDisruptions) })
+		uOnce, kOnce := true, true
+		for _, c := range r.Rollout {
+			uOnce = uOnce && c.Udrain.Safety.EachOnce()
+			kOnce = kOnce && c.Kubectl.Safety.EachOnce()
+		}
+		m.row("rollout: every group disrupted exactly once (most disruptions of one group)", yesNo(uOnce)+" ("+spread(u, "%.0f")+")", yesNo(kOnce)+" ("+spread(k, "%.0f")+")", "", "each group once", met(uOnce))
+		um, km, _ := collect(r.Rollout, func(s Side) float64 { return float64(s.Safety.MinMargin) })
+		m.row("rollout: fewest healthy groups − PDB minAvailable", spread(um, "%+.0f"), spread(km, "%+.0f"), "", "≥ 0", met(minOf(um) >= 0))
+		ur, kr, rr := collect(r.Rollout, func(s Side) float64 { return s.RequestsPerEvictedPod })
+		m.row("rollout: API requests per evicted pod", spread(ur, "%.1f"), spread(kr, "%.1f"), spread(rr, "%.2f"), "", "")
+	}
+	if s := r.Scale; s != nil {
+		u := s.Udrain
+		label := fmt.Sprintf("scale (%d nodes, %d domains, %d groups of %d)", s.Shape.Nodes(), s.Shape.UDs, s.Shape.Groups(), s.Shape.Size)
+		safe := u.Safety.EachOnce() && u.Safety.MinMargin >= 0 && u.Err == ""
+		ratio := ""
+		if u.Breakdown != nil {
+			ratio = fmt.Sprintf(", %.2f× bound", u.Breakdown.Ratio)
+		}
+		m.row(label+": completes, each group once, never below minAvailable", fmt.Sprintf("%s in %s%s", yesNo(safe), dur(u.Wall), ratio), "not run", "", "same guarantees", met(safe))
+		if mem := u.Memory; mem != nil {
+			m.row(label+": drainer peak heap / peak RSS / CPU", fmt.Sprintf("%s / %s / %s", mib(mem.PeakHeapAlloc), mib(uint64(mem.MaxRSS)), dur(mem.UserCPU+mem.SystemCPU)), "", "", "", "")
+		}
+		m.row(label+": API requests per evicted pod", fmt.Sprintf("%.2f", u.RequestsPerEvictedPod), "", "", "", "")
+	}
+	m.f("\n")
+}
+
+func kubectlNote(cs []*Comparison) string {
+	failed := 0
+	for _, c := range cs {
+		if c.Kubectl.Err != "" {
+			failed++
+		}
+	}
+	if failed == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d of %d did not finish)", failed, len(cs))
+}
+
+func (m *mdWriter) apiCost(r *Results) {
+	c0 := r.APICost[0]
+	m.f("## 1. API cost: one domain drained with a %s PDB block\n\n", dur(c0.Block))
+	m.f("%s. The group in domain 1 is held unhealthy (a worker's containers unready) for %s after both drains start, so the leader of domain 0 is refused (429) for that long. Each tool has its own identical, fresh pool; both run at the same time; every HTTP request of each drainer's client is counted, udrain's list and watch requests included.\n\n",
+		c0.Shape.describe(), dur(c0.Block))
+	m.header("run", "tool", "requests", "429s", "evictions accepted", "requests / evicted pod", "udrain / kubectl", "wall", "fewest healthy − minAvailable", "error")
+	for _, c := range r.APICost {
+		for _, s := range []Side{c.Udrain, c.Kubectl} {
+			ratio := ""
+			if s.Tool == "udrain" {
+				ratio = fmt.Sprintf("%.2f", c.RequestRatio)
+			}
+			m.row(fmt.Sprint(c.Run), s.Tool, fmt.Sprint(s.Requests.Total()), fmt.Sprint(s.Requests.TooMany()), fmt.Sprint(s.EvictedPods),
+				fmt.Sprintf("%.2f", s.RequestsPerEvictedPod), ratio, dur(s.Wall), margin(s.Safety), s.Err)
+		}
+	}
+	m.f("\nRequests by kind, run %d:\n\n", c0.Run)
+	m.requestKinds(c0.Udrain.Requests, c0.Kubectl.Requests)
+}
+
+func (m *mdWriter) requestKinds(u, k Requests) {
+	kinds := map[Request][2]Tally{}
+	for _, t := range u {
+		v := kinds[t.Request]
+		v[0] = t
+		kinds[t.Request] = v
+	}
+	for _, t := range k {
+		v := kinds[t.Request]
+		v[1] = t
+		kinds[t.Request] = v
+	}
+	keys := make([]Request, 0, len(kinds))
+	for r := range kinds {
+		keys = append(keys, r)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := kinds[keys[i]], kinds[keys[j]]
+		if x, y := a[0].Count+a[1].Count, b[0].Count+b[1].Count; x != y {
+			return x > y
+		}
+		return keys[i].String() < keys[j].String()
+	})
+	m.header("request", "udrain", "kubectl drain")
+	cell := func(t Tally) string {
+		if t.Count == 0 {
+			return "–"
+		}
+		s := fmt.Sprint(t.Count)
+		if t.TooMany > 0 {
+			s += fmt.Sprintf(" (%d × 429)", t.TooMany)
+		}
+		return s
+	}
+	for _, r := range keys {
+		m.row(r.String(), cell(kinds[r][0]), cell(kinds[r][1]))
+	}
+	m.row("**total** (response bytes)", fmt.Sprintf("**%d** (%s)", u.Total(), kib(u.Bytes())), fmt.Sprintf("**%d** (%s)", k.Total(), kib(k.Bytes())))
+	m.f("\n")
+}
+
+func (m *mdWriter) rollout(r *Results) {
+	c0 := r.Rollout[0]
+	m.f("## 2. Rollout time against its lower bound\n\n")
+	m.f("%s; upgrade step %s per domain. The lower bound of a rollout is the sum over domains of: one eviction round trip (median Evicting→Evicted), the termination delay, the upgrade step, and the time from the last uncordon until the pod recording shows every group of the domain Ready again (scheduling, start-up delay, readiness gate). Everything else is udrain's overhead.\n\n",
+		c0.Shape.describe(), dur(c0.UpgradeStep))
+	m.header("run", "wall", "lower bound", "ratio", "overhead", "startup (watches, audit)", "Σ PDB catch-up after groups Ready", "Σ evict", "Σ wait gone − termination delay", "Σ uncordon + mark")
+	for _, c := range r.Rollout {
+		b := c.Udrain.Breakdown
+		if b == nil {
+			m.row(fmt.Sprint(c.Run), dur(c.Udrain.Wall), "–", "–", "–", "–", "–", "–", "–", c.Udrain.Err)
+			continue
+		}
+		var lag, evict, gone, unc time.Duration
+		for _, d := range b.Domains {
+			lag += d.RecoveryLag
+			evict += d.Evict
+			gone += d.WaitGone - c.Shape.TerminateDelay
+			unc += d.Uncordon
+		}
+		m.row(fmt.Sprint(c.Run), dur(b.Wall), dur(b.Bound), fmt.Sprintf("%.2f", b.Ratio), dur(b.Wall-b.Bound), dur(b.Startup), dur(lag), dur(evict), dur(gone), dur(unc))
+	}
+	m.f("\nPer domain, run %d:\n\n", c0.Run)
+	if b := c0.Udrain.Breakdown; b != nil {
+		m.domains(b)
+	}
+	m.f("## 3. Safety under the same clock\n\n")
+	m.f("The same rollout, side by side with kubectl drain node by node (cordon, drain, upgrade step of %s, uncordon, next node) on an identical pool. A group is disrupted when it turns from healthy (whole, all members ready, leader Ready) to unhealthy in the pod recording.\n\n", dur(c0.UpgradeStep))
+	m.header("run", "tool", "wall", "all groups healthy again after", "disruptions (groups once / more / never)", "most of one group", "fewest healthy − minAvailable", "glitches", "evictions accepted (pods terminated)", "requests / evicted pod", "error")
+	for _, c := range r.Rollout {
+		for _, s := range []Side{c.Udrain, c.Kubectl} {
+			sf := s.Safety
+			healthy := "–"
+			if s.HealthyAfter > 0 {
+				healthy = dur(s.HealthyAfter)
+			}
+			m.row(fmt.Sprint(c.Run), s.Tool, dur(s.Wall), healthy, fmt.Sprintf("%d (%d / %d / %d)", sf.Disruptions, sf.DisruptedOnce, sf.DisruptedMore, sf.NeverDisrupted),
+				fmt.Sprint(sf.MaxDisruptions), margin(sf), fmt.Sprint(sf.Glitches), fmt.Sprintf("%d (%d)", s.EvictedPods, s.PodsTerminated), fmt.Sprintf("%.2f", s.RequestsPerEvictedPod), s.Err)
+		}
+	}
+	m.f("\nRequests by kind, rollout run %d:\n\n", c0.Run)
+	m.requestKinds(c0.Udrain.Requests, c0.Kubectl.Requests)
+}
+
+func (m *mdWriter) domains(b *Breakdown) {
+	m.header("domain", "groups", "total", "prepare", "evict (round trip)", "wait gone", "upgrade", "uncordon + mark", "groups Ready after uncordon", "PDB catch-up", "finish", "bound")
+	for _, d := range b.Domains {
+		ready := dur(d.GroupsReady)
+		if d.GroupsReady < 0 {
+			ready = "not seen"
+		}
+		m.row(d.Domain, fmt.Sprint(d.Groups), dur(d.Total), dur(d.Prepare), fmt.Sprintf("%s (%s)", dur(d.Evict), dur(d.EvictionRoundTrip)), dur(d.WaitGone),
+			dur(d.Upgrade), dur(d.Uncordon), ready, dur(d.RecoveryLag), dur(d.Finish), dur(d.Bound))
+	}
+	m.f("\n")
+}
+
+func (m *mdWriter) scale(s *ScaleResult) {
+	u := s.Udrain
+	m.f("## 4. Scale\n\n")
+	m.f("%s, on a kwok cluster of its own; upgrade step %s per domain. udrain runs in a child process (its peak RSS and CPU time from getrusage).\n\n", s.Shape.describe(), dur(s.UpgradeStep))
+	m.header("figure", "value")
+	m.row("deploy (nodes, workloads, all groups healthy)", dur(s.Deploy))
+	m.row("rollout wall time", dur(u.Wall))
+	if b := u.Breakdown; b != nil {
+		m.row("lower bound; ratio", fmt.Sprintf("%s; %.2f", dur(b.Bound), b.Ratio))
+	}
+	if u.HealthyAfter > 0 {
+		m.row("all groups healthy again after", dur(u.HealthyAfter))
+	}
+	sf := u.Safety
+	m.row("disruptions (groups once / more / never)", fmt.Sprintf("%d (%d / %d / %d) of %d groups", sf.Disruptions, sf.DisruptedOnce, sf.DisruptedMore, sf.NeverDisrupted, sf.Groups))
+	m.row("fewest healthy − minAvailable (worst workload)", margin(sf))
+	m.row("glitches (kwok stage races, see below)", fmt.Sprint(sf.Glitches))
+	m.row("API requests; per evicted pod", fmt.Sprintf("%d (%d × 429, %s); %.2f for %d evictions (%d pods terminated)", u.Requests.Total(), u.Requests.TooMany(), kib(u.Requests.Bytes()), u.RequestsPerEvictedPod, u.EvictedPods, u.PodsTerminated))
+	if mem := u.Memory; mem != nil {
+		m.row("drainer peak Go heap (sampled) / heap in use", fmt.Sprintf("%s / %s", mib(mem.PeakHeapAlloc), mib(mem.PeakHeapInuse)))
+		m.row("drainer peak RSS; memory from the OS", fmt.Sprintf("%s; %s", mib(uint64(mem.MaxRSS)), mib(mem.Sys)))
+		m.row("drainer CPU time (user + system); allocated; GCs", fmt.Sprintf("%s + %s; %s; %d", dur(mem.UserCPU), dur(mem.SystemCPU), mib(mem.TotalAlloc), mem.NumGC))
+	}
+	if u.Err != "" {
+		m.row("error", u.Err)
+	}
+	m.f("\nRequests by kind:\n\n")
+	m.requestKinds(u.Requests, nil)
+	if b := u.Breakdown; b != nil {
+		m.f("Per domain:\n\n")
+		m.domains(b)
+	}
+}
+
+func (m *mdWriter) goBench(r *Results) {
+	m.f("## 5. Go benchmarks\n\n")
+	if r.GoBenchCommand != "" {
+		m.f("`%s`\n\n", r.GoBenchCommand)
+	}
+	if len(r.GoBench) > 0 {
+		m.header("package", "benchmark", "ns/op", "B/op", "allocs/op", "other")
+		for _, b := range r.GoBench {
+			var other []string
+			for _, x := range b.Metrics {
+				switch x.Unit {
+				case "ns/op", "B/op", "allocs/op":
+				default:
+					other = append(other, fmt.Sprintf("%g %s", x.Value, x.Unit))
+				}
+			}
+			get := func(unit string) string {
+				if v, ok := b.Metric(unit); ok {
+					return fmt.Sprintf("%.0f", v)
+				}
+				return "–"
+			}
+			m.row(strings.TrimPrefix(b.Package, "github.com/udrain/udrain/"), b.Name, get("ns/op"), get("B/op"), get("allocs/op"), strings.Join(other, ", "))
+		}
+		m.f("\n")
+	}
+	if len(r.BootstrapOutage) > 0 {
+		var o struct {
+			OutageS  float64 `json:"outage_s"`
+			Clients  int     `json:"clients_per_kind"`
+			Command  string  `json:"command"`
+			Notice   float64 `json:"notice_ratio_loop_over_helper"`
+			Requests float64 `json:"requests_ratio_helper_over_loop"`
+			Helper   struct {
+				Median   float64 `json:"notice_median_ms"`
+				Requests float64 `json:"requests_during_outage_mean"`
+			} `json:"helper"`
+			Loop struct {
+				Median   float64 `json:"notice_median_ms"`
+				Requests float64 `json:"requests_during_outage_mean"`
+			} `json:"sleep_loop"`
+		}
+		if err := json.Unmarshal(r.BootstrapOutage, &o); err != nil {
+			m.f("Bootstrap outage harness: unreadable output (%v).\n\n", err)
+			return
+		}
+		m.f("Bootstrap outage harness (`%s`): %d clients of each kind, a %.0fs outage.\n\n", o.Command, o.Clients, o.OutageS)
+		m.header("client", "notices recovery after (median)", "requests during the outage (mean)")
+		m.row("bootstrap.WaitForServer", fmt.Sprintf("%.0f ms", o.Helper.Median), fmt.Sprintf("%.1f", o.Helper.Requests))
+		m.row("until curl; do sleep 5; done", fmt.Sprintf("%.0f ms", o.Loop.Median), fmt.Sprintf("%.1f", o.Loop.Requests))
+		m.f("\nLoop's mean notice time over the helper's: %.1f×; the helper's requests over the loop's: %.2f×.\n\n", o.Notice, o.Requests)
+	}
+}
+
+func (s Shape) describe() string {
+	return fmt.Sprintf("%d domains × %d nodes (8 GPUs each), %d workload(s) × %d groups × %d pods (%d GPUs each); start-up delay %s, termination delay %s",
+		s.UDs, s.PerUD, s.Workloads, s.UDs, s.Size, s.GPUsPerPod, dur(s.ReadyDelay), dur(s.TerminateDelay))
+}
+
+// collect returns a per-side figure of each comparison and udrain's over
+// kubectl's.
+func collect(cs []*Comparison, f func(Side) float64) (u, k, ratio []float64) {
+	for _, c := range cs {
+		a, b := f(c.Udrain), f(c.Kubectl)
+		u, k = append(u, a), append(k, b)
+		if b != 0 {
+			ratio = append(ratio, a/b)
+		}
+	}
+	return u, k, ratio
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func minOf(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	m := xs[0]
+	for _, x := range xs {
+		m = min(m, x)
+	}
+	return m
+}
+
+// spread formats "median [min–max]", or one value.
+func spread(xs []float64, format string) string {
+	if len(xs) == 0 {
+		return "–"
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s) == 1 || s[0] == s[len(s)-1] {
+		return fmt.Sprintf(format, s[0])
+	}
+	return fmt.Sprintf(format+" ["+format+"–"+format+"]", median(s), s[0], s[len(s)-1])
+}
+
+// margin is the fewest healthy groups − minAvailable, glitches ignored,
+// with the figure counting them when it differs.
+func margin(s Safety) string {
+	out := fmt.Sprintf("%+d", s.MinMargin)
+	if s.MinMarginRaw != s.MinMargin {
+		out += fmt.Sprintf(" (%+d with glitches)", s.MinMarginRaw)
+	}
+	return out
+}
+
+func met(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "**no**"
+}
+
+func yesNo(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "no"
+}
+
+// dur formats a duration for a table: milliseconds below a second, else
+// seconds with one decimal.
+func dur(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "0"
+	case d > -time.Second && d < time.Second:
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	default:
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	}
+}
+
+func mib(b uint64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+func kib(b int64) string { return fmt.Sprintf("%.0f KiB", float64(b)/(1<<10)) }
