@@ -51,6 +51,11 @@ type DomainTimes struct {
 	// Bound is the domain's share of the lower bound: EvictionRoundTrip +
 	// the termination delay + the upgrade step + GroupsReady.
 	Bound time.Duration `json:"bound"`
+	// Termination is the longest time one of the domain's evicted pods
+	// took from terminating to gone in the recording; BoundObserved is
+	// Bound with it in place of the configured termination delay.
+	Termination   time.Duration `json:"termination"`
+	BoundObserved time.Duration `json:"boundObserved"`
 }
 
 // Breakdown is a udrain rollout's time against its lower bound.
@@ -61,10 +66,14 @@ type Breakdown struct {
 	// Startup is the rollout's start to the first DomainStarted: watches,
 	// snapshot, audit.
 	Startup time.Duration `json:"startup"`
-	// Bound is the sum of the domains' bounds.
-	Bound   time.Duration `json:"bound"`
-	Ratio   float64       `json:"ratio"`
-	Domains []DomainTimes `json:"domains"`
+	// Bound is the sum of the domains' bounds, Ratio Wall over it;
+	// BoundObserved and RatioObserved the same with the termination
+	// times observed.
+	Bound         time.Duration `json:"bound"`
+	Ratio         float64       `json:"ratio"`
+	BoundObserved time.Duration `json:"boundObserved"`
+	RatioObserved float64       `json:"ratioObserved"`
+	Domains       []DomainTimes `json:"domains"`
 }
 
 // Analyze splits a rollout's time per domain and computes its lower bound:
@@ -142,6 +151,10 @@ func Analyze(events []eviction.Event, o *Observation, d Delays, rolloutStart tim
 			if !p.At.Before(started) && (done.IsZero() || p.At.Before(done)) && p.Domain == name {
 				groups[p.Group] = true
 			}
+			// The pods this drain evicted: terminating before Drained.
+			if !p.At.Before(started) && !p.At.After(drained) && p.Domain == name && !p.Gone.IsZero() {
+				dt.Termination = max(dt.Termination, p.Gone.Sub(p.At))
+			}
 		}
 		dt.Groups = len(groups)
 		ready := uncordoned
@@ -162,11 +175,16 @@ func Analyze(events []eviction.Event, o *Observation, d Delays, rolloutStart tim
 			dt.RecoveryLag = recovered.Sub(ready)
 		}
 		dt.Bound = dt.EvictionRoundTrip + d.Terminate + d.UpgradeStep + max(dt.GroupsReady, 0)
+		dt.BoundObserved = dt.Bound - d.Terminate + dt.Termination
 		b.Bound += dt.Bound
+		b.BoundObserved += dt.BoundObserved
 		b.Domains = append(b.Domains, dt)
 	}
 	if b.Bound > 0 {
 		b.Ratio = float64(b.Wall) / float64(b.Bound)
+	}
+	if b.BoundObserved > 0 {
+		b.RatioObserved = float64(b.Wall) / float64(b.BoundObserved)
 	}
 	return b
 }

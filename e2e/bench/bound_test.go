@@ -50,17 +50,20 @@ func TestAnalyze(t *testing.T) {
 	}, "ns/other")
 	d := Delays{Terminate: 3 * s, Ready: 5 * s, UpgradeStep: 2 * s}
 	got := Analyze(evs, o, d, t0, 15*s)
+	// The recording saw the group's pods terminating at 1s and 1.001s,
+	// gone at 1.002s and 1.003s.
 	want := Breakdown{
-		Wall: 15 * s, Startup: 500 * ms, Bound: 60*ms + 3*s + 2*s + 7700*ms,
+		Wall: 15 * s, Startup: 500 * ms, Bound: 60*ms + 3*s + 2*s + 7700*ms, BoundObserved: 60*ms + 2*ms + 2*s + 7700*ms,
 		Domains: []DomainTimes{{
 			Domain: "ud0", Groups: 1, Total: 13*s + 800*ms, Prepare: 100 * ms, Evict: 500 * ms, EvictionRoundTrip: 60 * ms,
 			WaitGone: 3100 * ms, Upgrade: 2 * s, Uncordon: 100 * ms,
 			// Uncordoned at 6.3s, healthy at 14s.
 			GroupsReady: 7700 * ms, RecoveryLag: 300 * ms, Finish: 0,
-			Bound: 60*ms + 3*s + 2*s + 7700*ms,
+			Bound: 60*ms + 3*s + 2*s + 7700*ms, Termination: 2 * ms, BoundObserved: 60*ms + 2*ms + 2*s + 7700*ms,
 		}},
 	}
 	want.Ratio = float64(want.Wall) / float64(want.Bound)
+	want.RatioObserved = float64(want.Wall) / float64(want.BoundObserved)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}

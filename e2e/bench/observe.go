@@ -51,7 +51,10 @@ type EvictedPod struct {
 	Domain string    `json:"domain"`
 	Group  GroupKey  `json:"group"`
 	Leader bool      `json:"leader"`
-	At     time.Time `json:"at"`
+	// At is when it was first seen terminating; Gone when it was deleted
+	// (zero if not in the window).
+	At   time.Time `json:"at"`
+	Gone time.Time `json:"gone,omitempty"`
 }
 
 // WorkloadSafety is how low one workload's healthy groups went.
@@ -122,6 +125,7 @@ func Observe(events []fixture.PodEvent, opts ObserveOptions) *Observation {
 	}
 	members := map[GroupKey]map[types.UID]*corev1.Pod{}
 	seen := map[types.UID]bool{}
+	evictedAt := map[types.UID]int{}
 
 	// Pass 1: each group's unhealthy stretches, and the evicted pods.
 	var stretches []*stretch
@@ -152,6 +156,9 @@ func Observe(events []fixture.PodEvent, opts ObserveOptions) *Observation {
 		}
 		if e.Type == watch.Deleted {
 			delete(members[key], e.Pod.UID)
+			if i, ok := evictedAt[e.Pod.UID]; ok {
+				o.Evicted[i].Gone = at
+			}
 		} else {
 			if members[key] == nil {
 				members[key] = map[types.UID]*corev1.Pod{}
@@ -159,6 +166,7 @@ func Observe(events []fixture.PodEvent, opts ObserveOptions) *Observation {
 			members[key][e.Pod.UID] = e.Pod
 			if started && e.Pod.DeletionTimestamp != nil && e.Pod.Spec.NodeName != "" && !seen[e.Pod.UID] {
 				seen[e.Pod.UID] = true
+				evictedAt[e.Pod.UID] = len(o.Evicted)
 				o.Evicted = append(o.Evicted, EvictedPod{UID: e.Pod.UID, Name: e.Pod.Name, Node: e.Pod.Spec.NodeName,
 					Domain: opts.UDOf[e.Pod.Spec.NodeName], Group: key, Leader: e.Pod.Labels[fixture.LWSWorkerIndexLabel] == "0", At: at})
 			}
@@ -381,8 +389,8 @@ type Safety struct {
 	// MinMargin is the smallest (fewest healthy groups − minAvailable) over
 	// the workloads, glitches not counted: negative means a PDB's promise
 	// was broken. MinMarginRaw counts the glitches as unhealthy.
-	MinMargin    int `json:"minMargin"`
-	MinMarginRaw int `json:"minMarginRaw"`
+	MinMargin    int              `json:"minMargin"`
+	MinMarginRaw int              `json:"minMarginRaw"`
 	Workloads    []WorkloadSafety `json:"workloads"`
 }
 

@@ -76,6 +76,7 @@ type flags struct {
 	small, scale                                                     bench.Shape
 	scaleNodes, scaleGroups                                          int
 	block, upgradeStep, kubectlTimeout, timeout                      time.Duration
+	apiTerminate                                                     []time.Duration
 	qps                                                              float64
 	burst                                                            int
 }
@@ -104,6 +105,7 @@ func parseFlags() (*flags, error) {
 	fs.DurationVar(&ready, "ready-delay", 5*time.Second, "pods' start-up delay (kwok) before their containers are ready")
 	fs.DurationVar(&terminate, "terminate-delay", 3*time.Second, "pods' termination delay (kwok) after deletion")
 	fs.Int64Var(&grace, "grace", 30, "pods' termination grace period, seconds")
+	apiTerminate := fs.String("api-terminate-delays", "3s,10s", "api: the pods' termination delays to measure at (the API cost of kubectl drain grows with them)")
 	fs.DurationVar(&f.block, "block", 30*time.Second, "api: how long another group stays unhealthy after the drains start")
 	fs.DurationVar(&f.upgradeStep, "upgrade-step", 2*time.Second, "rollout/scale: upgrade step per domain (udrain) and per node (kubectl)")
 	fs.DurationVar(&f.kubectlTimeout, "kubectl-node-timeout", 3*time.Minute, "kubectl drain --timeout per node (kubectl's default, none, can hang forever)")
@@ -146,6 +148,13 @@ func parseFlags() (*flags, error) {
 		if err := s.shape.Validate(); err != nil {
 			return nil, fmt.Errorf("%s: %w", s.name, err)
 		}
+	}
+	for _, d := range strings.Split(*apiTerminate, ",") {
+		v, err := time.ParseDuration(strings.TrimSpace(d))
+		if err != nil || v < 0 || v > time.Duration(grace)*time.Second {
+			return nil, fmt.Errorf("-api-terminate-delays: %q must be a duration between 0 and the grace period (%ds)", d, grace)
+		}
+		f.apiTerminate = append(f.apiTerminate, v)
 	}
 	if f.repeat < 1 {
 		return nil, errors.New("-repeat must be at least 1")
@@ -202,7 +211,7 @@ func run() int {
 		Started: time.Now(),
 		Command: command(),
 		Machine: machine(f.note),
-		Settings: bench.Settings{Small: f.small, Scale: f.scale, Block: f.block, UpgradeStep: f.upgradeStep,
+		Settings: bench.Settings{Small: f.small, Scale: f.scale, Block: f.block, APITerminateDelays: f.apiTerminate, UpgradeStep: f.upgradeStep,
 			KubectlNodeTimeout: f.kubectlTimeout, QPS: float32(f.qps), Burst: f.burst, Repeat: f.repeat},
 		GoBenchCommand: f.goBenchCmd,
 	}
@@ -214,11 +223,16 @@ func run() int {
 	if f.runs("api") || f.runs("rollout") {
 		err := withCluster(ctx, f, f.cluster, f.kubeconfig, func(env *bench.Env) {
 			for i := 1; i <= f.repeat && ctx.Err() == nil; i++ {
-				if f.runs("api") {
-					if c, err := env.RunAPICost(ctx, cmp, i); err != nil {
-						fail(fmt.Sprintf("api run %d", i), err)
+				for _, d := range f.apiTerminate {
+					if !f.runs("api") || ctx.Err() != nil {
+						break
+					}
+					c := cmp
+					c.Shape.TerminateDelay = d
+					if r, err := env.RunAPICost(ctx, c, i); err != nil {
+						fail(fmt.Sprintf("api run %d (termination %s)", i, d), err)
 					} else {
-						res.APICost = append(res.APICost, c)
+						res.APICost = append(res.APICost, r)
 					}
 					save(f, res)
 				}

@@ -1,0 +1,117 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+func comparison(run int, terminate time.Duration, u, k Side) *Comparison {
+	c := &Comparison{Run: run, Shape: Shape{UDs: 3, PerUD: 5, Workloads: 1, Size: 8, GPUsPerPod: 4, TerminateDelay: terminate},
+		Block: 30 * time.Second, UpgradeStep: 2 * time.Second, Udrain: u, Kubectl: k}
+	u.Tool, k.Tool = "udrain", "kubectl drain"
+	c.Udrain, c.Kubectl = u, k
+	if k.RequestsPerEvictedPod > 0 {
+		c.RequestRatio = u.RequestsPerEvictedPod / k.RequestsPerEvictedPod
+	}
+	return c
+}
+
+func TestWriteMarkdown(t *testing.T) {
+	once := Safety{Groups: 3, Disruptions: 3, DisruptedOnce: 3}
+	twice := Safety{Groups: 3, Disruptions: 4, DisruptedOnce: 2, DisruptedMore: 1, MaxDisruptions: 2, MinMargin: -1, MinMarginRaw: -1}
+	req := Requests{{Request: Request{"create", "pods/eviction"}, Count: 10, TooMany: 2}, {Request: Request{"watch", "pods"}, Count: 1}}
+	breakdown := func(ratio float64) *Breakdown {
+		return &Breakdown{Wall: 30 * time.Second, Bound: time.Duration(float64(30*time.Second) / ratio), Ratio: ratio, BoundObserved: 29 * time.Second, RatioObserved: 30.0 / 29,
+			Domains: []DomainTimes{{Domain: "ud0", Groups: 1, GroupsReady: -1}}}
+	}
+	for _, tc := range []struct {
+		name string
+		res  Results
+		want []string // lines that must appear
+		not  []string
+	}{
+		{
+			name: "goals met",
+			res: Results{
+				APICost: []*Comparison{
+					comparison(1, 3*time.Second, Side{Requests: req, RequestsPerEvictedPod: 1, Safety: once}, Side{RequestsPerEvictedPod: 10, Safety: twice}),
+					comparison(2, 3*time.Second, Side{Requests: req, RequestsPerEvictedPod: 1.5, Safety: once}, Side{RequestsPerEvictedPod: 10, Safety: twice}),
+				},
+				Rollout: []*Comparison{comparison(1, 3*time.Second, Side{Wall: 30 * time.Second, Safety: once, Breakdown: breakdown(1.1)},
+					Side{Wall: 90 * time.Second, Safety: twice, Err: "node n: global timeout reached"})},
+			},
+			want: []string{
+				"| API requests per evicted pod, drain of one domain with a 30.0s PDB block, pods terminating in 3.0s | 1.2 [1.0–1.5] | 10.0 | 0.12 [0.10–0.15] | ≤ 0.20 | yes |",
+				"| rollout time over its lower bound (configured termination delay) | 1.10 |  |  | ≤ 1.25 | yes |",
+				"| rollout wall time (s) | 30.0 | 90.0 (1 of 1 did not finish) |  |  |  |",
+				"| rollout: every group disrupted exactly once (most disruptions of one group) | yes (0) | no (2) |  | each group once | yes |",
+				"| rollout: fewest healthy groups − PDB minAvailable | +0 | -1 |  | ≥ 0 | yes |",
+				"| create pods/eviction | 10 (2 × 429) | – |",
+				"| ud0 | 1 | 0 | 0 | 0 (0) | 0 (0) | 0 | 0 | not seen | 0 | 0 | 0 (0) |",
+			},
+			not: []string{"**no**"},
+		},
+		{
+			name: "goals missed, by termination delay",
+			res: Results{
+				APICost: []*Comparison{
+					comparison(1, 3*time.Second, Side{RequestsPerEvictedPod: 3, Safety: once}, Side{RequestsPerEvictedPod: 9, Safety: twice}),
+					comparison(1, 10*time.Second, Side{RequestsPerEvictedPod: 3, Safety: once}, Side{RequestsPerEvictedPod: 20, Safety: twice}),
+				},
+				Rollout: []*Comparison{comparison(1, 3*time.Second, Side{Wall: 30 * time.Second, Safety: twice, Breakdown: breakdown(1.5)}, Side{Safety: once})},
+			},
+			want: []string{
+				"| API requests per evicted pod, drain of one domain with a 30.0s PDB block, pods terminating in 3.0s | 3.0 | 9.0 | 0.33 | ≤ 0.20 | **no** |",
+				"| API requests per evicted pod, drain of one domain with a 30.0s PDB block, pods terminating in 10.0s | 3.0 | 20.0 | 0.15 | ≤ 0.20 | yes |",
+				"| rollout time over its lower bound (configured termination delay) | 1.50 |  |  | ≤ 1.25 | **no** |",
+				"| rollout time over its lower bound (termination as the recording saw it) | 1.03 |  |  | ≤ 1.25 | yes |",
+				"| rollout: every group disrupted exactly once (most disruptions of one group) | no (2) | yes (0) |  | each group once | **no** |",
+				"| rollout: fewest healthy groups − PDB minAvailable | -1 | +0 |  | ≥ 0 | **no** |",
+			},
+		},
+		{
+			name: "scale, Go benchmarks, outage, errors",
+			res: Results{
+				Errors: []string{"api run 1: boom"},
+				Scale: &ScaleResult{Shape: Shape{UDs: 10, PerUD: 50, Workloads: 10, Size: 8, GPUsPerPod: 4}, Udrain: Side{Tool: "udrain", Wall: 5 * time.Minute,
+					Safety: Safety{Groups: 100, Disruptions: 100, DisruptedOnce: 100, Glitches: 2, MinMarginRaw: -1}, RequestsPerEvictedPod: 2.9,
+					Memory: &Memory{PeakHeapAlloc: 30 << 20, MaxRSS: 100 << 20, UserCPU: 10 * time.Second, SystemCPU: 2 * time.Second}}},
+				GoBench:         []GoBenchmark{{Package: "github.com/udrain/udrain/gpu", Name: "BenchmarkSummarize", Procs: 2, Iterations: 20, Metrics: []Metric{{73631996, "ns/op"}, {7363, "ns/node"}}}},
+				BootstrapOutage: json.RawMessage(`{"outage_s":30,"clients_per_kind":20,"command":"go run ./hack/bench/bootstrap-outage -outage 30s -clients 20","notice_ratio_loop_over_helper":4.2,"requests_ratio_helper_over_loop":1.5,"helper":{"notice_median_ms":600,"requests_during_outage_mean":9},"sleep_loop":{"notice_median_ms":2500,"requests_during_outage_mean":6}}`),
+			},
+			want: []string{
+				"**Failed:** api run 1: boom",
+				"| scale (500 nodes, 10 domains, 100 groups of 8): completes, each group once, never below minAvailable | yes in 300.0s | not run |  | same guarantees | yes |",
+				"| scale (500 nodes, 10 domains, 100 groups of 8): drainer peak heap / peak RSS / CPU | 30.0 MiB / 100.0 MiB / 12.0s |  |  |  |  |",
+				"| fewest healthy − minAvailable (worst workload) | +0 (-1 with glitches) |",
+				"| gpu | BenchmarkSummarize | 73631996 | – | – | 7363 ns/node |",
+				"| bootstrap.WaitForServer | 600 ms | 9.0 |",
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := WriteMarkdown(&b, &tc.res); err != nil {
+				t.Fatal(err)
+			}
+			out := b.String()
+			lines := map[string]bool{}
+			for _, l := range strings.Split(out, "\n") {
+				lines[l] = true
+			}
+			for _, w := range tc.want {
+				if !lines[w] {
+					t.Errorf("missing line\n%s\nin:\n%s", w, out)
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(out, n) {
+					t.Errorf("unexpected %q in:\n%s", n, out)
+				}
+			}
+		})
+	}
+}
