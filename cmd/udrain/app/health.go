@@ -36,7 +36,14 @@ type healthCheck struct {
 // newHealthCheck returns the check of domain; onWaiting is called with what
 // a domain still waits for (lines joined by "; ") whenever that changes.
 func newHealthCheck(client kubernetes.Interface, lo topology.LayoutOptions, domain string, clk clock.WithTicker, onWaiting func(domain, waiting string)) (*healthCheck, error) {
+	// Health is about groups, not about what a drain may evict: eviction
+	// counts the groups of the pods its drain filters let through, so let
+	// every pod through (kubectl drain would refuse unreplicated pods and
+	// pods with emptyDir without these flags; DaemonSet pods are no group's).
+	helper := eviction.KubectlDefaults()
+	helper.Force, helper.DeleteEmptyDirData, helper.IgnoreAllDaemonSets = true, true, true
 	d, err := eviction.New(client, eviction.Options{
+		Helper:      helper,
 		DomainLabel: lo.LabelKey,
 		Unlabeled:   lo.Unlabeled,
 		Clock:       clk,

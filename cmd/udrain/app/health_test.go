@@ -93,6 +93,17 @@ func TestHealthReport(t *testing.T) {
 		{name: "worker missing", domain: "ud-1", mod: func(o *clusterObjects) { removeObjPod(o, "llama-0-1") },
 			wantGroups: []named{{"llama-0", false}}, wantPDBs: ok("llama-leaders"),
 			wantWaiting: []string{"group inference/llama-0: 1/2 members Ready; 1 missing"}},
+		// Health is about groups, not about what a drain may evict: pods
+		// kubectl drain would refuse without flags count too.
+		{name: "members kubectl drain would refuse still count", domain: "ud-1", mod: func(o *clusterObjects) {
+			for _, n := range []string{"llama-0", "llama-0-1"} {
+				p := objPod(o, n)
+				p.OwnerReferences = nil // unreplicated: refused without --force
+				p.Spec.Volumes = []corev1.Volume{{Name: "dshm", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+			}
+			notReady(objPod(o, "llama-0-1"))
+		}, wantGroups: []named{{"llama-0", false}}, wantPDBs: ok("llama-leaders"),
+			wantWaiting: []string{"group inference/llama-0: 1/2 members Ready; not Ready: llama-0-1"}},
 		{name: "terminating member", domain: "ud-1", mod: func(o *clusterObjects) {
 			now := metav1.NewTime(testNow)
 			objPod(o, "llama-0-1").DeletionTimestamp = &now
