@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"time"
@@ -33,6 +34,8 @@ type DrainerJob struct {
 	RolloutID       string        `json:"rolloutID,omitempty"`
 	UpgradeStep     time.Duration `json:"upgradeStep,omitempty"`
 	RecoveryTimeout time.Duration `json:"recoveryTimeout,omitempty"`
+	// CPUProfile, if set, is the file the job's CPU profile goes to.
+	CPUProfile string `json:"cpuProfile,omitempty"`
 }
 
 // Memory is what the drainer process used.
@@ -93,6 +96,17 @@ func RunDrainerJob(ctx context.Context, job DrainerJob) (*DrainerReport, error) 
 	})
 	if err != nil {
 		return nil, err
+	}
+	if job.CPUProfile != "" {
+		f, err := os.Create(job.CPUProfile)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return nil, err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	stopSampling := sampleMemory(&rep.Memory)
 	rep.Started = time.Now()

@@ -35,6 +35,8 @@ type Env struct {
 	// DumpPods also writes every recorded pod event in full (JSON lines)
 	// into LogDir, for finding out what a timeline line hides.
 	DumpPods bool
+	// Profile makes each drainer process write a CPU profile into LogDir.
+	Profile bool
 	// Logf reports progress.
 	Logf func(format string, args ...any)
 }
@@ -60,6 +62,9 @@ func (e *Env) runDrainer(ctx context.Context, name string, job DrainerJob) (*Dra
 			return nil, err
 		}
 		p.LogFile = filepath.Join(e.LogDir, name+".log")
+		if e.Profile {
+			job.CPUProfile = filepath.Join(e.LogDir, name+".cpu.pprof")
+		}
 	}
 	return p.Run(ctx, job)
 }

@@ -134,6 +134,10 @@ func (m *mdWriter) summary(r *Results) {
 		m.row(fmt.Sprintf("API requests per evicted pod, drain of one domain with a %s PDB block, pods terminating in %s", dur(cs[0].Block), dur(cs[0].Shape.TerminateDelay)),
 			spread(u, "%.1f"), spread(k, "%.1f"), spread(ratio, "%.2f"), fmt.Sprintf("≤ %.2f", GoalRequestRatio), met(median(ratio) <= GoalRequestRatio))
 	}
+	if len(r.APICost) > 0 {
+		u, k, _ := collect(r.APICost, func(s Side) float64 { return s.Unblocked.Seconds() })
+		m.row("API cost runs: blocked leader evicted after its budget freed (s)", spread(u, "%.2f"), spread(k, "%.2f"), "", "", "")
+	}
 	if len(r.Rollout) > 0 {
 		var ratios, observed, walls, kwalls []float64
 		for _, c := range r.Rollout {
@@ -194,7 +198,7 @@ func (m *mdWriter) apiCost(r *Results) {
 	m.f("## 1. API cost: one domain drained with a %s PDB block\n\n", dur(c0.Block))
 	m.f("%s. The group in domain 1 is held unhealthy (a worker's containers unready) for %s after both drains start, so the leader of domain 0 is refused (429) for that long. Each tool has its own identical, fresh pool; both run at the same time; every HTTP request of each drainer's client is counted, udrain's list and watch requests included. An evicted pod is an eviction the API server accepted.\n\n",
 		c0.Shape.describe(), dur(c0.Block))
-	m.header("run", "termination delay", "tool", "requests", "429s", "evictions accepted", "requests / evicted pod", "udrain / kubectl", "wall", "fewest healthy − minAvailable", "error")
+	m.header("run", "termination delay", "tool", "requests", "429s", "evictions accepted", "requests / evicted pod", "udrain / kubectl", "wall", "blocked leader evicted after the budget freed", "fewest healthy − minAvailable", "error")
 	for _, cs := range byTermination(r.APICost) {
 		for _, c := range cs {
 			for _, s := range []Side{c.Udrain, c.Kubectl} {
@@ -202,8 +206,12 @@ func (m *mdWriter) apiCost(r *Results) {
 				if s.Tool == "udrain" {
 					ratio = fmt.Sprintf("%.2f", c.RequestRatio)
 				}
+				unblocked := dur(s.Unblocked)
+				if s.Unblocked < 0 {
+					unblocked = "not seen"
+				}
 				m.row(fmt.Sprint(c.Run), dur(c.Shape.TerminateDelay), s.Tool, fmt.Sprint(s.Requests.Total()), fmt.Sprint(s.Requests.TooMany()), fmt.Sprint(s.EvictedPods),
-					fmt.Sprintf("%.2f", s.RequestsPerEvictedPod), ratio, dur(s.Wall), margin(s.Safety), s.Err)
+					fmt.Sprintf("%.2f", s.RequestsPerEvictedPod), ratio, dur(s.Wall), unblocked, margin(s.Safety), s.Err)
 			}
 		}
 	}

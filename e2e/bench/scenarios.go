@@ -38,6 +38,26 @@ type Side struct {
 	Breakdown *Breakdown `json:"breakdown,omitempty"`
 	// Nodes is kubectl's time per node.
 	Nodes []NodeTimes `json:"nodes,omitempty"`
+	// Unblocked is, in the API-cost scenario, the time from the held
+	// group being healthy again (the budget allowing a disruption soon
+	// after) to the blocked leader seen terminating; -1 if not seen.
+	Unblocked time.Duration `json:"unblocked,omitempty"`
+}
+
+// unblockDelay is the time from the held group healthy again (after
+// release) to the drained group's leader seen terminating, in the
+// recording; -1 if either is not seen.
+func unblockDelay(o *Observation, held, drained GroupKey, release time.Time) time.Duration {
+	healthy, ok := o.HealthyAgain(held, release)
+	if !ok {
+		return -1
+	}
+	for _, p := range o.Evicted {
+		if p.Group == drained && p.Leader {
+			return p.At.Sub(healthy)
+		}
+	}
+	return -1
 }
 
 func (s *Side) finish(o *Observation, groups []GroupKey) {
@@ -134,11 +154,17 @@ func (e *Env) RunAPICost(ctx context.Context, cfg ComparisonConfig, run int) (*C
 	// Make the group in domain 1 unhealthy on both sides: a worker's
 	// model server "crashes" and stays down until released.
 	held := map[*Pool]string{}
+	heldGroup, drainedGroup := map[*Pool]GroupKey{}, map[*Pool]GroupKey{}
 	for _, p := range []*Pool{u, k} {
 		g, err := p.GroupIn(ctx, e.Client, 0, 1)
 		if err != nil {
 			return nil, err
 		}
+		d, err := p.GroupIn(ctx, e.Client, 0, 0)
+		if err != nil {
+			return nil, err
+		}
+		heldGroup[p], drainedGroup[p] = GroupKey{p.Workloads[0].Name, g}, GroupKey{p.Workloads[0].Name, d}
 		held[p] = p.Workloads[0].WorkerName(g, 1)
 		if err := fixture.HoldUnready(ctx, e.Client, p.Name, held[p], true); err != nil {
 			return nil, err
@@ -201,6 +227,7 @@ func (e *Env) RunAPICost(ctx context.Context, cfg ComparisonConfig, run int) (*C
 	}{{u, &res.Udrain}, {k, &res.Kubectl}} {
 		o := Observe(side.p.Recorder.Events(), ObserveOptions{UDOf: side.p.UDOf, Workloads: side.p.ObservedWorkloads(), From: start, Until: end})
 		side.s.finish(o, AllGroups(side.p.ObservedWorkloads()))
+		side.s.Unblocked = unblockDelay(o, heldGroup[side.p], drainedGroup[side.p], start.Add(cfg.Block))
 	}
 	if res.Kubectl.RequestsPerEvictedPod > 0 {
 		res.RequestRatio = res.Udrain.RequestsPerEvictedPod / res.Kubectl.RequestsPerEvictedPod

@@ -72,7 +72,7 @@ type flags struct {
 	out, runList, cluster, scaleCluster, kubeconfig, scaleKubeconfig string
 	goBench, goBenchCmd, outage, note, repo                          string
 	repeat                                                           int
-	quick, dumpPods                                                  bool
+	quick, dumpPods, profile                                         bool
 	small, scale                                                     bench.Shape
 	scaleNodes, scaleGroups                                          int
 	block, upgradeStep, kubectlTimeout, timeout                      time.Duration
@@ -115,6 +115,7 @@ func parseFlags() (*flags, error) {
 	fs.StringVar(&f.goBench, "gobench", "", "output of go test -bench to include")
 	fs.StringVar(&f.goBenchCmd, "gobench-cmd", "", "the command that produced -gobench, for the report")
 	fs.StringVar(&f.outage, "outage", "", "JSON line of hack/bench/bootstrap-outage to include")
+	fs.BoolVar(&f.profile, "profile", false, "each udrain drainer process writes a CPU profile next to its log (go tool pprof)")
 	fs.BoolVar(&f.dumpPods, "dump-pods", false, "also write every recorded pod event in full (JSON lines) next to the logs")
 	fs.StringVar(&f.note, "note", "shared with other jobs", "what else runs on the machine, for the report")
 	if err := fs.Parse(os.Args[1:]); err != nil {
@@ -322,7 +323,7 @@ func withCluster(ctx context.Context, f *flags, name, kubeconfig string, fn func
 	}
 	env := &bench.Env{Kubeconfig: bed.Kubeconfig(), Config: bed.Config(), Client: bed.Client(),
 		Drainer: bench.DrainerProcess{Command: exe, Args: []string{"drainer"}},
-		QPS:     float32(f.qps), Burst: f.burst, LogDir: filepath.Join(f.out, "logs"), DumpPods: f.dumpPods, Logf: logf}
+		QPS:     float32(f.qps), Burst: f.burst, LogDir: filepath.Join(f.out, "logs"), DumpPods: f.dumpPods, Profile: f.profile, Logf: logf}
 	stopGate, err := env.StartGateController(ctx)
 	if err != nil {
 		return err
