@@ -77,13 +77,14 @@ if ! compgen -G "$CACHE_ROOT/testbed/*/bin/kube-apiserver" >/dev/null; then
 fi
 t0=$SECONDS
 # cluster.sh prints `export KUBECONFIG=...` on stdout and its progress (and
-# kwokctl's JSON logs) on stderr: keep its own lines, log the rest.
-if ! kc=$(hack/cluster.sh up 2> >(tee "$OUT/cluster.log" | sed -un 's/^\(cluster.sh\|testbed-binaries\): /  /p' >&2)); then
-  sleep 0.2
+# kwokctl's JSON logs) on stderr: show its own lines, log everything. A
+# plain pipeline, not a process substitution: the servers kwokctl starts
+# would inherit (and hold open) the substitution's pipe.
+if ! hack/cluster.sh up 2>&1 >"$OUT/cluster.env" | tee "$OUT/cluster.log" | sed -un 's/^\(cluster.sh\|testbed-binaries\): /  /p'; then
   die "the control plane did not start; log: ${OUT#"$ROOT"/}/cluster.log"
 fi
-sleep 0.2 # let the filtered stderr catch up
 [ -n "$HEARTBEAT_PID" ] && { kill "$HEARTBEAT_PID" 2>/dev/null; HEARTBEAT_PID=''; }
+kc=$(cat "$OUT/cluster.env")
 eval "$kc"
 export KUBECONFIG
 took "$t0"
