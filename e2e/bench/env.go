@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -39,6 +40,14 @@ type Env struct {
 	Profile bool
 	// Logf reports progress.
 	Logf func(format string, args ...any)
+
+	pools atomic.Int32
+}
+
+// poolName names a scenario's pools: prefix and a number of its own, so
+// that a pool never meets the terminating namespace of an earlier one.
+func (e *Env) poolName(prefix string) string {
+	return fmt.Sprintf("%s-%d", prefix, e.pools.Add(1))
 }
 
 // countedClient returns a client of its own whose every request is

@@ -100,6 +100,7 @@ type ComparisonConfig struct {
 
 // sides makes, deploys and starts recording two identical pools.
 func (e *Env) sides(ctx context.Context, prefix string, s Shape, timeout time.Duration) (u, k *Pool, cleanup func(), err error) {
+	prefix = e.poolName(prefix)
 	u, k = NewPool(prefix+"-udrain", s), NewPool(prefix+"-kubectl", s)
 	cleanup = func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
@@ -146,7 +147,7 @@ func (e *Env) RunAPICost(ctx context.Context, cfg ComparisonConfig, run int) (*C
 	if cfg.Shape.Size < 2 {
 		return nil, errors.New("the API-cost scenario needs groups of at least 2 pods (a worker is held unready)")
 	}
-	u, k, cleanup, err := e.sides(ctx, fmt.Sprintf("bench-api%d", run), cfg.Shape, cfg.Timeout)
+	u, k, cleanup, err := e.sides(ctx, "bench-api", cfg.Shape, cfg.Timeout)
 	if err != nil {
 		return nil, err
 	}
@@ -198,7 +199,7 @@ func (e *Env) RunAPICost(ctx context.Context, cfg ComparisonConfig, run int) (*C
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		rep, uerr = e.runDrainer(ctx, fmt.Sprintf("api%d-udrain", run), DrainerJob{Drain: u.Nodes.UD(0)})
+		rep, uerr = e.runDrainer(ctx, u.Name, DrainerJob{Drain: u.Nodes.UD(0)})
 	}()
 	go func() {
 		defer wg.Done()
@@ -219,8 +220,8 @@ func (e *Env) RunAPICost(ctx context.Context, cfg ComparisonConfig, run int) (*C
 	}
 	res.Udrain.Wall, res.Udrain.Requests, res.Udrain.Err, res.Udrain.Memory = rep.Wall, rep.Requests, rep.Err, &rep.Memory
 	res.Kubectl.Requests = kcounter.Snapshot()
-	e.saveTimeline(fmt.Sprintf("api%d-udrain", run), u, rep.Events)
-	e.saveTimeline(fmt.Sprintf("api%d-kubectl", run), k, nil)
+	e.saveTimeline(u.Name, u, rep.Events)
+	e.saveTimeline(k.Name, k, nil)
 	for _, side := range []struct {
 		p *Pool
 		s *Side
@@ -242,7 +243,7 @@ func (e *Env) RunAPICost(ctx context.Context, cfg ComparisonConfig, run int) (*C
 // (cordon, drain, upgrade step, uncordon, next node), at the same time, and
 // observes both from their pod recordings.
 func (e *Env) RunRollout(ctx context.Context, cfg ComparisonConfig, run int) (*Comparison, error) {
-	u, k, cleanup, err := e.sides(ctx, fmt.Sprintf("bench-roll%d", run), cfg.Shape, cfg.Timeout)
+	u, k, cleanup, err := e.sides(ctx, "bench-roll", cfg.Shape, cfg.Timeout)
 	if err != nil {
 		return nil, err
 	}
@@ -261,7 +262,7 @@ func (e *Env) RunRollout(ctx context.Context, cfg ComparisonConfig, run int) (*C
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		rep, uerr = e.runDrainer(ctx, fmt.Sprintf("rollout%d-udrain", run), DrainerJob{
+		rep, uerr = e.runDrainer(ctx, u.Name, DrainerJob{
 			Domains: u.Domains(), RolloutID: "bench", UpgradeStep: cfg.UpgradeStep, RecoveryTimeout: cfg.Timeout})
 		if uerr == nil {
 			res.Udrain.HealthyAfter = e.healthyAfter(ctx, u, start, cfg.Timeout)
@@ -297,8 +298,8 @@ func (e *Env) RunRollout(ctx context.Context, cfg ComparisonConfig, run int) (*C
 	}
 	res.Udrain.Wall, res.Udrain.Requests, res.Udrain.Err, res.Udrain.Memory = rep.Wall, rep.Requests, rep.Err, &rep.Memory
 	res.Kubectl.Requests = kcounter.Snapshot()
-	e.saveTimeline(fmt.Sprintf("rollout%d-udrain", run), u, rep.Events)
-	e.saveTimeline(fmt.Sprintf("rollout%d-kubectl", run), k, nil)
+	e.saveTimeline(u.Name, u, rep.Events)
+	e.saveTimeline(k.Name, k, nil)
 	delays := Delays{Terminate: cfg.Shape.TerminateDelay, Ready: cfg.Shape.ReadyDelay, UpgradeStep: cfg.UpgradeStep}
 	for _, side := range []struct {
 		p *Pool
@@ -334,7 +335,7 @@ type ScaleResult struct {
 // RunScale rolls an upgrade with udrain (in a child process) over a
 // cluster of shape's size and observes it.
 func (e *Env) RunScale(ctx context.Context, s Shape, upgradeStep, timeout time.Duration) (*ScaleResult, error) {
-	p := NewPool("bench-scale", s)
+	p := NewPool(e.poolName("bench-scale"), s)
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer cancel()
@@ -358,12 +359,12 @@ func (e *Env) RunScale(ctx context.Context, s Shape, upgradeStep, timeout time.D
 		return nil, err
 	}
 	start := time.Now()
-	rep, err := e.runDrainer(ctx, "scale-udrain", DrainerJob{Domains: p.Domains(), RolloutID: "bench", UpgradeStep: upgradeStep, RecoveryTimeout: timeout})
+	rep, err := e.runDrainer(ctx, p.Name, DrainerJob{Domains: p.Domains(), RolloutID: "bench", UpgradeStep: upgradeStep, RecoveryTimeout: timeout})
 	if err != nil {
 		return nil, err
 	}
 	res.Udrain.HealthyAfter = e.healthyAfter(ctx, p, start, timeout)
-	e.saveTimeline("scale-udrain", p, rep.Events)
+	e.saveTimeline(p.Name, p, rep.Events)
 	res.Udrain.Wall, res.Udrain.Requests, res.Udrain.Err, res.Udrain.Memory = rep.Wall, rep.Requests, rep.Err, &rep.Memory
 	o := Observe(p.Recorder.Events(), ObserveOptions{UDOf: p.UDOf, Workloads: p.ObservedWorkloads(), From: start})
 	res.Udrain.finish(o, AllGroups(p.ObservedWorkloads()))
