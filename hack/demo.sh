@@ -92,7 +92,7 @@ took "$t0"
 # --- 2. build ---------------------------------------------------------------
 section "Build bin/udrain (and the demo's setup helper)"
 t0=$SECONDS
-say "${D}(the first build compiles client-go and friends: a minute or two; then seconds)${R}"
+say "${D}(the first build compiles client-go and friends: a few minutes; then seconds)${R}"
 go build -o bin/udrain ./cmd/udrain
 ln -sf udrain bin/kubectl-udrain
 (cd e2e && go build -o ../bin/udrain-demo ./cmd/udrain-demo)
