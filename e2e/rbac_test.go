@@ -1,0 +1,420 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
+	"sigs.k8s.io/yaml"
+
+	"github.com/udrain/udrain/e2e/fixture"
+	"github.com/udrain/udrain/e2e/testbed"
+	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/readiness/gate"
+)
+
+// The roles the repository ships, read from their files so that the test
+// checks what users apply.
+const (
+	drainerRoleFile = "../deploy/rbac/drainer.yaml"
+	drainerRoleName = "udrain-drainer"
+	gateRoleFile    = "../readiness/gate/rbac.yaml"
+	gateRoleName    = "udrain-readiness-gate"
+)
+
+// TestLeastPrivilege runs udrain as a ServiceAccount bound to exactly the
+// ClusterRole of deploy/rbac/drainer.yaml, with a client that holds only the
+// ServiceAccount's token, and the readiness-gate controller under the role
+// of readiness/gate/rbac.yaml (with leader election, so that every rule of
+// it is used). A full rollout, wait-healthy and uncordon must succeed. Then
+// each rule of the drainer role is removed in turn, and udrain must fail
+// with Forbidden where the rule is needed, or succeed where the role file
+// says the rule is optional: the role holds nothing udrain does not use.
+func TestLeastPrivilege(t *testing.T) {
+	tt := bed.ForTest(t)
+	ctx := t.Context()
+	drainerRole := clusterRoleFromFile(t, drainerRoleFile, drainerRoleName)
+	gateRole := clusterRoleFromFile(t, gateRoleFile, gateRoleName)
+
+	gateClient := clientAs(t, tt, "readiness-gate", gateRole.Rules, false)
+	s := deployWithGate(t, tt, scenarioConfig{UDs: 2, PerUD: 1, Groups: 2, Size: 2, GPUsPerPod: 4,
+		ReadyDelay: time.Second, TerminateDelay: 500 * time.Millisecond}, gateClient,
+		gate.Options{Namespace: tt.Name, LeaderElection: &gate.LeaderElection{Namespace: tt.Name, Name: "gate"}})
+	// The controller took its Lease under the role: every rule of it is used.
+	if lease, err := tt.Client.CoordinationV1().Leases(tt.Name).Get(ctx, "gate", metav1.GetOptions{}); err != nil || lease.Spec.HolderIdentity == nil {
+		t.Fatalf("the readiness-gate controller holds no Lease %s/gate: %v", tt.Name, err)
+	}
+	// A DaemonSet on the pool, so that drains look its pods' owner up as
+	// kubectl drain does (the daemonsets rule).
+	createPoolDaemonSet(t, tt)
+	helper := eviction.KubectlDefaults()
+	helper.IgnoreAllDaemonSets = true
+
+	drainer := clientAs(t, tt, "udrain", drainerRole.Rules, true)
+	events := &eventLog{}
+	d, err := eviction.New(drainer, eviction.Options{Helper: helper, OnEvent: events.add})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tt.OnFailure("udrain-events.txt", events.write)
+	res, err := d.Rollout(ctx, eviction.RolloutOptions{ID: "e2e-rbac", Domains: s.domains(), RecoveryTimeout: 2 * time.Minute})
+	if err != nil {
+		t.Fatalf("rollout as the udrain ServiceAccount bound to %s: %v", drainerRoleFile, err)
+	}
+	if tot := res.Totals(); tot.DomainsDone != s.nodes.UDs || tot.Phase1Evicted != s.lws.Groups {
+		t.Errorf("totals %+v, want %d domains done and %d leaders evicted", tot, s.nodes.UDs, s.lws.Groups)
+	}
+	if err := d.WaitHealthy(ctx); err != nil {
+		t.Errorf("wait-healthy as the ServiceAccount: %v", err)
+	}
+	if _, err := d.Uncordon(ctx, s.nodes.UD(0)); err != nil {
+		t.Errorf("uncordon as the ServiceAccount: %v", err)
+	}
+	checkUpgradedAndUncordoned(t, s, "e2e-rbac")
+	s.waitHealthy(t, time.Minute)
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	admin, err := eviction.New(tt.Client, eviction.Options{Helper: helper})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dom := s.nodes.UD(0)
+	for i, rule := range drainerRole.Rules {
+		check, ok := ruleChecks[ruleKey(rule)]
+		if !ok {
+			t.Errorf("rule %s of %s has no check here: add one that fails without it, or say why it is optional", ruleString(rule), drainerRoleFile)
+			continue
+		}
+		t.Run(check.name, func(t *testing.T) {
+			rules := slices.Delete(slices.Clone(drainerRole.Rules), i, i+1)
+			c := clientAs(t, tt, fmt.Sprintf("udrain-%d", i), rules, true)
+			d, err := eviction.New(c, eviction.Options{Helper: helper})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// udrain should fail as soon as the API refuses a request;
+			// the timeout only bounds a wait that never ends.
+			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+			defer cancel()
+			err = check.run(ctx, d, dom)
+			// A drain that got as far as cordoning leaves the domain
+			// cordoned: undo it for the next check.
+			if _, uerr := admin.Uncordon(context.WithoutCancel(ctx), dom); uerr != nil {
+				t.Fatalf("uncordon %s as admin: %v", dom, uerr)
+			}
+			switch {
+			case check.optional && err != nil:
+				t.Errorf("without %s: %v; %s says the rule is optional", ruleString(rule), err, drainerRoleFile)
+			case !check.optional && !isForbidden(err):
+				t.Errorf("without %s: err = %v, want udrain to fail with Forbidden", ruleString(rule), err)
+			case err != nil:
+				t.Logf("without %s: %v", ruleString(rule), err)
+			}
+		})
+	}
+	// The rule on nodes grants list, watch and patch: without patch alone a
+	// drain must stop at the cordon, before any eviction.
+	t.Run("nodes patch", func(t *testing.T) {
+		rules := slices.Clone(drainerRole.Rules)
+		found := false
+		for i, r := range rules {
+			if ruleKey(r) == "/nodes" && slices.Contains(r.Verbs, "patch") {
+				r.Verbs = slices.DeleteFunc(slices.Clone(r.Verbs), func(v string) bool { return v == "patch" })
+				rules[i], found = r, true
+			}
+		}
+		if !found {
+			t.Fatalf("%s grants no patch on nodes, which cordoning needs", drainerRoleFile)
+		}
+		c := clientAs(t, tt, "udrain-nopatch", rules, true)
+		d, err := eviction.New(c, eviction.Options{Helper: helper, OnEvent: events.add})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := len(events.all())
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		if _, _, err := d.Drain(ctx, dom); !isForbidden(err) {
+			t.Errorf("drain without patch on nodes: err = %v, want Forbidden", err)
+		}
+		for _, e := range events.all()[start:] {
+			if e.Type == eviction.EventEvicting {
+				t.Errorf("drain without patch on nodes evicted %s", e.Pod)
+			}
+		}
+	})
+}
+
+// ruleCheck is what proves one rule of the drainer role needed (udrain
+// fails with Forbidden without it) or optional.
+type ruleCheck struct {
+	name     string
+	run      func(ctx context.Context, d *eviction.Drainer, domain string) error
+	optional bool
+}
+
+// planDomain lists nodes, pods and PDBs (watch caches), PodGroups and the
+// DaemonSets of the domain's pods: the cheapest operation that reads all.
+func planDomain(ctx context.Context, d *eviction.Drainer, domain string) error {
+	p, err := d.Plan(ctx, domain)
+	if err != nil {
+		return err
+	}
+	return p.Err()
+}
+
+func drainDomain(ctx context.Context, d *eviction.Drainer, domain string) error {
+	_, _, err := d.Drain(ctx, domain)
+	return err
+}
+
+// ruleChecks maps each rule of deploy/rbac/drainer.yaml (by API group and
+// resources) to its check. A check removes a whole rule; the verbs inside a
+// rule are not proven one by one (but patch on nodes, below): watch keeps
+// udrain's caches current (without it lists succeed and waits never end),
+// and get on pods is only used when an eviction's UID precondition fails on
+// a replaced pod, which udrain's watch usually notices first, so a test
+// cannot provoke it reliably.
+var ruleChecks = map[string]ruleCheck{
+	"/nodes":                      {name: "nodes", run: planDomain},
+	"/pods":                       {name: "pods", run: planDomain},
+	"/pods/eviction":              {name: "pods eviction", run: drainDomain},
+	"policy/poddisruptionbudgets": {name: "poddisruptionbudgets", run: planDomain},
+	"apps/daemonsets":             {name: "daemonsets", run: planDomain},
+	// Optional, as the role file says: udrain falls back to grouping by
+	// labels when it may not list PodGroups (or the API is not served).
+	"scheduling.k8s.io/podgroups": {name: "podgroups", run: planDomain, optional: true},
+}
+
+func ruleKey(r rbacv1.PolicyRule) string {
+	return strings.Join(r.APIGroups, ",") + "/" + strings.Join(r.Resources, ",")
+}
+
+func ruleString(r rbacv1.PolicyRule) string {
+	return fmt.Sprintf("{apiGroups %q, resources %q, verbs %q}", r.APIGroups, r.Resources, r.Verbs)
+}
+
+// isForbidden reports whether err is, or reports, an authorization refusal:
+// an API status error, or a pod kubectl's filters refused because its
+// DaemonSet could not be read.
+func isForbidden(err error) bool {
+	if err == nil {
+		return false
+	}
+	var refused *eviction.RefusedPodsError
+	return apierrors.IsForbidden(err) || errors.As(err, &refused) && strings.Contains(err.Error(), "forbidden")
+}
+
+// clusterRoleFromFile returns the ClusterRole called name from a YAML file
+// of several documents.
+func clusterRoleFromFile(t *testing.T, file, name string) *rbacv1.ClusterRole {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range bytes.Split(data, []byte("\n---")) {
+		var meta metav1.TypeMeta
+		if err := yaml.Unmarshal(doc, &meta); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		if meta.Kind != "ClusterRole" {
+			continue
+		}
+		var role rbacv1.ClusterRole
+		if err := yaml.UnmarshalStrict(doc, &role); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		if role.Name == name {
+			return &role
+		}
+	}
+	t.Fatalf("%s has no ClusterRole %s", file, name)
+	return nil
+}
+
+// clientAs makes a ServiceAccount in the test's namespace, a ClusterRole
+// with rules, and a binding (cluster-wide, or a RoleBinding in the
+// namespace), all deleted when the test ends, and returns a client that
+// authenticates with the ServiceAccount's token only, once the authorizer
+// grants it the first rule.
+func clientAs(t *testing.T, tt *testbed.Test, name string, rules []rbacv1.PolicyRule, clusterWide bool) kubernetes.Interface {
+	t.Helper()
+	ctx := t.Context()
+	admin := tt.Client
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: tt.Name}}
+	if _, err := admin.CoreV1().ServiceAccounts(tt.Name).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: tt.Name + "-" + name}, Rules: rules}
+	if _, err := admin.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cleanup := func(del func(context.Context) error) {
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := del(ctx); err != nil && !apierrors.IsNotFound(err) {
+				t.Logf("cleanup: %v", err)
+			}
+		})
+	}
+	cleanup(func(ctx context.Context) error {
+		return admin.RbacV1().ClusterRoles().Delete(ctx, role.Name, metav1.DeleteOptions{})
+	})
+	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: tt.Name}}
+	ref := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name}
+	if clusterWide {
+		b := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name}, Subjects: subjects, RoleRef: ref}
+		if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, b, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		cleanup(func(ctx context.Context) error {
+			return admin.RbacV1().ClusterRoleBindings().Delete(ctx, b.Name, metav1.DeleteOptions{})
+		})
+	} else {
+		b := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: tt.Name}, Subjects: subjects, RoleRef: ref}
+		if _, err := admin.RbacV1().RoleBindings(tt.Name).Create(ctx, b, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	tr, err := admin.CoreV1().ServiceAccounts(tt.Name).CreateToken(ctx, name, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: new(int64(3600))},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("TokenRequest for %s: %v", name, err)
+	}
+	// The cluster's address and CA, and nothing of the admin's credentials.
+	cfg := rest.AnonymousClientConfig(tt.Config)
+	cfg.BearerToken = tr.Status.Token
+	cfg.QPS, cfg.Burst = 100, 200
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	review, err := c.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "system:serviceaccount:" + tt.Name + ":" + name; review.Status.UserInfo.Username != want {
+		t.Fatalf("the token authenticates as %q, want %q", review.Status.UserInfo.Username, want)
+	}
+	if len(rules) > 0 {
+		waitAuthorized(t, c, tt.Name, rules[0])
+	}
+	return c
+}
+
+// waitAuthorized waits until the authorizer, whose RBAC view follows the
+// API a moment late, grants rule's first verb to the client.
+func waitAuthorized(t *testing.T, c kubernetes.Interface, namespace string, rule rbacv1.PolicyRule) {
+	t.Helper()
+	resource, sub, _ := strings.Cut(rule.Resources[0], "/")
+	attrs := &authorizationv1.ResourceAttributes{Namespace: namespace, Verb: rule.Verbs[0], Group: rule.APIGroups[0], Resource: resource, Subresource: sub}
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		r, err := c.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx,
+			&authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: attrs}}, metav1.CreateOptions{})
+		return err == nil && r.Status.Allowed, nil
+	})
+	if err != nil {
+		t.Fatalf("the authorizer does not grant %s: %v", ruleString(rule), err)
+	}
+}
+
+// deployWithGate is deploy with the readiness-gate controller running on
+// gateClient with gateOpts, in the test tt already made.
+func deployWithGate(t *testing.T, tt *testbed.Test, cfg scenarioConfig, gateClient kubernetes.Interface, gateOpts gate.Options) *scenario {
+	t.Helper()
+	ctx := t.Context()
+	gpu := fixture.H100()
+	s := &scenario{tt: tt}
+	s.nodes = fixture.Nodes{Pool: tt.Name, UDs: cfg.UDs, PerUD: cfg.PerUD, GPU: &gpu}
+	if _, err := s.nodes.Create(ctx, tt.Client); err != nil {
+		t.Fatal(err)
+	}
+	s.lws = fixture.LWS{Namespace: tt.Name, Name: "llm", Groups: cfg.Groups, Size: cfg.Size, Pool: tt.Name,
+		GPUsPerPod: cfg.GPUsPerPod, ReadyDelay: cfg.ReadyDelay, TerminateDelay: cfg.TerminateDelay, GracePeriodSeconds: 5}
+	c, err := gate.New(gateClient, gateOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gctx, cancel := context.WithCancel(klog.NewContext(context.Background(), ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(0)))))
+	done := make(chan error, 1)
+	go func() { done <- c.Run(gctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("readiness-gate controller: %v", err)
+		}
+	})
+	rec, err := fixture.RecordPods(ctx, tt.Client, tt.Name, s.lws.Selector())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rec.Stop)
+	s.rec = rec
+	tt.OnFailure("pod-timeline.txt", rec.WriteTimeline)
+	if err := s.lws.Create(ctx, tt.Client); err != nil {
+		t.Fatal(err)
+	}
+	s.waitHealthy(t, 3*time.Minute)
+	nl, err := tt.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: s.nodes.Selector().String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.nodeList = nl.Items
+	return s
+}
+
+// createPoolDaemonSet runs a DaemonSet on the pool's nodes and waits until
+// its pods are scheduled.
+func createPoolDaemonSet(t *testing.T, tt *testbed.Test) {
+	t.Helper()
+	labels := map[string]string{"app": "node-agent"}
+	ds := &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "node-agent", Namespace: tt.Name},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: metav1.SetAsLabelSelector(labels),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					NodeSelector:                 map[string]string{fixture.PoolLabel: tt.Name},
+					Containers:                   []corev1.Container{{Name: "agent", Image: fixture.DefaultImage}},
+					AutomountServiceAccountToken: new(false),
+				},
+			},
+		},
+	}
+	if _, err := tt.Client.AppsV1().DaemonSets(tt.Name).Create(t.Context(), ds, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := tt.Client.CoreV1().Nodes().List(t.Context(), metav1.ListOptions{LabelSelector: fixture.PoolLabel + "=" + tt.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fixture.WaitForPods(t.Context(), tt.Client, tt.Name, k8slabels.SelectorFromSet(labels), fixture.PodsScheduled(len(nodes.Items))); err != nil {
+		t.Fatal(err)
+	}
+}
