@@ -73,8 +73,8 @@ func stripForCache(obj interface{}) (interface{}, error) {
 
 // startView lists and starts watching; it returns once the caches are in
 // sync. stop ends the watches.
-func (d *Drainer) startView(ctx context.Context) (*view, error) {
-	ctx, cancel := context.WithCancel(ctx)
+func (d *Drainer) startView(parent context.Context) (*view, error) {
+	ctx, cancel := context.WithCancel(parent)
 	opts := []informers.SharedInformerOption{informers.WithTransform(stripForCache)}
 	f := informers.NewSharedInformerFactoryWithOptions(d.client, 0, opts...)
 	v := &view{
@@ -83,6 +83,24 @@ func (d *Drainer) startView(ctx context.Context) (*view, error) {
 		pods:       f.Core().V1().Pods().Informer(),
 		pdbs:       f.Policy().V1().PodDisruptionBudgets().Informer(),
 		daemonSets: map[string]error{},
+	}
+	// Lists and watches refused for lack of permission are retried forever
+	// by the reflectors: fail at once instead, naming what is missing.
+	denied := make(chan error, 3)
+	onError := func(ctx context.Context, r *cache.Reflector, err error) {
+		if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+			select {
+			case denied <- err:
+			default:
+			}
+		}
+		cache.DefaultWatchErrorHandler(ctx, r, err)
+	}
+	for _, inf := range []cache.SharedIndexInformer{v.nodes, v.pods, v.pdbs} {
+		if err := inf.SetWatchErrorHandlerWithContext(onError); err != nil {
+			cancel()
+			return nil, err
+		}
 	}
 	h := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(interface{}) { v.changed.notify() },
@@ -96,13 +114,30 @@ func (d *Drainer) startView(ctx context.Context) (*view, error) {
 		}
 	}
 	f.Start(ctx.Done())
-	synced := f.WaitForCacheSync(ctx.Done())
+	syncCtx, stopSync := context.WithCancel(ctx)
+	defer stopSync()
+	deniedFound := make(chan error, 1)
+	go func() {
+		select {
+		case err := <-denied:
+			deniedFound <- err
+			stopSync()
+		case <-syncCtx.Done():
+		}
+	}()
+	synced := f.WaitForCacheSync(syncCtx.Done())
 	for typ, ok := range synced {
 		if !ok {
+			stopSync()
 			cancel()
 			f.Shutdown()
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
+			select {
+			case err := <-deniedFound:
+				return nil, &PermissionError{Err: err}
+			default:
+			}
+			if parent.Err() != nil {
+				return nil, parent.Err()
 			}
 			return nil, fmt.Errorf("watching %v did not sync", typ)
 		}

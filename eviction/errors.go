@@ -144,3 +144,16 @@ func (e *InProgressError) Error() string {
 	return fmt.Sprintf("node %s of domain %s is cordoned by rollout %q, which has not finished; resume it (run it again with the same ID) instead of starting rollout %q, or uncordon the domain first",
 		e.Node, e.Domain, e.By, e.ID)
 }
+
+// PermissionError reports a list or watch the API server refused
+// (Forbidden, Unauthorized): udrain cannot see what it must. Nothing was
+// changed. deploy/rbac/drainer.yaml has the role udrain needs.
+type PermissionError struct {
+	Err error
+}
+
+func (e *PermissionError) Error() string {
+	return fmt.Sprintf("udrain may not read the cluster: %v; bind the ClusterRole of deploy/rbac/drainer.yaml (nodes, pods, poddisruptionbudgets: list and watch) to the identity udrain runs as", e.Err)
+}
+
+func (e *PermissionError) Unwrap() error { return e.Err }

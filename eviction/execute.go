@@ -220,6 +220,7 @@ func (ex *execution) run(ctx context.Context) error {
 			return err
 		}
 		ph.res.Duration = clk.Since(start)
+		ex.checkNodes()
 		ex.emit(Event{Type: EventPhaseDone, Phase: ph.phase, Message: fmt.Sprintf("%s done: every pod evicted", ph.phase)})
 	}
 	if err := ex.waitGone(ctx); err != nil {
@@ -280,9 +281,25 @@ func (ex *execution) cordon(ctx context.Context, dryRun bool) error {
 	return nil
 }
 
+// checkNodes reports the plan's nodes that have been deleted since the
+// drain began.
+func (ex *execution) checkNodes() {
+	for _, name := range ex.plan.Nodes {
+		if _, ok := ex.v.node(name); !ok {
+			ex.nodeGone(name)
+		}
+	}
+}
+
 func (ex *execution) nodeGone(name string) {
+	ex.mu.Lock()
+	if contains(ex.res.NodesGone, name) {
+		ex.mu.Unlock()
+		return
+	}
 	ex.res.NodesGone = append(ex.res.NodesGone, name)
-	ex.emit(Event{Type: EventNodeGone, Node: name, Message: "node no longer exists; its pods are still evicted and waited for"})
+	ex.mu.Unlock()
+	ex.emit(Event{Type: EventNodeGone, Node: name, Message: "node deleted during the drain; its pods are still evicted and waited for (the pod garbage collector removes pods of deleted nodes)"})
 }
 
 // retry runs fn until it succeeds, fails for good, or ctx ends, retrying
@@ -611,6 +628,7 @@ func (ex *execution) waitGone(ctx context.Context) error {
 	skipAfter := time.Duration(ex.d.s.helper.SkipWaitForDeleteTimeoutSeconds) * time.Second
 	for len(pending) > 0 {
 		changed := ex.v.changed.wait()
+		ex.checkNodes()
 		now := ex.d.s.Clock.Now()
 		rest := pending[:0]
 		for _, p := range pending {

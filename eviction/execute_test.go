@@ -13,6 +13,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/kubectl/pkg/drain"
@@ -446,5 +447,60 @@ func TestForbiddenEvictionFailsTheDomain(t *testing.T) {
 	}
 	if len(fc.attempts) != 1 {
 		t.Errorf("attempts %v: phase 2 must not start after a phase-1 failure", fc.attempts)
+	}
+}
+
+func TestRefusedListFailsFastWithPermissionError(t *testing.T) {
+	ctx := testContext(t)
+	fc := newFakeCluster(t, lwsCluster(2, 1, 2)...)
+	fc.client.PrependReactor("list", "poddisruptionbudgets", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(pdbsGVR.GroupResource(), "", fmt.Errorf(`User "system:serviceaccount:ops:udrain" cannot list resource "poddisruptionbudgets"`))
+	})
+	d, _ := New(fc.client, Options{})
+	start := time.Now()
+	_, err := d.Plan(ctx, "ud-1")
+	var pe *PermissionError
+	if !errors.As(err, &pe) || !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "drainer.yaml") {
+		t.Fatalf("err = %v, want *PermissionError wrapping Forbidden and naming the role", err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("took %s to give up", took)
+	}
+}
+
+func TestNodeDeletedMidDrainIsReported(t *testing.T) {
+	ctx := testContext(t)
+	objs := lwsCluster(2, 2, 2)
+	for _, o := range objs {
+		if p, ok := o.(*corev1.Pod); ok && p.Name == "llm-0-1" {
+			now := metav1.Now()
+			p.DeletionTimestamp = &now // terminating: the drain waits for it
+			p.Finalizers = []string{"test/hold"}
+		}
+	}
+	fc := newFakeCluster(t, objs...)
+	log := newEventLog()
+	d, _ := New(fc.client, Options{Backoff: slowBackoff, OnEvent: log.add})
+	done := make(chan *Result, 1)
+	go func() {
+		_, res, err := d.Drain(ctx, "ud-1")
+		if err != nil {
+			t.Errorf("Drain: %v", err)
+		}
+		done <- res
+	}()
+	log.waitFor(t, "PhaseDone of phase 2", func(e Event) bool { return e.Type == EventPhaseDone && e.Phase == Phase2 })
+	// The node holding the terminating pod is deleted; then the pod
+	// garbage collector removes its pod.
+	if err := fc.client.CoreV1().Nodes().Delete(ctx, "node-1-2", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	log.waitFor(t, "NodeGone", func(e Event) bool { return e.Type == EventNodeGone && e.Node == "node-1-2" })
+	if err := fc.client.CoreV1().Pods(testNS).Delete(ctx, "llm-0-1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	res := <-done
+	if diff := cmp.Diff([]string{"node-1-2"}, res.NodesGone); diff != "" {
+		t.Errorf("NodesGone (-want +got):\n%s", diff)
 	}
 }
