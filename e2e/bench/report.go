@@ -127,7 +127,7 @@ func (m *mdWriter) header(cells ...string) {
 
 func (m *mdWriter) summary(r *Results) {
 	m.f("## Summary\n\n")
-	m.f("Figures over %d run(s) side by side: median [min–max].\n\n", max(len(r.APICost), len(r.Rollout), 1))
+	m.f("Figures over %d run(s) side by side: median [min–max].\n\n", max(r.Settings.Repeat, 1))
 	m.header("figure", "udrain", "kubectl drain", "udrain / kubectl", "goal", "met")
 	for _, cs := range byTermination(r.APICost) {
 		u, k, ratio := collect(cs, func(s Side) float64 { return s.RequestsPerEvictedPod })
@@ -168,8 +168,8 @@ func (m *mdWriter) summary(r *Results) {
 		label := fmt.Sprintf("scale (%d nodes, %d domains, %d groups of %d)", s.Shape.Nodes(), s.Shape.UDs, s.Shape.Groups(), s.Shape.Size)
 		safe := u.Safety.EachOnce() && u.Safety.MinMargin >= 0 && u.Err == ""
 		ratio := ""
-		if u.Breakdown != nil {
-			ratio = fmt.Sprintf(", %.2f× bound", u.Breakdown.Ratio)
+		if b := u.Breakdown; b != nil {
+			ratio = fmt.Sprintf(", %.2f× its bound (%.2f× with the termination observed)", b.Ratio, b.RatioObserved)
 		}
 		m.row(label+": completes, each group once, never below minAvailable", fmt.Sprintf("%s in %s%s", yesNo(safe), dur(u.Wall), ratio), "not run", "", "same guarantees", met(safe))
 		if mem := u.Memory; mem != nil {

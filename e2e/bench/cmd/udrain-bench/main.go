@@ -70,7 +70,7 @@ func drainer() int {
 
 type flags struct {
 	out, runList, cluster, scaleCluster, kubeconfig, scaleKubeconfig string
-	goBench, goBenchCmd, outage, note, repo                          string
+	goBench, goBenchCmd, outage, note, repo, render                  string
 	repeat                                                           int
 	quick, dumpPods, profile                                         bool
 	small, scale                                                     bench.Shape
@@ -117,6 +117,7 @@ func parseFlags() (*flags, error) {
 	fs.StringVar(&f.outage, "outage", "", "JSON line of hack/bench/bootstrap-outage to include")
 	fs.BoolVar(&f.profile, "profile", false, "each udrain drainer process writes a CPU profile next to its log (go tool pprof)")
 	fs.BoolVar(&f.dumpPods, "dump-pods", false, "also write every recorded pod event in full (JSON lines) next to the logs")
+	fs.StringVar(&f.render, "render", "", "only render this results.json again as results.md into -out (after a change of the report)")
 	fs.StringVar(&f.note, "note", "shared with other jobs", "what else runs on the machine, for the report")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return nil, err
@@ -204,6 +205,13 @@ func run() int {
 	if err := os.MkdirAll(f.out, 0o755); err != nil {
 		fmt.Fprintln(os.Stderr, "udrain-bench:", err)
 		return 1
+	}
+	if f.render != "" {
+		if err := render(f.render, f.out); err != nil {
+			fmt.Fprintln(os.Stderr, "udrain-bench:", err)
+			return 1
+		}
+		return 0
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -360,6 +368,23 @@ func save(f *flags, res *bench.Results) error {
 		}
 	}
 	return nil
+}
+
+// render writes results.md into out from a results.json.
+func render(from, out string) error {
+	data, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	var res bench.Results
+	if err := json.Unmarshal(data, &res); err != nil {
+		return fmt.Errorf("%s: %w", from, err)
+	}
+	var md bytes.Buffer
+	if err := bench.WriteMarkdown(&md, &res); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(out, "results.md"), md.Bytes(), 0o644)
 }
 
 // command is how the run can be reproduced: hack/bench.sh names itself in
