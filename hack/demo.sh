@@ -179,7 +179,7 @@ The cluster keeps running. To try more:
   bin/udrain domains                       # every node upgraded by the rollout, uncordoned
   bin/udrain audit                         # the placement contract, checked
   bin/udrain readiness-gate-controller -n $NS &   # leaders' gates (the demo stopped its own)
-  bin/udrain drain $POOL-ud1               # one domain by hand; then uncordon, wait-healthy
+  bin/udrain drain $POOL-ud1                # one domain by hand; then uncordon, wait-healthy
   bin/udrain --help                        # every command; docs/CLI.md
 make demo starts over; make cluster-down deletes the cluster.
 EOF
