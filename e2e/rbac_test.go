@@ -128,6 +128,8 @@ func TestLeastPrivilege(t *testing.T) {
 				t.Errorf("without %s: %v; %s says the rule is optional", ruleString(rule), err, drainerRoleFile)
 			case !check.optional && !isForbidden(err):
 				t.Errorf("without %s: err = %v, want udrain to fail with Forbidden", ruleString(rule), err)
+			case check.unseen && !errors.As(err, new(*eviction.PermissionError)):
+				t.Errorf("without %s: err = %v (%T), want an *eviction.PermissionError", ruleString(rule), err, err)
 			case err != nil:
 				t.Logf("without %s: %v", ruleString(rule), err)
 			}
@@ -169,9 +171,11 @@ func TestLeastPrivilege(t *testing.T) {
 // ruleCheck is what proves one rule of the drainer role needed (udrain
 // fails with Forbidden without it) or optional.
 type ruleCheck struct {
-	name     string
-	run      func(ctx context.Context, d *eviction.Drainer, domain string) error
-	optional bool
+	name string
+	run  func(ctx context.Context, d *eviction.Drainer, domain string) error
+	// optional: udrain works without the rule. unseen: without it udrain
+	// cannot list what it plans from, and says so with a PermissionError.
+	optional, unseen bool
 }
 
 // planDomain lists nodes, pods and PDBs (watch caches), PodGroups and the
@@ -197,10 +201,10 @@ func drainDomain(ctx context.Context, d *eviction.Drainer, domain string) error 
 // a replaced pod, which udrain's watch usually notices first, so a test
 // cannot provoke it reliably.
 var ruleChecks = map[string]ruleCheck{
-	"/nodes":                      {name: "nodes", run: planDomain},
-	"/pods":                       {name: "pods", run: planDomain},
+	"/nodes":                      {name: "nodes", run: planDomain, unseen: true},
+	"/pods":                       {name: "pods", run: planDomain, unseen: true},
 	"/pods/eviction":              {name: "pods eviction", run: drainDomain},
-	"policy/poddisruptionbudgets": {name: "poddisruptionbudgets", run: planDomain},
+	"policy/poddisruptionbudgets": {name: "poddisruptionbudgets", run: planDomain, unseen: true},
 	"apps/daemonsets":             {name: "daemonsets", run: planDomain},
 	// Optional, as the role file says: udrain falls back to grouping by
 	// labels when it may not list PodGroups (or the API is not served).
