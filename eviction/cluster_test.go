@@ -49,8 +49,9 @@ type fakeCluster struct {
 	attempts  []string // every eviction request, accepted or not
 	uidSeq    int
 	// onEvict, if set, runs before the reactor decides; returning a
-	// non-nil error answers the request with it.
-	onEvict func(ns, name string) error
+	// non-nil error answers the request with it. dryRun marks udrain's
+	// dry-run preflight requests.
+	onEvict func(ns, name string, dryRun bool) error
 }
 
 func newFakeCluster(t *testing.T, objs ...runtime.Object) *fakeCluster {
@@ -78,7 +79,7 @@ func (fc *fakeCluster) evictionReactor(action k8stesting.Action) (bool, runtime.
 	hook := fc.onEvict
 	fc.mu.Unlock()
 	if hook != nil {
-		if err := hook(ev.Namespace, ev.Name); err != nil {
+		if err := hook(ev.Namespace, ev.Name, ev.DeleteOptions != nil && len(ev.DeleteOptions.DryRun) > 0); err != nil {
 			return true, nil, err
 		}
 	}

@@ -118,6 +118,9 @@ type NotRecoveredError struct {
 }
 
 func (e *NotRecoveredError) Error() string {
+	if e.Timeout <= 0 {
+		return fmt.Sprintf("domain %s is not healthy yet: %s", e.Domain, strings.Join(abbreviate(e.Waiting, 10), "; "))
+	}
 	return fmt.Sprintf("domain %s did not recover within %s: %s", e.Domain, e.Timeout, strings.Join(abbreviate(e.Waiting, 10), "; "))
 }
 
@@ -145,15 +148,17 @@ func (e *InProgressError) Error() string {
 		e.Node, e.Domain, e.By, e.ID)
 }
 
-// PermissionError reports a list or watch the API server refused
-// (Forbidden, Unauthorized): udrain cannot see what it must. Nothing was
-// changed. deploy/rbac/drainer.yaml has the role udrain needs.
+// PermissionError reports a request the API server refused for lack of
+// permission (Forbidden, Unauthorized): a list or watch udrain needs to see
+// the cluster, or, checked with dry-run requests before anything changes,
+// a cordon or an eviction. Nothing was changed. deploy/rbac/drainer.yaml
+// has the role udrain needs.
 type PermissionError struct {
 	Err error
 }
 
 func (e *PermissionError) Error() string {
-	return fmt.Sprintf("udrain may not read the cluster: %v; bind the ClusterRole of deploy/rbac/drainer.yaml (nodes, pods, poddisruptionbudgets: list and watch) to the identity udrain runs as", e.Err)
+	return fmt.Sprintf("udrain is not allowed to do its work (nothing was changed): %v; bind the ClusterRole of deploy/rbac/drainer.yaml to the identity udrain runs as", e.Err)
 }
 
 func (e *PermissionError) Unwrap() error { return e.Err }

@@ -42,7 +42,15 @@ type BlockRecord struct {
 	PDB       string        `json:"pdb"`
 	Since     time.Time     `json:"since"`
 	Duration  time.Duration `json:"duration"`
-	Pods      []string      `json:"pods"`
+	// Pods are the pods that waited on the budget during the block.
+	Pods []string `json:"pods"`
+}
+
+// openBlock is a block in progress: its record, and the pods still
+// waiting (the record keeps every pod that waited).
+type openBlock struct {
+	rec     BlockRecord
+	waiting []string
 }
 
 // DryRunOutcome is what a dry run found for one pod.
@@ -158,8 +166,8 @@ type execution struct {
 	mu       sync.Mutex
 	res      *Result
 	progress Progress
-	blocks   map[string]*BlockRecord // open blocks by PDB key
-	evicted  []PlannedPod            // pods to wait for
+	blocks   map[string]*openBlock // open blocks by PDB key
+	evicted  []PlannedPod          // pods to wait for
 }
 
 func (d *Drainer) execute(ctx context.Context, v *view, plan *Plan, cordonMark string) (*Result, error) {
@@ -171,7 +179,7 @@ func (d *Drainer) execute(ctx context.Context, v *view, plan *Plan, cordonMark s
 		d: d, v: v, plan: plan, em: &emitter{fn: d.s.OnEvent}, mark: cordonMark,
 		log:    klog.FromContext(ctx).WithValues("domain", plan.Domain),
 		res:    &Result{Domain: plan.Domain, Started: clk.Now()},
-		blocks: map[string]*BlockRecord{},
+		blocks: map[string]*openBlock{},
 	}
 	ex.progress = Progress{Phase1Total: len(plan.Phase1), Phase2Total: len(plan.Phase2)}
 	ex.res.Phase1.Pods, ex.res.Phase2.Pods = len(plan.Phase1), len(plan.Phase2)
@@ -205,6 +213,9 @@ func (d *Drainer) execute(ctx context.Context, v *view, plan *Plan, cordonMark s
 }
 
 func (ex *execution) run(ctx context.Context) error {
+	if err := ex.preflight(ctx); err != nil {
+		return err
+	}
 	if err := ex.cordon(ctx, false); err != nil {
 		return err
 	}
@@ -239,6 +250,40 @@ func (ex *execution) emit(ev Event) {
 	}
 	ev.Domain = ex.plan.Domain
 	ex.em.emit(ev)
+}
+
+// preflight asks the API server, with dry-run requests that change
+// nothing, whether udrain may cordon the domain's nodes and evict (or
+// delete) its pods in each namespace, so that a missing permission stops
+// the drain before a node is cordoned.
+func (ex *execution) preflight(ctx context.Context) error {
+	denied := func(err error) bool {
+		return apierrors.IsForbidden(err) && !hasBudgetCause(err) || apierrors.IsUnauthorized(err)
+	}
+	for _, name := range ex.plan.Nodes {
+		if _, ok := ex.v.node(name); !ok {
+			continue
+		}
+		// An empty patch: authorization is checked all the same, and
+		// nothing changes even where dry-run is not honoured (fakes).
+		_, err := ex.d.client.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, []byte("{}"), metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+		if denied(err) {
+			return &PermissionError{Err: err}
+		}
+		break
+	}
+	evict := ex.evictor()
+	checked := map[string]bool{}
+	for _, p := range ex.plan.Pods() {
+		if p.Terminating || checked[p.Namespace] || ex.v.gone(p) {
+			continue
+		}
+		checked[p.Namespace] = true
+		if err := evict.Evict(ctx, p, ex.deleteOptions(p, true)); denied(err) {
+			return &PermissionError{Err: err}
+		}
+	}
+	return nil
 }
 
 // cordon marks the domain's nodes unschedulable, recording that udrain did
@@ -524,16 +569,19 @@ func (ex *execution) block(p PlannedPod, phase Phase, apiErr error, prev *BlockI
 	key := info.Namespace + "/" + info.PDB
 	now := ex.d.s.Clock.Now()
 	ex.mu.Lock()
-	rec := ex.blocks[key]
-	if rec == nil {
-		rec = &BlockRecord{Namespace: info.Namespace, PDB: info.PDB, Since: now}
-		ex.blocks[key] = rec
+	ob := ex.blocks[key]
+	if ob == nil {
+		ob = &openBlock{rec: BlockRecord{Namespace: info.Namespace, PDB: info.PDB, Since: now}}
+		ex.blocks[key] = ob
 	}
-	if !contains(rec.Pods, p.Key()) {
-		rec.Pods = append(rec.Pods, p.Key())
+	if !contains(ob.rec.Pods, p.Key()) {
+		ob.rec.Pods = append(ob.rec.Pods, p.Key())
 	}
-	info.Since = rec.Since
-	info.Pods = append([]string(nil), rec.Pods...)
+	if !contains(ob.waiting, p.Key()) {
+		ob.waiting = append(ob.waiting, p.Key())
+	}
+	info.Since = ob.rec.Since
+	info.Pods = append([]string(nil), ob.waiting...)
 	ex.mu.Unlock()
 	if prev == nil || countsChanged(*prev, info) {
 		ex.emit(Event{Type: EventBlocked, Phase: phase, Pod: p.Key(), Block: &info, Message: info.String()})
@@ -550,12 +598,11 @@ func (ex *execution) unblock(p PlannedPod, info *BlockInfo, phase Phase) {
 	key := info.Namespace + "/" + info.PDB
 	now := ex.d.s.Clock.Now()
 	ex.mu.Lock()
-	rec := ex.blocks[key]
-	if rec != nil {
-		rec.Pods = remove(rec.Pods, p.Key())
-		if len(rec.Pods) == 0 {
-			rec.Duration = now.Sub(rec.Since)
-			ex.res.Blocks = append(ex.res.Blocks, *rec)
+	if ob := ex.blocks[key]; ob != nil {
+		ob.waiting = remove(ob.waiting, p.Key())
+		if len(ob.waiting) == 0 {
+			ob.rec.Duration = now.Sub(ob.rec.Since)
+			ex.res.Blocks = append(ex.res.Blocks, ob.rec)
 			delete(ex.blocks, key)
 		}
 	}
@@ -576,11 +623,11 @@ func (ex *execution) closeBlocks() {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		rec := ex.blocks[k]
+		rec := ex.blocks[k].rec
 		rec.Duration = now.Sub(rec.Since)
-		ex.res.Blocks = append(ex.res.Blocks, *rec)
+		ex.res.Blocks = append(ex.res.Blocks, rec)
 	}
-	ex.blocks = map[string]*BlockRecord{}
+	ex.blocks = map[string]*openBlock{}
 }
 
 // waitForBudget waits until the blocking budget allows a disruption (seen on
@@ -685,21 +732,21 @@ func (ex *execution) timeoutError() error {
 	now := ex.d.s.Clock.Now()
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
-	var longest *BlockRecord
-	for _, rec := range ex.blocks {
-		if longest == nil || rec.Since.Before(longest.Since) {
-			longest = rec
+	var longest *openBlock
+	for _, ob := range ex.blocks {
+		if longest == nil || ob.rec.Since.Before(longest.rec.Since) {
+			longest = ob
 		}
 	}
 	if longest != nil {
-		info := BlockInfo{Namespace: longest.Namespace, PDB: longest.PDB, Since: longest.Since, Pods: longest.Pods}
-		if pdb, ok := ex.v.pdb(longest.Namespace, longest.PDB); ok {
+		info := BlockInfo{Namespace: longest.rec.Namespace, PDB: longest.rec.PDB, Since: longest.rec.Since, Pods: longest.waiting}
+		if pdb, ok := ex.v.pdb(longest.rec.Namespace, longest.rec.PDB); ok {
 			info.DisruptionsAllowed = pdb.Status.DisruptionsAllowed
 			info.CurrentHealthy = pdb.Status.CurrentHealthy
 			info.DesiredHealthy = pdb.Status.DesiredHealthy
 			info.ExpectedPods = pdb.Status.ExpectedPods
 		}
-		return &BlockedError{Domain: ex.plan.Domain, Block: info, For: now.Sub(longest.Since)}
+		return &BlockedError{Domain: ex.plan.Domain, Block: info, For: now.Sub(longest.rec.Since)}
 	}
 	te := &TimeoutError{Domain: ex.plan.Domain, Timeout: ex.d.s.helper.Timeout, Phase: Phase2}
 	if ex.progress.Phase1Evicted < ex.progress.Phase1Total {

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/kubectl/pkg/drain"
@@ -96,8 +97,10 @@ func TestBlockedPhase1HoldsPhase2UntilBudgetFrees(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
+	var res *Result
 	go func() {
-		_, _, err := d.Drain(ctx, "ud-1")
+		var err error
+		_, res, err = d.Drain(ctx, "ud-1")
 		done <- err
 	}()
 	blocked := log.waitFor(t, "Blocked", func(e Event) bool { return e.Type == EventBlocked })
@@ -132,6 +135,10 @@ func TestBlockedPhase1HoldsPhase2UntilBudgetFrees(t *testing.T) {
 	}
 	if len(log.ofType(EventUnblocked)) != 1 {
 		t.Errorf("want one Unblocked event, got %d", len(log.ofType(EventUnblocked)))
+	}
+	if len(res.Blocks) != 1 || res.Blocks[0].PDB != "llm-leaders" || res.Blocks[0].Duration <= 0 ||
+		!cmp.Equal(res.Blocks[0].Pods, []string{"inference/llm-0"}) {
+		t.Errorf("blocks = %+v, want one block of llm-leaders with the leader that waited", res.Blocks)
 	}
 }
 
@@ -407,8 +414,8 @@ func TestTransientErrorsAreRetried(t *testing.T) {
 	ctx := testContext(t)
 	fc := newFakeCluster(t, lwsCluster(2, 1, 2)...)
 	failures := 2
-	fc.onEvict = func(ns, name string) error {
-		if failures > 0 {
+	fc.onEvict = func(ns, name string, dryRun bool) error {
+		if failures > 0 && !dryRun {
 			failures--
 			return apierrors.NewServiceUnavailable("apiserver is restarting")
 		}
@@ -433,8 +440,13 @@ func TestTransientErrorsAreRetried(t *testing.T) {
 func TestForbiddenEvictionFailsTheDomain(t *testing.T) {
 	ctx := testContext(t)
 	fc := newFakeCluster(t, lwsCluster(2, 1, 2)...)
-	fc.onEvict = func(ns, name string) error {
-		return apierrors.NewForbidden(podsGVR.GroupResource(), name, fmt.Errorf("RBAC: no"))
+	// Allowed in the preflight, refused for real (an admission webhook,
+	// say): the domain fails at its first eviction.
+	fc.onEvict = func(ns, name string, dryRun bool) error {
+		if dryRun {
+			return nil
+		}
+		return apierrors.NewForbidden(podsGVR.GroupResource(), name, fmt.Errorf("denied by policy"))
 	}
 	d, err := New(fc.client, Options{})
 	if err != nil {
@@ -445,8 +457,8 @@ func TestForbiddenEvictionFailsTheDomain(t *testing.T) {
 	if !errors.As(err, &ee) || !apierrors.IsForbidden(err) {
 		t.Fatalf("err = %v, want *EvictionError wrapping Forbidden", err)
 	}
-	if len(fc.attempts) != 1 {
-		t.Errorf("attempts %v: phase 2 must not start after a phase-1 failure", fc.attempts)
+	if len(fc.attempts) != 2 {
+		t.Errorf("attempts %v: phase 2 must not start after a phase-1 failure (want the preflight and the leader)", fc.attempts)
 	}
 }
 
@@ -502,5 +514,23 @@ func TestNodeDeletedMidDrainIsReported(t *testing.T) {
 	res := <-done
 	if diff := cmp.Diff([]string{"node-1-2"}, res.NodesGone); diff != "" {
 		t.Errorf("NodesGone (-want +got):\n%s", diff)
+	}
+}
+
+func TestMissingEvictionPermissionStopsBeforeTheCordon(t *testing.T) {
+	ctx := testContext(t)
+	fc := newFakeCluster(t, lwsCluster(2, 1, 2)...)
+	fc.onEvict = func(ns, name string, dryRun bool) error {
+		return apierrors.NewForbidden(schema.GroupResource{Resource: "pods/eviction"}, name, fmt.Errorf("RBAC: not allowed"))
+	}
+	d, _ := New(fc.client, Options{})
+	_, _, err := d.Drain(ctx, "ud-1")
+	var pe *PermissionError
+	if !errors.As(err, &pe) {
+		t.Fatalf("err = %v, want *PermissionError", err)
+	}
+	n, _ := fc.client.CoreV1().Nodes().Get(ctx, "node-1-1", metav1.GetOptions{})
+	if n.Spec.Unschedulable {
+		t.Error("the node was cordoned although udrain may not evict")
 	}
 }

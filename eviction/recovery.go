@@ -144,6 +144,19 @@ func (v *view) waiting(t recoveryTarget, groupers []topology.Grouper, now time.T
 	return out
 }
 
+// nextExpiry returns the earliest time a stale disruptedPods entry of the
+// target's budgets expires (zero if none): status changes then without a
+// pod event.
+func (v *view) nextExpiry(t recoveryTarget, now time.Time) time.Time {
+	var next time.Time
+	for _, nn := range t.pdbs {
+		if _, at := v.pdbLag(nn, now); !at.IsZero() && (next.IsZero() || at.Before(next)) {
+			next = at
+		}
+	}
+	return next
+}
+
 // groupMissing says why a group is not whole and healthy, or "".
 func groupMissing(g *topology.Group, want AffectedGroup) string {
 	if g == nil {
@@ -199,32 +212,61 @@ func (v *view) podsIn(namespace string) []*corev1.Pod {
 // it selects: the disruption controller updates it a little after pods turn
 // Ready, and the next domain's evictions are judged by that status.
 func (v *view) pdbLagging(nn types.NamespacedName, now time.Time) string {
+	msg, _ := v.pdbLag(nn, now)
+	return msg
+}
+
+// disruptedPodTimeout is how long the disruption controller keeps a pod in
+// status.disruptedPods when it does not see the pod go (DeletionTimeout in
+// the Kubernetes disruption controller).
+const disruptedPodTimeout = 2 * time.Minute
+
+// pdbLag says how a budget's status lags behind its pods, and when a stale
+// status.disruptedPods entry expires (zero if none matters). A Ready pod
+// still listed there (a replacement that took the name of a pod evicted
+// while the controller was not looking, e.g. across an API server restart)
+// is not counted by the controller until the entry expires; the next
+// domain's evictions would be refused until then, so recovery waits and
+// says so.
+func (v *view) pdbLag(nn types.NamespacedName, now time.Time) (string, time.Time) {
 	pdb, ok := v.pdb(nn.Namespace, nn.Name)
 	if !ok {
-		return ""
+		return "", time.Time{}
 	}
 	if pdb.Status.ObservedGeneration < pdb.Generation {
-		return "status not yet observed for the current spec"
+		return "status not yet observed for the current spec", time.Time{}
 	}
 	sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
 	if err != nil {
-		return ""
+		return "", time.Time{}
 	}
 	healthy := int32(0)
+	var stale []string
+	var expires time.Time
 	for _, p := range v.podsIn(nn.Namespace) {
 		if !sel.Matches(labels.Set(p.Labels)) || p.DeletionTimestamp != nil || !isPodReady(p) {
 			continue
 		}
-		// The controller does not count pods it saw evicted recently.
-		if t, ok := pdb.Status.DisruptedPods[p.Name]; ok && t.Add(2*time.Minute).After(now) {
-			continue
-		}
 		healthy++
+		if t, ok := pdb.Status.DisruptedPods[p.Name]; ok {
+			if end := t.Add(disruptedPodTimeout); end.After(now) {
+				stale = append(stale, p.Name)
+				if expires.IsZero() || end.After(expires) {
+					expires = end
+				}
+			}
+		}
 	}
-	if pdb.Status.CurrentHealthy < healthy {
-		return fmt.Sprintf("status counts %d healthy, the pods show %d", pdb.Status.CurrentHealthy, healthy)
+	if pdb.Status.CurrentHealthy >= healthy {
+		return "", time.Time{}
 	}
-	return ""
+	msg := fmt.Sprintf("status counts %d healthy, the pods show %d", pdb.Status.CurrentHealthy, healthy)
+	if len(stale) > 0 {
+		sort.Strings(stale)
+		msg += fmt.Sprintf("; the disruption controller still counts %s as being evicted (status.disruptedPods) until %s",
+			strings.Join(stale, ", "), expires.UTC().Format(time.TimeOnly))
+	}
+	return msg, expires
 }
 
 // waitRecovered waits, on the watch, until the target has recovered; it
@@ -251,13 +293,25 @@ func (d *Drainer) waitRecovered(ctx context.Context, v *view, t recoveryTarget, 
 			last = s
 			em.emit(Event{Time: d.s.Clock.Now(), Type: EventWaitingRecovery, Domain: t.domain, Message: s})
 		}
+		var wake <-chan time.Time
+		var timer interface{ Stop() bool }
+		if at := v.nextExpiry(t, d.s.Clock.Now()); !at.IsZero() {
+			tt := d.s.Clock.NewTimer(at.Sub(d.s.Clock.Now()) + 100*time.Millisecond)
+			timer, wake = tt, tt.C()
+		}
 		select {
 		case <-ctx.Done():
+		case <-changed:
+		case <-wake:
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		if ctx.Err() != nil {
 			if timeout > 0 && ctx.Err() == context.DeadlineExceeded {
 				return &NotRecoveredError{Domain: t.domain, Timeout: timeout, Waiting: lastWaiting}
 			}
 			return ctx.Err()
-		case <-changed:
 		}
 	}
 }
@@ -319,9 +373,11 @@ func (d *Drainer) uncordonNode(ctx context.Context, name string) error {
 
 // WaitHealthy waits until the groups with pods in the named domains (every
 // domain when none is named) are whole with every member Ready, and the
-// PodDisruptionBudgets over their pods have caught up with them. It changes
-// nothing. A timeout in ctx bounds the wait; the returned error then says
-// what was still missing.
+// PodDisruptionBudgets over their pods have caught up with them. Groups of
+// the same workloads whose pods are all unscheduled (Pending, waiting for
+// room) count too: they are not healthy. It changes nothing. A deadline in
+// ctx bounds the wait; the error is then a *NotRecoveredError saying what
+// was still missing.
 func (d *Drainer) WaitHealthy(ctx context.Context, domains ...string) error {
 	v, err := d.startView(ctx)
 	if err != nil {
@@ -332,60 +388,46 @@ func (d *Drainer) WaitHealthy(ctx context.Context, domains ...string) error {
 	if err != nil {
 		return err
 	}
-	if len(domains) == 0 {
-		layout, err := topology.BuildLayout(snap.Nodes, topology.LayoutOptions{LabelKey: d.s.DomainLabel, Unlabeled: d.s.Unlabeled})
-		if err != nil {
-			return err
-		}
-		domains = layout.Names()
+	targets, err := d.healthTargets(snap, domains)
+	if err != nil {
+		return err
 	}
-	em := &emitter{fn: d.s.OnEvent}
-	for _, name := range domains {
-		plan, err := newPlan(name, snap, d.s)
-		if err != nil {
-			return err
-		}
-		t := targetFromPlan(plan)
-		// Health is about groups, not about what a drain may evict.
-		t.pdbs = pdbsOfGroups(plan)
-		if err := d.waitRecovered(ctx, v, t, em, 0); err != nil {
-			if ctx.Err() == context.DeadlineExceeded {
-				return &NotRecoveredError{Domain: name, Waiting: v.waiting(t, d.groupers(snap), d.s.Clock.Now())}
+	// One wait over every domain, so that a domain that falls ill again
+	// while another recovers is not missed.
+	all := recoveryTarget{domain: strings.Join(domains, ",")}
+	if len(domains) == 0 {
+		all.domain = "(all)"
+	}
+	seenG, seenP := map[topology.GroupID]bool{}, map[types.NamespacedName]bool{}
+	for _, t := range targets {
+		for _, g := range t.groups {
+			if !seenG[g.ID] {
+				seenG[g.ID] = true
+				all.groups = append(all.groups, g)
 			}
-			return err
 		}
+		for _, p := range t.pdbs {
+			if !seenP[p] {
+				seenP[p] = true
+				all.pdbs = append(all.pdbs, p)
+			}
+		}
+	}
+	start := d.s.Clock.Now()
+	if err := d.waitRecovered(ctx, v, all, &emitter{fn: d.s.OnEvent}, 0); err != nil {
+		if ctx.Err() == context.DeadlineExceeded {
+			return &NotRecoveredError{Domain: all.domain, Timeout: d.s.Clock.Since(start).Round(time.Second),
+				Waiting: v.waiting(all, d.groupers(snap), d.s.Clock.Now())}
+		}
+		return err
 	}
 	return nil
 }
 
-// pdbsOfGroups returns the PDBs that select a member of the plan's groups.
-func pdbsOfGroups(plan *Plan) []types.NamespacedName {
-	inGroup := map[string]bool{}
-	for _, g := range plan.Groups {
-		inGroup[g.ID.String()] = true
-	}
-	seen := map[types.NamespacedName]bool{}
-	var out []types.NamespacedName
-	for _, p := range plan.Pods() {
-		if p.Group == "" || !inGroup[p.Group] {
-			continue
-		}
-		for _, name := range p.PDBs {
-			nn := types.NamespacedName{Namespace: p.Namespace, Name: name}
-			if !seen[nn] {
-				seen[nn] = true
-				out = append(out, nn)
-			}
-		}
-	}
-	return out
-}
-
-func (d *Drainer) groupers(snap *Snapshot) []topology.Grouper { return groupersFor(d.s, snap) }
-
 // Health says, without waiting, what keeps the groups of the named domains
 // (every domain when none is named) from being healthy: one line per group
-// or PDB, empty when all is well. It changes nothing.
+// or PDB, prefixed with its domain ("unscheduled" for groups with no pod
+// on a node), empty when all is well. It changes nothing.
 func (d *Drainer) Health(ctx context.Context, domains ...string) ([]string, error) {
 	v, err := d.startView(ctx)
 	if err != nil {
@@ -396,24 +438,124 @@ func (d *Drainer) Health(ctx context.Context, domains ...string) ([]string, erro
 	if err != nil {
 		return nil, err
 	}
-	if len(domains) == 0 {
-		layout, err := topology.BuildLayout(snap.Nodes, topology.LayoutOptions{LabelKey: d.s.DomainLabel, Unlabeled: d.s.Unlabeled})
-		if err != nil {
-			return nil, err
-		}
-		domains = layout.Names()
+	targets, err := d.healthTargets(snap, domains)
+	if err != nil {
+		return nil, err
 	}
 	var out []string
-	for _, name := range domains {
-		plan, err := newPlan(name, snap, d.s)
-		if err != nil {
-			return nil, err
-		}
-		t := targetFromPlan(plan)
-		t.pdbs = pdbsOfGroups(plan)
+	for _, t := range targets {
 		for _, w := range v.waiting(t, d.groupers(snap), d.s.Clock.Now()) {
-			out = append(out, name+": "+w)
+			out = append(out, t.domain+": "+w)
 		}
 	}
 	return out, nil
 }
+
+// healthTargets returns, per domain, its groups (every group with a pod on
+// its nodes, whatever a drain would do with that pod) and the PDBs over
+// their members, and a last target "unscheduled" with the groups of the
+// same workloads that have no pod on any node.
+func (d *Drainer) healthTargets(snap *Snapshot, domains []string) ([]recoveryTarget, error) {
+	layout, err := topology.BuildLayout(snap.Nodes, topology.LayoutOptions{LabelKey: d.s.DomainLabel, Unlabeled: d.s.Unlabeled})
+	if err != nil {
+		return nil, err
+	}
+	if len(domains) == 0 {
+		domains = layout.Names()
+	}
+	for _, name := range domains {
+		if name == "" {
+			return nil, &EmptyDomainError{}
+		}
+		if _, err := layout.Domain(name); err != nil {
+			return nil, err
+		}
+	}
+	groups := topology.FindGroups(snap.Pods, d.groupers(snap)...)
+	pdbs := topology.NewPDBIndex(snap.PDBs)
+	type wkey struct {
+		kind         topology.Kind
+		ns, workload string
+	}
+	byDomain := map[string]*recoveryTarget{}
+	var targets []*recoveryTarget
+	for _, name := range domains {
+		t := &recoveryTarget{domain: name}
+		byDomain[name] = t
+		targets = append(targets, t)
+	}
+	unscheduled := &recoveryTarget{domain: "unscheduled"}
+	placed := map[wkey]bool{}
+	addPDBs := func(t *recoveryTarget, g *topology.Group) {
+		for _, m := range g.Members {
+			for _, b := range pdbs.For(m) {
+				nn := types.NamespacedName{Namespace: b.Namespace, Name: b.Name}
+				if !containsNN(t.pdbs, nn) {
+					t.pdbs = append(t.pdbs, nn)
+				}
+			}
+		}
+	}
+	for i := range groups {
+		g := &groups[i]
+		ag := AffectedGroup{ID: g.ID, Workload: g.Workload, Size: g.ExpectedSize()}
+		if g.Leader != nil {
+			ag.Leader = g.Leader.Name
+		}
+		scheduled := false
+		for _, m := range g.Members {
+			if m.Spec.NodeName == "" {
+				continue
+			}
+			scheduled = true
+			dom, ok := layout.DomainOf(m.Spec.NodeName)
+			if !ok {
+				continue
+			}
+			placed[wkey{g.ID.Kind, g.ID.Namespace, g.Workload}] = true
+			if t := byDomain[dom]; t != nil && !containsGroup(t.groups, g.ID) {
+				t.groups = append(t.groups, ag)
+				addPDBs(t, g)
+			}
+		}
+		if !scheduled {
+			unscheduled.groups = append(unscheduled.groups, ag)
+		}
+	}
+	// Unscheduled groups count only for workloads placed in the layout.
+	kept := unscheduled.groups[:0]
+	for _, ag := range unscheduled.groups {
+		if placed[wkey{ag.ID.Kind, ag.ID.Namespace, ag.Workload}] {
+			kept = append(kept, ag)
+		}
+	}
+	unscheduled.groups = kept
+	out := make([]recoveryTarget, 0, len(targets)+1)
+	for _, t := range targets {
+		out = append(out, *t)
+	}
+	if len(unscheduled.groups) > 0 {
+		out = append(out, *unscheduled)
+	}
+	return out, nil
+}
+
+func containsNN(s []types.NamespacedName, v types.NamespacedName) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func containsGroup(s []AffectedGroup, id topology.GroupID) bool {
+	for _, g := range s {
+		if g.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+func (d *Drainer) groupers(snap *Snapshot) []topology.Grouper { return groupersFor(d.s, snap) }

@@ -149,8 +149,8 @@ func TestRolloutCancelledInPhase2ResumesWithoutEvictingOutsideItsPlans(t *testin
 
 	// Run 1: cancelled while phase 2 of ud-2 runs, after its first worker.
 	ctx1, cancel := context.WithCancel(testContext(t))
-	fc.onEvict = func(ns, name string) error {
-		if name == "llm-1-2" {
+	fc.onEvict = func(ns, name string, dryRun bool) error {
+		if name == "llm-1-2" && !dryRun {
 			cancel()
 		}
 		return nil
@@ -357,5 +357,69 @@ func TestRolloutRefusesADomainAnotherRolloutHolds(t *testing.T) {
 	}
 	if got := fc.mutations()[before:]; len(got) != 0 {
 		t.Errorf("the refused rollout changed the cluster: %v", got)
+	}
+}
+
+// A group whose pods all wait unscheduled (a domain was drained and
+// uncordoned by hand, the pods are Pending) is not healthy.
+func TestHealthCountsUnscheduledGroups(t *testing.T) {
+	ctx := testContext(t)
+	fc := newFakeCluster(t, lwsCluster(2, 1, 2)...)
+	for _, name := range []string{"llm-1", "llm-1-1"} {
+		if err := fc.client.CoreV1().Pods(testNS).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for w := 0; w < 2; w++ {
+		p := lwsPod(1, w, 2, "", fc.nextUID("pending"))
+		p.Status = corev1.PodStatus{Phase: corev1.PodPending}
+		if _, err := fc.client.CoreV1().Pods(testNS).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, _ := New(fc.client, Options{})
+	got, err := d.Health(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"unscheduled: group inference/llm-1: leader llm-1 not Ready (0/2 members Ready)"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Health (-want +got):\n%s", diff)
+	}
+}
+
+// A replacement that took the name of a pod the disruption controller saw
+// evicted but never saw go is not counted until its disruptedPods entry
+// expires: recovery says so, and wakes up when it expires.
+func TestRecoveryWaitsOutStaleDisruptedPodsEntries(t *testing.T) {
+	ctx := testContext(t)
+	fc := newFakeCluster(t, lwsCluster(2, 1, 2)...)
+	evictedAt := time.Now().Add(-disruptedPodTimeout + 500*time.Millisecond)
+	b, _ := fc.client.PolicyV1().PodDisruptionBudgets(testNS).Get(ctx, "llm-leaders", metav1.GetOptions{})
+	b.Status.CurrentHealthy, b.Status.DisruptionsAllowed = 1, 0
+	b.Status.DisruptedPods = map[string]metav1.Time{"llm-0": metav1.NewTime(evictedAt)}
+	if _, err := fc.client.PolicyV1().PodDisruptionBudgets(testNS).UpdateStatus(ctx, b, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := New(fc.client, Options{})
+	got, err := d.Health(ctx, "ud-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || !strings.Contains(got[0], "still counts llm-0 as being evicted (status.disruptedPods) until") {
+		t.Fatalf("Health = %q, want the stale disruptedPods entry named", got)
+	}
+	// WaitHealthy keeps waiting while the entry holds, and returns once the
+	// controller, at expiry, counts the pod (no pod event in between).
+	go func() {
+		time.Sleep(time.Until(evictedAt.Add(disruptedPodTimeout)))
+		b.Status.CurrentHealthy, b.Status.DisruptionsAllowed, b.Status.DisruptedPods = 2, 1, nil
+		_, _ = fc.client.PolicyV1().PodDisruptionBudgets(testNS).UpdateStatus(context.Background(), b, metav1.UpdateOptions{})
+	}()
+	if err := d.WaitHealthy(ctx, "ud-1"); err != nil {
+		t.Fatal(err)
+	}
+	if time.Now().Before(evictedAt.Add(disruptedPodTimeout)) {
+		t.Errorf("recovered before the stale entry expired")
 	}
 }

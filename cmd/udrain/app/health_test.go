@@ -115,22 +115,27 @@ func TestHealthReport(t *testing.T) {
 		{name: "every domain: each line names its domain", mod: func(o *clusterObjects) { notReady(objPod(o, "llama-1-1")) },
 			wantGroups: []named{{"llama-0", true}, {"llama-1", false}}, wantPDBs: ok("llama-leaders"),
 			wantWaiting: []string{"ud-2: group inference/llama-1: 1/2 members Ready; not Ready: llama-1-1"}},
-		// Documented in docs/CLI.md: eviction's WaitHealthy counts the
-		// groups with a pod on the domain's nodes only.
-		{name: "a group none of whose pods is on a node does not count", domain: "ud-1", mod: func(o *clusterObjects) {
+		// A group none of whose pods is on a node (Pending after a drain and
+		// an uncordon by hand) is not healthy: eviction reports it as
+		// "unscheduled".
+		{name: "a group none of whose pods is on a node is not healthy", domain: "ud-1", mod: func(o *clusterObjects) {
 			for _, n := range []string{"llama-0", "llama-0-1"} {
 				p := objPod(o, n)
 				p.Spec.NodeName, p.Status = "", corev1.PodStatus{Phase: corev1.PodPending}
 			}
 			o.pdbs[0].Status.CurrentHealthy = 1
-		}},
+		}, wantWaiting: []string{"unscheduled: group inference/llama-0: leader llama-0 not Ready (0/2 members Ready)"}},
 		{name: "budget status behind the pods", domain: "ud-2", mod: func(o *clusterObjects) { o.pdbs[0].Status.CurrentHealthy = 1 },
 			wantGroups: ok("llama-1"), wantPDBs: []named{{"llama-leaders", false}},
 			wantWaiting: []string{"PodDisruptionBudget inference/llama-leaders: status counts 1 healthy, the pods show 2"}},
-		{name: "recently disrupted pods are not counted", domain: "ud-2", mod: func(o *clusterObjects) {
+		// A Ready pod the disruption controller still lists as being evicted
+		// is not counted by it until the entry expires: not healthy yet.
+		{name: "a stale disruptedPods entry holds the budget back", domain: "ud-2", mod: func(o *clusterObjects) {
 			o.pdbs[0].Status.CurrentHealthy = 1
 			o.pdbs[0].Status.DisruptedPods = map[string]metav1.Time{"llama-0": metav1.NewTime(testNow.Add(-time.Minute))}
-		}, wantGroups: ok("llama-1"), wantPDBs: ok("llama-leaders")},
+		}, wantGroups: ok("llama-1"), wantPDBs: []named{{"llama-leaders", false}},
+			wantWaiting: []string{"PodDisruptionBudget inference/llama-leaders: status counts 1 healthy, the pods show 2; the disruption controller still counts llama-0 as being evicted (status.disruptedPods) until " +
+				testNow.Add(time.Minute).UTC().Format(time.TimeOnly)}},
 		{name: "budget spec not observed", domain: "ud-2", mod: func(o *clusterObjects) { o.pdbs[0].Generation = 2 },
 			wantGroups: ok("llama-1"), wantPDBs: []named{{"llama-leaders", false}},
 			wantWaiting: []string{"PodDisruptionBudget inference/llama-leaders: status not yet observed for the current spec"}},
