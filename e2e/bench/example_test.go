@@ -2,6 +2,7 @@ package bench_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -77,8 +78,10 @@ func ExampleShape_Validate() {
 	s := bench.Shape{UDs: 3, PerUD: 4, Workloads: 1, Size: 8, GPUsPerPod: 4}
 	fmt.Println(s.Nodes(), "nodes,", s.Groups(), "groups,", s.Pods(), "pods:", s.Validate())
 	s.Workloads = 2
-	fmt.Println(s.Validate())
+	err := s.Validate()
+	var se *bench.ShapeError
+	fmt.Println(errors.As(err, &se), err)
 	// Output:
 	// 12 nodes, 3 groups, 24 pods: <nil>
-	// 2 workloads x 8 pods per group do not fit in a domain of 4 nodes (8 pods of 4 GPUs): add nodes per domain or use fewer, smaller groups
+	// true 2 workloads x 8 pods per group do not fit in a domain of 4 nodes (8 pods of 4 GPUs): add nodes per domain or use fewer, smaller groups
 }

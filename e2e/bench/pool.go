@@ -40,24 +40,35 @@ func (s Shape) Nodes() int  { return s.UDs * s.PerUD }
 func (s Shape) Groups() int { return s.Workloads * s.UDs }
 func (s Shape) Pods() int   { return s.Groups() * s.Size }
 
-// Validate says what is wrong with the shape, in flag terms.
+// ShapeError says what is wrong with a [Shape] and what to change.
+type ShapeError struct {
+	Reason string
+}
+
+func (e *ShapeError) Error() string { return e.Reason }
+
+// Validate says what is wrong with the shape (every problem, each a
+// *ShapeError), in flag terms.
 func (s Shape) Validate() error {
 	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, &ShapeError{Reason: fmt.Sprintf(format, args...)})
+	}
 	if s.UDs < 2 || s.PerUD < 1 || s.Workloads < 1 || s.Size < 1 {
-		errs = append(errs, fmt.Errorf("need at least 2 upgrade domains, 1 node per domain, 1 workload and 1 pod per group (have %d, %d, %d, %d)", s.UDs, s.PerUD, s.Workloads, s.Size))
+		bad("need at least 2 upgrade domains, 1 node per domain, 1 workload and 1 pod per group (have %d, %d, %d, %d)", s.UDs, s.PerUD, s.Workloads, s.Size)
 	}
 	gpus := fixture.H100().Count
 	if s.GPUsPerPod < 1 || s.GPUsPerPod > gpus {
-		errs = append(errs, fmt.Errorf("GPUs per pod must be 1..%d, not %d", gpus, s.GPUsPerPod))
+		bad("GPUs per pod must be 1..%d, not %d", gpus, s.GPUsPerPod)
 	} else if slots := s.PerUD * (gpus / s.GPUsPerPod); s.Workloads*s.Size > slots {
-		errs = append(errs, fmt.Errorf("%d workloads x %d pods per group do not fit in a domain of %d nodes (%d pods of %d GPUs): add nodes per domain or use fewer, smaller groups",
-			s.Workloads, s.Size, s.PerUD, slots, s.GPUsPerPod))
+		bad("%d workloads x %d pods per group do not fit in a domain of %d nodes (%d pods of %d GPUs): add nodes per domain or use fewer, smaller groups",
+			s.Workloads, s.Size, s.PerUD, slots, s.GPUsPerPod)
 	}
 	if s.ReadyDelay < 0 || s.TerminateDelay < 0 {
-		errs = append(errs, errors.New("delays must not be negative"))
+		bad("delays must not be negative")
 	}
 	if s.Grace > 0 && s.TerminateDelay > time.Duration(s.Grace)*time.Second {
-		errs = append(errs, fmt.Errorf("the termination delay %s is longer than the grace period %ds: kwok would cut it", s.TerminateDelay, s.Grace))
+		bad("the termination delay %s is longer than the grace period %ds: kwok would cut it; raise the grace period", s.TerminateDelay, s.Grace)
 	}
 	return errors.Join(errs...)
 }

@@ -213,6 +213,13 @@ func run() int {
 		}
 		return 0
 	}
+	if f.runList != "none" && f.runList != "" {
+		// This run's logs, timelines and profiles only.
+		if err := os.RemoveAll(filepath.Join(f.out, "logs")); err != nil {
+			fmt.Fprintln(os.Stderr, "udrain-bench:", err)
+			return 1
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
