@@ -7,12 +7,12 @@ import (
 	"github.com/udrain/udrain/eviction"
 )
 
-// Delays are the times a rollout cannot beat, as configured: the pods'
-// termination delay (kwok's udrain.dev/kwok-terminate-delay), their start-up
-// delay (udrain.dev/kwok-ready-delay) and the upgrade step per domain.
+// Delays are the times of a rollout that are configured, not measured: the
+// pods' termination delay (kwok's udrain.dev/kwok-terminate-delay) and the
+// upgrade step per domain. (The start-up delay is inside the recovery the
+// recording measures.)
 type Delays struct {
 	Terminate   time.Duration `json:"terminate"`
-	Ready       time.Duration `json:"ready"`
 	UpgradeStep time.Duration `json:"upgradeStep"`
 }
 

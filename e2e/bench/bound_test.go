@@ -48,7 +48,7 @@ func TestAnalyze(t *testing.T) {
 		// Refused first: not a round trip.
 		"ns/other": {600 * ms, 1000 * ms},
 	}, "ns/other")
-	d := Delays{Terminate: 3 * s, Ready: 5 * s, UpgradeStep: 2 * s}
+	d := Delays{Terminate: 3 * s, UpgradeStep: 2 * s}
 	got := Analyze(evs, o, d, t0, 15*s)
 	// The recording saw the group's pods terminating at 1s and 1.001s,
 	// gone at 1.002s and 1.003s.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -189,7 +188,8 @@ type DrainerProcess struct {
 }
 
 // Run starts the child, hands it the job, and returns its report with
-// the child's peak RSS and CPU times. Cancelling ctx kills the child.
+// the child's peak RSS and CPU times. Cancelling ctx interrupts the child
+// (and kills it 30s later if it is still there).
 func (p DrainerProcess) Run(ctx context.Context, job DrainerJob) (*DrainerReport, error) {
 	in, err := json.Marshal(job)
 	if err != nil {
@@ -208,6 +208,10 @@ func (p DrainerProcess) Run(ctx context.Context, job DrainerJob) (*DrainerReport
 		defer f.Close()
 		cmd.Stderr = f
 	}
+	// On cancel, ask the drainer to stop (it reports what it did), and
+	// kill it if it does not within WaitDelay.
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 30 * time.Second
 	setParentDeathSignal(cmd)
 	if err := cmd.Run(); err != nil {
 		where := p.LogFile
@@ -221,9 +225,6 @@ func (p DrainerProcess) Run(ctx context.Context, job DrainerJob) (*DrainerReport
 		return nil, fmt.Errorf("drainer process %s wrote no report: %w", p.Command, err)
 	}
 	rep.Memory.MaxRSS, rep.Memory.UserCPU, rep.Memory.SystemCPU = processUsage(cmd.ProcessState)
-	if rep.Memory.MaxRSS == 0 && cmd.ProcessState == nil {
-		return &rep, errors.New("drainer process: no process state")
-	}
 	return &rep, nil
 }
 

@@ -300,7 +300,7 @@ func (e *Env) RunRollout(ctx context.Context, cfg ComparisonConfig, run int) (*C
 	res.Kubectl.Requests = kcounter.Snapshot()
 	e.saveTimeline(u.Name, u, rep.Events)
 	e.saveTimeline(k.Name, k, nil)
-	delays := Delays{Terminate: cfg.Shape.TerminateDelay, Ready: cfg.Shape.ReadyDelay, UpgradeStep: cfg.UpgradeStep}
+	delays := Delays{Terminate: cfg.Shape.TerminateDelay, UpgradeStep: cfg.UpgradeStep}
 	for _, side := range []struct {
 		p *Pool
 		s *Side
@@ -369,7 +369,7 @@ func (e *Env) RunScale(ctx context.Context, s Shape, upgradeStep, timeout time.D
 	o := Observe(p.Recorder.Events(), ObserveOptions{UDOf: p.UDOf, Workloads: p.ObservedWorkloads(), From: start})
 	res.Udrain.finish(o, AllGroups(p.ObservedWorkloads()))
 	if rep.Rollout != nil {
-		b := Analyze(rep.Events, o, Delays{Terminate: s.TerminateDelay, Ready: s.ReadyDelay, UpgradeStep: upgradeStep}, rep.Rollout.Started, rep.Rollout.Duration)
+		b := Analyze(rep.Events, o, Delays{Terminate: s.TerminateDelay, UpgradeStep: upgradeStep}, rep.Rollout.Started, rep.Rollout.Duration)
 		res.Udrain.Breakdown = &b
 		e.logf("scale: rollout %s (bound %s, ratio %.2f), %d requests for %d pods, peak heap %d MiB", b.Wall.Round(time.Second), b.Bound.Round(time.Second),
 			b.Ratio, rep.Requests.Total(), res.Udrain.EvictedPods, rep.Memory.PeakHeapAlloc>>20)

@@ -250,7 +250,7 @@ func run() int {
 					} else {
 						res.APICost = append(res.APICost, r)
 					}
-					save(f, res)
+					saveOrLog(f, res)
 				}
 				if f.runs("rollout") && ctx.Err() == nil {
 					if c, err := env.RunRollout(ctx, cmp, i); err != nil {
@@ -258,7 +258,7 @@ func run() int {
 					} else {
 						res.Rollout = append(res.Rollout, c)
 					}
-					save(f, res)
+					saveOrLog(f, res)
 				}
 			}
 		})
@@ -346,6 +346,14 @@ func withCluster(ctx context.Context, f *flags, name, kubeconfig string, fn func
 	defer func() { err = errors.Join(err, stopGate()) }()
 	fn(env)
 	return nil
+}
+
+// saveOrLog saves the results so far; a failure is only logged, the
+// final save reports it.
+func saveOrLog(f *flags, res *bench.Results) {
+	if err := save(f, res); err != nil {
+		logf("saving the results so far: %v", err)
+	}
 }
 
 // save writes results.json and results.md, and a copy of both named by
