@@ -63,6 +63,10 @@ log "building the harness (e2e/bench/cmd/udrain-bench)"
 (cd e2e && go build -o "$OUT/udrain-bench" ./bench/cmd/udrain-bench)
 
 export UDRAIN_BENCH_COMMAND="hack/bench.sh${*:+ $*}"
+if commit=$(git rev-parse --short HEAD 2>/dev/null); then
+  git diff --quiet HEAD 2>/dev/null || commit+="-dirty"
+  export UDRAIN_BENCH_COMMIT=$commit
+fi
 status=0
 "$OUT/udrain-bench" "${harness_args[@]}" "$@" || status=$?
 log "results: $OUT/results.md and $OUT/results.json"

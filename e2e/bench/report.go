@@ -47,8 +47,10 @@ type Settings struct {
 type Results struct {
 	Started  time.Time     `json:"started"`
 	Duration time.Duration `json:"duration"`
-	// Command reproduces the run.
+	// Command reproduces the run; Commit is the udrain commit measured
+	// ("-dirty" when the checkout had changes).
 	Command  string        `json:"command"`
+	Commit   string        `json:"commit,omitempty"`
 	Machine  Machine       `json:"machine"`
 	Settings Settings      `json:"settings"`
 	APICost  []*Comparison `json:"apiCost,omitempty"`
@@ -68,7 +70,11 @@ type Results struct {
 func WriteMarkdown(w io.Writer, r *Results) error {
 	m := &mdWriter{w: w}
 	m.f("# udrain benchmark results\n\n")
-	m.f("Run %s, took %s. Machine: %s. Reproduce: `%s`.\n\n", r.Started.UTC().Format(time.RFC3339), dur(r.Duration), r.Machine.describe(), r.Command)
+	commit := ""
+	if r.Commit != "" {
+		commit = " of commit " + r.Commit
+	}
+	m.f("Run%s %s, took %s. Machine: %s. Reproduce: `%s`.\n\n", commit, r.Started.UTC().Format(time.RFC3339), dur(r.Duration), r.Machine.describe(), r.Command)
 	for _, e := range r.Errors {
 		m.f("**Failed:** %s\n\n", e)
 	}

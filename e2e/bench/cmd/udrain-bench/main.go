@@ -226,6 +226,7 @@ func run() int {
 	res := &bench.Results{
 		Started: time.Now(),
 		Command: command(),
+		Commit:  os.Getenv("UDRAIN_BENCH_COMMIT"),
 		Machine: machine(f.note),
 		Settings: bench.Settings{Small: f.small, Scale: f.scale, Block: f.block, APITerminateDelays: f.apiTerminate, UpgradeStep: f.upgradeStep,
 			KubectlNodeTimeout: f.kubectlTimeout, QPS: float32(f.qps), Burst: f.burst, Repeat: f.repeat},
