@@ -466,3 +466,31 @@ func TestPatch(t *testing.T) {
 		t.Errorf("other conditions changed (-want +got):\n%s", diff)
 	}
 }
+
+// TestTerminatingLeaderWrittenOnce: a leader being deleted gets one write
+// (not ready) and none as its members go after it.
+func TestTerminatingLeaderWrittenOnce(t *testing.T) {
+	fc := newFakeCluster(t, lwsGroup("vllm", 0, 4, nil)...)
+	ctrl := fc.start(Options{})
+	fc.waitFor("the first write", func() bool {
+		return len(ctrl.rec.changeList()) >= 1 && ctrl.rec.count("vllm-0", syncUnchanged) > 0
+	})
+	fc.update("vllm-0", terminating)
+	fc.waitFor("the leader's terminating condition", func() bool {
+		cur := CurrentCondition(fc.pod("vllm-0"))
+		return cur != nil && cur.Status == corev1.ConditionFalse
+	})
+	fc.waitFor("the controller to see its write", func() bool { return ctrl.rec.count("vllm-0", syncLeaderGoing) > 0 })
+	for _, name := range []string{"vllm-0-1", "vllm-0-2", "vllm-0-3"} {
+		before := ctrl.rec.count("vllm-0", syncLeaderGoing)
+		fc.delete(name)
+		fc.waitFor("a reconcile after "+name+" went", func() bool { return ctrl.rec.count("vllm-0", syncLeaderGoing) > before })
+	}
+	want := []verdict{healthy(4), {corev1.ConditionFalse, ReasonMemberTerminating, "vllm-0 terminating; 3/4 members healthy"}}
+	if diff := cmp.Diff(want, ctrl.rec.changeVerdicts()); diff != "" {
+		t.Errorf("conditions written (-want +got):\n%s", diff)
+	}
+	if got := fc.statusPatches(); got != len(want) {
+		t.Errorf("%d status patches, want %d", got, len(want))
+	}
+}

@@ -22,7 +22,10 @@
 // status, reason or message differ; lastTransitionTime changes only with the
 // status. Each patch carries the resourceVersion it was decided on, so a
 // write based on an outdated leader (or on an older pod of the same name)
-// fails with Conflict and is redone from fresh state.
+// fails with Conflict and is redone from fresh state. A terminating leader
+// whose condition is already False is left alone: it counts for no budget,
+// and rewriting its message as each member goes would cost a write per
+// member of every evicted group.
 //
 // Leaders that do not declare the readiness gate are skipped: the
 // controller never writes to a pod that did not opt in. A group whose

@@ -23,10 +23,11 @@ const (
 	syncNoGate                      // the leader does not declare the gate: left alone
 	syncUnchanged                   // the leader's condition is already right
 	syncWritten                     // the leader's condition was written
+	syncLeaderGoing                 // the leader is terminating and already not ready: left alone
 )
 
 func (r syncResult) String() string {
-	return [...]string{"no group", "no leader", "no gate", "unchanged", "written"}[r]
+	return [...]string{"no group", "no leader", "no gate", "unchanged", "written", "leader terminating"}[r]
 }
 
 // sync makes the condition of group id's leader match the group's pods in
@@ -63,8 +64,15 @@ func (c *Controller) sync(ctx context.Context, id topology.GroupID) (syncResult,
 	}
 
 	leader := group.Leader
-	desired := Evaluate(group, c.opts.Clock.Now())
 	current := CurrentCondition(leader)
+	if leader.DeletionTimestamp != nil && current != nil && current.Status == corev1.ConditionFalse {
+		// A terminating leader counts for no budget and serves no more
+		// traffic: once its condition says not ready, rewriting the
+		// message as each member goes is a write per member for nothing.
+		logger.V(4).Info("Leader is terminating and already not ready; leaving it alone", "leader", leader.Name)
+		return syncLeaderGoing, nil
+	}
+	desired := Evaluate(group, c.opts.Clock.Now())
 	if current != nil && current.Status == desired.Status {
 		if current.Reason == desired.Reason && current.Message == desired.Message {
 			return syncUnchanged, nil
