@@ -18,12 +18,12 @@ import (
 type syncResult int
 
 const (
-	syncNoGroup   syncResult = iota // no pod of the group is left
-	syncNoLeader                    // the group has no leader pod now
-	syncNoGate                      // the leader does not declare the gate: left alone
-	syncUnchanged                   // the leader's condition is already right
-	syncWritten                     // the leader's condition was written
-	syncLeaderGoing                 // the leader is terminating and already not ready: left alone
+	syncNoGroup     syncResult = iota // no pod of the group is left
+	syncNoLeader                      // the group has no leader pod now
+	syncNoGate                        // the leader does not declare the gate: left alone
+	syncUnchanged                     // the leader's condition is already right
+	syncWritten                       // the leader's condition was written
+	syncLeaderGoing                   // the leader is terminating and already not ready: left alone
 )
 
 func (r syncResult) String() string {
