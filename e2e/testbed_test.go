@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -255,6 +256,66 @@ func TestStatefulSetReplacesEvictedPod(t *testing.T) {
 	}
 	if err := rec.Err(); err != nil {
 		t.Errorf("pod recorder: %v", err)
+	}
+}
+
+// TestTerminationIgnoresUpdates: a terminating pod goes its termination
+// delay after the deletion even while its object keeps changing (a
+// controller writing conditions to it), as a kubelet's grace period does.
+// kwok's delay used to restart with every update of the pod.
+func TestTerminationIgnoresUpdates(t *testing.T) {
+	tt := bed.ForTest(t)
+	ctx := t.Context()
+	if _, err := (fixture.Nodes{Pool: tt.Name, UDs: 1, PerUD: 1}).Create(ctx, tt.Client); err != nil {
+		t.Fatal(err)
+	}
+	const terminateDelay, touchFor = 3 * time.Second, 12 * time.Second
+	w := fixture.LWS{Namespace: tt.Name, Name: "touch", Groups: 1, Size: 1, Pool: tt.Name, NoReadinessGate: true,
+		ReadyDelay: time.Second, TerminateDelay: terminateDelay}
+	if err := w.Create(ctx, tt.Client); err != nil {
+		t.Fatal(err)
+	}
+	pods, err := fixture.WaitForPods(ctx, tt.Client, tt.Name, w.Selector(), fixture.PodsReady(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := pods[0]
+	deleted := time.Now()
+	if err := tt.Client.CoreV1().Pods(tt.Name).Delete(ctx, old.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Touch the pod every 300ms until it is gone (or for touchFor: with a
+	// delay restarted by each update it would go touchFor + terminateDelay
+	// after the deletion).
+	var gone time.Duration
+	touches := 0
+	for gone == 0 && time.Since(deleted) < touchFor {
+		// The uid in the patch is a precondition: for a replacement of
+		// the same name the API server answers Invalid (uid immutable).
+		patch := fmt.Sprintf(`{"metadata":{"uid":%q,"annotations":{"e2e.udrain.dev/touch":"%d"}}}`, old.UID, touches)
+		_, err := tt.Client.CoreV1().Pods(tt.Name).Patch(ctx, old.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		switch {
+		case apierrors.IsNotFound(err) || apierrors.IsConflict(err) || apierrors.IsInvalid(err):
+			gone = time.Since(deleted)
+		case err != nil:
+			t.Fatal(err)
+		default:
+			touches++
+			time.Sleep(300 * time.Millisecond)
+		}
+	}
+	if gone == 0 {
+		t.Fatalf("pod still there %s after its deletion (%d updates while terminating), want gone after about %s", touchFor, touches, terminateDelay)
+	}
+	t.Logf("pod gone %s after its deletion, touched %d times while terminating (termination delay %s)", gone.Round(time.Millisecond), touches, terminateDelay)
+	// deletionTimestamp has whole seconds: the stage rounds the deletion
+	// up, so the pod goes between the delay and the delay + 1s, plus the
+	// time for kwok to act and for this loop to see it.
+	if min, max := terminateDelay-200*time.Millisecond, terminateDelay+3*time.Second; gone < min || gone > max {
+		t.Errorf("pod gone %s after its deletion, want between %s and %s", gone, min, max)
+	}
+	if touches < 3 {
+		t.Errorf("only %d updates while the pod terminated: the test did not exercise updates", touches)
 	}
 }
 
