@@ -289,41 +289,65 @@ func (ex *execution) preflight(ctx context.Context) error {
 // cordon marks the domain's nodes unschedulable, recording that udrain did
 // it; with dryRun the API only validates the change.
 func (ex *execution) cordon(ctx context.Context, dryRun bool) error {
-	for _, name := range ex.plan.Nodes {
+	const (
+		skip = iota
+		cordoned
+		already
+		gone
+	)
+	outcome := make([]int, len(ex.plan.Nodes))
+	var todo []string
+	var idx []int
+	for i, name := range ex.plan.Nodes {
 		n, ok := ex.v.node(name)
-		if !ok {
-			ex.nodeGone(name)
-			continue
-		}
-		if n.Spec.Unschedulable {
+		switch {
+		case !ok:
+			outcome[i] = gone
+		case n.Spec.Unschedulable:
 			if _, ours := n.Annotations[CordonedByAnnotation]; !ours {
-				ex.res.AlreadyCordoned = append(ex.res.AlreadyCordoned, name)
+				outcome[i] = already
 			}
-			continue
+		default:
+			todo, idx = append(todo, name), append(idx, i)
 		}
-		patch, _ := json.Marshal(map[string]any{
-			"metadata": map[string]any{"annotations": map[string]string{CordonedByAnnotation: ex.mark}},
-			"spec":     map[string]any{"unschedulable": true},
-		})
-		opts := metav1.PatchOptions{}
-		if dryRun {
-			opts.DryRun = []string{metav1.DryRunAll}
-		}
+	}
+	patch, _ := json.Marshal(map[string]any{
+		"metadata": map[string]any{"annotations": map[string]string{CordonedByAnnotation: ex.mark}},
+		"spec":     map[string]any{"unschedulable": true},
+	})
+	opts := metav1.PatchOptions{}
+	if dryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	err := forEachNode(ctx, ex.d.s.Concurrency, todo, func(ctx context.Context, j int, name string) error {
 		err := ex.retry(ctx, "cordon node "+name, func() error {
 			_, err := ex.d.client.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, patch, opts)
 			return err
 		})
-		if apierrors.IsNotFound(err) {
-			ex.nodeGone(name)
-			continue
-		}
-		if err != nil {
+		switch {
+		case apierrors.IsNotFound(err):
+			outcome[idx[j]] = gone
+		case err != nil:
 			return fmt.Errorf("cordoning node %s: %w", name, err)
+		default:
+			outcome[idx[j]] = cordoned
 		}
-		ex.res.Cordoned = append(ex.res.Cordoned, name)
-		ex.emit(Event{Type: EventCordoned, Node: name, Message: "cordoned"})
+		return nil
+	})
+	// Reported in the plan's order, whatever the order of the answers;
+	// nodes cordoned before an error are reported too.
+	for i, name := range ex.plan.Nodes {
+		switch outcome[i] {
+		case gone:
+			ex.nodeGone(name)
+		case already:
+			ex.res.AlreadyCordoned = append(ex.res.AlreadyCordoned, name)
+		case cordoned:
+			ex.res.Cordoned = append(ex.res.Cordoned, name)
+			ex.emit(Event{Type: EventCordoned, Node: name, Message: "cordoned"})
+		}
 	}
-	return nil
+	return err
 }
 
 // checkNodes reports the plan's nodes that have been deleted since the

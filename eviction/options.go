@@ -17,7 +17,8 @@ import (
 
 // Defaults used when Options leaves a field at zero.
 const (
-	// DefaultConcurrency bounds the evictions in flight at once.
+	// DefaultConcurrency bounds the evictions (and node patches) in flight
+	// at once.
 	DefaultConcurrency = 32
 )
 
@@ -61,7 +62,8 @@ type Options struct {
 	// serves them.
 	Groupers []topology.Grouper
 
-	// Concurrency bounds the evictions in flight; 0 means
+	// Concurrency bounds the evictions in flight, and the node patches
+	// (cordon, upgraded mark, uncordon) of a domain; 0 means
 	// DefaultConcurrency.
 	Concurrency int
 	// Backoff paces retries of refused or failed evictions; the zero value

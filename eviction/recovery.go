@@ -338,26 +338,35 @@ func (d *Drainer) Uncordon(ctx context.Context, domain string) ([]string, error)
 	for i := range nodes.Items {
 		byName[nodes.Items[i].Name] = &nodes.Items[i]
 	}
-	var done []string
+	var todo []string
 	for _, name := range dom.Nodes {
-		n := byName[name]
-		if !n.Spec.Unschedulable && n.Annotations[CordonedByAnnotation] == "" {
-			continue
+		if n := byName[name]; n.Spec.Unschedulable || n.Annotations[CordonedByAnnotation] != "" {
+			todo = append(todo, name)
 		}
-		if err := d.uncordonNode(ctx, name); err != nil {
-			return done, err
-		}
-		done = append(done, name)
 	}
-	return done, nil
+	em := &emitter{fn: d.s.OnEvent}
+	ok := make([]bool, len(todo))
+	err = forEachNode(ctx, d.s.Concurrency, todo, func(ctx context.Context, i int, name string) error {
+		if err := d.uncordonNode(ctx, em, name); err != nil {
+			return err
+		}
+		ok[i] = true
+		return nil
+	})
+	var done []string
+	for i, name := range todo {
+		if ok[i] {
+			done = append(done, name)
+		}
+	}
+	return done, err
 }
 
-func (d *Drainer) uncordonNode(ctx context.Context, name string) error {
+func (d *Drainer) uncordonNode(ctx context.Context, em *emitter, name string) error {
 	patch, _ := json.Marshal(map[string]any{
 		"metadata": map[string]any{"annotations": map[string]any{CordonedByAnnotation: nil}},
 		"spec":     map[string]any{"unschedulable": false},
 	})
-	em := &emitter{fn: d.s.OnEvent}
 	err := retryTransient(ctx, d.s, func(e Event) { e.Time, e.Node = d.s.Clock.Now(), name; em.emit(e) }, "uncordon node "+name, func() error {
 		_, err := d.client.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 		return err

@@ -269,7 +269,7 @@ func (d *Drainer) rolloutDomain(ctx context.Context, v *view, em *emitter, name,
 			out.Upgrade = clk.Since(t0)
 			em.emit(Event{Time: clk.Now(), Type: EventUpgradeDone, Domain: name, Message: fmt.Sprintf("took %s", out.Upgrade.Round(time.Millisecond))})
 		}
-		if err := d.markUpgraded(ctx, dom.Nodes, id); err != nil {
+		if err := d.markUpgraded(ctx, em, dom.Nodes, id); err != nil {
 			return out, err
 		}
 		target = targetFromPlan(plan)
@@ -279,19 +279,27 @@ func (d *Drainer) rolloutDomain(ctx context.Context, v *view, em *emitter, name,
 	}
 
 	// Uncordon what udrain cordoned; leave nodes cordoned by others.
+	var ours []string
 	for _, n := range dom.Nodes {
 		node, ok := v.node(n)
 		if !ok {
 			continue
 		}
-		if _, ours := node.Annotations[CordonedByAnnotation]; ours {
-			if err := d.uncordonNode(ctx, n); err != nil {
-				return out, err
-			}
-			em.emit(Event{Time: clk.Now(), Type: EventUncordoned, Domain: name, Node: n})
+		if _, mine := node.Annotations[CordonedByAnnotation]; mine {
+			ours = append(ours, n)
 		} else if node.Spec.Unschedulable {
 			em.emit(Event{Time: clk.Now(), Type: EventLeftCordoned, Domain: name, Node: n, Message: "cordoned before udrain came; left cordoned"})
 		}
+	}
+	err = forEachNode(ctx, d.s.Concurrency, ours, func(ctx context.Context, _ int, n string) error {
+		if err := d.uncordonNode(ctx, em, n); err != nil {
+			return err
+		}
+		em.emit(Event{Time: clk.Now(), Type: EventUncordoned, Domain: name, Node: n})
+		return nil
+	})
+	if err != nil {
+		return out, err
 	}
 
 	t0 := clk.Now()
@@ -354,10 +362,11 @@ func upgradedBy(nodes []corev1.Node, dom topology.Domain, id string) bool {
 	return found > 0
 }
 
-func (d *Drainer) markUpgraded(ctx context.Context, nodes []string, id string) error {
+func (d *Drainer) markUpgraded(ctx context.Context, em *emitter, nodes []string, id string) error {
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{UpgradedByAnnotation: id}}})
-	em := &emitter{fn: d.s.OnEvent}
-	for _, n := range nodes {
+	// Every node is marked before any is uncordoned: a rollout stopped in
+	// between finds the domain upgraded and only finishes the uncordon.
+	return forEachNode(ctx, d.s.Concurrency, nodes, func(ctx context.Context, _ int, n string) error {
 		err := retryTransient(ctx, d.s, func(e Event) { e.Time, e.Node = d.s.Clock.Now(), n; em.emit(e) }, "mark node "+n+" upgraded", func() error {
 			_, err := d.client.CoreV1().Nodes().Patch(ctx, n, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 			return err
@@ -365,6 +374,6 @@ func (d *Drainer) markUpgraded(ctx context.Context, nodes []string, id string) e
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("marking node %s upgraded: %w", n, err)
 		}
-	}
-	return nil
+		return nil
+	})
 }
