@@ -3,6 +3,7 @@ package eviction
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -58,17 +59,45 @@ type view struct {
 }
 
 // stripForCache drops what udrain never reads and what weighs most in a
-// large cluster's pod cache.
+// large cluster's pod cache. It changes a shallow copy, never the object it
+// is given: a watch may share that object with others (the fake clientset's
+// watch hands out its own stored objects, a data race for anyone testing
+// with it and the race detector).
 func stripForCache(obj interface{}) (interface{}, error) {
-	if acc, ok := obj.(metav1.Object); ok {
-		acc.SetManagedFields(nil)
-		if ann := acc.GetAnnotations(); ann != nil {
-			if _, ok := ann[corev1.LastAppliedConfigAnnotation]; ok {
-				delete(ann, corev1.LastAppliedConfigAnnotation)
-			}
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		if needsStrip(&o.ObjectMeta) {
+			c := *o
+			stripMeta(&c.ObjectMeta)
+			return &c, nil
+		}
+	case *corev1.Node:
+		if needsStrip(&o.ObjectMeta) {
+			c := *o
+			stripMeta(&c.ObjectMeta)
+			return &c, nil
+		}
+	case *policyv1.PodDisruptionBudget:
+		if needsStrip(&o.ObjectMeta) {
+			c := *o
+			stripMeta(&c.ObjectMeta)
+			return &c, nil
 		}
 	}
 	return obj, nil
+}
+
+func needsStrip(m *metav1.ObjectMeta) bool {
+	_, applied := m.Annotations[corev1.LastAppliedConfigAnnotation]
+	return len(m.ManagedFields) > 0 || applied
+}
+
+func stripMeta(m *metav1.ObjectMeta) {
+	m.ManagedFields = nil
+	if _, ok := m.Annotations[corev1.LastAppliedConfigAnnotation]; ok {
+		m.Annotations = maps.Clone(m.Annotations)
+		delete(m.Annotations, corev1.LastAppliedConfigAnnotation)
+	}
 }
 
 // startView lists and starts watching; it returns once the caches are in

@@ -1,0 +1,51 @@
+package eviction
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// TestStripForCacheLeavesItsInputAlone: the informers' transform strips
+// managed fields and the last-applied annotation from what it returns,
+// never from the object the watch gave it.
+func TestStripForCacheLeavesItsInputAlone(t *testing.T) {
+	meta := func() metav1.ObjectMeta {
+		return metav1.ObjectMeta{
+			Name:          "x",
+			Annotations:   map[string]string{corev1.LastAppliedConfigAnnotation: "{}", "keep": "1"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
+		}
+	}
+	stripped := metav1.ObjectMeta{Name: "x", Annotations: map[string]string{"keep": "1"}}
+	tests := []struct {
+		name string
+		in   runtime.Object
+		want metav1.ObjectMeta
+	}{
+		{"pod", &corev1.Pod{ObjectMeta: meta()}, stripped},
+		{"node", &corev1.Node{ObjectMeta: meta()}, stripped},
+		{"pdb", &policyv1.PodDisruptionBudget{ObjectMeta: meta()}, stripped},
+		{"pod with nothing to strip", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.ObjectMeta{Name: "x"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := tt.in.DeepCopyObject()
+			out, err := stripForCache(tt.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(before, tt.in); diff != "" {
+				t.Errorf("input changed (-before +after):\n%s", diff)
+			}
+			got := *out.(metav1.ObjectMetaAccessor).GetObjectMeta().(*metav1.ObjectMeta)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("stripped metadata (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
