@@ -284,6 +284,10 @@ func (d *Drainer) waitRecovered(ctx context.Context, v *view, t recoveryTarget, 
 	for {
 		changed := v.changed.wait()
 		w := v.waiting(t, groupers, d.s.Clock.Now())
+		evaluated := time.Now()
+		if d.s.evaluated != nil {
+			d.s.evaluated()
+		}
 		if len(w) == 0 {
 			em.emit(Event{Time: d.s.Clock.Now(), Type: EventRecovered, Domain: t.domain, Message: "the domain's groups are healthy and their budgets caught up"})
 			return nil
@@ -306,6 +310,16 @@ func (d *Drainer) waitRecovered(ctx context.Context, v *view, t recoveryTarget, 
 		}
 		if timer != nil {
 			timer.Stop()
+		}
+		// Coalesce: the events of the next moments are seen by one
+		// evaluation (real time, not the Clock: it paces the CPU).
+		if wait := d.s.recoveryEvery - time.Since(evaluated); wait > 0 && ctx.Err() == nil {
+			pause := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+			case <-pause.C:
+			}
+			pause.Stop()
 		}
 		if ctx.Err() != nil {
 			if timeout > 0 && ctx.Err() == context.DeadlineExceeded {

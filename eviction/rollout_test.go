@@ -423,3 +423,82 @@ func TestRecoveryWaitsOutStaleDisruptedPodsEntries(t *testing.T) {
 		t.Errorf("recovered before the stale entry expired")
 	}
 }
+
+// TestRecoveryWaitCoalescesEvents: a flood of pod events during a recovery
+// wait costs one evaluation per recoveryEvery, not one per event. Without
+// the pacing (every = 0), the same flood causes many more: the test can
+// tell them apart.
+func TestRecoveryWaitCoalescesEvents(t *testing.T) {
+	tests := []struct {
+		name  string
+		every time.Duration
+		paced bool
+	}{
+		{"paced", 100 * time.Millisecond, true},
+		{"unpaced", 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(testContext(t))
+			defer cancel()
+			const domains, nodesPer, size = 2, 1, 2
+			fc := newFakeCluster(t, lwsCluster(domains, nodesPer, size)...)
+			log := newEventLog()
+			d, err := New(fc.client, Options{Backoff: slowBackoff, OnEvent: log.add})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var mu sync.Mutex
+			var evals []time.Time
+			d.s.recoveryEvery = tt.every
+			d.s.evaluated = func() {
+				mu.Lock()
+				evals = append(evals, time.Now())
+				mu.Unlock()
+			}
+			done := make(chan error, 1)
+			go func() {
+				_, err := d.Rollout(ctx, RolloutOptions{}) // ud-1's group never comes back
+				done <- err
+			}()
+			log.waitFor(t, "WaitingRecovery", func(e Event) bool { return e.Type == EventWaitingRecovery && e.Domain == "ud-1" })
+
+			// Change a pod of the other group 300 times, as fast as the
+			// fake API takes it.
+			start := time.Now()
+			for i := range 300 {
+				p, err := fc.client.CoreV1().Pods(testNS).Get(ctx, "llm-1", metav1.GetOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				p.Annotations = map[string]string{"touch": fmt.Sprint(i)}
+				if _, err := fc.client.CoreV1().Pods(testNS).Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			time.Sleep(300 * time.Millisecond) // let the last events arrive
+			end := time.Now()
+			cancel()
+			if err := <-done; !errors.Is(err, context.Canceled) {
+				t.Fatalf("Rollout: %v, want context.Canceled", err)
+			}
+
+			mu.Lock()
+			n := 0
+			for _, e := range evals {
+				if !e.Before(start) && !e.After(end) {
+					n++
+				}
+			}
+			mu.Unlock()
+			limit := int(end.Sub(start)/(100*time.Millisecond)) + 2
+			t.Logf("%d evaluations in %s of 300 pod updates", n, end.Sub(start).Round(time.Millisecond))
+			if tt.paced && n > limit {
+				t.Errorf("%d evaluations in %s, want at most %d (one per %s)", n, end.Sub(start), limit, tt.every)
+			}
+			if !tt.paced && n <= limit {
+				t.Errorf("without pacing only %d evaluations in %s: the flood is too slow to tell pacing apart", n, end.Sub(start))
+			}
+		})
+	}
+}
