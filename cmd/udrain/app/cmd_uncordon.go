@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/udrain/udrain/eviction"
 )
 
 func newUncordonCommand(o *options) *cobra.Command {
@@ -27,7 +29,7 @@ wait-healthy DOMAIN.`,
 			if err != nil {
 				return err
 			}
-			d, err := o.newDrainer(client, &df, &drainFlags{gracePeriod: -1, dryRun: "none", concurrency: 1}, nil)
+			d, err := o.newDrainer(client, &df, &drainFlags{gracePeriod: -1, dryRun: "none", concurrency: eviction.DefaultConcurrency}, nil)
 			if err != nil {
 				return err
 			}

@@ -49,7 +49,7 @@ func (f *drainFlags) add(cmd *cobra.Command, timeoutHelp string) {
 	fs.StringVar(&f.dryRun, "dry-run", "none", `Must be "none", "server", or "client". If client strategy, only print what would be evicted, without sending anything. If server strategy, send every cordon and eviction with dryRun=All, once, so the API server checks them against the budgets without persisting anything.`)
 	fs.Lookup("dry-run").NoOptDefVal = "client"
 	fs.BoolVar(&f.allowViolations, "allow-violations", false, "Drain despite placement contract violations (see audit); pods under two PDBs still stop the domain, since the Eviction API cannot evict them.")
-	fs.IntVar(&f.concurrency, "concurrency", eviction.DefaultConcurrency, "Evictions in flight at once.")
+	fs.IntVar(&f.concurrency, "concurrency", eviction.DefaultConcurrency, "Evictions (and node patches) in flight at once.")
 }
 
 // dryRunStrategy parses --dry-run as kubectl does, without its deprecated
