@@ -22,8 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/klog/v2"
-	"k8s.io/klog/v2/ktesting"
 	"sigs.k8s.io/yaml"
 
 	"github.com/udrain/udrain/e2e/fixture"
@@ -345,51 +343,6 @@ func waitAuthorized(t *testing.T, c kubernetes.Interface, namespace string, rule
 	if err != nil {
 		t.Fatalf("the authorizer does not grant %s: %v", ruleString(rule), err)
 	}
-}
-
-// deployWithGate is deploy with the readiness-gate controller running on
-// gateClient with gateOpts, in the test tt already made.
-func deployWithGate(t *testing.T, tt *testbed.Test, cfg scenarioConfig, gateClient kubernetes.Interface, gateOpts gate.Options) *scenario {
-	t.Helper()
-	ctx := t.Context()
-	gpu := fixture.H100()
-	s := &scenario{tt: tt}
-	s.nodes = fixture.Nodes{Pool: tt.Name, UDs: cfg.UDs, PerUD: cfg.PerUD, GPU: &gpu}
-	if _, err := s.nodes.Create(ctx, tt.Client); err != nil {
-		t.Fatal(err)
-	}
-	s.lws = fixture.LWS{Namespace: tt.Name, Name: "llm", Groups: cfg.Groups, Size: cfg.Size, Pool: tt.Name,
-		GPUsPerPod: cfg.GPUsPerPod, ReadyDelay: cfg.ReadyDelay, TerminateDelay: cfg.TerminateDelay, GracePeriodSeconds: 5}
-	c, err := gate.New(gateClient, gateOpts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gctx, cancel := context.WithCancel(klog.NewContext(context.Background(), ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(0)))))
-	done := make(chan error, 1)
-	go func() { done <- c.Run(gctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("readiness-gate controller: %v", err)
-		}
-	})
-	rec, err := fixture.RecordPods(ctx, tt.Client, tt.Name, s.lws.Selector())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(rec.Stop)
-	s.rec = rec
-	tt.OnFailure("pod-timeline.txt", rec.WriteTimeline)
-	if err := s.lws.Create(ctx, tt.Client); err != nil {
-		t.Fatal(err)
-	}
-	s.waitHealthy(t, 3*time.Minute)
-	nl, err := tt.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: s.nodes.Selector().String()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.nodeList = nl.Items
-	return s
 }
 
 // createPoolDaemonSet runs a DaemonSet on the pool's nodes and waits until

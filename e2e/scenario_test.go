@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 
@@ -56,6 +57,13 @@ func defaultScenario() scenarioConfig {
 func deploy(t *testing.T, cfg scenarioConfig) *scenario {
 	t.Helper()
 	tt := bed.ForTest(t)
+	return deployWithGate(t, tt, cfg, tt.Client, gate.Options{Namespace: tt.Name})
+}
+
+// deployWithGate is deploy with the readiness-gate controller running on
+// gateClient with gateOpts, in the test tt already made.
+func deployWithGate(t *testing.T, tt *testbed.Test, cfg scenarioConfig, gateClient kubernetes.Interface, gateOpts gate.Options) *scenario {
+	t.Helper()
 	ctx := t.Context()
 	gpu := fixture.H100()
 	s := &scenario{tt: tt}
@@ -65,7 +73,7 @@ func deploy(t *testing.T, cfg scenarioConfig) *scenario {
 	}
 	s.lws = fixture.LWS{Namespace: tt.Name, Name: "llm", Groups: cfg.Groups, Size: cfg.Size, Pool: tt.Name,
 		GPUsPerPod: cfg.GPUsPerPod, ReadyDelay: cfg.ReadyDelay, TerminateDelay: cfg.TerminateDelay, GracePeriodSeconds: 5}
-	startGateController(t, tt)
+	startGateController(t, gateClient, gateOpts)
 	rec, err := fixture.RecordPods(ctx, tt.Client, tt.Name, s.lws.Selector())
 	if err != nil {
 		t.Fatal(err)
@@ -85,17 +93,17 @@ func deploy(t *testing.T, cfg scenarioConfig) *scenario {
 	return s
 }
 
-// startGateController runs the readiness-gate controller over the test's
-// namespace until the test ends.
-func startGateController(t *testing.T, tt *testbed.Test) {
+// startGateController runs the readiness-gate controller on c with opts
+// until the test ends.
+func startGateController(t *testing.T, c kubernetes.Interface, opts gate.Options) {
 	t.Helper()
-	c, err := gate.New(tt.Client, gate.Options{Namespace: tt.Name})
+	ctrl, err := gate.New(c, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(0)))))
 	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
+	go func() { done <- ctrl.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
