@@ -467,27 +467,6 @@ func superviseControlPlane(t *testing.T) {
 	})
 }
 
-// hookedDrainer is scenario.drainer with hook called on every event after
-// it is logged; the log goes into the artifacts as file. udrain calls it synchronously: it must not block for long.
-func hookedDrainer(t *testing.T, s *scenario, file string, events *eventLog, opts eviction.Options, hook func(eviction.Event)) *eviction.Drainer {
-	t.Helper()
-	if opts.Helper == nil {
-		opts.Helper = eviction.KubectlDefaults()
-	}
-	opts.OnEvent = func(e eviction.Event) {
-		events.add(e)
-		if hook != nil {
-			hook(e)
-		}
-	}
-	d, err := eviction.New(s.tt.Client, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.tt.OnFailure(file, events.write)
-	return d
-}
-
 // uidLog collects the UIDs of accepted evictions.
 type uidLog struct {
 	mu   sync.Mutex
@@ -599,24 +578,6 @@ func podsThatLeftNodes(events []fixture.PodEvent, from time.Time) []*corev1.Pod 
 		}
 	}
 	return out
-}
-
-// checkEachGroupOnce asserts scenario 1's guarantees on an observation:
-// every group disrupted exactly once, never more than one down, leaders
-// evicted before workers in each domain.
-func checkEachGroupOnce(t *testing.T, s *scenario, o observation) {
-	t.Helper()
-	for g := range s.lws.Groups {
-		if o.Disruptions[g] != 1 {
-			t.Errorf("group %d disrupted %d times, want exactly once", g, o.Disruptions[g])
-		}
-	}
-	if want := s.lws.Groups - 1; o.MinHealthy < want {
-		t.Errorf("only %d groups healthy at %s; the PDB promises %d", o.MinHealthy, o.MinHealthyAt.Format("15:04:05.000"), want)
-	}
-	for _, p := range o.leadersFirst() {
-		t.Error(p)
-	}
 }
 
 // checkUpgradedAndUncordoned asserts that every node of the pool is

@@ -43,17 +43,7 @@ func TestRolloutDisruptsEachGroupOnce(t *testing.T) {
 
 	o := s.observe(t, start)
 	t.Logf("udrain rollout: %s", o)
-	for g := 0; g < s.lws.Groups; g++ {
-		if o.Disruptions[g] != 1 {
-			t.Errorf("group %d disrupted %d times, want exactly once", g, o.Disruptions[g])
-		}
-	}
-	if want := s.lws.Groups - 1; o.MinHealthy < want {
-		t.Errorf("only %d groups healthy at %s; the PDB promises %d", o.MinHealthy, o.MinHealthyAt.Format("15:04:05.000"), want)
-	}
-	for _, p := range o.leadersFirst() {
-		t.Error(p)
-	}
+	checkEachGroupOnce(t, s, o)
 	if got, want := len(o.Evicted), s.lws.Groups*s.lws.Size; got != want {
 		t.Errorf("%d pods evicted, want %d (each original pod once)", got, want)
 	}

@@ -157,15 +157,28 @@ func (s *scenario) domains() []string {
 // and logged.
 func (s *scenario) drainer(t *testing.T, events *eventLog, opts eviction.Options) *eviction.Drainer {
 	t.Helper()
+	return hookedDrainer(t, s, "udrain-events.txt", events, opts, nil)
+}
+
+// hookedDrainer is scenario.drainer with hook (if not nil) called on every
+// event after it is logged; the log goes into the artifacts as file. udrain
+// calls hook synchronously: it must not block for long.
+func hookedDrainer(t *testing.T, s *scenario, file string, events *eventLog, opts eviction.Options, hook func(eviction.Event)) *eviction.Drainer {
+	t.Helper()
 	if opts.Helper == nil {
 		opts.Helper = eviction.KubectlDefaults()
 	}
-	opts.OnEvent = events.add
+	opts.OnEvent = func(e eviction.Event) {
+		events.add(e)
+		if hook != nil {
+			hook(e)
+		}
+	}
 	d, err := eviction.New(s.tt.Client, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.tt.OnFailure("udrain-events.txt", events.write)
+	s.tt.OnFailure(file, events.write)
 	return d
 }
 
@@ -310,6 +323,24 @@ func (o observation) leadersFirst() []string {
 		}
 	}
 	return problems
+}
+
+// checkEachGroupOnce asserts scenario 1's guarantees on an observation:
+// every group disrupted exactly once, never more than one down, leaders
+// evicted before workers in each domain.
+func checkEachGroupOnce(t *testing.T, s *scenario, o observation) {
+	t.Helper()
+	for g := range s.lws.Groups {
+		if o.Disruptions[g] != 1 {
+			t.Errorf("group %d disrupted %d times, want exactly once", g, o.Disruptions[g])
+		}
+	}
+	if want := s.lws.Groups - 1; o.MinHealthy < want {
+		t.Errorf("only %d groups healthy at %s; the PDB promises %d", o.MinHealthy, o.MinHealthyAt.Format("15:04:05.000"), want)
+	}
+	for _, p := range o.leadersFirst() {
+		t.Error(p)
+	}
 }
 
 // eventLog keeps udrain's events for assertions and for the artifacts.
