@@ -235,18 +235,9 @@ func TestDrainRefusesPodUnderTwoPDBs(t *testing.T) {
 	s := deploy(t, defaultScenario())
 	ctx := t.Context()
 	dom := s.nodes.UD(0)
-	leader := ""
-	groups, err := s.lws.Health(ctx, s.tt.Client)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, g := range groups {
-		if slices.Equal(g.UDs, []string{dom}) {
-			leader = g.Leader
-		}
-	}
+	leader := s.groupIn(t, dom).Leader
 	if leader == "" {
-		t.Fatalf("no group in %s: %+v", dom, groups)
+		t.Fatalf("the group in %s has no leader", dom)
 	}
 	one := intstr.FromInt32(1)
 	extra := &policyv1.PodDisruptionBudget{
@@ -263,7 +254,7 @@ func TestDrainRefusesPodUnderTwoPDBs(t *testing.T) {
 	events := &eventLog{}
 	d := s.drainer(t, events, eviction.Options{})
 
-	_, _, err = d.Drain(ctx, dom)
+	_, _, err := d.Drain(ctx, dom)
 	var multi *eviction.MultiplePDBsError
 	if !errors.As(err, &multi) {
 		t.Fatalf("drain of %s: err = %v (%T), want a *eviction.MultiplePDBsError", dom, err, err)
@@ -329,19 +320,7 @@ func TestDrainReportsNodeDeletedMidDrain(t *testing.T) {
 	s := deploy(t, defaultScenario())
 	ctx := t.Context()
 	dom, victim := s.nodes.UD(0), s.nodes.Name(0, 1)
-	drained := -1
-	groups, err := s.lws.Health(ctx, s.tt.Client)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, g := range groups {
-		if slices.Equal(g.UDs, []string{dom}) {
-			drained = g.Index
-		}
-	}
-	if drained < 0 {
-		t.Fatalf("no group in %s: %+v", dom, groups)
-	}
+	drained := s.groupIn(t, dom).Index
 	deleted := make(chan error, 1)
 	var once sync.Once
 	hook := func(e eviction.Event) {
@@ -409,6 +388,26 @@ func TestDrainReportsNodeDeletedMidDrain(t *testing.T) {
 	for _, p := range o.leadersFirst() {
 		t.Error(p)
 	}
+}
+
+// groupIn returns the status of the group whose pods all run in domain
+// dom (the last such group); it fails the test if there is none.
+func (s *scenario) groupIn(t *testing.T, dom string) fixture.GroupStatus {
+	t.Helper()
+	groups, err := s.lws.Health(t.Context(), s.tt.Client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := -1
+	for i, g := range groups {
+		if slices.Equal(g.UDs, []string{dom}) {
+			found = i
+		}
+	}
+	if found < 0 {
+		t.Fatalf("no group in %s: %+v", dom, groups)
+	}
+	return groups[found]
 }
 
 // superviseControlPlane does for the testbed's kube-scheduler and
