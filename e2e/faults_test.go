@@ -506,10 +506,7 @@ func observeSettled(t *testing.T, s *scenario, from time.Time) observation {
 	t.Helper()
 	events := s.rec.Events()
 	o := observation{Disruptions: map[int]int{}, MinHealthy: s.lws.Groups}
-	udOf := map[string]string{}
-	for _, n := range s.nodeList {
-		udOf[n.Name] = n.Labels[fixture.UpgradeDomainLabel]
-	}
+	udOf := s.domainOf()
 	pods := map[types.UID]*corev1.Pod{}
 	seen := map[types.UID]bool{}
 	var prev map[int]bool
@@ -523,8 +520,7 @@ func observeSettled(t *testing.T, s *scenario, from time.Time) observation {
 		// Unscheduled pods are never drained (see scenario.observe).
 		if p := e.Pod; !e.At.Before(from) && p.DeletionTimestamp != nil && p.Spec.NodeName != "" && !seen[p.UID] {
 			seen[p.UID] = true
-			o.Evicted = append(o.Evicted, evictedPod{UID: p.UID, Name: p.Name, Domain: udOf[p.Spec.NodeName],
-				Leader: p.Labels[fixture.LWSWorkerIndexLabel] == "0", At: e.At})
+			o.Evicted = append(o.Evicted, newEvictedPod(p, udOf, e.At))
 		}
 		if e.Resync && i+1 < len(events) && events[i+1].Resync && events[i+1].At.Equal(e.At) {
 			continue
@@ -533,14 +529,7 @@ func observeSettled(t *testing.T, s *scenario, from time.Time) observation {
 		for _, p := range pods {
 			list = append(list, *p)
 		}
-		now := map[int]bool{}
-		healthy := 0
-		for _, g := range fixture.Groups(list, s.nodeList, s.lws.Name, "") {
-			now[g.Index] = g.Healthy()
-			if g.Healthy() {
-				healthy++
-			}
-		}
+		now, healthy := s.groupsHealthy(list)
 		if !e.At.Before(from) {
 			for g := range s.lws.Groups {
 				if !last.IsZero() && !prev[g] {

@@ -243,10 +243,7 @@ func (s *scenario) observeBetween(t *testing.T, from, to time.Time) observation 
 	started := false
 	var last time.Time
 	seen := map[types.UID]bool{}
-	udOf := map[string]string{}
-	for _, n := range s.nodeList {
-		udOf[n.Name] = n.Labels[fixture.UpgradeDomainLabel]
-	}
+	udOf := s.domainOf()
 	err := s.rec.Replay(func(at time.Time, pods map[types.UID]*corev1.Pod) error {
 		if !to.IsZero() && at.After(to) {
 			return nil
@@ -261,18 +258,9 @@ func (s *scenario) observeBetween(t *testing.T, from, to time.Time) observation 
 				continue
 			}
 			seen[p.UID] = true
-			o.Evicted = append(o.Evicted, evictedPod{UID: p.UID, Name: p.Name, Domain: udOf[p.Spec.NodeName],
-				Leader: p.Labels[fixture.LWSWorkerIndexLabel] == "0", At: at})
+			o.Evicted = append(o.Evicted, newEvictedPod(p, udOf, at))
 		}
-		groups := fixture.Groups(list, s.nodeList, s.lws.Name, "")
-		healthy := 0
-		now := map[int]bool{}
-		for _, g := range groups {
-			now[g.Index] = g.Healthy()
-			if g.Healthy() {
-				healthy++
-			}
-		}
+		now, healthy := s.groupsHealthy(list)
 		if at.Before(from) {
 			prevHealthy = now
 			return nil
@@ -301,6 +289,36 @@ func (s *scenario) observeBetween(t *testing.T, from, to time.Time) observation 
 	}
 	sort.Slice(o.Evicted, func(i, j int) bool { return o.Evicted[i].At.Before(o.Evicted[j].At) })
 	return o
+}
+
+// domainOf maps the names of the pool's nodes to their upgrade domains.
+func (s *scenario) domainOf() map[string]string {
+	udOf := map[string]string{}
+	for _, n := range s.nodeList {
+		udOf[n.Name] = n.Labels[fixture.UpgradeDomainLabel]
+	}
+	return udOf
+}
+
+// newEvictedPod is p first seen terminating at `at`; udOf names its
+// node's domain.
+func newEvictedPod(p *corev1.Pod, udOf map[string]string, at time.Time) evictedPod {
+	return evictedPod{UID: p.UID, Name: p.Name, Domain: udOf[p.Spec.NodeName],
+		Leader: p.Labels[fixture.LWSWorkerIndexLabel] == "0", At: at}
+}
+
+// groupsHealthy says, by group index, which groups pods make healthy, and
+// how many.
+func (s *scenario) groupsHealthy(pods []corev1.Pod) (map[int]bool, int) {
+	now := map[int]bool{}
+	healthy := 0
+	for _, g := range fixture.Groups(pods, s.nodeList, s.lws.Name, "") {
+		now[g.Index] = g.Healthy()
+		if g.Healthy() {
+			healthy++
+		}
+	}
+	return now, healthy
 }
 
 // leadersFirst checks that in every domain each leader was evicted before
