@@ -29,14 +29,9 @@ type recoveryTarget struct {
 
 func targetFromPlan(p *Plan) recoveryTarget {
 	t := recoveryTarget{domain: p.Domain, groups: p.Groups}
-	seen := map[types.NamespacedName]bool{}
 	for _, pod := range p.Phase1 {
 		for _, name := range pod.PDBs {
-			nn := types.NamespacedName{Namespace: pod.Namespace, Name: name}
-			if !seen[nn] {
-				seen[nn] = true
-				t.pdbs = append(t.pdbs, nn)
-			}
+			t.addPDB(types.NamespacedName{Namespace: pod.Namespace, Name: name})
 		}
 	}
 	return t
@@ -50,36 +45,18 @@ func targetFromPlan(p *Plan) recoveryTarget {
 // gone would have nothing to wait for, and the next domain could start
 // while those groups are still Pending.
 func (t *recoveryTarget) addStranded(snap *Snapshot, layout *topology.Layout, groupers []topology.Grouper, domain string) {
-	type wkey struct {
-		kind         topology.Kind
-		ns, workload string
-	}
-	have := map[topology.GroupID]bool{}
-	workloads := map[wkey]bool{}
-	for _, g := range t.groups {
-		have[g.ID] = true
-		workloads[wkey{g.ID.Kind, g.ID.Namespace, g.Workload}] = true
-	}
-	pdbs := topology.NewPDBIndex(snap.PDBs)
-	hasPDB := map[types.NamespacedName]bool{}
-	for _, nn := range t.pdbs {
-		hasPDB[nn] = true
-	}
 	groups := topology.FindGroups(snap.Pods, groupers...)
 	// Workloads placed in the domains (the plan may be empty on resume):
 	// a stranded group's siblings run in other domains, while a group
 	// of a workload that runs nowhere is not this rollout's to wait for.
-	for i := range groups {
-		for _, m := range groups[i].Members {
-			if _, ok := layout.DomainOf(m.Spec.NodeName); ok {
-				workloads[wkey{groups[i].ID.Kind, groups[i].ID.Namespace, groups[i].Workload}] = true
-				break
-			}
-		}
+	workloads := placedWorkloads(groups, layout)
+	for _, g := range t.groups {
+		workloads[workloadOf(g.ID, g.Workload)] = true
 	}
+	pdbs := topology.NewPDBIndex(snap.PDBs)
 	for i := range groups {
 		g := &groups[i]
-		if have[g.ID] || !workloads[wkey{g.ID.Kind, g.ID.Namespace, g.Workload}] {
+		if containsGroup(t.groups, g.ID) || !workloads[workloadOf(g.ID, g.Workload)] {
 			continue
 		}
 		elsewhere, unscheduled := false, false
@@ -93,22 +70,64 @@ func (t *recoveryTarget) addStranded(snap *Snapshot, layout *topology.Layout, gr
 		if elsewhere || !unscheduled && len(g.Members) >= g.ExpectedSize() {
 			continue
 		}
-		ag := AffectedGroup{ID: g.ID, Workload: g.Workload, Size: g.ExpectedSize()}
-		if g.Leader != nil {
-			ag.Leader = g.Leader.Name
+		t.addGroup(g, pdbs)
+	}
+}
+
+// addGroup adds g to the target, and with pdbs the budgets over its
+// members, each once.
+func (t *recoveryTarget) addGroup(g *topology.Group, pdbs *topology.PDBIndex) {
+	if !containsGroup(t.groups, g.ID) {
+		t.groups = append(t.groups, affectedGroup(g))
+	}
+	if pdbs == nil {
+		return
+	}
+	for _, m := range g.Members {
+		for _, b := range pdbs.For(m) {
+			t.addPDB(types.NamespacedName{Namespace: b.Namespace, Name: b.Name})
 		}
-		t.groups = append(t.groups, ag)
-		have[g.ID] = true
-		for _, m := range g.Members {
-			for _, b := range pdbs.For(m) {
-				nn := types.NamespacedName{Namespace: b.Namespace, Name: b.Name}
-				if !hasPDB[nn] {
-					hasPDB[nn] = true
-					t.pdbs = append(t.pdbs, nn)
-				}
+	}
+}
+
+func (t *recoveryTarget) addPDB(nn types.NamespacedName) {
+	if !containsNN(t.pdbs, nn) {
+		t.pdbs = append(t.pdbs, nn)
+	}
+}
+
+// affectedGroup is g as recovery waits for it.
+func affectedGroup(g *topology.Group) AffectedGroup {
+	ag := AffectedGroup{ID: g.ID, Workload: g.Workload, Size: g.ExpectedSize()}
+	if g.Leader != nil {
+		ag.Leader = g.Leader.Name
+	}
+	return ag
+}
+
+// workloadKey names the workload a group belongs to.
+type workloadKey struct {
+	kind         topology.Kind
+	ns, workload string
+}
+
+func workloadOf(id topology.GroupID, workload string) workloadKey {
+	return workloadKey{id.Kind, id.Namespace, workload}
+}
+
+// placedWorkloads returns the workloads with a member on a node of the
+// layout.
+func placedWorkloads(groups []topology.Group, layout *topology.Layout) map[workloadKey]bool {
+	placed := map[workloadKey]bool{}
+	for i := range groups {
+		for _, m := range groups[i].Members {
+			if _, ok := layout.DomainOf(m.Spec.NodeName); ok && m.Spec.NodeName != "" {
+				placed[workloadOf(groups[i].ID, groups[i].Workload)] = true
+				break
 			}
 		}
 	}
+	return placed
 }
 
 // waiting returns what recovery still waits for, one line each; empty
@@ -421,19 +440,16 @@ func (d *Drainer) WaitHealthy(ctx context.Context, domains ...string) error {
 	if len(domains) == 0 {
 		all.domain = "(all)"
 	}
-	seenG, seenP := map[topology.GroupID]bool{}, map[types.NamespacedName]bool{}
+	seen := map[topology.GroupID]bool{}
 	for _, t := range targets {
 		for _, g := range t.groups {
-			if !seenG[g.ID] {
-				seenG[g.ID] = true
+			if !seen[g.ID] {
+				seen[g.ID] = true
 				all.groups = append(all.groups, g)
 			}
 		}
-		for _, p := range t.pdbs {
-			if !seenP[p] {
-				seenP[p] = true
-				all.pdbs = append(all.pdbs, p)
-			}
+		for _, nn := range t.pdbs {
+			all.addPDB(nn)
 		}
 	}
 	start := d.s.Clock.Now()
@@ -496,10 +512,6 @@ func (d *Drainer) healthTargets(snap *Snapshot, domains []string) ([]recoveryTar
 	}
 	groups := topology.FindGroups(snap.Pods, d.groupers(snap)...)
 	pdbs := topology.NewPDBIndex(snap.PDBs)
-	type wkey struct {
-		kind         topology.Kind
-		ns, workload string
-	}
 	byDomain := map[string]*recoveryTarget{}
 	var targets []*recoveryTarget
 	for _, name := range domains {
@@ -507,52 +519,25 @@ func (d *Drainer) healthTargets(snap *Snapshot, domains []string) ([]recoveryTar
 		byDomain[name] = t
 		targets = append(targets, t)
 	}
+	// Unscheduled groups count only for workloads placed in the layout.
+	placed := placedWorkloads(groups, layout)
 	unscheduled := &recoveryTarget{domain: "unscheduled"}
-	placed := map[wkey]bool{}
-	addPDBs := func(t *recoveryTarget, g *topology.Group) {
-		for _, m := range g.Members {
-			for _, b := range pdbs.For(m) {
-				nn := types.NamespacedName{Namespace: b.Namespace, Name: b.Name}
-				if !containsNN(t.pdbs, nn) {
-					t.pdbs = append(t.pdbs, nn)
-				}
-			}
-		}
-	}
 	for i := range groups {
 		g := &groups[i]
-		ag := AffectedGroup{ID: g.ID, Workload: g.Workload, Size: g.ExpectedSize()}
-		if g.Leader != nil {
-			ag.Leader = g.Leader.Name
-		}
 		scheduled := false
 		for _, m := range g.Members {
 			if m.Spec.NodeName == "" {
 				continue
 			}
 			scheduled = true
-			dom, ok := layout.DomainOf(m.Spec.NodeName)
-			if !ok {
-				continue
-			}
-			placed[wkey{g.ID.Kind, g.ID.Namespace, g.Workload}] = true
-			if t := byDomain[dom]; t != nil && !containsGroup(t.groups, g.ID) {
-				t.groups = append(t.groups, ag)
-				addPDBs(t, g)
+			if dom, ok := layout.DomainOf(m.Spec.NodeName); ok && byDomain[dom] != nil && !containsGroup(byDomain[dom].groups, g.ID) {
+				byDomain[dom].addGroup(g, pdbs)
 			}
 		}
-		if !scheduled {
-			unscheduled.groups = append(unscheduled.groups, ag)
+		if !scheduled && placed[workloadOf(g.ID, g.Workload)] {
+			unscheduled.addGroup(g, nil)
 		}
 	}
-	// Unscheduled groups count only for workloads placed in the layout.
-	kept := unscheduled.groups[:0]
-	for _, ag := range unscheduled.groups {
-		if placed[wkey{ag.ID.Kind, ag.ID.Namespace, ag.Workload}] {
-			kept = append(kept, ag)
-		}
-	}
-	unscheduled.groups = kept
 	out := make([]recoveryTarget, 0, len(targets)+1)
 	for _, t := range targets {
 		out = append(out, *t)

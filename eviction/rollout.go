@@ -315,13 +315,8 @@ func (d *Drainer) rolloutDomain(ctx context.Context, v *view, em *emitter, name,
 // cordonedByOther returns an *InProgressError when a node of the domain
 // carries another rollout's (or a drain's) cordon mark.
 func cordonedByOther(nodes []corev1.Node, dom topology.Domain, id string) error {
-	in := map[string]bool{}
-	for _, n := range dom.Nodes {
-		in[n] = true
-	}
-	for i := range nodes {
-		n := &nodes[i]
-		if by := n.Annotations[CordonedByAnnotation]; in[n.Name] && by != "" && by != id {
+	for _, n := range domainNodes(nodes, dom) {
+		if by := n.Annotations[CordonedByAnnotation]; by != "" && by != id {
 			return &InProgressError{Domain: dom.Name, Node: n.Name, By: by, ID: id}
 		}
 	}
@@ -331,12 +326,8 @@ func cordonedByOther(nodes []corev1.Node, dom topology.Domain, id string) error 
 // cordonedBy reports whether a node of the domain was cordoned by this
 // rollout: a previous run stopped while draining it.
 func cordonedBy(nodes []corev1.Node, dom topology.Domain, id string) bool {
-	in := map[string]bool{}
-	for _, n := range dom.Nodes {
-		in[n] = true
-	}
-	for i := range nodes {
-		if in[nodes[i].Name] && nodes[i].Annotations[CordonedByAnnotation] == id {
+	for _, n := range domainNodes(nodes, dom) {
+		if n.Annotations[CordonedByAnnotation] == id {
 			return true
 		}
 	}
@@ -346,20 +337,28 @@ func cordonedBy(nodes []corev1.Node, dom topology.Domain, id string) bool {
 // upgradedBy reports whether every node of the domain carries the rollout's
 // upgraded mark.
 func upgradedBy(nodes []corev1.Node, dom topology.Domain, id string) bool {
+	in := domainNodes(nodes, dom)
+	for _, n := range in {
+		if n.Annotations[UpgradedByAnnotation] != id {
+			return false
+		}
+	}
+	return len(in) > 0
+}
+
+// domainNodes returns the nodes of the domain, in the order of nodes.
+func domainNodes(nodes []corev1.Node, dom topology.Domain) []*corev1.Node {
 	in := map[string]bool{}
 	for _, n := range dom.Nodes {
 		in[n] = true
 	}
-	found := 0
+	var out []*corev1.Node
 	for i := range nodes {
 		if in[nodes[i].Name] {
-			if nodes[i].Annotations[UpgradedByAnnotation] != id {
-				return false
-			}
-			found++
+			out = append(out, &nodes[i])
 		}
 	}
-	return found > 0
+	return out
 }
 
 func (d *Drainer) markUpgraded(ctx context.Context, em *emitter, nodes []string, id string) error {
