@@ -79,19 +79,14 @@ func blocks(bs []eviction.BlockRecord) []Block {
 	return out
 }
 
-// longest returns the longest of blocks, nil if there are none. (A block
-// that lasted no time still counts: it names the PDB that refused.)
-func longest(bs []eviction.BlockRecord) *LongestBlock {
-	var best *eviction.BlockRecord
-	for i := range bs {
-		if best == nil || bs[i].Duration > best.Duration {
-			best = &bs[i]
-		}
-	}
-	if best == nil {
+// longestBlock reports the block eviction's Result.LongestBlock found, nil
+// if ok is false. (A block that lasted no time still counts: it names the
+// PDB that refused.)
+func longestBlock(b eviction.BlockRecord, ok bool) *LongestBlock {
+	if !ok {
 		return nil
 	}
-	return &LongestBlock{Namespace: best.Namespace, PDB: best.PDB, DurationSeconds: seconds(best.Duration)}
+	return &LongestBlock{Namespace: b.Namespace, PDB: b.PDB, DurationSeconds: seconds(b.Duration)}
 }
 
 func buildDrainResult(plan *eviction.Plan, res *eviction.Result, dryRun string, err error) DrainResult {
@@ -113,7 +108,7 @@ func buildDrainResult(plan *eviction.Plan, res *eviction.Result, dryRun string, 
 	}
 	r.Summary = Summary{
 		DomainsTotal: 1, Phase1Evicted: res.Phase1.Evicted, Phase2Evicted: res.Phase2.Evicted,
-		LongestBlock: longest(res.Blocks), DurationSeconds: seconds(res.Duration),
+		LongestBlock: longestBlock(res.LongestBlock()), DurationSeconds: seconds(res.Duration),
 	}
 	if err == nil {
 		r.Summary.DomainsDone = 1
