@@ -76,7 +76,7 @@ func TestRolloutSurvivesAPIServerRestart(t *testing.T) {
 		})
 	}
 	d := hookedDrainer(t, s, "udrain-events.txt", events, eviction.Options{}, hook)
-	superviseControlPlane(t)
+	bed.SuperviseControlPlane(t)
 	start := time.Now()
 	res, err := d.Rollout(ctx, eviction.RolloutOptions{
 		ID: "e2e-restart", Domains: s.domains(), RecoveryTimeout: 3 * time.Minute,
@@ -408,62 +408,6 @@ func (s *scenario) groupIn(t *testing.T, dom string) fixture.GroupStatus {
 		t.Fatalf("no group in %s: %+v", dom, groups)
 	}
 	return groups[found]
-}
-
-// superviseControlPlane does for the testbed's kube-scheduler and
-// kube-controller-manager what the kubelet does for their static pods:
-// while the test runs, a component that stops renewing its leader lease is
-// started again, and every component is started once more when the test
-// ends, so that later tests find a whole control plane. The kube-scheduler
-// needs it here: after an apiserver restart its pod informer may relist and
-// turn "pod deleted, replacement created under the same name" into one
-// update between pods of different UIDs and nodes, which the scheduler
-// takes for a corrupted cache and exits (k8s.io/kubernetes v1.37.2
-// pkg/scheduler/backend/cache/cache.go, UpdatePod: FlushAndExit).
-func superviseControlPlane(t *testing.T) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(2 * time.Second)
-		defer tick.Stop()
-		var quietUntil time.Time // a started component needs a moment to take its lease
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			if time.Now().Before(quietUntil) {
-				continue
-			}
-			for _, name := range []string{"kube-scheduler", "kube-controller-manager"} {
-				lease, err := bed.Client().CoordinationV1().Leases(metav1.NamespaceSystem).Get(ctx, name, metav1.GetOptions{})
-				if err != nil || lease.Spec.RenewTime == nil || lease.Spec.LeaseDurationSeconds == nil {
-					continue // the apiserver is down, or the lease is not made yet
-				}
-				stale := time.Duration(*lease.Spec.LeaseDurationSeconds)*time.Second + 5*time.Second
-				if since := time.Since(lease.Spec.RenewTime.Time); since > stale {
-					t.Logf("%s has not renewed its lease for %s: starting the control plane's stopped components, as a kubelet would", name, since.Round(time.Second))
-					if err := bed.StartComponents(ctx); err != nil && ctx.Err() == nil {
-						t.Logf("starting components: %v", err)
-					}
-					quietUntil = time.Now().Add(20 * time.Second)
-					break
-				}
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		if err := bed.StartComponents(ctx); err != nil && !errors.Is(err, testbed.ErrNotSupported) {
-			t.Errorf("starting the control plane's stopped components after the test: %v", err)
-		}
-	})
 }
 
 // uidLog collects the UIDs of accepted evictions.

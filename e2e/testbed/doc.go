@@ -4,7 +4,9 @@
 // (a reaper process), and on SIGINT/SIGTERM; it gives every test its own
 // namespace and node pool, dumps control-plane logs, events and pod/node
 // listings into e2e/_artifacts/<run>/<test>/ when a test fails, and can kill
-// and restart the kube-apiserver for fault tests.
+// and restart the kube-apiserver for fault tests (and restart the
+// kube-scheduler and kube-controller-manager when they stop after it, as a
+// kubelet would).
 //
 // The cluster is, by E2E_* environment (see [OptionsFromEnv]):
 //   - kwok (default): hack/cluster.sh up, a kwokctl cluster on the binary

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -278,4 +279,61 @@ func (b *Testbed) RestartAPIServer(ctx context.Context) error {
 		return err
 	}
 	return b.StartComponents(ctx)
+}
+
+// SuperviseControlPlane does for a kwok cluster's kube-scheduler and
+// kube-controller-manager what the kubelet does for their static pods:
+// while the test runs, a component that stops renewing its leader lease is
+// started again ([Testbed.StartComponents]), and every component is started
+// once more when the test ends, so that later tests find a whole control
+// plane. Tests that restart the apiserver need it: after a restart the
+// kube-scheduler's pod informer may relist and turn "pod deleted,
+// replacement created under the same name" into one update between pods of
+// different UIDs and nodes, which the scheduler takes for a corrupted cache
+// and exits (k8s.io/kubernetes v1.37.2
+// pkg/scheduler/backend/cache/cache.go, UpdatePod: FlushAndExit).
+func (b *Testbed) SuperviseControlPlane(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(2 * time.Second)
+		defer tick.Stop()
+		var quietUntil time.Time // a started component needs a moment to take its lease
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			if time.Now().Before(quietUntil) {
+				continue
+			}
+			for _, name := range []string{"kube-scheduler", "kube-controller-manager"} {
+				lease, err := b.Client().CoordinationV1().Leases(metav1.NamespaceSystem).Get(ctx, name, metav1.GetOptions{})
+				if err != nil || lease.Spec.RenewTime == nil || lease.Spec.LeaseDurationSeconds == nil {
+					continue // the apiserver is down, or the lease is not made yet
+				}
+				stale := time.Duration(*lease.Spec.LeaseDurationSeconds)*time.Second + 5*time.Second
+				if since := time.Since(lease.Spec.RenewTime.Time); since > stale {
+					t.Logf("%s has not renewed its lease for %s: starting the control plane's stopped components, as a kubelet would", name, since.Round(time.Second))
+					if err := b.StartComponents(ctx); err != nil && ctx.Err() == nil {
+						t.Logf("starting components: %v", err)
+					}
+					quietUntil = time.Now().Add(20 * time.Second)
+					break
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := b.StartComponents(ctx); err != nil && !errors.Is(err, ErrNotSupported) {
+			t.Errorf("starting the control plane's stopped components after the test: %v", err)
+		}
+	})
 }
