@@ -577,13 +577,18 @@ func (ex *execution) blockInfo(p PlannedPod, apiErr error) BlockInfo {
 	if apiErr != nil {
 		info.Message = budgetMessage(apiErr)
 	}
-	if pdb, ok := ex.v.pdb(p.Namespace, info.PDB); ok {
+	ex.budgetCounts(&info)
+	return info
+}
+
+// budgetCounts fills in the counts of info's budget from the watch.
+func (ex *execution) budgetCounts(info *BlockInfo) {
+	if pdb, ok := ex.v.pdb(info.Namespace, info.PDB); ok {
 		info.DisruptionsAllowed = pdb.Status.DisruptionsAllowed
 		info.CurrentHealthy = pdb.Status.CurrentHealthy
 		info.DesiredHealthy = pdb.Status.DesiredHealthy
 		info.ExpectedPods = pdb.Status.ExpectedPods
 	}
-	return info
 }
 
 // block records that p is refused by its budget and reports it when the
@@ -764,12 +769,7 @@ func (ex *execution) timeoutError() error {
 	}
 	if longest != nil {
 		info := BlockInfo{Namespace: longest.rec.Namespace, PDB: longest.rec.PDB, Since: longest.rec.Since, Pods: longest.waiting}
-		if pdb, ok := ex.v.pdb(longest.rec.Namespace, longest.rec.PDB); ok {
-			info.DisruptionsAllowed = pdb.Status.DisruptionsAllowed
-			info.CurrentHealthy = pdb.Status.CurrentHealthy
-			info.DesiredHealthy = pdb.Status.DesiredHealthy
-			info.ExpectedPods = pdb.Status.ExpectedPods
-		}
+		ex.budgetCounts(&info)
 		return &BlockedError{Domain: ex.plan.Domain, Block: info, For: now.Sub(longest.rec.Since)}
 	}
 	te := &TimeoutError{Domain: ex.plan.Domain, Timeout: ex.d.s.helper.Timeout, Phase: Phase2}
