@@ -67,7 +67,7 @@ func buildDomainList(s *clusterState, layout *topology.Layout, gopts gpu.Options
 			_, cp := n.Labels[topology.ControlPlaneLabel]
 			_, ours := n.Annotations[eviction.CordonedByAnnotation]
 			dn := DomainNode{
-				Name: name, Ready: nodeReady(n), Cordoned: n.Spec.Unschedulable, CordonedByUdrain: ours,
+				Name: name, Ready: c.NodeReady, Cordoned: n.Spec.Unschedulable, CordonedByUdrain: ours,
 				UpgradedBy: n.Annotations[eviction.UpgradedByAnnotation], ControlPlane: cp,
 				GPUVendor: string(c.Vendor), GPUProduct: c.Product, GPUs: c.Count, GPUStatus: string(c.Status),
 			}
@@ -116,15 +116,6 @@ func sortedGPUCounts(m map[[2]string]*GPUCount) []GPUCount {
 		return out[i].Product < out[j].Product
 	})
 	return out
-}
-
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func gpuText(gpus []GPUCount) string {
