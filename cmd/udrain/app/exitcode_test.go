@@ -133,11 +133,7 @@ func TestDrainInterrupted(t *testing.T) {
 	cfg, _ := testConfig(c.client)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var out, errOut syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- Run(ctx, []string{"drain", "ud-2"}, streamsOf(&out, &errOut), cfg)
-	}()
+	out, errOut, done := runInBackground(ctx, cfg, "drain", "ud-2")
 	waitFor(t, func() bool { return strings.Contains(errOut.String(), " Blocked domain=ud-2 ") })
 	cancel()
 	var code int

@@ -405,3 +405,14 @@ func contextWithCancel(t *testing.T) (context.Context, context.CancelFunc) {
 	t.Cleanup(cancel)
 	return ctx, cancel
 }
+
+// runInBackground runs a command line in-process with cfg in another
+// goroutine; done receives its exit code.
+func runInBackground(ctx context.Context, cfg Config, args ...string) (out, errOut *syncBuffer, done <-chan int) {
+	out, errOut = &syncBuffer{}, &syncBuffer{}
+	code := make(chan int, 1)
+	go func() {
+		code <- Run(ctx, args, streamsOf(out, errOut), cfg)
+	}()
+	return out, errOut, code
+}

@@ -176,11 +176,7 @@ func TestWaitHealthy(t *testing.T) {
 		setReady(t, c, "llama-0-1", false)
 		cfg, _ := testConfig(c.client)
 		ctx, _ := contextWithCancel(t)
-		var out, errOut syncBuffer
-		done := make(chan int, 1)
-		go func() {
-			done <- Run(ctx, []string{"wait-healthy", "ud-1", "-o", "json"}, streamsOf(&out, &errOut), cfg)
-		}()
+		out, errOut, done := runInBackground(ctx, cfg, "wait-healthy", "ud-1", "-o", "json")
 		waitFor(t, func() bool { return strings.Contains(errOut.String(), "WaitingHealthy") })
 		if want := `WaitingHealthy domain=ud-1 msg="group inference/llama-0: 1/2 members Ready; not Ready: llama-0-1"`; !strings.Contains(errOut.String(), want) {
 			t.Errorf("stderr does not say what it waits for (%s):\n%s", want, errOut.String())
@@ -202,11 +198,7 @@ func TestWaitHealthy(t *testing.T) {
 		setReady(t, c, "llama-0-1", false)
 		cfg, clk := testConfig(c.client)
 		ctx, _ := contextWithCancel(t)
-		var out, errOut syncBuffer
-		done := make(chan int, 1)
-		go func() {
-			done <- Run(ctx, []string{"wait-healthy", "ud-1", "--timeout", "10m"}, streamsOf(&out, &errOut), cfg)
-		}()
+		out, errOut, done := runInBackground(ctx, cfg, "wait-healthy", "ud-1", "--timeout", "10m")
 		waitFor(t, func() bool { return strings.Contains(errOut.String(), "WaitingHealthy") && clk.HasWaiters() })
 		clk.Step(10 * time.Minute)
 		if code := <-done; code != ExitError {
@@ -224,11 +216,7 @@ func TestWaitHealthy(t *testing.T) {
 		setReady(t, c, "llama-0-1", false)
 		cfg, _ := testConfig(c.client)
 		ctx, cancel := contextWithCancel(t)
-		var out, errOut syncBuffer
-		done := make(chan int, 1)
-		go func() {
-			done <- Run(ctx, []string{"wait-healthy", "ud-1", "-o", "json"}, streamsOf(&out, &errOut), cfg)
-		}()
+		out, errOut, done := runInBackground(ctx, cfg, "wait-healthy", "ud-1", "-o", "json")
 		waitFor(t, func() bool { return strings.Contains(errOut.String(), "WaitingHealthy") })
 		cancel()
 		if code := <-done; code != ExitInterrupted {

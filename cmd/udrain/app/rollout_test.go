@@ -139,14 +139,10 @@ func TestRolloutInterruptedDuringUpgrade(t *testing.T) {
 	c.recreate = true
 	cfg, _ := testConfig(c.client)
 	ctx, cancel := contextWithCancel(t)
-	var out, errOut syncBuffer
-	done := make(chan int, 1)
 	start := time.Now()
-	go func() {
-		// The shell's child (sleep) must stop too, or its open output
-		// would hold the rollout for upgradeKillDelay.
-		done <- Run(ctx, []string{"rollout", "--ignore-daemonsets", "--upgrade-command", "echo started; sleep 60; echo not reached"}, streamsOf(&out, &errOut), cfg)
-	}()
+	// The shell's child (sleep) must stop too, or its open output
+	// would hold the rollout for upgradeKillDelay.
+	out, errOut, done := runInBackground(ctx, cfg, "rollout", "--ignore-daemonsets", "--upgrade-command", "echo started; sleep 60; echo not reached")
 	waitFor(t, func() bool { return strings.Contains(errOut.String(), "[upgrade ud-1] started") })
 	cancel()
 	code := <-done

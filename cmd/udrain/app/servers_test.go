@@ -95,11 +95,7 @@ func TestServeReadiness(t *testing.T) {
 	var listenedOn string
 	cfg.Listen = func(network, addr string) (net.Listener, error) { listenedOn = addr; return ln, nil }
 	ctx, cancel := contextWithCancel(t)
-	var out, errOut syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- Run(ctx, []string{"serve-readiness", "--listen", ":9999", "--member", "leader=" + healthy.URL, "--member", "worker-1=tcp://" + healthy.Listener.Addr().String()}, streamsOf(&out, &errOut), cfg)
-	}()
+	_, errOut, done := runInBackground(ctx, cfg, "serve-readiness", "--listen", ":9999", "--member", "leader="+healthy.URL, "--member", "worker-1=tcp://"+healthy.Listener.Addr().String())
 	base := "http://" + ln.Addr().String()
 	waitFor(t, func() bool {
 		resp, err := http.Get(base + "/readyz")
@@ -170,11 +166,7 @@ func TestReadinessGateController(t *testing.T) {
 	client := fake.NewClientset(leader, worker)
 	cfg, _ := testConfig(client)
 	ctx, cancel := contextWithCancel(t)
-	var out, errOut syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- Run(ctx, []string{"readiness-gate-controller", "-n", testNS, "-l", topology.LWSNameLabel + "=vllm"}, streamsOf(&out, &errOut), cfg)
-	}()
+	_, errOut, done := runInBackground(ctx, cfg, "readiness-gate-controller", "-n", testNS, "-l", topology.LWSNameLabel+"=vllm")
 	waitFor(t, func() bool {
 		p, err := client.CoreV1().Pods(testNS).Get(context.Background(), "vllm-0", metav1.GetOptions{})
 		if err != nil {
