@@ -1,15 +1,12 @@
 package lwsservereadiness
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -20,75 +17,17 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"sigs.k8s.io/yaml"
 
 	"github.com/udrain/udrain/cmd/udrain/app"
+	"github.com/udrain/udrain/examples/internal/exampletest"
 	"github.com/udrain/udrain/readiness"
 	"github.com/udrain/udrain/topology"
 )
 
-// lwsGroupKeyLabel is the label LeaderWorkerSet gives every pod of a group,
-// with a value unique to the group.
-const lwsGroupKeyLabel = "leaderworkerset.sigs.k8s.io/group-key"
-
-// lws is the LeaderWorkerSet of the manifest, its pod templates decoded
-// strictly (an unknown field fails).
-type lws struct {
-	name, namespace string
-	replicas, size  int
-	leader, worker  corev1.PodTemplateSpec
-}
-
-// loadManifest returns the manifest's objects, in order.
-func loadManifest(t *testing.T) []*unstructured.Unstructured {
+func parseManifest(t *testing.T) (exampletest.LWS, policyv1.PodDisruptionBudget) {
 	t.Helper()
-	data, err := os.ReadFile("manifest.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []*unstructured.Unstructured
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		js, err := yaml.YAMLToJSONStrict(doc)
-		if err != nil {
-			t.Fatalf("manifest.yaml: %v", err)
-		}
-		if string(bytes.TrimSpace(js)) == "null" {
-			continue
-		}
-		u := &unstructured.Unstructured{}
-		if err := u.UnmarshalJSON(js); err != nil {
-			t.Fatalf("manifest.yaml: %v", err)
-		}
-		out = append(out, u)
-	}
-}
-
-// decodeStrict converts an object of the manifest into a typed one.
-func decodeStrict(t *testing.T, obj map[string]any, into any) {
-	t.Helper()
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(obj, into, true); err != nil {
-		t.Fatalf("manifest.yaml: %T: %v", into, err)
-	}
-}
-
-func parseManifest(t *testing.T) (lws, policyv1.PodDisruptionBudget) {
-	t.Helper()
-	objs := loadManifest(t)
+	objs := exampletest.ReadObjects(t, "manifest.yaml")
 	var kinds []string
 	for _, o := range objs {
 		kinds = append(kinds, o.GetAPIVersion()+" "+o.GetKind())
@@ -96,46 +35,16 @@ func parseManifest(t *testing.T) (lws, policyv1.PodDisruptionBudget) {
 	if diff := cmp.Diff([]string{"leaderworkerset.x-k8s.io/v1 LeaderWorkerSet", "policy/v1 PodDisruptionBudget"}, kinds); diff != "" {
 		t.Fatalf("objects (-want +got):\n%s", diff)
 	}
-	w := lws{name: objs[0].GetName(), namespace: objs[0].GetNamespace()}
-	spec := objs[0].Object["spec"].(map[string]any)
-	replicas, _, _ := unstructured.NestedInt64(spec, "replicas")
-	size, _, _ := unstructured.NestedInt64(spec, "leaderWorkerTemplate", "size")
-	w.replicas, w.size = int(replicas), int(size)
-	for name, into := range map[string]*corev1.PodTemplateSpec{"leaderTemplate": &w.leader, "workerTemplate": &w.worker} {
-		tpl, ok, _ := unstructured.NestedMap(spec, "leaderWorkerTemplate", name)
-		if !ok {
-			t.Fatalf("the LeaderWorkerSet has no spec.leaderWorkerTemplate.%s", name)
-		}
-		decodeStrict(t, tpl, into)
-	}
+	w := exampletest.DecodeLWS(t, objs[0])
 	var pdb policyv1.PodDisruptionBudget
-	decodeStrict(t, objs[1].Object, &pdb)
-	if w.namespace == "" || pdb.Namespace != w.namespace {
-		t.Errorf("namespaces: LeaderWorkerSet %q, PodDisruptionBudget %q; want one, set", w.namespace, pdb.Namespace)
+	exampletest.Decode(t, objs[1].Object, &pdb)
+	if w.Namespace == "" || pdb.Namespace != w.Namespace {
+		t.Errorf("namespaces: LeaderWorkerSet %q, PodDisruptionBudget %q; want one, set", w.Namespace, pdb.Namespace)
 	}
-	if w.replicas < 2 || w.size < 2 {
-		t.Errorf("replicas %d, size %d: a multi-host workload of several groups has both at least 2", w.replicas, w.size)
+	if w.Replicas < 2 || w.Size < 2 {
+		t.Errorf("replicas %d, size %d: a multi-host workload of several groups has both at least 2", w.Replicas, w.Size)
 	}
 	return w, pdb
-}
-
-// pod is the pod LeaderWorkerSet makes from a template for member worker
-// of group g: its labels, annotations and names.
-func (w lws) pod(g, worker int) *corev1.Pod {
-	tpl := w.worker
-	name := fmt.Sprintf("%s-%d-%d", w.name, g, worker)
-	if worker == 0 {
-		tpl, name = w.leader, fmt.Sprintf("%s-%d", w.name, g)
-	}
-	l := labels.Merge(tpl.Labels, labels.Set{
-		topology.LWSNameLabel: w.name, topology.LWSGroupIndexLabel: fmt.Sprint(g),
-		topology.LWSWorkerIndexLabel: fmt.Sprint(worker), lwsGroupKeyLabel: fmt.Sprintf("key-%d", g),
-	})
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.namespace, UID: types.UID(name), Labels: l,
-			Annotations: map[string]string{topology.LWSSizeAnnotation: fmt.Sprint(w.size)}},
-		Spec: *tpl.Spec.DeepCopy(),
-	}
 }
 
 // sidecar returns the leader's native sidecar that runs udrain.
@@ -213,7 +122,7 @@ func containerEnv(t *testing.T, c corev1.Container, p *corev1.Pod) map[string]st
 // that environment, it serves on the port its flags say.
 func TestSidecarServesGroupReadiness(t *testing.T) {
 	w, _ := parseManifest(t)
-	sc := sidecar(t, w.leader.Spec)
+	sc := sidecar(t, w.Leader.Spec)
 	args := append(append([]string(nil), sc.Command[1:]...), sc.Args...)
 	cmd := parseCommand(t, args)
 	if cmd.Name() != "serve-readiness" {
@@ -224,11 +133,11 @@ func TestSidecarServesGroupReadiness(t *testing.T) {
 	}
 	listen, _ := cmd.Flags().GetString("listen")
 
-	leader := w.pod(0, 0)
+	leader := w.Pod(0, 0)
 	env := containerEnv(t, sc, leader)
 	want := map[string]string{
-		readiness.EnvLeaderAddress: fmt.Sprintf("%s.%s.%s", leader.Name, w.name, w.namespace), // LWS: <leader pod>.<subdomain>.<namespace>
-		readiness.EnvGroupSize:     fmt.Sprint(w.size),
+		readiness.EnvLeaderAddress: fmt.Sprintf("%s.%s.%s", leader.Name, w.Name, w.Namespace), // LWS: <leader pod>.<subdomain>.<namespace>
+		readiness.EnvGroupSize:     fmt.Sprint(w.Size),
 		readiness.EnvWorkerIndex:   "0",
 	}
 	for k, v := range want {
@@ -266,8 +175,8 @@ func TestSidecarServesGroupReadiness(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if m[1] != fmt.Sprint(w.size) {
-		t.Errorf("the sidecar checks %s members, want the group's %d", m[1], w.size)
+	if m[1] != fmt.Sprint(w.Size) {
+		t.Errorf("the sidecar checks %s members, want the group's %d", m[1], w.Size)
 	}
 	if listened != listen {
 		t.Errorf("it listened on %q, want --listen %q", listened, listen)
@@ -291,7 +200,7 @@ func TestSidecarServesGroupReadiness(t *testing.T) {
 // livenessProbe looks at group health.
 func TestProbes(t *testing.T) {
 	w, _ := parseManifest(t)
-	sc := sidecar(t, w.leader.Spec)
+	sc := sidecar(t, w.Leader.Spec)
 	cmd := parseCommand(t, append(append([]string(nil), sc.Command[1:]...), sc.Args...))
 	listen, _ := cmd.Flags().GetString("listen")
 	checkTimeout, _ := cmd.Flags().GetDuration("check-timeout")
@@ -309,7 +218,7 @@ func TestProbes(t *testing.T) {
 	case time.Duration(p.TimeoutSeconds)*time.Second <= checkTimeout:
 		t.Errorf("readinessProbe timeoutSeconds %d is not above the checker's deadline %s (--check-timeout)", p.TimeoutSeconds, checkTimeout)
 	}
-	for _, c := range append(append([]corev1.Container(nil), w.leader.Spec.InitContainers...), w.leader.Spec.Containers...) {
+	for _, c := range append(append([]corev1.Container(nil), w.Leader.Spec.InitContainers...), w.Leader.Spec.Containers...) {
 		lp := c.LivenessProbe
 		if lp == nil || lp.HTTPGet == nil {
 			continue
@@ -321,7 +230,7 @@ func TestProbes(t *testing.T) {
 			t.Errorf("container %s's livenessProbe looks at the sidecar's port %s, not at its own process", c.Name, port)
 		}
 	}
-	if len(w.leader.Spec.Containers) == 0 || w.leader.Spec.Containers[0].LivenessProbe == nil {
+	if len(w.Leader.Spec.Containers) == 0 || w.Leader.Spec.Containers[0].LivenessProbe == nil {
 		t.Error("the leader's serving container has no livenessProbe of its own")
 	}
 }
@@ -330,38 +239,7 @@ func TestProbes(t *testing.T) {
 // requires the domain of its own group's leader.
 func TestTopology(t *testing.T) {
 	w, _ := parseManifest(t)
-	leaders := labels.Set(w.pod(1, 0).Labels)
-	worker := labels.Set(w.pod(1, 1).Labels)
-
-	var spread *corev1.TopologySpreadConstraint
-	for i, c := range w.leader.Spec.TopologySpreadConstraints {
-		if c.TopologyKey == topology.DefaultDomainLabel {
-			spread = &w.leader.Spec.TopologySpreadConstraints[i]
-		}
-	}
-	if spread == nil {
-		t.Fatalf("the leaders have no topology spread constraint over %s", topology.DefaultDomainLabel)
-	}
-	sel, err := metav1.LabelSelectorAsSelector(spread.LabelSelector)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if spread.MaxSkew != 1 || spread.WhenUnsatisfiable != corev1.DoNotSchedule || !sel.Matches(leaders) || sel.Matches(worker) {
-		t.Errorf("leader spread %+v: want maxSkew 1, DoNotSchedule, selecting the leaders only", spread)
-	}
-
-	a := w.worker.Spec.Affinity
-	if a == nil || a.PodAffinity == nil || len(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution) == 0 {
-		t.Fatal("the workers have no required pod affinity: a group could span domains")
-	}
-	term := a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution[0]
-	sel, err = metav1.LabelSelectorAsSelector(term.LabelSelector)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if term.TopologyKey != topology.DefaultDomainLabel || !sel.Matches(leaders) || !cmp.Equal(term.MatchLabelKeys, []string{lwsGroupKeyLabel}) {
-		t.Errorf("worker affinity %+v: want the domain (%s) of a leader with the same %s", term, topology.DefaultDomainLabel, lwsGroupKeyLabel)
-	}
+	exampletest.CheckTopology(t, w)
 }
 
 // TestContract places the groups as the constraints demand (one leader per
@@ -370,39 +248,18 @@ func TestTopology(t *testing.T) {
 // finding; a domain's drain takes one disruption, which the PDB allows.
 func TestContract(t *testing.T) {
 	w, pdb := parseManifest(t)
-	var nodes []corev1.Node
-	var pods []*corev1.Pod
-	for g := range w.replicas {
-		node := fmt.Sprintf("gpu-%d", g)
-		nodes = append(nodes, corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node, Labels: map[string]string{topology.DefaultDomainLabel: fmt.Sprintf("ud-%d", g)}}})
-		for i := range w.size {
-			p := w.pod(g, i)
-			p.Spec.NodeName = node
-			pods = append(pods, p)
-		}
-	}
-	layout, err := topology.BuildLayout(nodes, topology.LayoutOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	groups := topology.FindGroups(pods, topology.DefaultGroupers()...)
-	if len(groups) != w.replicas {
-		t.Fatalf("%d groups found, want %d", len(groups), w.replicas)
-	}
+	nodes, pods := w.PlaceOneGroupPerDomain()
+	groups := exampletest.Audit(t, nodes, pods, pdb, w.Replicas)
 	for _, g := range groups {
-		if g.Leader == nil || g.ExpectedSize() != w.size {
-			t.Errorf("group %s: leader %v, size %d; want a leader and size %d", g.ID, g.Leader, g.ExpectedSize(), w.size)
+		if g.Leader == nil || g.ExpectedSize() != w.Size {
+			t.Errorf("group %s: leader %v, size %d; want a leader and size %d", g.ID, g.Leader, g.ExpectedSize(), w.Size)
 		}
-	}
-	r := topology.Audit(topology.AuditInput{Layout: layout, Groups: groups, PDBs: []policyv1.PodDisruptionBudget{pdb}, Pods: pods})
-	if len(r.Findings) > 0 {
-		t.Errorf("audit findings: %+v", r.Findings)
 	}
 	idx := topology.NewPDBIndex([]policyv1.PodDisruptionBudget{pdb})
-	if len(idx.For(w.pod(0, 0))) != 1 || len(idx.For(w.pod(0, 1))) != 0 {
+	if len(idx.For(w.Pod(0, 0))) != 1 || len(idx.For(w.Pod(0, 1))) != 0 {
 		t.Error("the PDB must select each leader, and no worker")
 	}
-	groupsPerDomain := (w.replicas + len(nodes) - 1) / len(nodes)
+	groupsPerDomain := (w.Replicas + len(nodes) - 1) / len(nodes)
 	if pdb.Spec.MaxUnavailable == nil || pdb.Spec.MaxUnavailable.IntValue() != groupsPerDomain {
 		t.Errorf("PDB maxUnavailable %v, want %d: the groups of one domain", pdb.Spec.MaxUnavailable, groupsPerDomain)
 	}
