@@ -46,11 +46,19 @@ func (f *domainFlags) policy() (topology.UnlabeledPolicy, error) {
 }
 
 func (f *domainFlags) validate() error {
-	if f.label == "" {
-		return usageErrorf("--domain-label is empty: name the node label of the upgrade domains, e.g. %s", topology.DefaultDomainLabel)
+	if err := f.validateLabel(); err != nil {
+		return err
 	}
 	_, err := f.policy()
 	return err
+}
+
+// validateLabel checks --domain-label alone (gpu has no --unlabeled).
+func (f *domainFlags) validateLabel() error {
+	if f.label == "" {
+		return usageErrorf("--domain-label is empty: name the node label of the upgrade domains, e.g. %s", topology.DefaultDomainLabel)
+	}
+	return nil
 }
 
 func (f *domainFlags) layoutOptions() topology.LayoutOptions {

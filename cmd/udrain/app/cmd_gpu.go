@@ -32,11 +32,8 @@ The exit code is 0 whether or not problems are found; scripts read
 .problems in -o json.`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := out.validate(); err != nil {
+			if err := firstError(out.validate(), df.validateLabel()); err != nil {
 				return err
-			}
-			if df.label == "" {
-				return usageErrorf("--domain-label is empty: name the node label of the upgrade domains, e.g. %s", topology.DefaultDomainLabel)
 			}
 			client, err := o.client()
 			if err != nil {
