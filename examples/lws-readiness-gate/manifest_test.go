@@ -1,13 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"errors"
-	"fmt"
 	"io"
-	"os"
 	"testing"
 	"time"
 
@@ -17,26 +13,16 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
-	"sigs.k8s.io/yaml"
 
 	"github.com/udrain/udrain/cmd/udrain/app"
+	"github.com/udrain/udrain/examples/internal/exampletest"
 	"github.com/udrain/udrain/readiness/gate"
-	"github.com/udrain/udrain/topology"
 )
-
-// manifestGroupKeyLabel is the label LeaderWorkerSet gives every pod of a
-// group, with a value unique to the group.
-const manifestGroupKeyLabel = "leaderworkerset.sigs.k8s.io/group-key"
 
 // gateManifest is manifest.yaml, each object decoded strictly (an unknown
 // field fails).
@@ -47,83 +33,30 @@ type gateManifest struct {
 	binding        rbacv1.ClusterRoleBinding
 	deployment     appsv1.Deployment
 	pdb            policyv1.PodDisruptionBudget
-
-	lwsName, lwsNamespace string
-	replicas, size        int
-	leader, worker        corev1.PodTemplateSpec
-}
-
-// readManifestObjects returns the objects of a multi-document YAML file.
-func readManifestObjects(t *testing.T, path string) []*unstructured.Unstructured {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []*unstructured.Unstructured
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		js, err := yaml.YAMLToJSONStrict(doc)
-		if err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		if string(bytes.TrimSpace(js)) == "null" {
-			continue
-		}
-		u := &unstructured.Unstructured{}
-		if err := u.UnmarshalJSON(js); err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		out = append(out, u)
-	}
-}
-
-func decodeManifestObject(t *testing.T, obj map[string]any, into any) {
-	t.Helper()
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(obj, into, true); err != nil {
-		t.Fatalf("manifest.yaml: %T: %v", into, err)
-	}
+	lws            exampletest.LWS
 }
 
 func parseGateManifest(t *testing.T) gateManifest {
 	t.Helper()
 	var m gateManifest
-	for _, o := range readManifestObjects(t, "manifest.yaml") {
+	for _, o := range exampletest.ReadObjects(t, "manifest.yaml") {
 		m.kinds = append(m.kinds, o.GetKind())
 		switch o.GetKind() {
 		case "ServiceAccount":
-			decodeManifestObject(t, o.Object, &m.serviceAccount)
+			exampletest.Decode(t, o.Object, &m.serviceAccount)
 		case "ClusterRole":
-			decodeManifestObject(t, o.Object, &m.role)
+			exampletest.Decode(t, o.Object, &m.role)
 		case "ClusterRoleBinding":
-			decodeManifestObject(t, o.Object, &m.binding)
+			exampletest.Decode(t, o.Object, &m.binding)
 		case "Deployment":
-			decodeManifestObject(t, o.Object, &m.deployment)
+			exampletest.Decode(t, o.Object, &m.deployment)
 		case "PodDisruptionBudget":
-			decodeManifestObject(t, o.Object, &m.pdb)
+			exampletest.Decode(t, o.Object, &m.pdb)
 		case "LeaderWorkerSet":
 			if o.GetAPIVersion() != "leaderworkerset.x-k8s.io/v1" {
 				t.Errorf("LeaderWorkerSet apiVersion %s, want leaderworkerset.x-k8s.io/v1", o.GetAPIVersion())
 			}
-			m.lwsName, m.lwsNamespace = o.GetName(), o.GetNamespace()
-			spec := o.Object["spec"].(map[string]any)
-			replicas, _, _ := unstructured.NestedInt64(spec, "replicas")
-			size, _, _ := unstructured.NestedInt64(spec, "leaderWorkerTemplate", "size")
-			m.replicas, m.size = int(replicas), int(size)
-			for name, into := range map[string]*corev1.PodTemplateSpec{"leaderTemplate": &m.leader, "workerTemplate": &m.worker} {
-				tpl, ok, _ := unstructured.NestedMap(spec, "leaderWorkerTemplate", name)
-				if !ok {
-					t.Fatalf("the LeaderWorkerSet has no spec.leaderWorkerTemplate.%s", name)
-				}
-				decodeManifestObject(t, tpl, into)
-			}
+			m.lws = exampletest.DecodeLWS(t, o)
 		}
 	}
 	want := []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Deployment", "LeaderWorkerSet", "PodDisruptionBudget"}
@@ -133,34 +66,16 @@ func parseGateManifest(t *testing.T) gateManifest {
 	return m
 }
 
-// lwsPodFrom is the pod LeaderWorkerSet makes for member worker of group g.
-func (m gateManifest) lwsPodFrom(g, worker int) *corev1.Pod {
-	tpl := m.worker
-	name := fmt.Sprintf("%s-%d-%d", m.lwsName, g, worker)
-	if worker == 0 {
-		tpl, name = m.leader, fmt.Sprintf("%s-%d", m.lwsName, g)
-	}
-	l := labels.Merge(tpl.Labels, labels.Set{
-		topology.LWSNameLabel: m.lwsName, topology.LWSGroupIndexLabel: fmt.Sprint(g),
-		topology.LWSWorkerIndexLabel: fmt.Sprint(worker), manifestGroupKeyLabel: fmt.Sprintf("key-%d", g),
-	})
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: m.lwsNamespace, UID: types.UID(name), Labels: l,
-			Annotations: map[string]string{topology.LWSSizeAnnotation: fmt.Sprint(m.size)}},
-		Spec: *tpl.Spec.DeepCopy(),
-	}
-}
-
 // TestManifestRBAC: the controller runs as a ServiceAccount bound to
 // exactly the rules of readiness/gate/rbac.yaml.
 func TestManifestRBAC(t *testing.T) {
 	m := parseGateManifest(t)
 	var want rbacv1.ClusterRole
-	objs := readManifestObjects(t, "../../readiness/gate/rbac.yaml")
+	objs := exampletest.ReadObjects(t, "../../readiness/gate/rbac.yaml")
 	if len(objs) != 1 {
 		t.Fatalf("readiness/gate/rbac.yaml holds %d objects, want its ClusterRole", len(objs))
 	}
-	decodeManifestObject(t, objs[0].Object, &want)
+	exampletest.Decode(t, objs[0].Object, &want)
 	if diff := cmp.Diff(want.Rules, m.role.Rules); diff != "" || m.role.Name != want.Name {
 		t.Errorf("ClusterRole %s differs from readiness/gate/rbac.yaml's %s (-want +got):\n%s", m.role.Name, want.Name, diff)
 	}
@@ -206,7 +121,7 @@ func TestManifestControllerSetsTheGate(t *testing.T) {
 		t.Errorf("%d replicas without --lease-namespace: they would all write", *replicas)
 	}
 
-	leader, worker := m.lwsPodFrom(0, 0), m.lwsPodFrom(0, 1)
+	leader, worker := m.lws.Pod(0, 0), m.lws.Pod(0, 1)
 	running := func(p *corev1.Pod, ready bool) *corev1.Pod {
 		st := corev1.ConditionFalse
 		if ready {
@@ -251,13 +166,13 @@ func TestManifestControllerSetsTheGate(t *testing.T) {
 // members' Ready), and no livenessProbe depends on the group.
 func TestManifestGatedLeaders(t *testing.T) {
 	m := parseGateManifest(t)
-	if !gate.DeclaresGate(m.lwsPodFrom(0, 0)) {
+	if !gate.DeclaresGate(m.lws.Pod(0, 0)) {
 		t.Errorf("the leader template does not declare the readiness gate %s", gate.ConditionType)
 	}
-	if gate.DeclaresGate(m.lwsPodFrom(0, 1)) {
+	if gate.DeclaresGate(m.lws.Pod(0, 1)) {
 		t.Errorf("the worker template declares the gate %s: workers would never be Ready", gate.ConditionType)
 	}
-	for name, tpl := range map[string]corev1.PodTemplateSpec{"leader": m.leader, "worker": m.worker} {
+	for name, tpl := range map[string]corev1.PodTemplateSpec{"leader": m.lws.Leader, "worker": m.lws.Worker} {
 		for _, c := range tpl.Spec.Containers {
 			if c.ReadinessProbe == nil {
 				t.Errorf("%s container %s has no readinessProbe: it would count as Ready as soon as it runs", name, c.Name)
@@ -267,7 +182,7 @@ func TestManifestGatedLeaders(t *testing.T) {
 			t.Errorf("%s template has init containers; this flavour needs no sidecar", name)
 		}
 	}
-	lp := m.leader.Spec.Containers[0].LivenessProbe
+	lp := m.lws.Leader.Spec.Containers[0].LivenessProbe
 	if lp == nil || lp.HTTPGet == nil || lp.HTTPGet.Path != "/health" {
 		t.Errorf("the leader's livenessProbe %+v: want its own /health", lp)
 	}
@@ -278,59 +193,10 @@ func TestManifestGatedLeaders(t *testing.T) {
 // selects the leaders only and allows a domain's groups to go.
 func TestManifestContract(t *testing.T) {
 	m := parseGateManifest(t)
-	leaders, workerLabels := labels.Set(m.lwsPodFrom(1, 0).Labels), labels.Set(m.lwsPodFrom(1, 1).Labels)
-	var spread *corev1.TopologySpreadConstraint
-	for i, c := range m.leader.Spec.TopologySpreadConstraints {
-		if c.TopologyKey == topology.DefaultDomainLabel {
-			spread = &m.leader.Spec.TopologySpreadConstraints[i]
-		}
-	}
-	if spread == nil {
-		t.Fatalf("the leaders have no topology spread constraint over %s", topology.DefaultDomainLabel)
-	}
-	sel, err := metav1.LabelSelectorAsSelector(spread.LabelSelector)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if spread.MaxSkew != 1 || spread.WhenUnsatisfiable != corev1.DoNotSchedule || !sel.Matches(leaders) || sel.Matches(workerLabels) {
-		t.Errorf("leader spread %+v: want maxSkew 1, DoNotSchedule, selecting the leaders only", spread)
-	}
-	a := m.worker.Spec.Affinity
-	if a == nil || a.PodAffinity == nil || len(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution) == 0 {
-		t.Fatal("the workers have no required pod affinity: a group could span domains")
-	}
-	term := a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution[0]
-	if sel, err = metav1.LabelSelectorAsSelector(term.LabelSelector); err != nil {
-		t.Fatal(err)
-	}
-	if term.TopologyKey != topology.DefaultDomainLabel || !sel.Matches(leaders) || !cmp.Equal(term.MatchLabelKeys, []string{manifestGroupKeyLabel}) {
-		t.Errorf("worker affinity %+v: want the domain of a leader with the same %s", term, manifestGroupKeyLabel)
-	}
-
-	var nodes []corev1.Node
-	var pods []*corev1.Pod
-	for g := range m.replicas {
-		node := fmt.Sprintf("gpu-%d", g)
-		nodes = append(nodes, corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node, Labels: map[string]string{topology.DefaultDomainLabel: fmt.Sprintf("ud-%d", g)}}})
-		for i := range m.size {
-			p := m.lwsPodFrom(g, i)
-			p.Spec.NodeName = node
-			pods = append(pods, p)
-		}
-	}
-	layout, err := topology.BuildLayout(nodes, topology.LayoutOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	groups := topology.FindGroups(pods, topology.DefaultGroupers()...)
-	if len(groups) != m.replicas {
-		t.Fatalf("%d groups found, want %d", len(groups), m.replicas)
-	}
-	r := topology.Audit(topology.AuditInput{Layout: layout, Groups: groups, PDBs: []policyv1.PodDisruptionBudget{m.pdb}, Pods: pods})
-	if len(r.Findings) > 0 {
-		t.Errorf("audit findings: %+v", r.Findings)
-	}
-	if m.pdb.Namespace != m.lwsNamespace || m.pdb.Spec.MaxUnavailable == nil || m.pdb.Spec.MaxUnavailable.IntValue() != 1 {
-		t.Errorf("PDB %s/%s maxUnavailable %v: want 1 (one group per domain), in the workload's namespace %s", m.pdb.Namespace, m.pdb.Name, m.pdb.Spec.MaxUnavailable, m.lwsNamespace)
+	exampletest.CheckTopology(t, m.lws)
+	nodes, pods := m.lws.PlaceOneGroupPerDomain()
+	exampletest.Audit(t, nodes, pods, m.pdb, m.lws.Replicas)
+	if m.pdb.Namespace != m.lws.Namespace || m.pdb.Spec.MaxUnavailable == nil || m.pdb.Spec.MaxUnavailable.IntValue() != 1 {
+		t.Errorf("PDB %s/%s maxUnavailable %v: want 1 (one group per domain), in the workload's namespace %s", m.pdb.Namespace, m.pdb.Name, m.pdb.Spec.MaxUnavailable, m.lws.Namespace)
 	}
 }
