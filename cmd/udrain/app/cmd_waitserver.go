@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -123,6 +122,6 @@ func writeWaitServerTable(w io.Writer, r WaitServerResult) error {
 		how = " (" + r.RemoteAddr + ")"
 	}
 	_, err := fmt.Fprintf(w, "Server %s reachable after %s in %s%s.\n", r.Target, plural(r.Attempts, "attempt", "attempts"),
-		human(time.Duration(r.ElapsedSeconds*float64(time.Second))), how)
+		human(secondsDuration(r.ElapsedSeconds)), how)
 	return err
 }
