@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,28 +14,10 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/udrain/udrain/examples/internal/exampletest"
 	"github.com/udrain/udrain/readiness/gate"
 	"github.com/udrain/udrain/topology"
 )
-
-// syncBuffer is a bytes.Buffer safe for the controller's writes and the
-// test's reads.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // lwsPod is a running pod of LeaderWorkerSet lws, group 0, size 2.
 func lwsPod(namespace, lws, worker string, ready bool) *corev1.Pod {
@@ -80,7 +60,7 @@ func TestRunWiresFlagsToTheController(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var stdout syncBuffer
+	var stdout exampletest.SyncBuffer
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{
@@ -143,7 +123,7 @@ func TestRunRejectsBadCommandLines(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var out syncBuffer
+			var out exampletest.SyncBuffer
 			err := run(context.Background(), tt.args, &out, &out, newClient)
 			var usage *usageError
 			if !errors.As(err, &usage) || !strings.Contains(err.Error(), tt.want) {
@@ -155,7 +135,7 @@ func TestRunRejectsBadCommandLines(t *testing.T) {
 
 func TestRunReportsClientErrors(t *testing.T) {
 	boom := errors.New("no kubeconfig here")
-	err := run(context.Background(), nil, &syncBuffer{}, &syncBuffer{}, func(string) (kubernetes.Interface, error) { return nil, boom })
+	err := run(context.Background(), nil, &exampletest.SyncBuffer{}, &exampletest.SyncBuffer{}, func(string) (kubernetes.Interface, error) { return nil, boom })
 	var usage *usageError
 	if !errors.Is(err, boom) || errors.As(err, &usage) {
 		t.Errorf("run = %v, want the client error, not a usage error", err)

@@ -139,7 +139,7 @@ func TestManifestControllerSetsTheGate(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	var stderr syncBuffer
+	var stderr exampletest.SyncBuffer
 	done := make(chan int, 1)
 	go func() {
 		done <- app.Run(ctx, args, genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: io.Discard, ErrOut: &stderr}, cfg)
