@@ -73,8 +73,22 @@ type RolloutResult struct {
 	Findings []topology.Finding `json:"findings,omitempty"`
 }
 
+// LongestBlock returns the longest block of any domain (the first of the
+// longest, a block that lasted no time included), or false if nothing
+// blocked, as Result.LongestBlock does for one domain.
+func (r *RolloutResult) LongestBlock() (BlockRecord, bool) {
+	all := Result{}
+	for _, d := range r.Domains {
+		if d.Drain != nil {
+			all.Blocks = append(all.Blocks, d.Drain.Blocks...)
+		}
+	}
+	return all.LongestBlock()
+}
+
 // Totals sums the outcome: domains done, pods evicted per phase, groups
-// disrupted, and the longest block.
+// disrupted, and the longest block that lasted some time (see
+// RolloutResult.LongestBlock to tell "none" apart).
 func (r *RolloutResult) Totals() RolloutTotals {
 	var t RolloutTotals
 	groups := map[string]bool{}

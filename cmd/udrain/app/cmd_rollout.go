@@ -240,19 +240,10 @@ func buildRolloutResult(res *eviction.RolloutResult, names []string, upgradeComm
 		}
 	}
 	t := res.Totals()
-	// Every domain's blocks, for Result.LongestBlock over all of them (not
-	// t.LongestBlock, which cannot tell a block that lasted no time from
-	// none).
-	all := &eviction.Result{}
-	for _, d := range res.Domains {
-		if d.Drain != nil {
-			all.Blocks = append(all.Blocks, d.Drain.Blocks...)
-		}
-	}
 	r.Summary = Summary{
 		DomainsDone: done, DomainsSkipped: skipped, DomainsTotal: len(names),
 		Phase1Evicted: t.Phase1Evicted, Phase2Evicted: t.Phase2Evicted, GroupsDisrupted: t.GroupsDisrupted,
-		LongestBlock: longestBlock(all.LongestBlock()), DurationSeconds: seconds(res.Duration),
+		LongestBlock: longestBlock(res.LongestBlock()), DurationSeconds: seconds(res.Duration),
 	}
 	if dryRun != "none" {
 		r.Summary.GroupsDisrupted = 0
