@@ -502,3 +502,34 @@ func TestRecoveryWaitCoalescesEvents(t *testing.T) {
 		})
 	}
 }
+
+func TestRolloutResultLongestBlock(t *testing.T) {
+	rec := func(pdb string, d time.Duration) BlockRecord {
+		return BlockRecord{Namespace: "ns", PDB: pdb, Duration: d}
+	}
+	tests := []struct {
+		name    string
+		domains []DomainOutcome
+		want    BlockRecord
+		wantOK  bool
+	}{
+		{"nothing drained", []DomainOutcome{{Domain: "a", Skipped: true}}, BlockRecord{}, false},
+		{"no block", []DomainOutcome{{Domain: "a", Drain: &Result{}}}, BlockRecord{}, false},
+		{"a block of no time counts", []DomainOutcome{{Domain: "a", Drain: &Result{Blocks: []BlockRecord{rec("p", 0)}}}}, rec("p", 0), true},
+		{"longest over domains, first of equals", []DomainOutcome{
+			{Domain: "a", Drain: &Result{Blocks: []BlockRecord{rec("p", time.Second), rec("q", 3*time.Second)}}},
+			{Domain: "b", Drain: &Result{Blocks: []BlockRecord{rec("r", 3*time.Second)}}},
+		}, rec("q", 3*time.Second), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := (&RolloutResult{Domains: tt.domains}).LongestBlock()
+			if ok != tt.wantOK {
+				t.Errorf("ok = %v, want %v", ok, tt.wantOK)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("longest block (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
