@@ -18,6 +18,8 @@
 //
 //   - [github.com/udrain/udrain/topology]: upgrade domains from node labels,
 //     groups from pod labels or PodGroups, and an audit of the contract.
+//   - [github.com/udrain/udrain/health]: the one judgment of a group's
+//     health and of a PodDisruptionBudget's status, as structured values.
 //   - [github.com/udrain/udrain/eviction]: plan and execute the drain of one
 //     UD (protected pods first, then the rest), and the resumable rollout over
 //     all UDs. Compatible with k8s.io/kubectl/pkg/drain.
@@ -28,7 +30,14 @@
 //     nodes whose device plugin never advertised the GPUs.
 //   - [github.com/udrain/udrain/bootstrap]: wait until a server is reachable
 //     before starting (the worker-registration problem).
+//   - [github.com/udrain/udrain/redact]: the one rule for the credentials a
+//     URL carries, which every package that prints URLs applies.
 //
 // The udrain command (cmd/udrain, also usable as "kubectl udrain") wraps all
-// of them for scripts and containers.
+// of them for scripts and containers: flags, output and exit codes over the
+// library, nothing more.
+//
+// Shared by every package: [ConfigError], the one shape of a configuration
+// error (naming the Go field; nothing changed because of it), and
+// [Severity], the one casing of a finding's severity.
 package udrain

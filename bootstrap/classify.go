@@ -73,15 +73,15 @@ func (c FailureClass) Hint() string {
 	case ClassTimeout:
 		return "the server did not answer in time: it may be overloaded or hung, or a network policy drops the traffic"
 	case ClassTLSUnknownAuthority:
-		return "the server certificate is signed by an unknown CA: give the CA bundle that signed it (Options.CAFile)"
+		return "the server certificate is signed by an unknown CA: give the CA bundle that signed it (bootstrap.Options.CAFile)"
 	case ClassTLSNameMismatch:
-		return "the server certificate is not valid for this name: use a name it was issued for, or set Options.ServerName"
+		return "the server certificate is not valid for this name: use a name it was issued for, or set bootstrap.Options.ServerName"
 	case ClassTLSHandshake:
 		return "the TLS handshake failed: check the scheme (http:// vs https://) and the client certificate"
 	case ClassHTTPStatus:
-		return "the server answers but is not ready yet; if this status means ready, list it in Options.StatusCodes"
+		return "the server answers but is not ready yet; if this status means ready, list it in bootstrap.Options.StatusCodes"
 	case ClassUnexpectedBody:
-		return "the server answers but its body fails Options.CheckBody"
+		return "the server answers but its body fails bootstrap.Options.CheckBody"
 	default:
 		return "unexpected failure: see the error"
 	}

@@ -24,7 +24,12 @@
 //   - it logs through klog.FromContext(ctx) on the first failure, on every
 //     change of class, every Options.LogEvery attempts and once on success,
 //     and reports every attempt to Options.OnAttempt; credentials in the URL
-//     and header values never reach a log line or an error.
+//     (user info, secret query values, the fragment: the rule of package
+//     redact) and header values never reach a log line, an error or a
+//     result.
+//   - bad targets and options are refused before any attempt with a
+//     *udrain.ConfigError whose Field names the setting
+//     ("bootstrap.Options.CAFile", or "bootstrap.WaitForServer(target)").
 //
 // It is not a health checker for a running server (use a readiness probe, or
 // the readiness package for groups), and it does not retry the caller's own

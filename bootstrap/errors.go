@@ -6,19 +6,18 @@ import (
 	"fmt"
 	"strings"
 	"time"
-)
 
-// ErrInvalidInput is wrapped by every error about the target or the Options
-// (a missing scheme, an unreadable CA file, a negative timeout). Such errors
-// are returned before any attempt; a CLI can map them to a usage error.
-var ErrInvalidInput = errors.New("invalid input")
+	"github.com/udrain/udrain"
+)
 
 // ErrAttemptsExhausted is the WaitError.Cause when Options.MaxAttempts
 // attempts have failed.
 var ErrAttemptsExhausted = errors.New("attempts exhausted")
 
-func inputErrorf(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidInput}, args...)...)
+// optionErrorf returns a *udrain.ConfigError about the Options field
+// called field.
+func optionErrorf(field, format string, args ...any) error {
+	return &udrain.ConfigError{Field: "bootstrap.Options." + field, Problem: fmt.Sprintf(format, args...)}
 }
 
 // WaitError is returned by WaitForServer when the server did not become

@@ -24,7 +24,7 @@ import (
 
 // closedAddr returns a 127.0.0.1 address on which nothing listens: a
 // connect to it is refused.
-func closedAddr(t *testing.T) string {
+func closedAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -16,6 +16,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/clock"
+
+	"github.com/udrain/udrain/redact"
 )
 
 const (
@@ -146,7 +148,7 @@ type settings struct {
 	onAttempt      func(Attempt)
 	clock          clock.Clock
 	dial           func(ctx context.Context, network, address string) (net.Conn, error)
-	secrets        secrets
+	secrets        *redact.Secrets
 }
 
 // settings validates o against t and applies the defaults. Files are read
@@ -164,11 +166,11 @@ func (o Options) settings(t *target) (*settings, error) {
 	}
 	switch {
 	case o.Timeout < 0:
-		return nil, inputErrorf("Timeout %v is negative: use 0 for no bound", o.Timeout)
+		return nil, optionErrorf("Timeout", "%v is negative: use 0 for no bound", o.Timeout)
 	case o.AttemptTimeout < 0:
-		return nil, inputErrorf("AttemptTimeout %v is negative: use 0 for the default (%v)", o.AttemptTimeout, DefaultAttemptTimeout)
+		return nil, optionErrorf("AttemptTimeout", "%v is negative: use 0 for the default (%v)", o.AttemptTimeout, DefaultAttemptTimeout)
 	case o.MaxAttempts < 0:
-		return nil, inputErrorf("MaxAttempts %d is negative: use 0 for no bound", o.MaxAttempts)
+		return nil, optionErrorf("MaxAttempts", "%d is negative: use 0 for no bound", o.MaxAttempts)
 	}
 	if s.attemptTimeout == 0 {
 		s.attemptTimeout = DefaultAttemptTimeout
@@ -189,10 +191,10 @@ func (o Options) settings(t *target) (*settings, error) {
 	s.backoff = b
 
 	httpOnly := func(field string) error {
-		return inputErrorf("%s is set but target %s is not http:// or https://: drop it or use an http(s) target", field, t.redacted)
+		return optionErrorf(field, "is set but target %s is not http:// or https://: drop it or use an http(s) target", t.redacted)
 	}
 	httpsOnly := func(field string) error {
-		return inputErrorf("%s is set but target %s is not https://: drop it or use an https:// target", field, t.redacted)
+		return optionErrorf(field, "is set but target %s is not https://: drop it or use an https:// target", t.redacted)
 	}
 	if t.isTCP() {
 		switch {
@@ -215,7 +217,7 @@ func (o Options) settings(t *target) (*settings, error) {
 		case o.ServerName != "":
 			return nil, httpsOnly("ServerName")
 		case o.ClientCertFile != "" || o.ClientKeyFile != "":
-			return nil, httpsOnly("ClientCertFile/ClientKeyFile")
+			return nil, httpsOnly("ClientCertFile")
 		}
 	}
 
@@ -224,7 +226,7 @@ func (o Options) settings(t *target) (*settings, error) {
 		var want []string
 		for _, c := range o.StatusCodes {
 			if c < 100 || c > 599 {
-				return nil, inputErrorf("StatusCodes holds %d: HTTP status codes are 100 to 599", c)
+				return nil, optionErrorf("StatusCodes", "holds %d: HTTP status codes are 100 to 599", c)
 			}
 			if !s.statusCodes[c] {
 				want = append(want, fmt.Sprint(c))
@@ -242,7 +244,9 @@ func (o Options) settings(t *target) (*settings, error) {
 		return nil, err
 	}
 	s.header = header
-	s.secrets = newSecrets(t.u, secretValues)
+	s.secrets = &redact.Secrets{}
+	s.secrets.AddURL(t.raw)
+	s.secrets.Add(secretValues...)
 
 	if t.isHTTPS() {
 		if s.tlsConfig, err = o.buildTLSConfig(t); err != nil {
@@ -260,19 +264,19 @@ func normalizeBackoff(b wait.Backoff) (wait.Backoff, error) {
 	}
 	switch {
 	case b.Duration <= 0:
-		return b, inputErrorf("Backoff.Duration %v must be positive, e.g. 250ms (or leave Backoff zero for the default)", b.Duration)
+		return b, optionErrorf("Backoff", "Duration %v must be positive, e.g. 250ms (or leave Backoff zero for the default)", b.Duration)
 	case b.Factor < 0 || (b.Factor > 0 && b.Factor < 1):
-		return b, inputErrorf("Backoff.Factor %v must be 0 (constant delay) or at least 1", b.Factor)
+		return b, optionErrorf("Backoff", "Factor %v must be 0 (constant delay) or at least 1", b.Factor)
 	case b.Jitter < 0:
-		return b, inputErrorf("Backoff.Jitter %v is negative: use 0 for none or e.g. 0.2", b.Jitter)
+		return b, optionErrorf("Backoff", "Jitter %v is negative: use 0 for none or e.g. 0.2", b.Jitter)
 	case b.Cap < 0:
-		return b, inputErrorf("Backoff.Cap %v is negative", b.Cap)
+		return b, optionErrorf("Backoff", "Cap %v is negative", b.Cap)
 	case b.Steps < 0:
-		return b, inputErrorf("Backoff.Steps %d is negative: use 0 to grow until Cap", b.Steps)
+		return b, optionErrorf("Backoff", "Steps %d is negative: use 0 to grow until Cap", b.Steps)
 	}
 	if b.Steps == 0 && b.Factor > 1 {
 		if b.Cap == 0 {
-			return b, inputErrorf("Backoff.Cap must be set when Backoff.Factor > 1, or the delay grows without bound: e.g. Cap: 5*time.Second")
+			return b, optionErrorf("Backoff", "Cap must be set when Factor > 1, or the delay grows without bound: e.g. Cap: 5*time.Second")
 		}
 		// wait.Backoff only grows the delay while Steps > 0.
 		b.Steps = math.MaxInt32
@@ -288,11 +292,11 @@ func (o Options) buildHeader() (http.Header, []string, error) {
 	var secretValues []string
 	for name, values := range o.Header {
 		for _, v := range values {
-			if err := checkHeader(name, v); err != nil {
+			if err := checkHeader("Header", name, v); err != nil {
 				return nil, nil, err
 			}
 			h.Add(name, v)
-			if isCredentialHeader(name) {
+			if redact.IsSecretKey(name) {
 				secretValues = append(secretValues, v)
 			}
 		}
@@ -303,26 +307,26 @@ func (o Options) buildHeader() (http.Header, []string, error) {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		v, err := readValueFile("HeaderFiles["+name+"]", o.HeaderFiles[name])
+		v, err := readValueFile("HeaderFiles", "header "+name+": ", o.HeaderFiles[name])
 		if err != nil {
 			return nil, nil, err
 		}
-		if err := checkHeader(name, "(from file)"); err != nil {
+		if err := checkHeader("HeaderFiles", name, "(from file)"); err != nil {
 			return nil, nil, err
 		}
 		if strings.ContainsAny(v, "\r\n\x00") {
-			return nil, nil, inputErrorf("HeaderFiles[%s]: file %s holds more than one line: a header value must be one line", name, o.HeaderFiles[name])
+			return nil, nil, optionErrorf("HeaderFiles", "header %s: file %s holds more than one line: a header value must be one line", name, o.HeaderFiles[name])
 		}
 		h.Set(name, v)
 		secretValues = append(secretValues, v)
 	}
 	if o.BearerTokenFile != "" {
-		tok, err := readValueFile("BearerTokenFile", o.BearerTokenFile)
+		tok, err := readValueFile("BearerTokenFile", "", o.BearerTokenFile)
 		if err != nil {
 			return nil, nil, err
 		}
 		if strings.ContainsAny(tok, " \r\n\x00") {
-			return nil, nil, inputErrorf("BearerTokenFile %s does not hold a single token (it has spaces or several lines)", o.BearerTokenFile)
+			return nil, nil, optionErrorf("BearerTokenFile", "%s does not hold a single token (it has spaces or several lines)", o.BearerTokenFile)
 		}
 		h.Set("Authorization", "Bearer "+tok)
 		secretValues = append(secretValues, tok)
@@ -330,37 +334,27 @@ func (o Options) buildHeader() (http.Header, []string, error) {
 	return h, secretValues, nil
 }
 
-func readValueFile(field, path string) (string, error) {
+func readValueFile(field, label, path string) (string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return "", inputErrorf("%s: cannot read %s: %v", field, path, err)
+		return "", optionErrorf(field, "%scannot read %s: %v", label, path, err)
 	}
 	v := strings.TrimSpace(string(data))
 	if v == "" {
-		return "", inputErrorf("%s: file %s is empty", field, path)
+		return "", optionErrorf(field, "%sfile %s is empty", label, path)
 	}
 	return v, nil
 }
 
-func checkHeader(name, value string) error {
+func checkHeader(field, name, value string) error {
 	if name == "" || strings.ContainsAny(name, " \t\r\n:") {
-		return inputErrorf("header name %q is not valid: use a token like Authorization or X-Api-Key", name)
+		return optionErrorf(field, "header name %q is not valid: use a token like Authorization or X-Api-Key", name)
 	}
 	// The value is not quoted here: it may be a credential.
 	if strings.ContainsAny(value, "\r\n\x00") {
-		return inputErrorf("header %s has a value with a line break: a header value must be one line", textproto.CanonicalMIMEHeaderKey(name))
+		return optionErrorf(field, "header %s has a value with a line break: a header value must be one line", textproto.CanonicalMIMEHeaderKey(name))
 	}
 	return nil
-}
-
-func isCredentialHeader(name string) bool {
-	n := strings.ToLower(name)
-	for _, s := range []string{"authorization", "cookie", "token", "secret", "key", "auth", "password"} {
-		if strings.Contains(n, s) {
-			return true
-		}
-	}
-	return false
 }
 
 func (o Options) buildTLSConfig(t *target) (*tls.Config, error) {
@@ -368,11 +362,11 @@ func (o Options) buildTLSConfig(t *target) (*tls.Config, error) {
 	if o.CAFile != "" {
 		pem, err := os.ReadFile(o.CAFile)
 		if err != nil {
-			return nil, inputErrorf("CAFile: cannot read %s: %v", o.CAFile, err)
+			return nil, optionErrorf("CAFile", "cannot read %s: %v", o.CAFile, err)
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, inputErrorf("CAFile %s holds no PEM certificate: give a PEM bundle (-----BEGIN CERTIFICATE-----)", o.CAFile)
+			return nil, optionErrorf("CAFile", "%s holds no PEM certificate: give a PEM bundle (-----BEGIN CERTIFICATE-----)", o.CAFile)
 		}
 		c.RootCAs = pool
 	}
@@ -380,11 +374,11 @@ func (o Options) buildTLSConfig(t *target) (*tls.Config, error) {
 	case o.ClientCertFile != "" && o.ClientKeyFile != "":
 		cert, err := tls.LoadX509KeyPair(o.ClientCertFile, o.ClientKeyFile)
 		if err != nil {
-			return nil, inputErrorf("cannot load the client certificate %s with key %s: %v", o.ClientCertFile, o.ClientKeyFile, err)
+			return nil, optionErrorf("ClientCertFile", "cannot load the client certificate %s with key %s: %v", o.ClientCertFile, o.ClientKeyFile, err)
 		}
 		c.Certificates = []tls.Certificate{cert}
 	case o.ClientCertFile != "" || o.ClientKeyFile != "":
-		return nil, inputErrorf("set both ClientCertFile and ClientKeyFile for %s, or neither", t.redacted)
+		return nil, optionErrorf("ClientCertFile", "set both bootstrap.Options.ClientCertFile and bootstrap.Options.ClientKeyFile for %s, or neither", t.redacted)
 	}
 	return c, nil
 }

@@ -12,10 +12,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/udrain/udrain"
 )
 
 // Bad input is refused before any attempt, with an error that says what to
-// do and wraps ErrInvalidInput.
+// do and names the option (a *udrain.ConfigError).
 func TestWaitForServerInvalidInput(t *testing.T) {
 	dir := t.TempDir()
 	empty := writeFile(t, dir, "empty", "\n")
@@ -28,37 +30,38 @@ func TestWaitForServerInvalidInput(t *testing.T) {
 	const tcp = "tcp://gpustack-server:80"
 
 	tests := []struct {
-		name    string
-		target  string
-		opts    Options
-		wantErr string
+		name      string
+		target    string
+		opts      Options
+		wantField string
+		wantErr   string // in Problem
 	}{
-		{"no scheme", "gpustack-server:80", Options{}, "has no scheme"},
-		{"negative timeout", http_, Options{Timeout: -time.Second}, "Timeout -1s is negative: use 0 for no bound"},
-		{"negative attempt timeout", http_, Options{AttemptTimeout: -time.Second}, "AttemptTimeout -1s is negative: use 0 for the default (5s)"},
-		{"negative attempts", http_, Options{MaxAttempts: -1}, "MaxAttempts -1 is negative"},
-		{"backoff without duration", http_, Options{Backoff: wait.Backoff{Factor: 2}}, "Backoff.Duration 0s must be positive"},
-		{"shrinking backoff", http_, Options{Backoff: wait.Backoff{Duration: time.Second, Factor: 0.5}}, "Backoff.Factor 0.5 must be 0 (constant delay) or at least 1"},
-		{"negative jitter", http_, Options{Backoff: wait.Backoff{Duration: time.Second, Jitter: -1}}, "Backoff.Jitter -1 is negative"},
-		{"unbounded growth", http_, Options{Backoff: wait.Backoff{Duration: time.Second, Factor: 2}}, "Backoff.Cap must be set when Backoff.Factor > 1"},
-		{"status codes on tcp", tcp, Options{StatusCodes: []int{200}}, "StatusCodes is set but target tcp://gpustack-server:80 is not http:// or https://"},
-		{"body check on tcp", tcp, Options{CheckBody: BodyContains("ok")}, "CheckBody is set but target"},
-		{"headers on tcp", tcp, Options{Header: http.Header{"X-A": {"b"}}}, "Header is set but target"},
-		{"token on tcp", tcp, Options{BearerTokenFile: empty}, "BearerTokenFile is set but target"},
-		{"CA on http", http_, Options{CAFile: notPEM}, "CAFile is set but target http://gpustack-server/healthz is not https://"},
-		{"server name on tcp", tcp, Options{ServerName: "x"}, "ServerName is set but target"},
-		{"client cert on http", http_, Options{ClientCertFile: "c"}, "ClientCertFile/ClientKeyFile is set"},
-		{"bad status code", http_, Options{StatusCodes: []int{200, 1000}}, "StatusCodes holds 1000: HTTP status codes are 100 to 599"},
-		{"missing CA file", https, Options{CAFile: missing}, "CAFile: cannot read " + missing},
-		{"CA file not PEM", https, Options{CAFile: notPEM}, "holds no PEM certificate"},
-		{"cert without key", https, Options{ClientCertFile: notPEM}, "set both ClientCertFile and ClientKeyFile"},
-		{"bad key pair", https, Options{ClientCertFile: notPEM, ClientKeyFile: notPEM}, "cannot load the client certificate"},
-		{"missing token file", http_, Options{BearerTokenFile: missing}, "BearerTokenFile: cannot read"},
-		{"empty token file", http_, Options{BearerTokenFile: empty}, "is empty"},
-		{"token with a space", http_, Options{BearerTokenFile: tokenWithSpace}, "does not hold a single token"},
-		{"header file with two lines", http_, Options{HeaderFiles: map[string]string{"Authorization": twoLines}}, "holds more than one line"},
-		{"bad header name", http_, Options{Header: http.Header{"X Bad": {"v"}}}, `header name "X Bad" is not valid`},
-		{"header value with newline", http_, Options{Header: http.Header{"Authorization": {"Bearer s3cr3t\nX-Evil: 1"}}}, "header Authorization has a value with a line break"},
+		{"no scheme", "gpustack-server:80", Options{}, "bootstrap.WaitForServer(target)", "has no scheme"},
+		{"negative timeout", http_, Options{Timeout: -time.Second}, "bootstrap.Options.Timeout", "-1s is negative: use 0 for no bound"},
+		{"negative attempt timeout", http_, Options{AttemptTimeout: -time.Second}, "bootstrap.Options.AttemptTimeout", "-1s is negative: use 0 for the default (5s)"},
+		{"negative attempts", http_, Options{MaxAttempts: -1}, "bootstrap.Options.MaxAttempts", "-1 is negative"},
+		{"backoff without duration", http_, Options{Backoff: wait.Backoff{Factor: 2}}, "bootstrap.Options.Backoff", "Duration 0s must be positive"},
+		{"shrinking backoff", http_, Options{Backoff: wait.Backoff{Duration: time.Second, Factor: 0.5}}, "bootstrap.Options.Backoff", "Factor 0.5 must be 0 (constant delay) or at least 1"},
+		{"negative jitter", http_, Options{Backoff: wait.Backoff{Duration: time.Second, Jitter: -1}}, "bootstrap.Options.Backoff", "Jitter -1 is negative"},
+		{"unbounded growth", http_, Options{Backoff: wait.Backoff{Duration: time.Second, Factor: 2}}, "bootstrap.Options.Backoff", "Cap must be set when Factor > 1"},
+		{"status codes on tcp", tcp, Options{StatusCodes: []int{200}}, "bootstrap.Options.StatusCodes", "is set but target tcp://gpustack-server:80 is not http:// or https://"},
+		{"body check on tcp", tcp, Options{CheckBody: BodyContains("ok")}, "bootstrap.Options.CheckBody", "is set but target"},
+		{"headers on tcp", tcp, Options{Header: http.Header{"X-A": {"b"}}}, "bootstrap.Options.Header", "is set but target"},
+		{"token on tcp", tcp, Options{BearerTokenFile: empty}, "bootstrap.Options.BearerTokenFile", "is set but target"},
+		{"CA on http", http_, Options{CAFile: notPEM}, "bootstrap.Options.CAFile", "is set but target http://gpustack-server/healthz is not https://"},
+		{"server name on tcp", tcp, Options{ServerName: "x"}, "bootstrap.Options.ServerName", "is set but target"},
+		{"client cert on http", http_, Options{ClientCertFile: "c"}, "bootstrap.Options.ClientCertFile", "is set but target"},
+		{"bad status code", http_, Options{StatusCodes: []int{200, 1000}}, "bootstrap.Options.StatusCodes", "holds 1000: HTTP status codes are 100 to 599"},
+		{"missing CA file", https, Options{CAFile: missing}, "bootstrap.Options.CAFile", "cannot read " + missing},
+		{"CA file not PEM", https, Options{CAFile: notPEM}, "bootstrap.Options.CAFile", "holds no PEM certificate"},
+		{"cert without key", https, Options{ClientCertFile: notPEM}, "bootstrap.Options.ClientCertFile", "set both bootstrap.Options.ClientCertFile and bootstrap.Options.ClientKeyFile"},
+		{"bad key pair", https, Options{ClientCertFile: notPEM, ClientKeyFile: notPEM}, "bootstrap.Options.ClientCertFile", "cannot load the client certificate"},
+		{"missing token file", http_, Options{BearerTokenFile: missing}, "bootstrap.Options.BearerTokenFile", "cannot read"},
+		{"empty token file", http_, Options{BearerTokenFile: empty}, "bootstrap.Options.BearerTokenFile", "is empty"},
+		{"token with a space", http_, Options{BearerTokenFile: tokenWithSpace}, "bootstrap.Options.BearerTokenFile", "does not hold a single token"},
+		{"header file with two lines", http_, Options{HeaderFiles: map[string]string{"Authorization": twoLines}}, "bootstrap.Options.HeaderFiles", "header Authorization: file " + twoLines + " holds more than one line"},
+		{"bad header name", http_, Options{Header: http.Header{"X Bad": {"v"}}}, "bootstrap.Options.Header", `header name "X Bad" is not valid`},
+		{"header value with newline", http_, Options{Header: http.Header{"Authorization": {"Bearer s3cr3t\nX-Evil: 1"}}}, "bootstrap.Options.Header", "header Authorization has a value with a line break"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -66,8 +69,9 @@ func TestWaitForServerInvalidInput(t *testing.T) {
 			opts := tt.opts
 			opts.OnAttempt = func(Attempt) { attempted = true }
 			_, err := WaitForServer(context.Background(), tt.target, opts)
-			if err == nil || !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Fatalf("err = %v, want ErrInvalidInput containing %q", err, tt.wantErr)
+			var ce *udrain.ConfigError
+			if !errors.As(err, &ce) || ce.Field != tt.wantField || !strings.Contains(ce.Problem, tt.wantErr) {
+				t.Fatalf("err = %v, want a *udrain.ConfigError about %s containing %q", err, tt.wantField, tt.wantErr)
 			}
 			var we *WaitError
 			if errors.As(err, &we) || attempted {

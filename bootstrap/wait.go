@@ -45,8 +45,8 @@ type Attempt struct {
 
 // WaitForServer returns once target answers, or a *WaitError once the
 // context ends, Options.Timeout passes or Options.MaxAttempts attempts have
-// failed. Errors about the target or the options wrap ErrInvalidInput and are
-// returned before any attempt.
+// failed. Errors about the target or the options are *udrain.ConfigError
+// and are returned before any attempt.
 //
 // The target is an http://, https:// or tcp:// URL. An HTTP target is ready
 // when a GET answers with an accepted status (2xx unless Options.StatusCodes
@@ -138,7 +138,7 @@ func (w *waiter) run(ctx context.Context) (*Result, error) {
 		prevClass, prevStatus := w.lastClass, w.lastStatus
 		w.lastClass = Classify(out.err)
 		w.lastStatus = out.statusCode
-		w.lastErr = redactError(out.err, w.target, s.secrets)
+		w.lastErr = s.secrets.Error(out.err)
 
 		var next time.Duration
 		var stop error

@@ -16,13 +16,17 @@ import (
 	"github.com/udrain/udrain/topology"
 )
 
-// benchSnapshot builds a cluster of n nodes in domains of 500 nodes, with 30
-// pods per node: 24 pods of LeaderWorkerSet groups of 8 (each group on two
-// nodes of one domain), 4 ReplicaSet pods and 2 DaemonSet pods. Each
-// workload has one group per domain and a PDB over its leaders.
-func benchSnapshot(n int) *Snapshot {
-	const perDomain = 500
-	const groupsPerDomain = perDomain / 2 * 6
+// benchSnapshot builds a cluster of n nodes in domains of 500 nodes (see
+// benchFleet).
+func benchSnapshot(n int) *Snapshot { return benchFleet(n, 500) }
+
+// benchFleet builds a cluster of n nodes in domains of perDomain nodes,
+// with 30 pods per node: 24 pods of LeaderWorkerSet groups of 8 (each group
+// on two nodes of one domain), 4 ReplicaSet pods and 2 DaemonSet pods. Each
+// workload has one group per domain and a PDB over its leaders; workloads
+// are spread over namespaces of 100 workloads each.
+func benchFleet(n, perDomain int) *Snapshot {
+	groupsPerDomain := perDomain / 2 * 6
 	s := &Snapshot{Now: time.Now(), DaemonSets: func(string, string) error { return nil }}
 	s.Nodes = make([]corev1.Node, n)
 	for i := range s.Nodes {
@@ -34,9 +38,11 @@ func benchSnapshot(n int) *Snapshot {
 	pods := make([]corev1.Pod, 0, n*30)
 	ready := corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
 	group := 0
+	leaders := make([]int32, groupsPerDomain) // per workload: one a domain, fewer in a last, partial domain
 	for i := 0; i+1 < n; i += 2 {
 		for g := 0; g < 6; g++ {
 			wl := group % groupsPerDomain
+			leaders[wl]++
 			workload := fmt.Sprintf("lws-%d", wl)
 			ns := fmt.Sprintf("team-%d", wl/100)
 			for w := 0; w < 8; w++ {
@@ -73,8 +79,8 @@ func benchSnapshot(n int) *Snapshot {
 		}
 	}
 	s.Pods = topology.PodPointers(pods)
-	domains := int32(n / perDomain)
 	for w := 0; w < groupsPerDomain; w++ {
+		domains := leaders[w]
 		min := intstr.FromInt32(domains - 1)
 		s.PDBs = append(s.PDBs, policyv1.PodDisruptionBudget{
 			ObjectMeta: metav1.ObjectMeta{Namespace: fmt.Sprintf("team-%d", w/100), Name: fmt.Sprintf("lws-%d-leaders", w)},

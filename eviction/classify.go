@@ -19,7 +19,14 @@ const (
 	outcomeMultiPDB                     // 500: the pod has more than one PDB
 	outcomeTransient                    // the API was unreachable or overloaded: retry
 	outcomeFatal                        // retrying cannot help (RBAC, invalid request)
+	outcomeAdmission                    // an admission webhook denied it or could not be called: retry a few times
 )
+
+// admissionAttempts bounds the attempts at an eviction that admission
+// webhooks refuse: a webhook may deny for a moment (its own state
+// catching up) or time out once, but one that keeps refusing stops the
+// domain instead of holding it forever.
+const admissionAttempts = 3
 
 const multiPDBMessage = "more than one PodDisruptionBudget"
 
@@ -40,6 +47,9 @@ func classifyEvictionError(err error) outcomeKind {
 		st := status.Status()
 		if st.Code == 500 && strings.Contains(st.Message, multiPDBMessage) {
 			return outcomeMultiPDB
+		}
+		if _, denied := webhookDenial(st.Message); denied || strings.Contains(st.Message, webhookCallFailed) {
+			return outcomeAdmission
 		}
 		if st.Code == 403 && hasBudgetCause(err) {
 			return outcomeBlocked
@@ -67,6 +77,47 @@ func hasBudgetCause(err error) bool {
 func budgetMessage(err error) string {
 	if cause, ok := apierrors.StatusCause(err, policyv1.DisruptionBudgetCause); ok {
 		return cause.Message
+	}
+	return ""
+}
+
+// The API server's words for admission webhooks (k8s.io/apiserver's
+// webhook errors): a denial, and a call that failed under failurePolicy
+// Fail (a timeout, a refused connection, a bad answer).
+const (
+	webhookDenied     = `" denied the request`
+	webhookCallFailed = "failed calling webhook"
+)
+
+// webhookDenial returns the name of the admission webhook a message says
+// denied the request, and whether it says so.
+func webhookDenial(msg string) (string, bool) {
+	const prefix = `admission webhook "`
+	i := strings.Index(msg, prefix)
+	if i < 0 {
+		return "", false
+	}
+	rest := msg[i+len(prefix):]
+	j := strings.Index(rest, webhookDenied)
+	if j < 0 {
+		return "", false
+	}
+	return rest[:j], true
+}
+
+// webhookName returns the webhook a call failure names ("failed calling
+// webhook \"name\": ..."), or "".
+func webhookName(msg string) string {
+	if name, ok := webhookDenial(msg); ok {
+		return name
+	}
+	i := strings.Index(msg, webhookCallFailed+` "`)
+	if i < 0 {
+		return ""
+	}
+	rest := msg[i+len(webhookCallFailed)+2:]
+	if j := strings.IndexByte(rest, '"'); j >= 0 {
+		return rest[:j]
 	}
 	return ""
 }

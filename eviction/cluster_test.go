@@ -330,7 +330,7 @@ func (l *eventLog) waitFor(t *testing.T, what string, match func(Event) bool) Ev
 func eventTypes(evs []Event) []string {
 	out := make([]string, len(evs))
 	for i, e := range evs {
-		out[i] = string(e.Type) + " " + e.Pod + e.Node
+		out[i] = string(e.Type) + " " + podOf(e) + e.Node
 	}
 	return out
 }
@@ -346,7 +346,15 @@ var _ = appsv1.DaemonSet{}
 func eventMessages(evs []Event) []string {
 	out := make([]string, len(evs))
 	for i, e := range evs {
-		out[i] = string(e.Type) + " " + e.Domain + " " + e.Pod + e.Node + ": " + e.Message
+		out[i] = string(e.Type) + " " + e.Domain + " " + podOf(e) + e.Node + ": " + e.Message
 	}
 	return out
+}
+
+// podOf returns "namespace/name" of a pod event's pod, "" for others.
+func podOf(e Event) string {
+	if e.Pod == nil {
+		return ""
+	}
+	return e.Pod.String()
 }

@@ -239,7 +239,7 @@ func udrainDecisions(t *testing.T, c diffCase) decisions {
 	}
 	var d decisions
 	for _, p := range plan.Pods() {
-		d.Deleted = append(d.Deleted, p.Key())
+		d.Deleted = append(d.Deleted, p.String())
 	}
 	for _, s := range plan.Skipped {
 		d.Skipped = append(d.Skipped, s.Namespace+"/"+s.Name)

@@ -1,10 +1,13 @@
 // Package eviction drains upgrade domains in an order that a
 // PodDisruptionBudget over each group's leader can protect, and rolls an
-// upgrade over all domains, resumably.
+// upgrade over all domains, resumably. It is built to be embedded: a
+// platform controller builds one Drainer and calls it as often as it likes,
+// over the informers it already runs.
 //
-// The drain of one domain:
+// # The drain of one domain
 //
-//  1. Cordon every node of the domain (marked with CordonedByAnnotation).
+//  1. Cordon every node of the domain (marked with CordonedByAnnotation and
+//     the drain's ID).
 //  2. Sort the domain's pods with kubectl drain's own filters (DaemonSet,
 //     mirror, emptyDir, unreplicated and finished pods: same decisions, same
 //     texts) into phase 1, the pods some PDB selects (the leaders), and
@@ -19,9 +22,35 @@
 //
 // A rollout repeats that per domain, runs the caller's upgrade step, marks
 // the nodes upgraded, uncordons, and waits until the domain's groups are
-// whole and Ready and their budgets' status has caught up, before the next
-// domain. Run again with the same ID after a crash or cancel, it continues
-// from the cluster's state and never evicts a pod its plan did not name.
+// healthy and their budgets' status has caught up (package health decides
+// both), before the next domain. Run again with the same ID after a crash
+// or cancel, it continues from the cluster's state and never evicts a pod
+// its plan did not name.
+//
+// # Embedding
+//
+//   - Reading the cluster: with Options.Informers (InformersFromFactory for
+//     a client-go SharedInformerFactory, InformersFromCache for a
+//     controller-runtime cache), every call reads through the caller's
+//     informers and starts no list or watch of its own. Without them, each
+//     call lists and watches for its own duration (a CLI's case).
+//     Options.Namespace limits what is seen and evicted to one namespace.
+//   - Results are structured values: a Plan, a Result, a RolloutResult, a
+//     HealthReport of package health's GroupStatus and BudgetStatus. They
+//     are also the wire schema of udrain's JSON output (see result.go).
+//   - Events (Options.OnEvent, serialised per Drainer) carry the drain's or
+//     rollout's ID, a dry-run mark, the pod (namespace, name, UID, node) and
+//     its phase, the blocking budget, and what recovery waits for.
+//   - Errors: every stop of a domain is a *DomainError (domain, stage, the
+//     pods still waiting, the blocking budget) that unwraps to its cause:
+//     context.Canceled or context.DeadlineExceeded, a *BlockedError, the
+//     upgrade step's error, a *RefusedPodsError, a *topology.ContractError,
+//     an *EvictionError... Bad configuration is a *udrain.ConfigError naming
+//     the Go field, always before anything changed.
+//   - Logging goes through the context's logger (klog.FromContext): at V(0)
+//     the decisions an operator needs (a domain started, blocked by a PDB,
+//     recovered, stopped and why), at V(2) each retry and eviction, at V(4)
+//     cache and request details. The package never prints.
 //
 // Plans are pure: NewPlan computes one from a Snapshot without API calls,
 // so it can be printed, tested and reviewed before anything changes. Bad
@@ -34,10 +63,7 @@
 // Evictions go through the Evictor seam, so an EvictionRequest backend can
 // replace the Eviction API without touching planning.
 //
-// The package never prints: progress arrives through Options.OnEvent and
-// logs through the context's logger (klog.FromContext).
-//
-// What it is not for: it does not decide group health (see package
-// readiness), does not reschedule pods (the workload's controllers and the
+// What it is not for: it does not decide group health (package health
+// does), does not reschedule pods (the workload's controllers and the
 // scheduler do), and does not upgrade nodes (the caller's UpgradeFunc does).
 package eviction

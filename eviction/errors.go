@@ -1,40 +1,157 @@
 package eviction
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 )
 
-// EmptyDomainError reports a drain asked for without a domain name.
-type EmptyDomainError struct{}
+// Stage names the step of a domain's drain, upgrade and recovery.
+type Stage string
 
-func (e *EmptyDomainError) Error() string {
-	return "no upgrade domain named: give the value of the domain label of the nodes to drain"
+// The stages of a domain, in order.
+const (
+	// StagePlan: the plan is checked before anything changes (refused
+	// pods, contract violations, a pod under two budgets, a domain held by
+	// another rollout or drain).
+	StagePlan Stage = "Plan"
+	// StageCordon: permissions are checked and the nodes cordoned.
+	StageCordon Stage = "Cordon"
+	// StagePhase1: the pods some PodDisruptionBudget selects are evicted.
+	StagePhase1 Stage = "Phase1"
+	// StagePhase2: the other pods are evicted.
+	StagePhase2 Stage = "Phase2"
+	// StageWaitGone: udrain waits until every evicted pod is gone.
+	StageWaitGone Stage = "WaitGone"
+	// StageUpgrade: the caller's upgrade step runs.
+	StageUpgrade Stage = "Upgrade"
+	// StageGPUCheck: the upgraded GPU nodes must advertise their GPUs
+	// again (RolloutOptions.GPUCheck).
+	StageGPUCheck Stage = "GPUCheck"
+	// StageUncordon: the nodes are marked upgraded and uncordoned.
+	StageUncordon Stage = "Uncordon"
+	// StageRecovery: udrain waits until the domain's groups are healthy
+	// and their budgets have caught up.
+	StageRecovery Stage = "Recovery"
+)
+
+// DomainError is how every stop of a domain's drain or rollout is
+// reported, however it ended: refused before it started, a budget that
+// did not free in time, a cancel, the upgrade step failing, groups that
+// did not recover. It names the domain and the stage, the pods still
+// waiting and the budget blocking, if any, and unwraps to the cause:
+// context.Canceled or context.DeadlineExceeded (a timeout of the drain or
+// of the recovery, or the context's deadline), a *BlockedError for the
+// blocking budget, the upgrade step's error, a *GPULostError, an
+// *AdmissionError, a *RefusedPodsError, a *topology.ContractError, a
+// *MultiplePDBsError, an *EvictionError, a *PermissionError or an
+// *InProgressError. Test them with errors.Is and
+// errors.As.
+type DomainError struct {
+	// ID is the drain's or rollout's ID.
+	ID     string
+	Domain string
+	Stage  Stage
+	// Pending are the pods of the plan not yet evicted (StagePhase1,
+	// StagePhase2) or not yet gone (StageWaitGone).
+	Pending []PodRef
+	// Block is the budget that was refusing evictions when the domain
+	// stopped, if one was; errors.As finds it as a *BlockedError too.
+	Block *BlockInfo
+	// Health is what recovery still waited for (StageRecovery).
+	Health *DomainHealth
+	// Timeout is the limit that ran out (Helper.Timeout for a drain,
+	// RolloutOptions.RecoveryTimeout for recovery); zero when the context
+	// ended or the domain stopped for another reason.
+	Timeout time.Duration
+	// Err is the cause.
+	Err error
+}
+
+// Error says which domain stopped where, why, and what was still waiting.
+func (e *DomainError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "domain %s", e.Domain)
+	if e.ID != "" {
+		fmt.Fprintf(&b, " (%s)", e.ID)
+	}
+	fmt.Fprintf(&b, " stopped at %s: ", e.Stage)
+	switch {
+	case e.Timeout > 0 && errors.Is(e.Err, context.DeadlineExceeded):
+		fmt.Fprintf(&b, "not done within %s", e.Timeout)
+	default:
+		b.WriteString(e.Err.Error())
+	}
+	if e.Block != nil {
+		fmt.Fprintf(&b, "; blocked since %s by %s", e.Block.Since.UTC().Format(time.TimeOnly), e.Block)
+	}
+	if len(e.Pending) > 0 {
+		fmt.Fprintf(&b, "; %d pod(s) still waiting: %s", len(e.Pending), strings.Join(abbreviate(refStrings(e.Pending), 10), ", "))
+	}
+	if e.Health != nil {
+		if w := e.Health.waiting(); len(w) > 0 {
+			fmt.Fprintf(&b, "; not healthy yet: %s", strings.Join(abbreviate(w, 10), "; "))
+		}
+	}
+	switch e.Stage {
+	case StagePlan:
+		b.WriteString(" (nothing was changed)")
+	case StagePhase1, StagePhase2, StageWaitGone, StageUpgrade, StageGPUCheck:
+		b.WriteString(" (the domain's nodes stay cordoned: run it again to resume, or release them with Drainer.Uncordon)")
+	}
+	return b.String()
+}
+
+// Unwrap returns the cause and, when a budget was blocking, a
+// *BlockedError for it.
+func (e *DomainError) Unwrap() []error {
+	errs := []error{e.Err}
+	if e.Block != nil {
+		errs = append(errs, &BlockedError{Block: *e.Block})
+	}
+	return errs
+}
+
+// BlockedError is a PodDisruptionBudget refusing evictions (HTTP 429): its
+// counts, since when, and the pods waiting on it. A *DomainError that
+// stopped while blocked unwraps to one.
+type BlockedError struct {
+	Block BlockInfo
+}
+
+func (e *BlockedError) Error() string {
+	return fmt.Sprintf("%s; the budget frees when the groups it counts are healthy again", e.Block)
+}
+
+func refStrings(refs []PodRef) []string {
+	out := make([]string, len(refs))
+	for i, r := range refs {
+		out[i] = r.String()
+	}
+	return out
 }
 
 // RefusedPodsError reports pods that kubectl drain would refuse to delete
 // with the current options. Nothing was cordoned or evicted.
 type RefusedPodsError struct {
-	Domain string
-	Pods   []RefusedPod
+	Pods []PodReason
 	// Messages are kubectl's error lines ("cannot delete Pods with local
 	// storage (use --delete-emptydir-data to override): ns/a, ns/b").
 	Messages []string
 }
 
 func (e *RefusedPodsError) Error() string {
-	return fmt.Sprintf("domain %s cannot be drained with these options (nothing was cordoned or evicted): %s",
-		e.Domain, strings.Join(e.Messages, "; "))
+	return fmt.Sprintf("pods cannot be drained with these options (nothing was cordoned or evicted): %s", strings.Join(e.Messages, "; "))
 }
 
 // MultiplePDBsError reports a pod selected by more than one
 // PodDisruptionBudget: the Eviction API refuses it (HTTP 500), so the domain
 // stops before phase 2.
 type MultiplePDBsError struct {
-	Namespace string
-	Pod       string
-	PDBs      []string
+	Pod  PodRef
+	PDBs []string
 }
 
 func (e *MultiplePDBsError) Error() string {
@@ -42,86 +159,129 @@ func (e *MultiplePDBsError) Error() string {
 	if len(e.PDBs) > 0 {
 		pdbs = strings.Join(e.PDBs, ", ")
 	}
-	return fmt.Sprintf("pod %s/%s is selected by several PodDisruptionBudgets (%s), which the Eviction API does not support; narrow the PDB selectors so that one selects it (no pod of phase 2 was touched)",
-		e.Namespace, e.Pod, pdbs)
-}
-
-// BlockInfo describes a PodDisruptionBudget that refuses evictions.
-type BlockInfo struct {
-	Namespace          string    `json:"namespace"`
-	PDB                string    `json:"pdb"`
-	DisruptionsAllowed int32     `json:"disruptionsAllowed"`
-	CurrentHealthy     int32     `json:"currentHealthy"`
-	DesiredHealthy     int32     `json:"desiredHealthy"`
-	ExpectedPods       int32     `json:"expectedPods"`
-	Since              time.Time `json:"since"`
-	// Pods are the pods waiting on it.
-	Pods []string `json:"pods,omitempty"`
-	// Message is the API server's explanation, if it gave one.
-	Message string `json:"message,omitempty"`
-}
-
-func (b BlockInfo) String() string {
-	return fmt.Sprintf("PodDisruptionBudget %s/%s allows %d disruption(s): %d healthy, %d needed, %d expected",
-		b.Namespace, b.PDB, b.DisruptionsAllowed, b.CurrentHealthy, b.DesiredHealthy, b.ExpectedPods)
-}
-
-// BlockedError reports a drain that hit its timeout while a
-// PodDisruptionBudget refused evictions.
-type BlockedError struct {
-	Domain string
-	Block  BlockInfo
-	For    time.Duration
-}
-
-func (e *BlockedError) Error() string {
-	return fmt.Sprintf("draining domain %s timed out after being blocked for %s: %s (pods waiting: %s); the budget frees when the groups it counts are healthy again",
-		e.Domain, e.For.Round(time.Second), e.Block, strings.Join(e.Block.Pods, ", "))
-}
-
-// TimeoutError reports a drain that hit its timeout for another reason
-// than a blocking budget (pods slow to terminate).
-type TimeoutError struct {
-	Domain  string
-	Timeout time.Duration
-	// Waiting are the pods not gone yet.
-	Waiting []string
-	Phase   Phase
-}
-
-func (e *TimeoutError) Error() string {
-	return fmt.Sprintf("draining domain %s did not finish within %s (%s; %d pod(s) still there: %s)",
-		e.Domain, e.Timeout, e.Phase, len(e.Waiting), strings.Join(abbreviate(e.Waiting, 10), ", "))
+	return fmt.Sprintf("pod %s is selected by several PodDisruptionBudgets (%s), which the Eviction API does not support; narrow the PDB selectors so that one selects it (no pod of phase 2 was touched)",
+		e.Pod, pdbs)
 }
 
 // EvictionError reports an eviction the API refused for a reason retrying
-// cannot fix (e.g. Forbidden).
+// cannot fix (e.g. Forbidden, an admission webhook's denial).
 type EvictionError struct {
-	Namespace string
-	Pod       string
-	Err       error
+	Pod PodRef
+	Err error
 }
 
 func (e *EvictionError) Error() string {
-	return fmt.Sprintf("evicting pod %s/%s: %v", e.Namespace, e.Pod, e.Err)
+	return fmt.Sprintf("evicting pod %s: %v", e.Pod, e.Err)
 }
 
 func (e *EvictionError) Unwrap() error { return e.Err }
 
-// NotRecoveredError reports groups that were not healthy again within the
-// rollout's recovery timeout.
-type NotRecoveredError struct {
-	Domain  string
-	Timeout time.Duration
-	// Waiting says what is still missing, one line per group or PDB.
-	Waiting []string
+// AdmissionError reports an eviction that admission webhooks refused on
+// every attempt: a webhook denied it (Denied), or calling one failed under
+// failurePolicy Fail (a timeout). The domain stops there: nothing else is
+// evicted, and its nodes stay cordoned. A denial of udrain's dry-run check
+// (DryRun, a webhook that sees dry runs) stops the domain before its
+// cordon, with nothing changed.
+type AdmissionError struct {
+	Pod PodRef
+	// Webhook is the webhook's name, when the API server's message gives
+	// it; Message is that message (the webhook's reason).
+	Webhook string
+	Message string
+	Denied  bool
+	// DryRun marks a refusal of udrain's dry-run check, before anything
+	// changed.
+	DryRun bool
+	// Attempts is how many times the eviction was tried.
+	Attempts int
+	Err      error
 }
 
-func (e *NotRecoveredError) Error() string {
-	if e.Timeout <= 0 {
-		return fmt.Sprintf("domain %s is not healthy yet: %s", e.Domain, strings.Join(abbreviate(e.Waiting, 10), "; "))
+func (e *AdmissionError) Error() string {
+	what := "was denied by"
+	if !e.Denied {
+		what = "could not be checked by"
 	}
-	return fmt.Sprintf("domain %s did not recover within %s: %s", e.Domain, e.Timeout, strings.Join(abbreviate(e.Waiting, 10), "; "))
+	hook := "an admission webhook"
+	if e.Webhook != "" {
+		hook = fmt.Sprintf("admission webhook %q", e.Webhook)
+	}
+	if e.DryRun {
+		return fmt.Sprintf("the dry run of the eviction of pod %s %s %s (nothing was changed): %s; fix what it objects to (or the webhook), then run it again",
+			e.Pod, what, hook, e.Message)
+	}
+	return fmt.Sprintf("the eviction of pod %s %s %s on %d attempt(s): %s; fix what it objects to (or the webhook), then run it again",
+		e.Pod, what, hook, e.Attempts, e.Message)
+}
+
+func (e *AdmissionError) Unwrap() error { return e.Err }
+
+// InProgressError reports a domain that another rollout, or a drain, has
+// cordoned and not finished. Nothing was changed.
+type InProgressError struct {
+	Domain, Node string
+	// By is the ID of the rollout or drain that cordoned it; ID this one's.
+	By, ID string
+}
+
+func (e *InProgressError) Error() string {
+	return fmt.Sprintf("node %s of domain %s is cordoned by %q, which has not finished; resume it (Drainer.Rollout or Drainer.Drain with ID %q), or uncordon the domain (Drainer.Uncordon) before running %q",
+		e.Node, e.Domain, e.By, e.By, e.ID)
+}
+
+// PermissionError reports a request the API server refused for lack of
+// permission (Forbidden, Unauthorized): a list or watch udrain needs to see
+// the cluster, the rollout's Lease, or, checked with dry-run requests
+// before anything changes, a cordon or an eviction. Nothing was changed.
+// deploy/rbac/drainer.yaml has the roles udrain needs.
+type PermissionError struct {
+	Err error
+	// Role names the role of deploy/rbac/drainer.yaml that grants the
+	// refused request; empty means the ClusterRole udrain-drainer.
+	Role string
+}
+
+func (e *PermissionError) Error() string {
+	role := e.Role
+	if role == "" {
+		role = "the ClusterRole udrain-drainer"
+	}
+	return fmt.Sprintf("udrain is not allowed to do its work (nothing was changed): %v; bind %s of deploy/rbac/drainer.yaml to the identity udrain runs as", e.Err, role)
+}
+
+func (e *PermissionError) Unwrap() error { return e.Err }
+
+// UnreachableError reports an API server that did not answer within
+// Options.ConnectTimeout (connection refused, DNS, TLS, timeouts). Nothing
+// was changed.
+type UnreachableError struct {
+	// Server is the API server's address ("https://10.0.0.1:6443"), if
+	// known.
+	Server string
+	Waited time.Duration
+	// Err is the last error seen.
+	Err error
+}
+
+func (e *UnreachableError) Error() string {
+	server := e.Server
+	if server == "" {
+		server = "the API server"
+	}
+	return fmt.Sprintf("cannot reach %s (nothing was changed; gave up after %s): %v", server, e.Waited, e.Err)
+}
+
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// NotSyncedError reports informers given in Options.Informers that did not
+// sync within Options.ConnectTimeout: they were not started, or cannot
+// list. Nothing was changed.
+type NotSyncedError struct {
+	Waited time.Duration
+}
+
+func (e *NotSyncedError) Error() string {
+	return fmt.Sprintf("the informers of Options.Informers did not sync within %s: start them (factory.Start, or the manager's cache) before calling, and check that they may list and watch nodes, pods, PodDisruptionBudgets and DaemonSets", e.Waited)
 }
 
 func abbreviate(s []string, max int) []string {
@@ -130,35 +290,3 @@ func abbreviate(s []string, max int) []string {
 	}
 	return append(s[:max:max], fmt.Sprintf("and %d more", len(s)-max))
 }
-
-// InProgressError reports a domain that another rollout, or a drain, has
-// cordoned and not finished. Nothing was changed.
-type InProgressError struct {
-	Domain, Node string
-	// By is the other rollout's ID ("drain" for a drain); ID this one's.
-	By, ID string
-}
-
-func (e *InProgressError) Error() string {
-	if e.By == "drain" {
-		return fmt.Sprintf("node %s of domain %s was cordoned by a udrain drain; uncordon the domain (udrain uncordon %s) or finish that work before rollout %s",
-			e.Node, e.Domain, e.Domain, e.ID)
-	}
-	return fmt.Sprintf("node %s of domain %s is cordoned by rollout %q, which has not finished; resume it (run it again with the same ID) instead of starting rollout %q, or uncordon the domain first",
-		e.Node, e.Domain, e.By, e.ID)
-}
-
-// PermissionError reports a request the API server refused for lack of
-// permission (Forbidden, Unauthorized): a list or watch udrain needs to see
-// the cluster, or, checked with dry-run requests before anything changes,
-// a cordon or an eviction. Nothing was changed. deploy/rbac/drainer.yaml
-// has the role udrain needs.
-type PermissionError struct {
-	Err error
-}
-
-func (e *PermissionError) Error() string {
-	return fmt.Sprintf("udrain is not allowed to do its work (nothing was changed): %v; bind the ClusterRole of deploy/rbac/drainer.yaml to the identity udrain runs as", e.Err)
-}
-
-func (e *PermissionError) Unwrap() error { return e.Err }

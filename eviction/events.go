@@ -22,6 +22,7 @@ const (
 	EventDrained          EventType = "Drained"          // every evicted pod is gone
 	EventUpgradeStarted   EventType = "UpgradeStarted"   // the caller's upgrade step begins
 	EventUpgradeDone      EventType = "UpgradeDone"      // it returned without error
+	EventWaitingGPUs      EventType = "WaitingGPUs"      // upgraded GPU nodes do not advertise their GPUs yet
 	EventUncordoned       EventType = "Uncordoned"       // a node was uncordoned
 	EventWaitingRecovery  EventType = "WaitingRecovery"  // what recovery still waits for; sent when it changes
 	EventRecovered        EventType = "Recovered"        // the domain's groups are healthy again
@@ -47,26 +48,44 @@ type Progress struct {
 	Gone int `json:"gone"`
 }
 
-// Event is one thing that happened during a drain or rollout.
+// Event is one thing that happened during a drain, a rollout or a health
+// wait. Events are structured so that a controller can act on them (record
+// a Kubernetes Event on the pod or node, set a condition) without parsing
+// Message.
 type Event struct {
-	Time   time.Time `json:"time"`
-	Type   EventType `json:"type"`
-	Domain string    `json:"domain,omitempty"`
-	Phase  Phase     `json:"phase,omitempty"`
-	// Pod is "namespace/name" for pod events; Node for node events.
-	Pod  string `json:"pod,omitempty"`
+	Time time.Time `json:"time"`
+	Type EventType `json:"type"`
+	// ID is the drain's or rollout's ID (empty for a health wait).
+	ID string `json:"id,omitempty"`
+	// DryRun is "client" or "server" for the events of a dry run, where
+	// nothing changed: a Cordoned event then says a cordon would be
+	// accepted.
+	DryRun string `json:"dryRun,omitempty"`
+	Domain string `json:"domain,omitempty"`
+	// Phase is the phase of the pod's plan on every pod event (Evicting,
+	// Evicted, Blocked, Unblocked, Gone, Retrying, DryRun) and on
+	// PhaseStarted and PhaseDone; zero otherwise.
+	Phase Phase `json:"phase,omitempty"`
+	// Pod is the pod of a pod event.
+	Pod *PodRef `json:"pod,omitempty"`
+	// Node is the node of a node event, and the pod's node on pod events.
 	Node string `json:"node,omitempty"`
 	// Block describes the refusing PDB for Blocked and Unblocked events.
 	Block *BlockInfo `json:"block,omitempty"`
-	// Progress is the state of the domain after the event.
+	// Health is what recovery waits for (WaitingRecovery) or found
+	// (Recovered): the domain's groups and budgets, judged by package
+	// health.
+	Health *DomainHealth `json:"health,omitempty"`
+	// Progress is the state of the domain's drain after the event.
 	Progress Progress `json:"progress"`
 	// Message is a human sentence about the event.
 	Message string `json:"message,omitempty"`
-	// Err is set for Retrying events.
+	// Err is the error of Retrying events.
 	Err error `json:"-"`
 }
 
-// emitter serialises calls to the caller's callback.
+// emitter serialises calls to the caller's callback: one per Drainer, so
+// that OnEvent never runs twice at once, whatever runs concurrently.
 type emitter struct {
 	mu sync.Mutex
 	fn func(Event)

@@ -6,6 +6,8 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 )
 
 // Evictor removes one pod from its node. It is the seam between planning
@@ -32,12 +34,26 @@ func (f EvictorFunc) Evict(ctx context.Context, pod PlannedPod, opts metav1.Dele
 
 // EvictionAPI evicts through the pods/eviction subresource (policy/v1),
 // which enforces PodDisruptionBudgets.
+//
+// A dry run is sent as the request's dryRun parameter as well as in the
+// Eviction's DeleteOptions: the API server honours either, but admission
+// webhooks learn of a dry run only from the parameter. With the
+// DeleteOptions alone (client-go's Evict, and so kubectl drain
+// --dry-run=server), a webhook is told the eviction is real, and one that
+// acts on evictions (sideEffects NoneOnDryRun) would act on a dry run.
 func EvictionAPI(client kubernetes.Interface) Evictor {
 	return EvictorFunc(func(ctx context.Context, pod PlannedPod, opts metav1.DeleteOptions) error {
-		return client.PolicyV1().Evictions(pod.Namespace).Evict(ctx, &policyv1.Eviction{
+		eviction := &policyv1.Eviction{
 			ObjectMeta:    metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name},
 			DeleteOptions: &opts,
-		})
+		}
+		// Fake clientsets have no REST client (and no admission).
+		if rc, ok := client.CoreV1().RESTClient().(*rest.RESTClient); ok && rc != nil && len(opts.DryRun) > 0 {
+			return rc.Post().Namespace(pod.Namespace).Resource("pods").Name(pod.Name).SubResource("eviction").
+				VersionedParams(&metav1.CreateOptions{DryRun: opts.DryRun}, scheme.ParameterCodec).
+				Body(eviction).Do(ctx).Error()
+		}
+		return client.PolicyV1().Evictions(pod.Namespace).Evict(ctx, eviction)
 	})
 }
 

@@ -65,10 +65,10 @@ func ExampleNewPlan() {
 		return
 	}
 	for _, p := range plan.Phase1 {
-		fmt.Println("phase 1:", p.Key(), "PDBs", p.PDBs)
+		fmt.Println("phase 1:", p.String(), "PDBs", p.PDBs)
 	}
 	for _, p := range plan.Phase2 {
-		fmt.Println("phase 2:", p.Key())
+		fmt.Println("phase 2:", p.String())
 	}
 	fmt.Println("groups:", plan.Groups[0].ID, "ready to run:", plan.Err() == nil)
 	// Output:
@@ -106,7 +106,7 @@ func ExampleNew() {
 		fmt.Println(err)
 		return
 	}
-	if _, _, err := d.Drain(context.Background(), "ud-2"); err != nil {
+	if _, _, err := d.Drain(context.Background(), "ud-2", eviction.DrainOptions{}); err != nil {
 		fmt.Println(err)
 	}
 	// Output:

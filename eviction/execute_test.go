@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/udrain/udrain"
+	"github.com/udrain/udrain/health"
 	"strings"
 	"testing"
 	"time"
@@ -44,13 +46,13 @@ func TestDrainEvictsLeadersBeforeAnyWorker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, res, err := d.Drain(ctx, "ud-1")
+	plan, res, err := d.Drain(ctx, "ud-1", DrainOptions{})
 	if err != nil {
 		t.Fatalf("Drain: %v", err)
 	}
 	leaders := map[string]bool{}
 	for _, p := range plan.Phase1 {
-		leaders[p.Key()] = true
+		leaders[p.String()] = true
 	}
 	if diff := cmp.Diff([]string{"inference/llm-0", "inference/llm-9"}, sorted(keys(plan.Phase1))); diff != "" {
 		t.Errorf("phase 1 (-want +got):\n%s", diff)
@@ -81,7 +83,7 @@ func TestDrainEvictsLeadersBeforeAnyWorker(t *testing.T) {
 func keys(pods []PlannedPod) []string {
 	out := make([]string, len(pods))
 	for i, p := range pods {
-		out[i] = p.Key()
+		out[i] = p.String()
 	}
 	return out
 }
@@ -100,12 +102,13 @@ func TestBlockedPhase1HoldsPhase2UntilBudgetFrees(t *testing.T) {
 	var res *Result
 	go func() {
 		var err error
-		_, res, err = d.Drain(ctx, "ud-1")
+		_, res, err = d.Drain(ctx, "ud-1", DrainOptions{})
 		done <- err
 	}()
 	blocked := log.waitFor(t, "Blocked", func(e Event) bool { return e.Type == EventBlocked })
-	want := &BlockInfo{Namespace: testNS, PDB: "llm-leaders", DisruptionsAllowed: 0, CurrentHealthy: 2, DesiredHealthy: 2, ExpectedPods: 3,
-		Pods: []string{"inference/llm-0"}, Message: "The disruption budget llm-leaders needs 2 healthy pods and has 2 currently"}
+	leader := PodRef{Namespace: testNS, Name: "llm-0", UID: "g0-w0", Node: "node-1-1"}
+	want := &BlockInfo{Namespace: testNS, PDB: "llm-leaders", BudgetCounts: health.BudgetCounts{DisruptionsAllowed: 0, CurrentHealthy: 2, DesiredHealthy: 2, ExpectedPods: 3},
+		Pods: []PodRef{leader}, Message: "The disruption budget llm-leaders needs 2 healthy pods and has 2 currently"}
 	if diff := cmp.Diff(want, blocked.Block, cmpIgnoreSince); diff != "" {
 		t.Errorf("block info (-want +got):\n%s", diff)
 	}
@@ -137,7 +140,7 @@ func TestBlockedPhase1HoldsPhase2UntilBudgetFrees(t *testing.T) {
 		t.Errorf("want one Unblocked event, got %d", len(log.ofType(EventUnblocked)))
 	}
 	if len(res.Blocks) != 1 || res.Blocks[0].PDB != "llm-leaders" || res.Blocks[0].Duration <= 0 ||
-		!cmp.Equal(res.Blocks[0].Pods, []string{"inference/llm-0"}) {
+		!cmp.Equal(res.Blocks[0].Pods, []PodRef{leader}) {
 		t.Errorf("blocks = %+v, want one block of llm-leaders with the leader that waited", res.Blocks)
 	}
 }
@@ -152,19 +155,35 @@ func TestBlockedPastTimeoutIsTypedError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, res, err := d.Drain(ctx, "ud-2")
+	_, res, err := d.Drain(ctx, "ud-2", DrainOptions{ID: "maint-7"})
+	var de *DomainError
+	if !errors.As(err, &de) {
+		t.Fatalf("err = %v, want *DomainError", err)
+	}
+	if de.Domain != "ud-2" || de.ID != "maint-7" || de.Stage != StagePhase1 || de.Timeout != 200*time.Millisecond {
+		t.Errorf("DomainError = %+v, want domain ud-2, ID maint-7, stage Phase1, timeout 200ms", de)
+	}
+	if want := []string{"inference/llm-1", "inference/llm-1-1"}; !cmp.Equal(refStrings(de.Pending), want) {
+		t.Errorf("pending %v, want %v (the leader waiting, its worker not started)", refStrings(de.Pending), want)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("err = %v does not unwrap to context.DeadlineExceeded", err)
+	}
 	var be *BlockedError
 	if !errors.As(err, &be) {
-		t.Fatalf("err = %v, want *BlockedError", err)
+		t.Fatalf("err = %v does not unwrap to a *BlockedError", err)
 	}
-	if be.Block.PDB != "llm-leaders" || be.Block.CurrentHealthy != 2 || be.Block.DesiredHealthy != 2 || be.Domain != "ud-2" {
+	if be.Block.PDB != "llm-leaders" || be.Block.CurrentHealthy != 2 || be.Block.DesiredHealthy != 2 || len(be.Block.Pods) != 1 || be.Block.Pods[0].Name != "llm-1" {
 		t.Errorf("BlockedError = %+v", be)
 	}
 	if len(fc.evicted()) != 0 {
 		t.Errorf("evicted %v although blocked", fc.evicted())
 	}
-	if b, ok := res.LongestBlock(); !ok || b.PDB != "llm-leaders" || b.Duration <= 0 {
-		t.Errorf("longest block = %+v, %v", b, ok)
+	if b := res.Summary().LongestBlock; b == nil || b.PDB != "llm-leaders" || b.Duration <= 0 {
+		t.Errorf("longest block = %+v", b)
+	}
+	if res.Completed {
+		t.Error("a drain that timed out says Completed")
 	}
 }
 
@@ -185,9 +204,9 @@ func TestMultiplePDBsStopsBeforePhase2(t *testing.T) {
 	if _, err := fc.client.PolicyV1().PodDisruptionBudgets(testNS).Create(ctx, extra, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = d.Execute(ctx, plan)
+	_, err = d.Execute(ctx, plan, DrainOptions{})
 	var me *MultiplePDBsError
-	if !errors.As(err, &me) || me.Pod != "llm-0" {
+	if !errors.As(err, &me) || me.Pod.Name != "llm-0" {
 		t.Fatalf("err = %v, want *MultiplePDBsError for llm-0", err)
 	}
 	for _, a := range fc.attempts {
@@ -226,7 +245,7 @@ func TestReplacementPodWithSameNameIsNotEvicted(t *testing.T) {
 	if _, err := fc.client.CoreV1().Pods(testNS).Create(ctx, repl, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := d.Execute(ctx, plan)
+	res, err := d.Execute(ctx, plan, DrainOptions{})
 	if err != nil {
 		t.Fatalf("Execute: %v", err)
 	}
@@ -262,7 +281,7 @@ func TestTerminatingPodIsWaitedOnNotEvicted(t *testing.T) {
 	var res *Result
 	go func() {
 		var err error
-		_, res, err = d.Drain(ctx, "ud-1")
+		_, res, err = d.Drain(ctx, "ud-1", DrainOptions{})
 		done <- err
 	}()
 	log.waitFor(t, "PhaseDone of phase 2", func(e Event) bool { return e.Type == EventPhaseDone && e.Phase == Phase2 })
@@ -292,21 +311,21 @@ func TestDryRun(t *testing.T) {
 	for _, tc := range []struct {
 		strategy    string
 		wantMutates []string
-		wantOutcome string
 	}{
-		{"client", nil, "would evict"},
-		{"server", []string{"patch nodes", "create pods/eviction", "create pods/eviction"}, "would evict"},
+		{"client", nil},
+		{"server", []string{"patch nodes", "create pods/eviction", "create pods/eviction"}},
 	} {
 		t.Run(tc.strategy, func(t *testing.T) {
 			ctx := testContext(t)
 			fc := newFakeCluster(t, lwsCluster(2, 1, 2)...)
 			h := KubectlDefaults()
 			h.DryRunStrategy = dryRunStrategy(tc.strategy)
-			d, err := New(fc.client, Options{Helper: h})
+			log := newEventLog()
+			d, err := New(fc.client, Options{Helper: h, OnEvent: log.add})
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, res, err := d.Drain(ctx, "ud-1")
+			_, res, err := d.Drain(ctx, "ud-1", DrainOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -316,9 +335,26 @@ func TestDryRun(t *testing.T) {
 			if len(fc.evicted()) != 0 {
 				t.Errorf("dry run evicted %v", fc.evicted())
 			}
-			want := []DryRunOutcome{{"inference/llm-0", Phase1, tc.wantOutcome}, {"inference/llm-0-1", Phase2, tc.wantOutcome}}
+			leader := PodRef{Namespace: testNS, Name: "llm-0", UID: "g0-w0", Node: "node-1-1"}
+			worker := PodRef{Namespace: testNS, Name: "llm-0-1", UID: "g0-w1", Node: "node-1-1"}
+			want := []DryRunOutcome{{Pod: leader, Phase: Phase1, Verdict: WouldEvict, Message: "would evict"}, {Pod: worker, Phase: Phase2, Verdict: WouldEvict, Message: "would evict"}}
 			if diff := cmp.Diff(want, res.DryRunOutcomes); diff != "" {
 				t.Errorf("outcomes (-want +got):\n%s", diff)
+			}
+			if res.DryRun != tc.strategy || !res.Completed {
+				t.Errorf("result dryRun %q completed %v, want %q and true", res.DryRun, res.Completed, tc.strategy)
+			}
+			// Every event of a dry run says so, the cordon of a server
+			// dry run above all.
+			for _, e := range log.all() {
+				if e.DryRun != tc.strategy {
+					t.Errorf("event %s %s has dryRun %q, want %q", e.Type, e.Message, e.DryRun, tc.strategy)
+				}
+			}
+			if tc.strategy == "server" {
+				if c := log.ofType(EventCordoned); len(c) != 1 || !strings.Contains(c[0].Message, "would be cordoned") {
+					t.Errorf("cordon events of a server dry run: %v", eventMessages(c))
+				}
 			}
 			// Every mutating request carries dryRun=All (the fake clientset
 			// does not honour it; the API server does).
@@ -350,10 +386,12 @@ func TestBadInputChangesNothing(t *testing.T) {
 		wantErr any
 	}{
 		{"unknown domain", Options{}, "ud-9", new(*topology.UnknownDomainError)},
-		{"empty domain", Options{}, "", new(*EmptyDomainError)},
-		{"negative timeout", Options{Helper: &drain.Helper{Timeout: -time.Second}}, "ud-1", new(*OptionsError)},
-		{"invalid selector", Options{Helper: &drain.Helper{PodSelector: "a in (b"}}, "ud-1", new(*OptionsError)},
-		{"negative concurrency", Options{Concurrency: -1}, "ud-1", new(*OptionsError)},
+		{"empty domain", Options{}, "", new(*udrain.ConfigError)},
+		{"negative timeout", Options{Helper: &drain.Helper{Timeout: -time.Second}}, "ud-1", new(*udrain.ConfigError)},
+		{"invalid selector", Options{Helper: &drain.Helper{PodSelector: "a in (b"}}, "ud-1", new(*udrain.ConfigError)},
+		{"negative concurrency", Options{Concurrency: -1}, "ud-1", new(*udrain.ConfigError)},
+		{"DisableEviction with an Evictor", Options{Helper: &drain.Helper{DisableEviction: true}, Evictor: EvictorFunc(func(context.Context, PlannedPod, metav1.DeleteOptions) error { return nil })}, "ud-1", new(*udrain.ConfigError)},
+		{"informers without pods", Options{Informers: &Informers{}}, "ud-1", new(*udrain.ConfigError)},
 		{"unlabeled node", Options{}, "ud-1", new(*topology.UnlabeledNodesError)},
 		{"refused pod", Options{}, "ud-2", new(*RefusedPodsError)},
 		{"contract violation", Options{}, "ud-3", new(*topology.ContractError)},
@@ -392,7 +430,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 			before := len(fc.mutations())
 			d, err := New(fc.client, tc.opts)
 			if err == nil {
-				_, _, err = d.Drain(ctx, tc.domain)
+				_, _, err = d.Drain(ctx, tc.domain, DrainOptions{})
 			}
 			if err == nil {
 				t.Fatal("no error")
@@ -426,7 +464,7 @@ func TestTransientErrorsAreRetried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := d.Drain(ctx, "ud-1"); err != nil {
+	if _, _, err := d.Drain(ctx, "ud-1", DrainOptions{}); err != nil {
 		t.Fatalf("Drain: %v", err)
 	}
 	if n := len(log.ofType(EventRetrying)); n != 2 {
@@ -452,7 +490,7 @@ func TestForbiddenEvictionFailsTheDomain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = d.Drain(ctx, "ud-1")
+	_, _, err = d.Drain(ctx, "ud-1", DrainOptions{})
 	var ee *EvictionError
 	if !errors.As(err, &ee) || !apierrors.IsForbidden(err) {
 		t.Fatalf("err = %v, want *EvictionError wrapping Forbidden", err)
@@ -495,7 +533,7 @@ func TestNodeDeletedMidDrainIsReported(t *testing.T) {
 	d, _ := New(fc.client, Options{Backoff: slowBackoff, OnEvent: log.add})
 	done := make(chan *Result, 1)
 	go func() {
-		_, res, err := d.Drain(ctx, "ud-1")
+		_, res, err := d.Drain(ctx, "ud-1", DrainOptions{})
 		if err != nil {
 			t.Errorf("Drain: %v", err)
 		}
@@ -524,7 +562,7 @@ func TestMissingEvictionPermissionStopsBeforeTheCordon(t *testing.T) {
 		return apierrors.NewForbidden(schema.GroupResource{Resource: "pods/eviction"}, name, fmt.Errorf("RBAC: not allowed"))
 	}
 	d, _ := New(fc.client, Options{})
-	_, _, err := d.Drain(ctx, "ud-1")
+	_, _, err := d.Drain(ctx, "ud-1", DrainOptions{})
 	var pe *PermissionError
 	if !errors.As(err, &pe) {
 		t.Fatalf("err = %v, want *PermissionError", err)
@@ -532,5 +570,36 @@ func TestMissingEvictionPermissionStopsBeforeTheCordon(t *testing.T) {
 	n, _ := fc.client.CoreV1().Nodes().Get(ctx, "node-1-1", metav1.GetOptions{})
 	if n.Spec.Unschedulable {
 		t.Error("the node was cordoned although udrain may not evict")
+	}
+}
+
+// A missing permission to patch nodes stops the drain at its first change,
+// the cordon, with a *PermissionError; nothing is cordoned or evicted. No
+// dry-run patch is sent to find it out beforehand.
+func TestMissingNodePermissionStopsAtTheCordon(t *testing.T) {
+	ctx := testContext(t)
+	fc := newFakeCluster(t, lwsCluster(2, 2, 2)...)
+	var dryRunPatches int
+	fc.client.PrependReactor("patch", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if len(a.(k8stesting.PatchActionImpl).PatchOptions.DryRun) > 0 {
+			dryRunPatches++
+		}
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "nodes"}, a.(k8stesting.PatchAction).GetName(), fmt.Errorf("RBAC: not allowed"))
+	})
+	d, _ := New(fc.client, Options{})
+	_, _, err := d.Drain(ctx, "ud-1", DrainOptions{})
+	var pe *PermissionError
+	var de *DomainError
+	if !errors.As(err, &pe) || !errors.As(err, &de) || de.Stage != StageCordon {
+		t.Fatalf("err = %v, want a DomainError at Cordon wrapping a *PermissionError", err)
+	}
+	if !strings.Contains(err.Error(), "nothing was changed") {
+		t.Errorf("err %q does not say nothing was changed", err)
+	}
+	if got := fc.evicted(); len(got) != 0 {
+		t.Errorf("evicted %v without the right to cordon", got)
+	}
+	if dryRunPatches != 0 {
+		t.Errorf("%d dry-run node patches, want none (the cordon is the first change)", dryRunPatches)
 	}
 }

@@ -58,23 +58,27 @@ type filterConfig struct {
 // filterPod applies kubectl drain's filters, in kubectl's order and with its
 // short-circuit rule: the first filter that says "do not delete" decides,
 // otherwise the last filter's status is kept.
-func (c filterConfig) filterPod(pod corev1.Pod, daemonSets DaemonSetLookup, now time.Time) drain.PodDeleteStatus {
-	filters := [...]func(corev1.Pod) drain.PodDeleteStatus{
-		func(p corev1.Pod) drain.PodDeleteStatus { return c.skipDeleted(p, now) },
-		func(p corev1.Pod) drain.PodDeleteStatus { return c.daemonSet(p, daemonSets) },
-		mirrorPod,
-		c.localStorage,
-		c.unreplicated,
+func (c filterConfig) filterPod(pod *corev1.Pod, daemonSets DaemonSetLookup, now time.Time) drain.PodDeleteStatus {
+	// kubectl's filters, over a pointer: a plan filters every pod of a
+	// domain (22,500 at 750 nodes), and each corev1.Pod copy is 1.2 kB.
+	status := c.skipDeleted(pod, now)
+	if status.Delete {
+		status = c.daemonSet(pod, daemonSets)
 	}
-	var status drain.PodDeleteStatus
-	for _, f := range filters {
-		status = f(pod)
-		if !status.Delete {
-			return status
-		}
+	if status.Delete {
+		status = mirrorPod(pod)
+	}
+	if status.Delete {
+		status = c.localStorage(pod)
+	}
+	if status.Delete {
+		status = c.unreplicated(pod)
+	}
+	if !status.Delete {
+		return status
 	}
 	for _, f := range c.additional {
-		status = f(pod)
+		status = f(*pod)
 		if !status.Delete {
 			return status
 		}
@@ -86,7 +90,7 @@ func isFinished(pod *corev1.Pod) bool {
 	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
 }
 
-func (c filterConfig) skipDeleted(pod corev1.Pod, now time.Time) drain.PodDeleteStatus {
+func (c filterConfig) skipDeleted(pod *corev1.Pod, now time.Time) drain.PodDeleteStatus {
 	if c.skipDeletedSeconds > 0 && !pod.DeletionTimestamp.IsZero() &&
 		int(now.Sub(pod.DeletionTimestamp.Time).Seconds()) > c.skipDeletedSeconds {
 		return drain.MakePodDeleteStatusSkip()
@@ -98,9 +102,9 @@ func isDaemonSetRef(ref *metav1.OwnerReference) bool {
 	return ref.Kind == "DaemonSet" && ref.APIVersion == appsv1.SchemeGroupVersion.String()
 }
 
-func (c filterConfig) daemonSet(pod corev1.Pod, lookup DaemonSetLookup) drain.PodDeleteStatus {
-	ref := metav1.GetControllerOf(&pod)
-	if ref == nil || !isDaemonSetRef(ref) || isFinished(&pod) {
+func (c filterConfig) daemonSet(pod *corev1.Pod, lookup DaemonSetLookup) drain.PodDeleteStatus {
+	ref := metav1.GetControllerOfNoCopy(pod)
+	if ref == nil || !isDaemonSetRef(ref) || isFinished(pod) {
 		return drain.MakePodDeleteStatusOkay()
 	}
 	if err := lookup(pod.Namespace, ref.Name); err != nil {
@@ -115,7 +119,7 @@ func (c filterConfig) daemonSet(pod corev1.Pod, lookup DaemonSetLookup) drain.Po
 	return drain.MakePodDeleteStatusWithWarning(false, MsgDaemonSetWarning)
 }
 
-func mirrorPod(pod corev1.Pod) drain.PodDeleteStatus {
+func mirrorPod(pod *corev1.Pod) drain.PodDeleteStatus {
 	if _, ok := pod.Annotations[corev1.MirrorPodAnnotationKey]; ok {
 		return drain.MakePodDeleteStatusSkip()
 	}
@@ -131,8 +135,8 @@ func hasEmptyDir(pod *corev1.Pod) bool {
 	return false
 }
 
-func (c filterConfig) localStorage(pod corev1.Pod) drain.PodDeleteStatus {
-	if !hasEmptyDir(&pod) || isFinished(&pod) {
+func (c filterConfig) localStorage(pod *corev1.Pod) drain.PodDeleteStatus {
+	if !hasEmptyDir(pod) || isFinished(pod) {
 		return drain.MakePodDeleteStatusOkay()
 	}
 	if !c.deleteEmptyDirData {
@@ -141,8 +145,8 @@ func (c filterConfig) localStorage(pod corev1.Pod) drain.PodDeleteStatus {
 	return drain.MakePodDeleteStatusWithWarning(true, MsgLocalStorageWarning)
 }
 
-func (c filterConfig) unreplicated(pod corev1.Pod) drain.PodDeleteStatus {
-	if isFinished(&pod) || metav1.GetControllerOf(&pod) != nil {
+func (c filterConfig) unreplicated(pod *corev1.Pod) drain.PodDeleteStatus {
+	if isFinished(pod) || metav1.GetControllerOfNoCopy(pod) != nil {
 		return drain.MakePodDeleteStatusOkay()
 	}
 	if c.force {

@@ -2,8 +2,18 @@ package eviction
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
 
 	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/udrain/udrain/topology"
 )
 
 // forEachNode runs fn for every node name, at most limit at once, and
@@ -19,4 +29,235 @@ func forEachNode(ctx context.Context, limit int, names []string, fn func(ctx con
 		g.Go(func() error { return fn(gctx, i, name) })
 	}
 	return g.Wait()
+}
+
+// patchNode sends a strategic merge patch to a node, retrying transient
+// errors; a node that is gone is not an error (false).
+func (d *Drainer) patchNode(ctx context.Context, emit func(Event), what, name string, patch []byte, opts metav1.PatchOptions) (bool, error) {
+	err := retryTransient(ctx, d.s, func(e Event) {
+		e.Node = name
+		klog.FromContext(ctx).V(2).Info("Node patch failed; retrying", "node", name, "what", what, "err", e.Err)
+		emit(e)
+	}, what+" node "+name, func() error {
+		_, err := d.client.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, patch, opts)
+		return err
+	})
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("%s node %s: %w", what, name, err)
+	}
+	return true, nil
+}
+
+func cordonPatch(id string) []byte {
+	p, _ := json.Marshal(map[string]any{
+		"metadata": map[string]any{"annotations": map[string]string{CordonedByAnnotation: id}},
+		"spec":     map[string]any{"unschedulable": true},
+	})
+	return p
+}
+
+// uncordonPatch makes a node schedulable and removes udrain's cordon mark;
+// with an upgraded mark it records on the node, in the same patch, that
+// the rollout upgraded it (resume reads both marks: see upgradedBy).
+func uncordonPatch(upgradedBy string) []byte {
+	ann := map[string]any{CordonedByAnnotation: nil}
+	if upgradedBy != "" {
+		ann[UpgradedByAnnotation] = upgradedBy
+	}
+	p, _ := json.Marshal(map[string]any{
+		"metadata": map[string]any{"annotations": ann},
+		"spec":     map[string]any{"unschedulable": false},
+	})
+	return p
+}
+
+func upgradedPatch(id string) []byte {
+	p, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{UpgradedByAnnotation: id}}})
+	return p
+}
+
+// cordon marks the domain's nodes unschedulable, recording that udrain did
+// it; with dryRun the API only validates the change.
+func (ex *execution) cordon(ctx context.Context, dryRun bool) error {
+	const (
+		skip = iota
+		cordoned
+		already
+		gone
+	)
+	outcome := make([]int, len(ex.plan.Nodes))
+	var todo []string
+	var idx []int
+	for i, name := range ex.plan.Nodes {
+		n, ok := ex.v.node(name)
+		switch {
+		case !ok:
+			outcome[i] = gone
+		case n.Spec.Unschedulable:
+			if _, ours := n.Annotations[CordonedByAnnotation]; !ours {
+				outcome[i] = already
+			}
+		default:
+			todo, idx = append(todo, name), append(idx, i)
+		}
+	}
+	patch := cordonPatch(ex.id)
+	opts := metav1.PatchOptions{}
+	if dryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	err := forEachNode(ctx, ex.d.s.Concurrency, todo, func(ctx context.Context, j int, name string) error {
+		ok, err := ex.d.patchNode(ctx, ex.emit, "cordon", name, patch, opts)
+		switch {
+		case err != nil:
+			return err
+		case ok:
+			outcome[idx[j]] = cordoned
+		default:
+			outcome[idx[j]] = gone
+		}
+		return nil
+	})
+	// A cordon refused for want of permission, before any node was
+	// cordoned, changed nothing: the drain's first change.
+	if err != nil && (apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)) && !slices.Contains(outcome, cordoned) {
+		err = &PermissionError{Err: err}
+	}
+	// Reported in the plan's order, whatever the order of the answers;
+	// nodes cordoned before an error are reported too.
+	for i, name := range ex.plan.Nodes {
+		switch outcome[i] {
+		case gone:
+			ex.nodeGone(name)
+		case already:
+			ex.res.AlreadyCordoned = append(ex.res.AlreadyCordoned, name)
+		case cordoned:
+			ex.res.Cordoned = append(ex.res.Cordoned, name)
+			msg := "cordoned"
+			if dryRun {
+				msg = "would be cordoned (server dry run)"
+			}
+			ex.emit(Event{Type: EventCordoned, Node: name, Message: msg})
+		}
+	}
+	return err
+}
+
+// uncordonNodes makes nodes schedulable again and removes udrain's cordon
+// mark, concurrently, marking each upgraded by upgradedBy unless it is
+// empty; it reports each node uncordoned and returns them in the order
+// given.
+func (d *Drainer) uncordonNodes(ctx context.Context, emit func(Event), names []string, upgradedBy string) ([]string, error) {
+	ok := make([]bool, len(names))
+	patch := uncordonPatch(upgradedBy)
+	err := forEachNode(ctx, d.s.Concurrency, names, func(ctx context.Context, i int, name string) error {
+		done, err := d.patchNode(ctx, emit, "uncordon", name, patch, metav1.PatchOptions{})
+		if err != nil {
+			return err
+		}
+		if done {
+			ok[i] = true
+			emit(Event{Type: EventUncordoned, Node: name})
+		}
+		return nil
+	})
+	var out []string
+	for i, name := range names {
+		if ok[i] {
+			out = append(out, name)
+		}
+	}
+	return out, err
+}
+
+// markUpgraded records that the rollout id upgraded the domain, on one of
+// its nodes (the first that exists), before anything is uncordoned; each
+// node then gets the mark with its uncordon patch. Two patches per node
+// instead of three, and resume as strong: a rollout stopped after this
+// finds the domain upgraded (upgradedBy: every node marked, or still
+// cordoned by the rollout beside a marked one) and only finishes the
+// uncordon and the recovery.
+func (d *Drainer) markUpgraded(ctx context.Context, emit func(Event), nodes []string, id string) error {
+	patch := upgradedPatch(id)
+	for _, n := range nodes {
+		ok, err := d.patchNode(ctx, emit, "mark upgraded", n, patch, metav1.PatchOptions{})
+		if err != nil || ok {
+			return err
+		}
+	}
+	return nil
+}
+
+// Uncordon makes every node of the domain schedulable again, like kubectl
+// uncordon, and removes udrain's cordon mark; it returns the nodes it
+// changed. It is how a domain held by an unfinished drain or rollout is
+// released by hand.
+func (d *Drainer) Uncordon(ctx context.Context, domain string) ([]string, error) {
+	if domain == "" {
+		return nil, emptyDomainError()
+	}
+	nodes, err := d.listNodes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	layout, err := topology.BuildLayout(nodes, d.s.layoutOptions())
+	if err != nil {
+		return nil, err
+	}
+	dom, err := layout.Domain(domain)
+	if err != nil {
+		return nil, err
+	}
+	var todo []string
+	for _, n := range domainNodes(nodes, dom) {
+		if n.Spec.Unschedulable || n.Annotations[CordonedByAnnotation] != "" {
+			todo = append(todo, n.Name)
+		}
+	}
+	emit := func(e Event) {
+		e.Time, e.Domain = d.s.Clock.Now(), domain
+		d.events.emit(e)
+	}
+	done, err := d.uncordonNodes(ctx, emit, todo, "")
+	klog.FromContext(ctx).Info("Uncordoned", "domain", domain, "nodes", len(done))
+	return done, err
+}
+
+// listNodes returns the cluster's nodes: from the caller's informer, or
+// with one list (Uncordon needs nothing else, so it starts no informers).
+func (d *Drainer) listNodes(ctx context.Context) ([]corev1.Node, error) {
+	if d.s.Informers != nil {
+		v, err := d.sharedView(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer v.stop()
+		return v.nodeList(), nil
+	}
+	list, err := d.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+		return nil, &PermissionError{Err: err}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
+
+// domainNodes returns the nodes of the domain, in the order of nodes.
+func domainNodes(nodes []corev1.Node, dom topology.Domain) []*corev1.Node {
+	in := make(map[string]bool, len(dom.Nodes))
+	for _, n := range dom.Nodes {
+		in[n] = true
+	}
+	var out []*corev1.Node
+	for i := range nodes {
+		if in[nodes[i].Name] {
+			out = append(out, &nodes[i])
+		}
+	}
+	return out
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/kubectl/pkg/drain"
@@ -12,6 +13,7 @@ import (
 
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -20,12 +22,27 @@ const (
 	// DefaultConcurrency bounds the evictions (and node patches) in flight
 	// at once.
 	DefaultConcurrency = 32
+	// DefaultConnectTimeout is how long a call waits for an API server that
+	// cannot be reached before it fails with an *UnreachableError.
+	DefaultConnectTimeout = 15 * time.Second
+	// DefaultBudgetRecheck is how long an eviction refused by its
+	// PodDisruptionBudget waits for the budget's watched status to allow a
+	// disruption before it asks the API server again. The API server
+	// decides from that same status, so a retry before the watch shows it
+	// allowing is refused; the recheck only covers a watch that is behind.
+	// A broken watch is noticed and relisted by client-go's reflector
+	// within its reconnection backoff (at most 30 s; up to 24 s late was
+	// measured with every connection cut, see the README's drills), so
+	// 60 s never fires before a working watch has told: it only bounds how
+	// long udrain trusts a watch that went quiet without an error.
+	DefaultBudgetRecheck = 60 * time.Second
 )
 
-// DefaultBackoff is the retry backoff after an eviction is refused with 429
-// (a budget is spent) or fails transiently. A retry also happens as soon as
-// the blocking PodDisruptionBudget's status allows a disruption, so the
-// backoff only bounds how long udrain trusts a quiet watch.
+// DefaultBackoff is the retry backoff after an eviction fails transiently
+// or is refused by an admission webhook, and after a refusal by a budget
+// whose watched status allowed the disruption (the watch was behind, or
+// another eviction took it). A refusal by a budget the watch shows spent
+// waits for the budget instead (Options.BudgetRecheck).
 func DefaultBackoff() wait.Backoff {
 	return wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.2, Steps: 1 << 30, Cap: 30 * time.Second}
 }
@@ -37,18 +54,19 @@ func KubectlDefaults() *drain.Helper {
 }
 
 // Options configures a Drainer. The zero value drains like "kubectl drain"
-// with its defaults, on domains named by topology.DefaultDomainLabel.
+// with its defaults, on domains named by topology.DefaultDomainLabel, over
+// informers of its own.
 type Options struct {
 	// Helper carries kubectl drain's settings; an existing *drain.Helper can
 	// be handed over as is. Used: Force, IgnoreAllDaemonSets,
 	// DeleteEmptyDirData, GracePeriodSeconds (0 means "delete immediately",
 	// negative the pod's own grace period, as in kubectl), Timeout (per
-	// domain; zero means no limit), PodSelector, DisableEviction, SkipWaitForDeleteTimeoutSeconds, DryRunStrategy,
-	// AdditionalFilters, EvictErrorRetryDelay (the first retry delay when
-	// Backoff is unset) and the OnPodDeletionOrEviction callbacks. Ignored:
-	// Ctx, Client, Out, ErrOut, Selector (the domain selects the nodes),
-	// ChunkSize (udrain lists through watch caches, which page their lists
-	// themselves).
+	// domain; zero means no limit), PodSelector, DisableEviction,
+	// SkipWaitForDeleteTimeoutSeconds, DryRunStrategy, AdditionalFilters,
+	// EvictErrorRetryDelay (the first retry delay when Backoff is unset)
+	// and the OnPodDeletionOrEviction callbacks. Ignored: Ctx, Client, Out,
+	// ErrOut, Selector (the domain selects the nodes), ChunkSize (udrain
+	// reads through informers, which page their lists themselves).
 	// Nil means KubectlDefaults().
 	Helper *drain.Helper
 
@@ -58,32 +76,62 @@ type Options struct {
 	// Unlabeled says what to do with nodes that lack DomainLabel.
 	Unlabeled topology.UnlabeledPolicy
 	// Groupers find groups among pods; nil means
-	// topology.DefaultGroupers() plus native PodGroups where the API
-	// serves them.
+	// topology.DefaultGroupers() plus native PodGroups.
 	Groupers []topology.Grouper
 
 	// Concurrency bounds the evictions in flight, and the node patches
 	// (cordon, upgraded mark, uncordon) of a domain; 0 means
 	// DefaultConcurrency.
 	Concurrency int
-	// Backoff paces retries of refused or failed evictions; the zero value
-	// means DefaultBackoff().
+	// Backoff paces retries of failed evictions (see DefaultBackoff); the
+	// zero value means DefaultBackoff().
 	Backoff wait.Backoff
+	// BudgetRecheck is how long an eviction refused by a budget that the
+	// watch shows spent waits without seeing it allow a disruption before
+	// it is tried again; it is retried as soon as the watched status
+	// allows one. Zero means DefaultBudgetRecheck.
+	BudgetRecheck time.Duration
 
 	// AllowViolations lets a drain go on despite error findings of the
 	// contract audit. Pods selected by more than one PDB stop a domain
 	// regardless: the Eviction API cannot evict them.
 	AllowViolations bool
 
-	// OnEvent, if set, receives progress events. Calls are serialised.
+	// OnEvent, if set, receives progress events. Calls are serialised per
+	// Drainer, across all its calls: OnEvent never runs twice at once.
+	// It runs on udrain's goroutines, so it should return quickly.
 	OnEvent func(Event)
 
 	// Evictor performs evictions; nil means the Eviction API (or pod
-	// deletion with Helper.DisableEviction).
+	// deletion with Helper.DisableEviction, which cannot be combined with
+	// an Evictor).
 	Evictor Evictor
 
 	// Clock is used for timestamps and waiting; nil means the real clock.
 	Clock clock.WithTicker
+
+	// Informers, if set, are the caller's shared informers (see
+	// InformersFromFactory and InformersFromCache): every call reads
+	// through them and watches their events, and starts no list or watch
+	// of its own. The caller starts them; a call waits until they have
+	// synced. Nil means each call lists and watches the cluster itself
+	// while it runs (the CLI's case).
+	Informers *Informers
+
+	// Namespace, if set, limits what udrain sees and evicts to the pods
+	// and PodDisruptionBudgets of one namespace: a drain then moves that
+	// namespace's pods off a domain's nodes and leaves the others. Nodes
+	// are always seen whole. A rollout with an upgrade step needs the
+	// whole domain drained, so it refuses a namespace scope.
+	Namespace string
+
+	// ConnectTimeout bounds how long a call waits for its informers to
+	// list the cluster while the API server cannot be reached (connection
+	// refused, DNS, TLS, timeouts); the call then fails with an
+	// *UnreachableError naming the server. Zero means
+	// DefaultConnectTimeout. A deadline in the context bounds every wait
+	// as well.
+	ConnectTimeout time.Duration
 }
 
 // settings is Options validated and with defaults applied.
@@ -101,21 +149,12 @@ type settings struct {
 }
 
 // recoveryEvery is how often, at most, a recovery wait evaluates the
-// groups and budgets it waits for. Each evaluation groups every pod of the
-// namespaces involved; with an event per pod change in the cluster, doing
-// it per event was half of the drainer's CPU at 800 pods.
+// groups and budgets it waits for: with an event per pod change in the
+// cluster, evaluating per event was half of the drainer's CPU at 800 pods.
 const recoveryEvery = 100 * time.Millisecond
 
-// OptionsError reports invalid options; nothing has been changed in the
-// cluster when it is returned.
-type OptionsError struct {
-	Field  string
-	Value  any
-	Reason string
-}
-
-func (e *OptionsError) Error() string {
-	return fmt.Sprintf("invalid option %s=%v: %s", e.Field, e.Value, e.Reason)
+func configError(field, format string, args ...any) error {
+	return &udrain.ConfigError{Field: "eviction." + field, Problem: fmt.Sprintf(format, args...)}
 }
 
 func (o Options) settle() (*settings, error) {
@@ -126,42 +165,66 @@ func (o Options) settle() (*settings, error) {
 		s.helper = *KubectlDefaults()
 	}
 	h := &s.helper
-	if h.Timeout < 0 {
-		return nil, &OptionsError{"timeout", h.Timeout, "must be zero (no limit) or positive"}
-	}
-	if h.SkipWaitForDeleteTimeoutSeconds < 0 {
-		return nil, &OptionsError{"skip-wait-for-delete-timeout", h.SkipWaitForDeleteTimeoutSeconds, "must be zero (off) or positive"}
-	}
-	if h.ChunkSize < 0 {
-		return nil, &OptionsError{"chunk-size", h.ChunkSize, "must be zero (no paging) or positive"}
-	}
-	if h.EvictErrorRetryDelay < 0 {
-		return nil, &OptionsError{"evict-error-retry-delay", h.EvictErrorRetryDelay, "must not be negative"}
+	switch {
+	case h.Timeout < 0:
+		return nil, configError("Options.Helper.Timeout", "%v is negative; use 0 for no limit", h.Timeout)
+	case h.SkipWaitForDeleteTimeoutSeconds < 0:
+		return nil, configError("Options.Helper.SkipWaitForDeleteTimeoutSeconds", "%d is negative; use 0 to wait for every pod", h.SkipWaitForDeleteTimeoutSeconds)
+	case h.ChunkSize < 0:
+		return nil, configError("Options.Helper.ChunkSize", "%d is negative; use 0", h.ChunkSize)
+	case h.EvictErrorRetryDelay < 0:
+		return nil, configError("Options.Helper.EvictErrorRetryDelay", "%v is negative; use 0 for the default (%v)", h.EvictErrorRetryDelay, DefaultBackoff().Duration)
+	case h.DisableEviction && o.Evictor != nil:
+		return nil, configError("Options.Evictor", "set together with Helper.DisableEviction, which asks for pod deletion; use one: an Evictor of your own, or DisableEviction (eviction.PodDeletion)")
+	case o.Concurrency < 0:
+		return nil, configError("Options.Concurrency", "%d is negative; use 0 for the default (%d)", o.Concurrency, DefaultConcurrency)
+	case o.ConnectTimeout < 0:
+		return nil, configError("Options.ConnectTimeout", "%v is negative; use 0 for the default (%v)", o.ConnectTimeout, DefaultConnectTimeout)
+	case o.BudgetRecheck < 0:
+		return nil, configError("Options.BudgetRecheck", "%v is negative; use 0 for the default (%v)", o.BudgetRecheck, DefaultBudgetRecheck)
+	case o.Backoff != (wait.Backoff{}) && o.Backoff.Duration <= 0:
+		return nil, configError("Options.Backoff.Duration", "%v is not positive; set the first retry delay, or leave Backoff zero for the default", o.Backoff.Duration)
 	}
 	sel, err := labels.Parse(h.PodSelector)
 	if err != nil {
-		return nil, &OptionsError{"pod-selector", h.PodSelector, err.Error()}
+		return nil, configError("Options.Helper.PodSelector", "%q: %v; write it as for kubectl -l, e.g. app=web", h.PodSelector, err)
 	}
 	s.podSelector = sel
 	switch h.DryRunStrategy {
 	case cmdutil.DryRunNone, cmdutil.DryRunClient, cmdutil.DryRunServer:
 		s.dryRun = h.DryRunStrategy
 	default:
-		return nil, &OptionsError{"dry-run", h.DryRunStrategy, "must be none, client or server"}
+		return nil, configError("Options.Helper.DryRunStrategy", "%d is not DryRunNone, DryRunClient or DryRunServer", h.DryRunStrategy)
 	}
-	if o.Concurrency < 0 {
-		return nil, &OptionsError{"concurrency", o.Concurrency, "must be zero (default) or positive"}
+	if o.Namespace != "" {
+		if errs := validation.IsDNS1123Label(o.Namespace); len(errs) > 0 {
+			return nil, configError("Options.Namespace", "%q is not a namespace name: %v", o.Namespace, errs)
+		}
+	}
+	if o.Informers != nil {
+		if err := o.Informers.validate(); err != nil {
+			return nil, err
+		}
+	}
+	for i, g := range o.Groupers {
+		if g == nil {
+			return nil, configError(fmt.Sprintf("Options.Groupers[%d]", i), "nil; leave it out or use a grouper of package topology")
+		}
 	}
 	if o.Concurrency == 0 {
 		s.Concurrency = DefaultConcurrency
+	}
+	if o.ConnectTimeout == 0 {
+		s.ConnectTimeout = DefaultConnectTimeout
+	}
+	if o.BudgetRecheck == 0 {
+		s.BudgetRecheck = DefaultBudgetRecheck
 	}
 	if o.Backoff == (wait.Backoff{}) {
 		s.Backoff = DefaultBackoff()
 		if h.EvictErrorRetryDelay > 0 {
 			s.Backoff.Duration = h.EvictErrorRetryDelay
 		}
-	} else if o.Backoff.Duration <= 0 {
-		return nil, &OptionsError{"backoff.duration", o.Backoff.Duration, "must be positive"}
 	}
 	if s.Backoff.Steps <= 0 {
 		s.Backoff.Steps = 1 << 30
@@ -182,21 +245,42 @@ func (o Options) settle() (*settings, error) {
 	return s, nil
 }
 
-// Drainer plans and executes the drain of upgrade domains. It holds no state
-// between calls and is safe for concurrent use.
+// layoutOptions are the options topology.BuildLayout needs.
+func (s *settings) layoutOptions() topology.LayoutOptions {
+	return topology.LayoutOptions{LabelKey: s.DomainLabel, Unlabeled: s.Unlabeled}
+}
+
+// dryRunName is "client", "server" or "" for the settings' dry-run
+// strategy.
+func (s *settings) dryRunName() string {
+	switch s.dryRun {
+	case cmdutil.DryRunClient:
+		return "client"
+	case cmdutil.DryRunServer:
+		return "server"
+	}
+	return ""
+}
+
+// Drainer plans and executes the drain of upgrade domains, rolls upgrades
+// over them and reports their health. It keeps no state between calls but
+// the serialisation of OnEvent, and is safe for concurrent use: a
+// controller builds one and calls it as often as it likes.
 type Drainer struct {
 	client kubernetes.Interface
 	s      *settings
+	events *emitter
 }
 
-// New returns a Drainer, or an *OptionsError for invalid options.
+// New returns a Drainer, or a *udrain.ConfigError for invalid options.
+// Nothing is read from the cluster before a call.
 func New(client kubernetes.Interface, opts Options) (*Drainer, error) {
 	if client == nil {
-		return nil, &OptionsError{"client", nil, "a Kubernetes client is required"}
+		return nil, configError("New", "the Kubernetes client is nil; pass a clientset, e.g. from kubernetes.NewForConfig")
 	}
 	s, err := opts.settle()
 	if err != nil {
 		return nil, err
 	}
-	return &Drainer{client: client, s: s}, nil
+	return &Drainer{client: client, s: s, events: &emitter{fn: opts.OnEvent}}, nil
 }

@@ -3,37 +3,46 @@ package eviction
 import (
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/kubectl/pkg/drain"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/gpu"
+	"github.com/udrain/udrain/health"
 	"github.com/udrain/udrain/topology"
 )
 
 // Snapshot is the cluster state a plan is computed from.
 type Snapshot struct {
 	Nodes []corev1.Node
-	// Pods should hold every pod of the cluster (at least every pod of the
-	// groups that touch the domain), so that groups and the audit see
-	// members outside the domain too. The plan does not modify them.
+	// Pods should hold every pod of the cluster, or at least the domain's
+	// pods, every member of their groups and every pod of a workload with
+	// two or more groups on the domain, so that groups and the audit see
+	// members and sibling groups outside the domain too. The plan does not
+	// modify them.
 	Pods      []*corev1.Pod
 	PDBs      []policyv1.PodDisruptionBudget
 	PodGroups []schedulingv1beta1.PodGroup
 	// DaemonSets answers whether a DaemonSet exists (kubectl refuses to
 	// drain pods of existing DaemonSets without --ignore-daemonsets, and
-	// treats pods of deleted ones as orphans). Nil means DaemonSetsLookup
-	// over no DaemonSets: every DaemonSet pod is an orphan.
+	// treats pods of deleted ones as orphans). It is required when a pod
+	// of the domain is owned by a DaemonSet: NewPlan refuses to guess.
+	// DaemonSetsLookup builds one from a list.
 	DaemonSets DaemonSetLookup
 	// Now is when the snapshot was taken; kubectl's
 	// --skip-wait-for-delete-timeout compares deletion timestamps with it.
 	Now time.Time
+
+	// layout is the layout of Nodes under the Drainer's settings, when the
+	// view that took the snapshot has built it already.
+	layout *topology.Layout
 }
 
 // Phase numbers the two steps of a domain drain.
@@ -49,16 +58,30 @@ const (
 
 func (p Phase) String() string { return fmt.Sprintf("phase %d", int(p)) }
 
-// PlannedPod is a pod the plan evicts.
-type PlannedPod struct {
+// PodRef names one pod: namespace, name, UID (the pod udrain saw; a
+// replacement with the same name is another pod) and node.
+type PodRef struct {
 	Namespace string    `json:"namespace"`
 	Name      string    `json:"name"`
-	UID       types.UID `json:"uid"`
-	Node      string    `json:"node"`
+	UID       types.UID `json:"uid,omitempty"`
+	Node      string    `json:"node,omitempty"`
+}
+
+// String returns "namespace/name".
+func (p PodRef) String() string { return p.Namespace + "/" + p.Name }
+
+// RefOf returns the PodRef of pod.
+func RefOf(pod *corev1.Pod) PodRef {
+	return PodRef{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID, Node: pod.Spec.NodeName}
+}
+
+// PlannedPod is a pod the plan evicts.
+type PlannedPod struct {
+	PodRef
 	// PDBs are the PodDisruptionBudgets that select the pod.
 	PDBs []string `json:"pdbs,omitempty"`
-	// Group is the pod's group ("namespace/name"), if any.
-	Group string `json:"group,omitempty"`
+	// Group is the pod's group, if any.
+	Group *topology.GroupID `json:"group,omitempty"`
 	// Leader marks the group's leader.
 	Leader bool `json:"leader,omitempty"`
 	// Terminating marks a pod already being deleted: it is waited on, not
@@ -69,27 +92,12 @@ type PlannedPod struct {
 	Warning string `json:"warning,omitempty"`
 }
 
-// Key returns "namespace/name".
-func (p PlannedPod) Key() string { return p.Namespace + "/" + p.Name }
-
-// SkippedPod is a pod on the domain's nodes that the drain leaves alone.
-type SkippedPod struct {
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
-	Node      string `json:"node"`
-	// Reason is kubectl's text where kubectl has one ("ignoring
-	// DaemonSet-managed Pods"), else udrain's.
-	Reason string `json:"reason"`
-}
-
-// RefusedPod is a pod that kubectl drain would refuse to delete with the
-// current options; a plan with refused pods cannot be executed.
-type RefusedPod struct {
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
-	Node      string `json:"node"`
-	// Reason is kubectl's text, e.g. "Pods with local storage (use
-	// --delete-emptydir-data to override)".
+// PodReason is a pod with kubectl's reason to skip it ("ignoring
+// DaemonSet-managed Pods") or to refuse it ("Pods with local storage (use
+// --delete-emptydir-data to override)"), or udrain's where kubectl has
+// none.
+type PodReason struct {
+	PodRef
 	Reason string `json:"reason"`
 }
 
@@ -107,26 +115,17 @@ type Blocker struct {
 	PDB       string `json:"pdb"`
 	// Needed is how many disruptions phase 1 of this domain charges to it.
 	Needed int `json:"needed"`
-	// DisruptionsAllowed, CurrentHealthy, DesiredHealthy and ExpectedPods
-	// are the PDB's status when the plan was made.
-	DisruptionsAllowed int32 `json:"disruptionsAllowed"`
-	CurrentHealthy     int32 `json:"currentHealthy"`
-	DesiredHealthy     int32 `json:"desiredHealthy"`
-	ExpectedPods       int32 `json:"expectedPods"`
+	// The budget's status when the plan was made.
+	health.BudgetCounts
 }
 
-// AffectedGroup is a group that loses pods when the domain drains.
+// AffectedGroup is a group that loses pods when the domain drains: its
+// health when the plan was made (package health's judgment), and how many
+// of its pods the plan evicts.
 type AffectedGroup struct {
-	ID       topology.GroupID `json:"id"`
-	Workload string           `json:"workload,omitempty"`
-	Leader   string           `json:"leader,omitempty"`
-	// Size is the expected number of members.
-	Size int `json:"size"`
+	health.GroupStatus
 	// Evicted counts the group's pods in this plan.
 	Evicted int `json:"evicted"`
-	// Healthy says whether every member was Running and Ready, and the
-	// group whole, when the plan was made.
-	Healthy bool `json:"healthy"`
 }
 
 // GPUCapacity is a count of GPUs of one product that the domain takes out
@@ -148,9 +147,9 @@ type Plan struct {
 	Phase1 []PlannedPod `json:"phase1"`
 	Phase2 []PlannedPod `json:"phase2"`
 	// Skipped lists pods left alone (DaemonSet, mirror, long-deleted).
-	Skipped []SkippedPod `json:"skipped,omitempty"`
+	Skipped []PodReason `json:"skipped,omitempty"`
 	// Refused lists pods kubectl drain would refuse; Err reports them.
-	Refused []RefusedPod `json:"refused,omitempty"`
+	Refused []PodReason `json:"refused,omitempty"`
 	// Warnings are kubectl drain's warnings, in its format.
 	Warnings []string `json:"warnings,omitempty"`
 	// Blockers are the PDBs that would refuse phase 1 now.
@@ -159,15 +158,17 @@ type Plan struct {
 	Groups []AffectedGroup `json:"groups,omitempty"`
 	// GPUs are the GPUs taken out of service, per product.
 	GPUs []GPUCapacity `json:"gpus,omitempty"`
+	// GPUFit says, per GPU resource the evicted pods request, whether
+	// they fit back onto the domain's nodes after the drain: pods in its
+	// Unplaced or SpreadUnplaced may stay Pending when they come back
+	// (fragmentation risk; fix placement before the drain).
+	GPUFit []GPUFit `json:"gpuFit,omitempty"`
 	// Findings are the contract findings that concern this domain.
 	Findings []topology.Finding `json:"findings,omitempty"`
 	// AllowViolations records whether error findings are tolerated.
 	AllowViolations bool `json:"allowViolations,omitempty"`
 	// CreatedAt is the snapshot time.
 	CreatedAt time.Time `json:"createdAt"`
-
-	// pdbs remembers the PDBs of phase-1 pods for recovery checks.
-	pdbKeys []string
 }
 
 // Pods returns the pods of both phases.
@@ -184,19 +185,19 @@ func (p *Plan) Err() error {
 	if len(p.Refused) > 0 {
 		byMsg := map[string][]string{}
 		for _, r := range p.Refused {
-			byMsg[r.Reason] = append(byMsg[r.Reason], r.Namespace+"/"+r.Name)
+			byMsg[r.Reason] = append(byMsg[r.Reason], r.String())
 		}
-		return &RefusedPodsError{Domain: p.Domain, Pods: p.Refused, Messages: kubectlErrors(byMsg)}
+		return &RefusedPodsError{Pods: p.Refused, Messages: kubectlErrors(byMsg)}
 	}
 	for _, pod := range p.Phase1 {
 		if len(pod.PDBs) > 1 {
-			return &MultiplePDBsError{Namespace: pod.Namespace, Pod: pod.Name, PDBs: pod.PDBs}
+			return &MultiplePDBsError{Pod: pod.PodRef, PDBs: pod.PDBs}
 		}
 	}
 	if !p.AllowViolations {
 		var errs []topology.Finding
 		for _, f := range p.Findings {
-			if f.Severity == topology.SeverityError {
+			if f.Severity == udrain.SeverityError {
 				errs = append(errs, f)
 			}
 		}
@@ -215,10 +216,11 @@ type planInput struct {
 
 // NewPlan computes the plan for draining domain from a snapshot, with the
 // drain settings of opts. It is a pure function: it calls no API. It fails
-// with an *OptionsError for invalid options, a *topology.UnknownDomainError
-// or *topology.UnlabeledNodesError for a bad layout, and an *EmptyDomainError
-// for an empty domain name. Refused pods and contract findings do not make
-// it fail: they are in the plan, and Plan.Err reports them.
+// with a *udrain.ConfigError for invalid options, an empty domain name or a
+// snapshot without DaemonSets where pods need them, and a
+// *topology.UnknownDomainError or *topology.UnlabeledNodesError for a bad
+// layout. Refused pods and contract findings do not make it fail: they
+// are in the plan, and Plan.Err reports them.
 func NewPlan(domain string, snap *Snapshot, opts Options) (*Plan, error) {
 	s, err := opts.settle()
 	if err != nil {
@@ -229,11 +231,14 @@ func NewPlan(domain string, snap *Snapshot, opts Options) (*Plan, error) {
 
 func newPlan(domain string, snap *Snapshot, s *settings) (*Plan, error) {
 	if domain == "" {
-		return nil, &EmptyDomainError{}
+		return nil, emptyDomainError()
 	}
-	layout, err := topology.BuildLayout(snap.Nodes, topology.LayoutOptions{LabelKey: s.DomainLabel, Unlabeled: s.Unlabeled})
-	if err != nil {
-		return nil, err
+	layout := snap.layout
+	if layout == nil {
+		var err error
+		if layout, err = topology.BuildLayout(snap.Nodes, s.layoutOptions()); err != nil {
+			return nil, err
+		}
 	}
 	d, err := layout.Domain(domain)
 	if err != nil {
@@ -243,13 +248,11 @@ func newPlan(domain string, snap *Snapshot, s *settings) (*Plan, error) {
 	if now.IsZero() {
 		now = s.Clock.Now()
 	}
-	lookup := snap.DaemonSets
-	if lookup == nil {
-		lookup = DaemonSetsLookup(nil)
-	}
 	inDomain := make(map[string]bool, len(d.Nodes))
-	for _, n := range d.Nodes {
+	rank := make(map[string]int, len(d.Nodes)) // d.Nodes are in natural order
+	for i, n := range d.Nodes {
 		inDomain[n] = true
+		rank[n] = i
 	}
 
 	plan := &Plan{Domain: d.Name, LabelKey: layout.LabelKey, Nodes: d.Nodes, CreatedAt: now, AllowViolations: s.AllowViolations}
@@ -261,10 +264,19 @@ func newPlan(domain string, snap *Snapshot, s *settings) (*Plan, error) {
 			local = append(local, p)
 		}
 	}
+	lookup := snap.DaemonSets
+	if lookup == nil {
+		for _, p := range local {
+			if ref := metav1.GetControllerOf(p); ref != nil && isDaemonSetRef(ref) {
+				return nil, configError("Snapshot.DaemonSets", "nil, but pod %s/%s is owned by DaemonSet %s; kubectl's filters need to know whether it exists: set DaemonSets (DaemonSetsLookup over a list of DaemonSets)", p.Namespace, p.Name, ref.Name)
+			}
+		}
+		lookup = DaemonSetsLookup(nil)
+	}
 	sort.Slice(local, func(i, j int) bool {
 		a, b := local[i], local[j]
-		if a.Spec.NodeName != b.Spec.NodeName {
-			return topology.NaturalLess(a.Spec.NodeName, b.Spec.NodeName)
+		if ra, rb := rank[a.Spec.NodeName], rank[b.Spec.NodeName]; ra != rb {
+			return ra < rb
 		}
 		if a.Namespace != b.Namespace {
 			return a.Namespace < b.Namespace
@@ -291,7 +303,7 @@ func newPlan(domain string, snap *Snapshot, s *settings) (*Plan, error) {
 		if !s.podSelector.Matches(labels.Set(p.Labels)) {
 			continue
 		}
-		st := s.filters.filterPod(*p, lookup, now)
+		st := s.filters.filterPod(p, lookup, now)
 		if st.Reason == drain.PodDeleteStatusTypeWarning {
 			warnings[st.Message] = append(warnings[st.Message], p.Namespace+"/"+p.Name)
 		}
@@ -302,30 +314,24 @@ func newPlan(domain string, snap *Snapshot, s *settings) (*Plan, error) {
 				if msg == "" {
 					msg = "unexpected error"
 				}
-				plan.Refused = append(plan.Refused, RefusedPod{Namespace: p.Namespace, Name: p.Name, Node: p.Spec.NodeName, Reason: msg})
+				plan.Refused = append(plan.Refused, PodReason{PodRef: RefOf(p), Reason: msg})
 			default:
-				plan.Skipped = append(plan.Skipped, SkippedPod{Namespace: p.Namespace, Name: p.Name, Node: p.Spec.NodeName, Reason: skipReason(p, st, s, now)})
+				plan.Skipped = append(plan.Skipped, PodReason{PodRef: RefOf(p), Reason: skipReason(p, st, s, now)})
 			}
 			continue
 		}
-		pp := PlannedPod{
-			Namespace: p.Namespace, Name: p.Name, UID: p.UID, Node: p.Spec.NodeName,
-			Terminating: p.DeletionTimestamp != nil,
-		}
+		pp := PlannedPod{PodRef: RefOf(p), Terminating: p.DeletionTimestamp != nil}
 		if st.Reason == drain.PodDeleteStatusTypeWarning {
 			pp.Warning = st.Message
 		}
 		selected := pdbs.For(p)
 		pp.PDBs = topology.PDBNames(selected)
 		if g, ok := groupOf[p]; ok {
-			pp.Group = g.ID.String()
+			pp.Group = &g.ID
 			pp.Leader = g.Leader == p
 			ag := affected[g.ID]
 			if ag == nil {
-				ag = &AffectedGroup{ID: g.ID, Workload: g.Workload, Size: g.ExpectedSize(), Healthy: groupHealthy(g)}
-				if g.Leader != nil {
-					ag.Leader = g.Leader.Name
-				}
+				ag = &AffectedGroup{GroupStatus: health.Evaluate(g, health.Options{})}
 				affected[g.ID] = ag
 				affectedOrder = append(affectedOrder, g.ID)
 			}
@@ -333,13 +339,10 @@ func newPlan(domain string, snap *Snapshot, s *settings) (*Plan, error) {
 		}
 		if len(selected) > 0 {
 			plan.Phase1 = append(plan.Phase1, pp)
-			if !pp.Terminating && isPodReady(p) {
+			if health.CountsForBudget(p) {
 				for _, b := range selected {
 					pdbNeeded[b.Namespace+"/"+b.Name]++
 				}
-			}
-			for _, b := range selected {
-				plan.pdbKeys = appendUnique(plan.pdbKeys, b.Namespace+"/"+b.Name)
 			}
 		} else {
 			plan.Phase2 = append(plan.Phase2, pp)
@@ -349,16 +352,13 @@ func newPlan(domain string, snap *Snapshot, s *settings) (*Plan, error) {
 	for _, id := range affectedOrder {
 		plan.Groups = append(plan.Groups, *affected[id])
 	}
-	sort.Slice(plan.Groups, func(i, j int) bool {
-		a, b := plan.Groups[i].ID, plan.Groups[j].ID
-		if a.Namespace != b.Namespace {
-			return a.Namespace < b.Namespace
-		}
-		return topology.NaturalLess(a.Name, b.Name)
-	})
+	sort.Slice(plan.Groups, func(i, j int) bool { return topology.CompareGroupIDs(plan.Groups[i].ID, plan.Groups[j].ID) < 0 })
 	plan.Blockers = blockers(snap.PDBs, pdbNeeded)
-	plan.GPUs = gpuCapacity(snap.Nodes, inDomain)
-	plan.Findings = domainFindings(layout, groups, local, snap.PDBs, d.Name)
+	plan.GPUs = GPUCapacityOf(snap.Nodes, inDomain)
+	plan.GPUFit = gpuFits(snap.Nodes, inDomain, local, plan)
+	// The findings that concern this domain: its groups, their sibling
+	// groups of the same workloads, its pods and its control-plane nodes.
+	plan.Findings = topology.Audit(topology.AuditInput{Layout: layout, Groups: groups, PDBs: snap.PDBs, PDBIndex: pdbs, Pods: local, Only: []string{d.Name}}).Findings
 	return plan, nil
 }
 
@@ -368,51 +368,20 @@ func groupersFor(s *settings, snap *Snapshot) []topology.Grouper {
 	if s.Groupers != nil {
 		return s.Groupers
 	}
-	return append(topology.DefaultGroupers(), topology.ByPodGroup(snap.PodGroups))
-}
-
-func appendUnique(s []string, v string) []string {
-	for _, x := range s {
-		if x == v {
-			return s
-		}
-	}
-	return append(s, v)
+	return topology.Groupers(snap.PodGroups)
 }
 
 func skipReason(p *corev1.Pod, st drain.PodDeleteStatus, s *settings, now time.Time) string {
 	switch {
 	case st.Message != "":
 		return st.Message
-	case s.filters.skipDeleted(*p, now).Reason == drain.PodDeleteStatusTypeSkip:
+	case s.filters.skipDeleted(p, now).Reason == drain.PodDeleteStatusTypeSkip:
 		return ReasonDeletedLongAgo
-	case mirrorPod(*p).Reason == drain.PodDeleteStatusTypeSkip:
+	case mirrorPod(p).Reason == drain.PodDeleteStatusTypeSkip:
 		return ReasonMirrorPod
 	default:
 		return ReasonSkippedByFilter
 	}
-}
-
-// groupHealthy reports whether a group is whole and every member Running,
-// Ready and not terminating.
-func groupHealthy(g *topology.Group) bool {
-	n := 0
-	for _, m := range g.Members {
-		if m.DeletionTimestamp != nil || m.Status.Phase != corev1.PodRunning || !isPodReady(m) {
-			return false
-		}
-		n++
-	}
-	return n >= g.ExpectedSize() && n > 0
-}
-
-func isPodReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func blockers(pdbs []policyv1.PodDisruptionBudget, needed map[string]int) []Blocker {
@@ -426,11 +395,7 @@ func blockers(pdbs []policyv1.PodDisruptionBudget, needed map[string]int) []Bloc
 		if int(b.Status.DisruptionsAllowed) >= n && b.Status.ObservedGeneration >= b.Generation {
 			continue
 		}
-		out = append(out, Blocker{
-			Namespace: b.Namespace, PDB: b.Name, Needed: n,
-			DisruptionsAllowed: b.Status.DisruptionsAllowed, CurrentHealthy: b.Status.CurrentHealthy,
-			DesiredHealthy: b.Status.DesiredHealthy, ExpectedPods: b.Status.ExpectedPods,
-		})
+		out = append(out, Blocker{Namespace: b.Namespace, PDB: b.Name, Needed: n, BudgetCounts: health.CountsOf(b)})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Namespace != out[j].Namespace {
@@ -441,12 +406,15 @@ func blockers(pdbs []policyv1.PodDisruptionBudget, needed map[string]int) []Bloc
 	return out
 }
 
-func gpuCapacity(nodes []corev1.Node, inDomain map[string]bool) []GPUCapacity {
+// GPUCapacityOf adds up, per vendor and product, the GPUs of the nodes
+// named in nodeSet that package gpu classifies as GPU nodes (a product it
+// cannot name is "unknown").
+func GPUCapacityOf(nodes []corev1.Node, nodeSet map[string]bool) []GPUCapacity {
 	type key struct{ vendor, product string }
 	acc := map[key]*GPUCapacity{}
 	for i := range nodes {
 		n := &nodes[i]
-		if !inDomain[n.Name] {
+		if !nodeSet[n.Name] {
 			continue
 		}
 		c := gpu.ClassifyNode(n, gpu.Options{})
@@ -477,12 +445,7 @@ func gpuCapacity(nodes []corev1.Node, inDomain map[string]bool) []GPUCapacity {
 	return out
 }
 
-// domainFindings audits the contract for the findings that concern this
-// domain: its groups, their sibling groups of the same workloads, its pods
-// and its control-plane nodes.
-func domainFindings(layout *topology.Layout, groups []topology.Group, local []*corev1.Pod, pdbs []policyv1.PodDisruptionBudget, domain string) []topology.Finding {
-	return topology.Audit(topology.AuditInput{Layout: layout, Groups: groups, PDBs: pdbs, Pods: local, Only: []string{domain}}).Findings
+// emptyDomainError is the error for a call that names no domain.
+func emptyDomainError() error {
+	return configError("domain", "empty; give the value of the domain label of the nodes to drain")
 }
-
-// KubectlWarnings joins the plan's warnings the way kubectl prints them.
-func (p *Plan) KubectlWarnings() string { return strings.Join(p.Warnings, "; ") }

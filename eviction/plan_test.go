@@ -1,6 +1,10 @@
 package eviction
 
 import (
+	"errors"
+	"github.com/udrain/udrain"
+	"github.com/udrain/udrain/health"
+	"strings"
 	"testing"
 	"time"
 
@@ -57,13 +61,13 @@ func TestPlan(t *testing.T) {
 
 	type summary struct {
 		Phase1, Phase2 []string
-		Skipped        []SkippedPod
-		Refused        []RefusedPod
+		Skipped        []PodReason
+		Refused        []PodReason
 		Warnings       []string
 		Blockers       []Blocker
 		Groups         []string
 		GPUs           []GPUCapacity
-		Findings       []topology.FindingType
+		Findings       []topology.FindingCode
 	}
 	tests := []struct {
 		name   string
@@ -99,10 +103,10 @@ func TestPlan(t *testing.T) {
 			want: summary{
 				Phase1:  []string{"inference/llm-0"},
 				Phase2:  []string{"inference/llm-0-2", "inference/llm-0-1"},
-				Skipped: []SkippedPod{{Namespace: "kube-system", Name: "static-node-1-1", Node: "node-1-1", Reason: ReasonMirrorPod}},
-				Refused: []RefusedPod{
-					{Namespace: "kube-system", Name: "plugin-a", Node: "node-1-1", Reason: MsgDaemonSetFatal},
-					{Namespace: "web", Name: "cache-0", Node: "node-1-2", Reason: MsgLocalStorageFatal},
+				Skipped: []PodReason{{PodRef: PodRef{Namespace: "kube-system", Name: "static-node-1-1", Node: "node-1-1"}, Reason: ReasonMirrorPod}},
+				Refused: []PodReason{
+					{PodRef: PodRef{Namespace: "kube-system", Name: "plugin-a", Node: "node-1-1"}, Reason: MsgDaemonSetFatal},
+					{PodRef: PodRef{Namespace: "web", Name: "cache-0", Node: "node-1-2"}, Reason: MsgLocalStorageFatal},
 				},
 				Groups: []string{"inference/llm-0"},
 			},
@@ -115,7 +119,7 @@ func TestPlan(t *testing.T) {
 			want: summary{
 				Phase1:  []string{"inference/llm-0"},
 				Phase2:  []string{"inference/llm-0-2", "inference/llm-0-1", "web/cache-0"},
-				Skipped: []SkippedPod{{Namespace: "kube-system", Name: "plugin-a", Node: "node-1-1", Reason: MsgDaemonSetWarning}},
+				Skipped: []PodReason{{PodRef: PodRef{Namespace: "kube-system", Name: "plugin-a", Node: "node-1-1"}, Reason: MsgDaemonSetWarning}},
 				// kubectl drops the local-storage warning when a later filter
 				// passes the pod; udrain keeps that behaviour.
 				Warnings: []string{"ignoring DaemonSet-managed Pods: kube-system/plugin-a"},
@@ -136,7 +140,7 @@ func TestPlan(t *testing.T) {
 			want: summary{
 				Phase1:   []string{"inference/llm-0"},
 				Phase2:   []string{"inference/llm-0-2", "inference/llm-0-1"},
-				Blockers: []Blocker{{Namespace: testNS, PDB: "llm-leaders", Needed: 1, DisruptionsAllowed: 0, CurrentHealthy: 2, DesiredHealthy: 2, ExpectedPods: 3}},
+				Blockers: []Blocker{{Namespace: testNS, PDB: "llm-leaders", Needed: 1, BudgetCounts: health.BudgetCounts{DisruptionsAllowed: 0, CurrentHealthy: 2, DesiredHealthy: 2, ExpectedPods: 3}}},
 				Groups:   []string{"inference/llm-0"},
 			},
 		},
@@ -164,7 +168,7 @@ func TestPlan(t *testing.T) {
 				Phase1:   []string{"inference/llm-0"},
 				Phase2:   []string{"inference/llm-0-2", "inference/llm-1-2", "inference/llm-0-1"},
 				Groups:   []string{"inference/llm-0", "inference/llm-1"},
-				Findings: []topology.FindingType{topology.FindingPack},
+				Findings: []topology.FindingCode{topology.FindingPack},
 			},
 		},
 	}
@@ -179,23 +183,47 @@ func TestPlan(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := summary{
-				Phase1: keys(plan.Phase1), Phase2: keys(plan.Phase2), Skipped: plan.Skipped, Refused: plan.Refused,
+				Phase1: keys(plan.Phase1), Phase2: keys(plan.Phase2), Skipped: withoutUIDs(plan.Skipped), Refused: withoutUIDs(plan.Refused),
 				Warnings: plan.Warnings, Blockers: plan.Blockers, GPUs: plan.GPUs,
 			}
 			for _, g := range plan.Groups {
 				got.Groups = append(got.Groups, g.ID.String())
 			}
 			for _, f := range plan.Findings {
-				got.Findings = append(got.Findings, f.Type)
+				got.Findings = append(got.Findings, f.Code)
 			}
 			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("plan (-want +got):\n%s", diff)
 			}
 			for _, p := range plan.Phase1 {
 				if diff := cmp.Diff([]string{"llm-leaders"}, p.PDBs); diff != "" {
-					t.Errorf("phase-1 pod %s PDBs (-want +got):\n%s", p.Key(), diff)
+					t.Errorf("phase-1 pod %s PDBs (-want +got):\n%s", p.String(), diff)
 				}
 			}
 		})
+	}
+}
+
+// withoutUIDs drops the UIDs of the pods, which the table does not name.
+func withoutUIDs(pods []PodReason) []PodReason {
+	for i := range pods {
+		pods[i].UID = ""
+	}
+	return pods
+}
+
+func TestPlanRefusesToGuessDaemonSets(t *testing.T) {
+	objs := append(lwsCluster(2, 1, 2), readyPod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "plugin-a", OwnerReferences: ownedBy("DaemonSet", "device-plugin")},
+		Spec: corev1.PodSpec{NodeName: "node-1-1"}}))
+	snap := snapshotOf(objs)
+	snap.DaemonSets = nil
+	_, err := NewPlan("ud-1", snap, Options{Helper: &drain.Helper{GracePeriodSeconds: -1, Force: true}})
+	var cfg *udrain.ConfigError
+	if !errors.As(err, &cfg) || cfg.Field != "eviction.Snapshot.DaemonSets" || !strings.Contains(cfg.Problem, "plugin-a") {
+		t.Fatalf("NewPlan with DaemonSet pods and no DaemonSets lookup: %v, want a ConfigError naming Snapshot.DaemonSets and the pod", err)
+	}
+	// Without DaemonSet pods on the domain, nil is fine.
+	if _, err := NewPlan("ud-2", snap, Options{}); err != nil {
+		t.Errorf("NewPlan of a domain without DaemonSet pods: %v", err)
 	}
 }

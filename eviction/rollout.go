@@ -2,14 +2,13 @@ package eviction
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
 	"github.com/udrain/udrain/topology"
@@ -24,7 +23,10 @@ const UpgradedByAnnotation = "udrain.dev/upgraded-by"
 const DefaultRolloutID = "udrain"
 
 // UpgradeFunc upgrades the nodes of a drained domain (reboot, replace,
-// kubelet upgrade). It runs while the domain is cordoned and empty.
+// kubelet upgrade). It runs while the domain is cordoned and empty. An
+// error stops the rollout with a *DomainError (StageUpgrade) that unwraps
+// to it; the domain stays cordoned, and the rollout run again with the
+// same ID runs the step again.
 type UpgradeFunc func(ctx context.Context, domain topology.Domain) error
 
 // RolloutOptions configures a rollout.
@@ -43,110 +45,139 @@ type RolloutOptions struct {
 	// RecoveryTimeout bounds the wait for a domain's groups to be healthy
 	// again; zero means no limit.
 	RecoveryTimeout time.Duration
+	// GPUCheck checks, after each upgrade step, that the domain's GPU
+	// nodes advertise their GPUs again; on by default.
+	GPUCheck GPUCheck
+	// Lock makes the rollout hold a Lease named after its ID while it
+	// runs (in DefaultLockNamespace unless set), so that the same rollout
+	// never runs twice at once; on by default, except for dry runs.
+	Lock RolloutLock
 }
+
+// DomainStatus is where a rollout left a domain.
+type DomainStatus string
+
+// The statuses of a domain in a rollout.
+const (
+	// DomainDone: drained, upgraded, uncordoned and recovered.
+	DomainDone DomainStatus = "Done"
+	// DomainSkipped: an earlier run with the same ID had upgraded it.
+	DomainSkipped DomainStatus = "Skipped"
+	// DomainDryRun: planned and dry-run; nothing changed.
+	DomainDryRun DomainStatus = "DryRun"
+	// DomainFailed: the rollout stopped here on an error.
+	DomainFailed DomainStatus = "Failed"
+	// DomainInterrupted: the rollout was cancelled here.
+	DomainInterrupted DomainStatus = "Interrupted"
+	// DomainPending: the rollout stopped before reaching it.
+	DomainPending DomainStatus = "Pending"
+)
 
 // DomainOutcome is what a rollout did in one domain.
 type DomainOutcome struct {
-	Domain string `json:"domain"`
-	// Skipped is true when an earlier run with the same ID upgraded it.
-	Skipped bool `json:"skipped,omitempty"`
-	// Plan is the domain's plan (nil when skipped).
+	Domain string       `json:"domain"`
+	Status DomainStatus `json:"status"`
+	// Plan is the domain's plan (nil when skipped or not reached).
 	Plan *Plan `json:"plan,omitempty"`
-	// Drain is the drain's result (nil when skipped).
-	Drain    *Result       `json:"drain,omitempty"`
-	Upgrade  time.Duration `json:"upgrade"`
-	Recovery time.Duration `json:"recovery"`
-	Duration time.Duration `json:"duration"`
-	// Done is true once the domain is drained, upgraded and recovered (or,
-	// in a dry run, dry-run); false for the domain a rollout stopped in.
-	Done bool `json:"done"`
+	// Drain is the drain's result (nil when skipped or not reached).
+	Drain *Result `json:"drain,omitempty"`
+	// Recovery is the health of the domain's groups when recovery ended.
+	Health   *DomainHealth `json:"health,omitempty"`
+	Upgrade  time.Duration `json:"-"`
+	Recovery time.Duration `json:"-"`
+	Duration time.Duration `json:"-"`
 }
 
-// RolloutResult summarises a rollout.
+// RolloutResult is what a rollout did: an outcome for every domain it was
+// asked for, in order.
 type RolloutResult struct {
-	ID       string          `json:"id"`
-	Domains  []DomainOutcome `json:"domains"`
-	Started  time.Time       `json:"started"`
-	Duration time.Duration   `json:"duration"`
+	ID string `json:"id"`
+	// DryRun is "client" or "server" for dry runs, empty otherwise.
+	DryRun  string          `json:"dryRun,omitempty"`
+	Domains []DomainOutcome `json:"domains"`
 	// Findings are the contract warnings (and allowed errors) found before
 	// the rollout started.
 	Findings []topology.Finding `json:"findings,omitempty"`
+	// Completed is true when every domain is done, skipped or dry-run.
+	Completed bool          `json:"completed"`
+	Started   time.Time     `json:"started"`
+	Duration  time.Duration `json:"-"`
 }
 
-// LongestBlock returns the longest block of any domain (the first of the
-// longest, a block that lasted no time included), or false if nothing
-// blocked, as Result.LongestBlock does for one domain.
-func (r *RolloutResult) LongestBlock() (BlockRecord, bool) {
-	all := Result{}
+// Summary sums up the rollout.
+func (r *RolloutResult) Summary() Summary {
+	s := Summary{DomainsTotal: len(r.Domains), Duration: r.Duration}
+	seen := map[topology.GroupID]bool{}
 	for _, d := range r.Domains {
+		switch d.Status {
+		case DomainSkipped:
+			s.DomainsSkipped++
+		case DomainDone, DomainDryRun:
+			s.DomainsDone++
+		}
 		if d.Drain != nil {
-			all.Blocks = append(all.Blocks, d.Drain.Blocks...)
+			s.add(d.Drain, seen)
 		}
 	}
-	return all.LongestBlock()
-}
-
-// Totals sums the outcome: domains done, pods evicted per phase, groups
-// disrupted, and the longest block that lasted some time (see
-// RolloutResult.LongestBlock to tell "none" apart).
-func (r *RolloutResult) Totals() RolloutTotals {
-	var t RolloutTotals
-	groups := map[string]bool{}
-	for _, d := range r.Domains {
-		if d.Skipped {
-			t.DomainsSkipped++
-			continue
-		}
-		if d.Drain == nil {
-			continue
-		}
-		if d.Done {
-			t.DomainsDone++
-		}
-		t.Phase1Evicted += d.Drain.Phase1.Evicted
-		t.Phase2Evicted += d.Drain.Phase2.Evicted
-		for _, g := range d.Drain.GroupsDisrupted {
-			if !groups[g] {
-				groups[g] = true
-				t.GroupsDisrupted++
-			}
-		}
-		if b, ok := d.Drain.LongestBlock(); ok && b.Duration > t.LongestBlock.Duration {
-			t.LongestBlock = b
-		}
-	}
-	return t
-}
-
-// RolloutTotals are the sums of a rollout.
-type RolloutTotals struct {
-	DomainsDone     int         `json:"domainsDone"`
-	DomainsSkipped  int         `json:"domainsSkipped"`
-	Phase1Evicted   int         `json:"phase1Evicted"`
-	Phase2Evicted   int         `json:"phase2Evicted"`
-	GroupsDisrupted int         `json:"groupsDisrupted"`
-	LongestBlock    BlockRecord `json:"longestBlock"`
+	return s
 }
 
 // Rollout drains, upgrades and recovers every domain in turn: plan, execute,
-// upgrade step, mark upgraded, uncordon, wait until the domain's groups are
+// upgrade step, mark upgraded (one node, then every node with its uncordon
+// patch: two patches per node), uncordon, wait until the domain's groups are
 // healthy and their budgets caught up, then the next domain. It stops at the
-// first error. Run again with the same ID, it continues from the cluster's
-// state: domains marked upgraded are skipped, a half-drained domain is
-// planned again from what is left on it, and only pods its new plan names
-// are evicted. With a dry-run strategy it plans and dry-runs each domain and
+// first error, a *DomainError naming the domain and the stage. Run again
+// with the same ID, it continues from the cluster's state: domains marked
+// upgraded are skipped, a half-drained domain is planned again from what is
+// left on it, and only pods its new plan names are evicted. The recovery of
+// the domain a stopped run was in also waits for the groups that run left
+// Pending or incomplete (of workloads placed in the domains, with no member
+// in another domain): the cluster does not say which domain a Pending pod
+// came from, so a group that is down elsewhere for another reason is waited
+// for too, unless every pod of its namespace is gone (its workload was
+// deleted). With a dry-run strategy it plans and dry-runs each domain and
 // changes nothing.
-func (d *Drainer) Rollout(ctx context.Context, opts RolloutOptions) (*RolloutResult, error) {
+func (d *Drainer) Rollout(ctx context.Context, opts RolloutOptions) (_ *RolloutResult, err error) {
 	id := opts.ID
 	if id == "" {
 		id = DefaultRolloutID
 	}
 	if opts.RecoveryTimeout < 0 {
-		return nil, &OptionsError{"recovery-timeout", opts.RecoveryTimeout, "must be zero (no limit) or positive"}
+		return nil, configError("RolloutOptions.RecoveryTimeout", "%v is negative; use 0 for no limit", opts.RecoveryTimeout)
+	}
+	if opts.GPUCheck.Grace < 0 {
+		return nil, configError("RolloutOptions.GPUCheck.Grace", "%v is negative; use 0 for the default (%v)", opts.GPUCheck.Grace, DefaultGPUGrace)
+	}
+	if opts.Upgrade != nil && d.s.Namespace != "" {
+		return nil, configError("Options.Namespace", "%q set for a rollout with an upgrade step: the step needs the whole domain drained; drop the namespace scope, or the upgrade step", d.s.Namespace)
+	}
+	seen := map[string]bool{}
+	for _, name := range opts.Domains {
+		if name == "" {
+			return nil, emptyDomainError()
+		}
+		if seen[name] {
+			return nil, configError("RolloutOptions.Domains", "%q is named twice", name)
+		}
+		seen[name] = true
+	}
+	var lock RolloutLock
+	if !opts.Lock.Disabled && d.s.dryRun == cmdutil.DryRunNone {
+		var err error
+		if lock, err = opts.Lock.settle(); err != nil {
+			return nil, err
+		}
 	}
 	clk := d.s.Clock
-	em := &emitter{fn: d.s.OnEvent}
-	res := &RolloutResult{ID: id, Started: clk.Now()}
+	logger := klog.FromContext(ctx).WithValues("rollout", id)
+	emit := func(e Event) {
+		if e.Time.IsZero() {
+			e.Time = clk.Now()
+		}
+		e.ID, e.DryRun = id, d.s.dryRunName()
+		d.events.emit(e)
+	}
+	res := &RolloutResult{ID: id, DryRun: d.s.dryRunName(), Started: clk.Now()}
 	defer func() { res.Duration = clk.Since(res.Started) }()
 
 	v, err := d.startView(ctx)
@@ -155,13 +186,13 @@ func (d *Drainer) Rollout(ctx context.Context, opts RolloutOptions) (*RolloutRes
 	}
 	defer v.stop()
 
-	// Check everything before touching anything: the domains exist, and the
-	// contract holds across the cluster.
+	// Check everything before touching anything: the domains exist, no
+	// other rollout holds them, and the contract holds.
 	snap, err := v.snapshot(ctx)
 	if err != nil {
 		return res, err
 	}
-	layout, err := topology.BuildLayout(snap.Nodes, topology.LayoutOptions{LabelKey: d.s.DomainLabel, Unlabeled: d.s.Unlabeled})
+	layout, err := topology.BuildLayout(snap.Nodes, d.s.layoutOptions())
 	if err != nil {
 		return res, err
 	}
@@ -169,131 +200,191 @@ func (d *Drainer) Rollout(ctx context.Context, opts RolloutOptions) (*RolloutRes
 	if len(domains) == 0 {
 		domains = layout.Names()
 	}
-	seen := map[string]bool{}
 	for _, name := range domains {
-		if name == "" {
-			return res, &EmptyDomainError{}
-		}
-		if seen[name] {
-			return res, &OptionsError{"domains", name, "named twice"}
-		}
-		seen[name] = true
-		if _, err := layout.Domain(name); err != nil {
+		dom, err := layout.Domain(name)
+		if err != nil {
 			return res, err
+		}
+		if err := cordonedByOther(snap.Nodes, dom, id); err != nil {
+			return res, &DomainError{ID: id, Domain: name, Stage: StagePlan, Err: err}
 		}
 	}
-	// One rollout at a time: a node cordoned by another rollout (or by a
-	// drain) means that one is unfinished.
 	for _, name := range domains {
-		dom, _ := layout.Domain(name)
-		if err := cordonedByOther(snap.Nodes, dom, id); err != nil {
-			return res, err
-		}
+		res.Domains = append(res.Domains, DomainOutcome{Domain: name, Status: DomainPending})
 	}
 	// Audit what this rollout will drain: findings about other domains
 	// (other pools, other teams' workloads) do not stop it.
-	report := topology.Audit(topology.AuditInput{Layout: layout, Groups: topology.FindGroups(snap.Pods, d.groupers(snap)...),
+	report := topology.Audit(topology.AuditInput{Layout: layout, Groups: topology.FindGroups(snap.Pods, groupersFor(d.s, snap)...),
 		PDBs: snap.PDBs, Pods: snap.Pods, Only: domains})
 	res.Findings = report.Findings
 	if err := report.Err(); err != nil && !d.s.AllowViolations {
 		return res, err
 	}
 	if len(report.Findings) > 0 {
-		em.emit(Event{Time: clk.Now(), Type: EventContractFindings, Message: fmt.Sprintf("%d contract finding(s), %d error(s)", len(report.Findings), len(report.Errors()))})
+		logger.Info("Contract findings", "findings", len(report.Findings), "errors", len(report.Errors()))
+		emit(Event{Type: EventContractFindings, Message: fmt.Sprintf("%d contract finding(s), %d error(s)", len(report.Findings), len(report.Errors()))})
 	}
-	em.emit(Event{Time: clk.Now(), Type: EventRolloutStarted, Message: fmt.Sprintf("rollout %s over %d domain(s)", id, len(domains))})
-
-	for _, name := range domains {
-		out, err := d.rolloutDomain(ctx, v, em, name, id, opts)
-		if out != nil {
-			res.Domains = append(res.Domains, *out)
+	if lock.Namespace != "" {
+		held, lerr := d.acquireLock(ctx, id, lock)
+		if lerr != nil {
+			return res, lerr
 		}
+		logger.V(2).Info("Holding the rollout's Lease", "lease", lock.Namespace+"/"+held.name, "identity", lock.Identity)
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		go held.keep(ctx, cancel)
+		defer func() {
+			cancel(nil)
+			rctx, stop := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer stop()
+			held.release(rctx)
+		}()
+		defer func() {
+			// A lost Lease stopped the rollout: say so, not "canceled".
+			var lost *LockLostError
+			var de *DomainError
+			if errors.As(context.Cause(ctx), &lost) && errors.As(err, &de) && errors.Is(de.Err, context.Canceled) {
+				de.Err = lost
+			}
+		}()
+	}
+
+	logger.Info("Rollout started", "domains", len(domains))
+	emit(Event{Type: EventRolloutStarted, Message: fmt.Sprintf("rollout %s over %d domain(s)", id, len(domains))})
+
+	// A domain this rollout still holds cordoned is the one a stopped run
+	// was in; without one, the last domain it upgraded may have been
+	// recovering.
+	holding := false
+	for _, name := range domains {
+		holding = holding || cordonedBy(snap.Nodes, mustDomain(layout, name), id)
+	}
+	for i := range res.Domains {
+		out := &res.Domains[i]
+		last := !holding && (i == len(domains)-1 || !upgradedBy(snap.Nodes, mustDomain(layout, domains[i+1]), id))
+		err := d.rolloutDomain(ctx, v, emit, out, id, opts, last)
 		if err != nil {
+			out.Status = DomainFailed
+			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+				out.Status = DomainInterrupted
+			}
+			logger.Info("Rollout stopped", "domain", out.Domain, "err", err)
 			return res, err
 		}
 	}
-	t := res.Totals()
-	em.emit(Event{Time: clk.Now(), Type: EventRolloutDone, Message: fmt.Sprintf("%d domain(s) done, %d skipped, %d group(s) disrupted",
-		t.DomainsDone, t.DomainsSkipped, t.GroupsDisrupted)})
+	res.Completed = true
+	s := res.Summary()
+	logger.Info("Rollout done", "domainsDone", s.DomainsDone, "domainsSkipped", s.DomainsSkipped, "groupsDisrupted", s.GroupsDisrupted)
+	emit(Event{Type: EventRolloutDone, Message: fmt.Sprintf("%d domain(s) done, %d skipped, %d group(s) disrupted",
+		s.DomainsDone, s.DomainsSkipped, s.GroupsDisrupted)})
 	return res, nil
 }
 
-func (d *Drainer) rolloutDomain(ctx context.Context, v *view, em *emitter, name, id string, opts RolloutOptions) (*DomainOutcome, error) {
+func (d *Drainer) rolloutDomain(ctx context.Context, v *view, emit func(Event), out *DomainOutcome, id string, opts RolloutOptions, lastUpgraded bool) error {
 	clk := d.s.Clock
+	name := out.Domain
+	logger := klog.FromContext(ctx).WithValues("rollout", id, "domain", name)
 	start := clk.Now()
-	out := &DomainOutcome{Domain: name}
 	defer func() { out.Duration = clk.Since(start) }()
-	em.emit(Event{Time: start, Type: EventDomainStarted, Domain: name})
+	emitDomain := func(e Event) {
+		e.Domain = name
+		emit(e)
+	}
+	emitDomain(Event{Type: EventDomainStarted})
+	stop := func(stage Stage, err error) error {
+		return &DomainError{ID: id, Domain: name, Stage: stage, Err: err}
+	}
 
 	snap, err := v.snapshot(ctx)
 	if err != nil {
-		return out, err
+		return stop(StagePlan, err)
 	}
-	layout, err := topology.BuildLayout(snap.Nodes, topology.LayoutOptions{LabelKey: d.s.DomainLabel, Unlabeled: d.s.Unlabeled})
+	layout, err := topology.BuildLayout(snap.Nodes, d.s.layoutOptions())
 	if err != nil {
-		return out, err
+		return stop(StagePlan, err)
 	}
 	dom, err := layout.Domain(name)
 	if err != nil {
-		return out, err
+		return stop(StagePlan, err)
+	}
+	groupers := groupersFor(d.s, snap)
+	stranded := func(t *recoveryTarget) {
+		t.addStranded(topology.FindGroups(snap.Pods, groupers...), topology.NewPDBIndex(snap.PDBs), layout)
 	}
 
 	var target recoveryTarget
 	if upgradedBy(snap.Nodes, dom, id) {
-		out.Skipped = true
-		em.emit(Event{Time: clk.Now(), Type: EventDomainSkipped, Domain: name, Message: fmt.Sprintf("already upgraded by rollout %s", id)})
+		out.Status = DomainSkipped
+		logger.Info("Domain already upgraded by this rollout; skipping its drain")
+		emitDomain(Event{Type: EventDomainSkipped, Message: fmt.Sprintf("already upgraded by rollout %s", id)})
 		plan, err := newPlan(name, snap, d.s)
 		if err != nil {
-			return out, err
+			return stop(StagePlan, err)
 		}
 		target = targetFromPlan(plan)
-		// Still cordoned: the previous run stopped between the upgrade
-		// and the recovery of this domain.
+		// The previous run stopped between the upgrade and the end of
+		// this domain's recovery: still cordoned (its GPU check
+		// included), or uncordoned but the last domain it upgraded. Its
+		// evicted groups may be Pending, on no node: wait for them too.
+		if cordonedBy(snap.Nodes, dom, id) || lastUpgraded {
+			stranded(&target)
+		}
 		if cordonedBy(snap.Nodes, dom, id) {
-			target.addStranded(snap, layout, d.groupers(snap), name)
+			if opts.Upgrade != nil {
+				if err := d.checkGPUs(ctx, v, dom, nil, opts.GPUCheck, emitDomain); err != nil {
+					return stop(StageGPUCheck, err)
+				}
+			}
 		}
 	} else {
 		resumed := cordonedBy(snap.Nodes, dom, id)
 		plan, err := newPlan(name, snap, d.s)
 		if err != nil {
-			return out, err
+			return stop(StagePlan, err)
 		}
 		out.Plan = plan
-		em.emit(Event{Time: clk.Now(), Type: EventPlanned, Domain: name,
-			Progress: Progress{Phase1Total: len(plan.Phase1), Phase2Total: len(plan.Phase2)},
-			Message:  fmt.Sprintf("%d node(s); phase 1: %d pod(s), phase 2: %d pod(s)", len(plan.Nodes), len(plan.Phase1), len(plan.Phase2))})
+		before := gpusBefore(snap.Nodes, dom)
+		emitDomain(Event{Type: EventPlanned, Progress: Progress{Phase1Total: len(plan.Phase1), Phase2Total: len(plan.Phase2)},
+			Message: plan.withFitWarning(ctx, fmt.Sprintf("%d node(s); phase 1: %d pod(s), phase 2: %d pod(s)", len(plan.Nodes), len(plan.Phase1), len(plan.Phase2)))})
 		drained, err := d.execute(ctx, v, plan, id)
 		out.Drain = drained
 		if err != nil {
-			return out, err
+			return err
 		}
 		if d.s.dryRun != cmdutil.DryRunNone {
 			// A dry run shows each domain's plan and what the API would
 			// say; it runs no upgrade step and changes no node.
-			em.emit(Event{Time: clk.Now(), Type: EventDomainDone, Domain: name, Message: "dry run"})
-			out.Done = true
-			return out, nil
+			out.Status = DomainDryRun
+			emitDomain(Event{Type: EventDomainDone, Message: "dry run"})
+			return nil
 		}
 		if opts.Upgrade != nil {
 			t0 := clk.Now()
-			em.emit(Event{Time: t0, Type: EventUpgradeStarted, Domain: name})
+			logger.Info("Upgrade step started", "nodes", len(dom.Nodes))
+			emitDomain(Event{Time: t0, Type: EventUpgradeStarted})
 			if err := opts.Upgrade(ctx, dom); err != nil {
-				return out, fmt.Errorf("upgrade step for domain %s: %w", name, err)
+				return stop(StageUpgrade, err)
 			}
 			out.Upgrade = clk.Since(t0)
-			em.emit(Event{Time: clk.Now(), Type: EventUpgradeDone, Domain: name, Message: fmt.Sprintf("took %s", out.Upgrade.Round(time.Millisecond))})
+			logger.Info("Upgrade step done", "took", out.Upgrade.Round(time.Millisecond))
+			emitDomain(Event{Type: EventUpgradeDone, Message: fmt.Sprintf("took %s", out.Upgrade.Round(time.Millisecond))})
 		}
-		if err := d.markUpgraded(ctx, em, dom.Nodes, id); err != nil {
-			return out, err
+		if err := d.markUpgraded(ctx, emitDomain, dom.Nodes, id); err != nil {
+			return stop(StageUncordon, err)
+		}
+		if opts.Upgrade != nil {
+			if err := d.checkGPUs(ctx, v, dom, before, opts.GPUCheck, emitDomain); err != nil {
+				return stop(StageGPUCheck, err)
+			}
 		}
 		target = targetFromPlan(plan)
 		if resumed {
-			target.addStranded(snap, layout, d.groupers(snap), name)
+			stranded(&target)
 		}
 	}
 
 	// Uncordon what udrain cordoned; leave nodes cordoned by others.
-	var ours []string
+	var ours, others []string
 	for _, n := range dom.Nodes {
 		node, ok := v.node(n)
 		if !ok {
@@ -301,29 +392,43 @@ func (d *Drainer) rolloutDomain(ctx context.Context, v *view, em *emitter, name,
 		}
 		if _, mine := node.Annotations[CordonedByAnnotation]; mine {
 			ours = append(ours, n)
-		} else if node.Spec.Unschedulable {
-			em.emit(Event{Time: clk.Now(), Type: EventLeftCordoned, Domain: name, Node: n, Message: "cordoned before udrain came; left cordoned"})
+			continue
+		}
+		if node.Spec.Unschedulable {
+			emitDomain(Event{Type: EventLeftCordoned, Node: n, Message: "cordoned before udrain came; left cordoned"})
+		}
+		if node.Annotations[UpgradedByAnnotation] != id {
+			others = append(others, n)
 		}
 	}
-	err = forEachNode(ctx, d.s.Concurrency, ours, func(ctx context.Context, _ int, n string) error {
-		if err := d.uncordonNode(ctx, em, n); err != nil {
-			return err
-		}
-		em.emit(Event{Time: clk.Now(), Type: EventUncordoned, Domain: name, Node: n})
-		return nil
-	})
-	if err != nil {
-		return out, err
+	// The uncordon patches carry the upgraded mark; the nodes udrain does
+	// not uncordon get the mark alone.
+	if err := forEachNode(ctx, d.s.Concurrency, others, func(ctx context.Context, _ int, n string) error {
+		_, err := d.patchNode(ctx, emitDomain, "mark upgraded", n, upgradedPatch(id), metav1.PatchOptions{})
+		return err
+	}); err != nil {
+		return stop(StageUncordon, err)
+	}
+	if _, err := d.uncordonNodes(ctx, emitDomain, ours, id); err != nil {
+		return stop(StageUncordon, err)
 	}
 
 	t0 := clk.Now()
-	if err := d.waitRecovered(ctx, v, target, em, opts.RecoveryTimeout); err != nil {
-		return out, err
-	}
+	h, err := d.waitRecovered(ctx, v, target, emitDomain, opts.RecoveryTimeout)
+	out.Health = h
 	out.Recovery = clk.Since(t0)
-	out.Done = true
-	em.emit(Event{Time: clk.Now(), Type: EventDomainDone, Domain: name, Message: fmt.Sprintf("done in %s", clk.Since(start).Round(time.Millisecond))})
-	return out, nil
+	if err != nil {
+		e := &DomainError{ID: id, Domain: name, Stage: StageRecovery, Health: h, Err: err}
+		if ctx.Err() == nil {
+			e.Timeout = opts.RecoveryTimeout
+		}
+		return e
+	}
+	if out.Status != DomainSkipped {
+		out.Status = DomainDone
+	}
+	emitDomain(Event{Type: EventDomainDone, Message: fmt.Sprintf("done in %s", clk.Since(start).Round(time.Millisecond))})
+	return nil
 }
 
 // cordonedByOther returns an *InProgressError when a node of the domain
@@ -348,45 +453,30 @@ func cordonedBy(nodes []corev1.Node, dom topology.Domain, id string) bool {
 	return false
 }
 
-// upgradedBy reports whether every node of the domain carries the rollout's
-// upgraded mark.
+// upgradedBy reports whether the rollout id upgraded the domain: every
+// node carries its upgraded mark, or is still cordoned by it while another
+// node of the domain carries the mark (markUpgraded marks one node before
+// the uncordon patches, which carry the mark, so a rollout stopped in the
+// middle of the uncordon left the rest cordoned). A node with neither mark
+// (one that joined the domain since) means not upgraded.
 func upgradedBy(nodes []corev1.Node, dom topology.Domain, id string) bool {
 	in := domainNodes(nodes, dom)
+	marked := false
 	for _, n := range in {
-		if n.Annotations[UpgradedByAnnotation] != id {
+		switch {
+		case n.Annotations[UpgradedByAnnotation] == id:
+			marked = true
+		case n.Annotations[CordonedByAnnotation] == id:
+		default:
 			return false
 		}
 	}
-	return len(in) > 0
+	return marked
 }
 
-// domainNodes returns the nodes of the domain, in the order of nodes.
-func domainNodes(nodes []corev1.Node, dom topology.Domain) []*corev1.Node {
-	in := map[string]bool{}
-	for _, n := range dom.Nodes {
-		in[n] = true
-	}
-	var out []*corev1.Node
-	for i := range nodes {
-		if in[nodes[i].Name] {
-			out = append(out, &nodes[i])
-		}
-	}
-	return out
-}
-
-func (d *Drainer) markUpgraded(ctx context.Context, em *emitter, nodes []string, id string) error {
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{UpgradedByAnnotation: id}}})
-	// Every node is marked before any is uncordoned: a rollout stopped in
-	// between finds the domain upgraded and only finishes the uncordon.
-	return forEachNode(ctx, d.s.Concurrency, nodes, func(ctx context.Context, _ int, n string) error {
-		err := retryTransient(ctx, d.s, func(e Event) { e.Time, e.Node = d.s.Clock.Now(), n; em.emit(e) }, "mark node "+n+" upgraded", func() error {
-			_, err := d.client.CoreV1().Nodes().Patch(ctx, n, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
-			return err
-		})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("marking node %s upgraded: %w", n, err)
-		}
-		return nil
-	})
+// mustDomain returns the domain name of a layout already checked to have
+// it.
+func mustDomain(l *topology.Layout, name string) topology.Domain {
+	d, _ := l.Domain(name)
+	return d
 }

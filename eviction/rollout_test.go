@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/udrain/udrain/health"
 	"strings"
 	"sync"
 	"testing"
@@ -66,8 +67,9 @@ func TestRolloutDrainsEachDomainOnceAndRecovers(t *testing.T) {
 			t.Errorf("domain ud-%d: first eviction %s, want its leader", i+1, got)
 		}
 	}
-	tot := res.Totals()
-	want := RolloutTotals{DomainsDone: 3, Phase1Evicted: 3, Phase2Evicted: 9, GroupsDisrupted: 3}
+	tot := res.Summary()
+	tot.Duration = 0
+	want := Summary{DomainsDone: 3, DomainsTotal: 3, Phase1Evicted: 3, Phase2Evicted: 9, GroupsDisrupted: 3}
 	if diff := cmp.Diff(want, tot); diff != "" {
 		t.Errorf("totals (-want +got):\n%s", diff)
 	}
@@ -179,7 +181,7 @@ func TestRolloutCancelledInPhase2ResumesWithoutEvictingOutsideItsPlans(t *testin
 		t.Fatalf("run 2: %v", err)
 	}
 	collect(res2)
-	if !res2.Domains[0].Skipped || res2.Domains[1].Skipped {
+	if res2.Domains[0].Status != DomainSkipped || res2.Domains[1].Status != DomainDone {
 		t.Errorf("run 2 domains: %+v", res2.Domains)
 	}
 	inPlan := map[types.UID]bool{}
@@ -246,28 +248,7 @@ func TestResumedDomainWaitsForItsStrandedGroups(t *testing.T) {
 	const domains, nodesPer, size = 3, 1, 2
 	fc := newFakeCluster(t, lwsCluster(domains, nodesPer, size)...)
 	ctx := testContext(t)
-	upgrade := func(fail string) UpgradeFunc {
-		return func(ctx context.Context, dom topology.Domain) error {
-			if dom.Name == fail {
-				return errors.New("firmware flash failed")
-			}
-			idx := domainIndex(dom.Name)
-			fc.recreateGroup(ctx, idx-1, size, idx, nodesPer, domains)
-			return nil
-		}
-	}
-	d, _ := New(fc.client, Options{Backoff: slowBackoff})
-	if _, err := d.Rollout(ctx, RolloutOptions{ID: "r", Upgrade: upgrade("ud-2")}); err == nil || !strings.Contains(err.Error(), "firmware") {
-		t.Fatalf("run 1: err = %v, want the upgrade step's failure", err)
-	}
-	// The StatefulSets recreate group 1; its pods wait, Pending, for ud-2.
-	for w := 0; w < size; w++ {
-		p := lwsPod(1, w, size, "", fc.nextUID("pending"))
-		p.Status = corev1.PodStatus{Phase: corev1.PodPending}
-		if _, err := fc.client.CoreV1().Pods(testNS).Create(ctx, p, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	strandGroupOfUD2(t, ctx, fc, domains, nodesPer, size)
 	before := len(fc.evicted())
 
 	log := newEventLog()
@@ -304,12 +285,77 @@ func TestResumedDomainWaitsForItsStrandedGroups(t *testing.T) {
 	}
 }
 
+// strandGroupOfUD2 runs a rollout that stops in ud-2's upgrade step, after
+// its drain, and leaves ud-2's group (1) Pending, as its StatefulSets
+// recreate it while ud-2 is cordoned.
+func strandGroupOfUD2(t *testing.T, ctx context.Context, fc *fakeCluster, domains, nodesPer, size int) {
+	t.Helper()
+	d, _ := New(fc.client, Options{Backoff: slowBackoff})
+	if _, err := d.Rollout(ctx, RolloutOptions{ID: "r", Upgrade: func(ctx context.Context, dom topology.Domain) error {
+		if dom.Name == "ud-2" {
+			return errors.New("firmware flash failed")
+		}
+		idx := domainIndex(dom.Name)
+		fc.recreateGroup(ctx, idx-1, size, idx, nodesPer, domains)
+		return nil
+	}}); err == nil || !strings.Contains(err.Error(), "firmware") {
+		t.Fatalf("run 1: err = %v, want the upgrade step's failure", err)
+	}
+	for w := 0; w < size; w++ {
+		p := lwsPod(1, w, size, "", fc.nextUID("pending"))
+		p.Status = corev1.PodStatus{Phase: corev1.PodPending}
+		if _, err := fc.client.CoreV1().Pods(testNS).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A stranded group whose workload is deleted meanwhile (here: every pod of
+// its namespace, as a namespace deletion does) has nothing to come back:
+// the resumed rollout stops waiting for it, where it waited until its
+// recovery timeout before.
+func TestResumedDomainForgetsADeletedStrandedGroup(t *testing.T) {
+	const domains, nodesPer, size = 3, 1, 2
+	fc := newFakeCluster(t, lwsCluster(domains, nodesPer, size)...)
+	ctx := testContext(t)
+	strandGroupOfUD2(t, ctx, fc, domains, nodesPer, size)
+	log := newEventLog()
+	d2, _ := New(fc.client, Options{Backoff: slowBackoff, OnEvent: log.add})
+	done := make(chan error, 1)
+	go func() {
+		_, err := d2.Rollout(ctx, RolloutOptions{ID: "r", RecoveryTimeout: 20 * time.Second,
+			Upgrade: func(context.Context, topology.Domain) error { return nil }})
+		done <- err
+	}()
+	log.waitFor(t, "WaitingRecovery for the stranded group", func(e Event) bool {
+		return e.Type == EventWaitingRecovery && e.Domain == "ud-2" && strings.Contains(e.Message, "group inference/llm-1")
+	})
+	// The workload is deleted: every pod of the namespace goes.
+	pods, err := fc.client.CoreV1().Pods(testNS).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if err := fc.client.CoreV1().Pods(testNS).Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("run 2: %v, want done once the stranded group's workload is gone", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("run 2 still waits for a stranded group whose namespace has no pod left")
+	}
+}
+
 func TestHealthAndWaitHealthy(t *testing.T) {
 	ctx := testContext(t)
 	fc := newFakeCluster(t, lwsCluster(2, 1, 2)...)
 	d, _ := New(fc.client, Options{})
-	if got, err := d.Health(ctx); err != nil || len(got) != 0 {
-		t.Fatalf("Health of a healthy cluster = %v, %v", got, err)
+	if got, err := d.Health(ctx); err != nil || !got.Healthy || len(got.waiting()) != 0 || len(got.Domains) != 2 || len(got.Domains[0].Groups) != 1 || len(got.Domains[0].Budgets) != 1 {
+		t.Fatalf("Health of a healthy cluster = %+v, %v", got, err)
 	}
 	// A worker of ud-2's group goes down.
 	if err := fc.client.CoreV1().Pods(testNS).Delete(ctx, "llm-1-1", metav1.DeleteOptions{}); err != nil {
@@ -319,17 +365,26 @@ func TestHealthAndWaitHealthy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"ud-2: group inference/llm-1: 1/2 members Ready; 1 missing"}, got); diff != "" {
+	if diff := cmp.Diff([]string{"ud-2: group inference/llm-1: llm-1-1 missing; 1/2 members healthy"}, got.waiting()); diff != "" {
 		t.Errorf("Health (-want +got):\n%s", diff)
+	}
+	if g := got.Domains[0].Groups[0]; g.Healthy || g.Reason != health.ReasonMemberMissing || g.ReadyMembers != 1 || g.Size != 2 {
+		t.Errorf("group status = %+v, want MemberMissing with 1 of 2 ready", g)
 	}
 	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
-	var nr *NotRecoveredError
-	if err := d.WaitHealthy(short, "ud-2"); !errors.As(err, &nr) || !strings.Contains(nr.Error(), "llm-1") {
-		t.Errorf("WaitHealthy = %v, want *NotRecoveredError naming llm-1", err)
+	var nh *NotHealthyError
+	if _, err := d.WaitHealthy(short, "ud-2"); !errors.As(err, &nh) || !errors.Is(err, context.DeadlineExceeded) || nh.Report.Healthy || !strings.Contains(nh.Error(), "llm-1") {
+		t.Errorf("WaitHealthy = %v, want *NotHealthyError naming llm-1 that unwraps to DeadlineExceeded", err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- d.WaitHealthy(ctx, "ud-2") }()
+	go func() {
+		r, err := d.WaitHealthy(ctx, "ud-2")
+		if err == nil && !r.Healthy {
+			err = fmt.Errorf("report not healthy: %+v", r)
+		}
+		done <- err
+	}()
 	p := lwsPod(1, 1, 2, "node-2-1", "back")
 	if _, err := fc.client.CoreV1().Pods(testNS).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -382,8 +437,8 @@ func TestHealthCountsUnscheduledGroups(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"unscheduled: group inference/llm-1: leader llm-1 not Ready (0/2 members Ready)"}
-	if diff := cmp.Diff(want, got); diff != "" {
+	want := []string{"unscheduled: group inference/llm-1: llm-1 Pending, llm-1-1 Pending; 0/2 members healthy"}
+	if diff := cmp.Diff(want, got.waiting()); diff != "" {
 		t.Errorf("Health (-want +got):\n%s", diff)
 	}
 }
@@ -394,7 +449,7 @@ func TestHealthCountsUnscheduledGroups(t *testing.T) {
 func TestRecoveryWaitsOutStaleDisruptedPodsEntries(t *testing.T) {
 	ctx := testContext(t)
 	fc := newFakeCluster(t, lwsCluster(2, 1, 2)...)
-	evictedAt := time.Now().Add(-disruptedPodTimeout + 500*time.Millisecond)
+	evictedAt := time.Now().Add(-health.DisruptedPodTimeout + 500*time.Millisecond)
 	b, _ := fc.client.PolicyV1().PodDisruptionBudgets(testNS).Get(ctx, "llm-leaders", metav1.GetOptions{})
 	b.Status.CurrentHealthy, b.Status.DisruptionsAllowed = 1, 0
 	b.Status.DisruptedPods = map[string]metav1.Time{"llm-0": metav1.NewTime(evictedAt)}
@@ -406,20 +461,20 @@ func TestRecoveryWaitsOutStaleDisruptedPodsEntries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 1 || !strings.Contains(got[0], "still counts llm-0 as being evicted (status.disruptedPods) until") {
-		t.Fatalf("Health = %q, want the stale disruptedPods entry named", got)
+	if w := got.waiting(); len(w) != 1 || !strings.Contains(w[0], "still counts llm-0 as being evicted (status.disruptedPods) until") {
+		t.Fatalf("Health = %q, want the stale disruptedPods entry named", w)
 	}
 	// WaitHealthy keeps waiting while the entry holds, and returns once the
 	// controller, at expiry, counts the pod (no pod event in between).
 	go func() {
-		time.Sleep(time.Until(evictedAt.Add(disruptedPodTimeout)))
+		time.Sleep(time.Until(evictedAt.Add(health.DisruptedPodTimeout)))
 		b.Status.CurrentHealthy, b.Status.DisruptionsAllowed, b.Status.DisruptedPods = 2, 1, nil
 		_, _ = fc.client.PolicyV1().PodDisruptionBudgets(testNS).UpdateStatus(context.Background(), b, metav1.UpdateOptions{})
 	}()
-	if err := d.WaitHealthy(ctx, "ud-1"); err != nil {
+	if _, err := d.WaitHealthy(ctx, "ud-1"); err != nil {
 		t.Fatal(err)
 	}
-	if time.Now().Before(evictedAt.Add(disruptedPodTimeout)) {
+	if time.Now().Before(evictedAt.Add(health.DisruptedPodTimeout)) {
 		t.Errorf("recovered before the stale entry expired")
 	}
 }
@@ -503,30 +558,26 @@ func TestRecoveryWaitCoalescesEvents(t *testing.T) {
 	}
 }
 
-func TestRolloutResultLongestBlock(t *testing.T) {
+func TestRolloutSummaryLongestBlock(t *testing.T) {
 	rec := func(pdb string, d time.Duration) BlockRecord {
 		return BlockRecord{Namespace: "ns", PDB: pdb, Duration: d}
 	}
 	tests := []struct {
 		name    string
 		domains []DomainOutcome
-		want    BlockRecord
-		wantOK  bool
+		want    *BlockRecord
 	}{
-		{"nothing drained", []DomainOutcome{{Domain: "a", Skipped: true}}, BlockRecord{}, false},
-		{"no block", []DomainOutcome{{Domain: "a", Drain: &Result{}}}, BlockRecord{}, false},
-		{"a block of no time counts", []DomainOutcome{{Domain: "a", Drain: &Result{Blocks: []BlockRecord{rec("p", 0)}}}}, rec("p", 0), true},
+		{"nothing drained", []DomainOutcome{{Domain: "a", Status: DomainSkipped}}, nil},
+		{"no block", []DomainOutcome{{Domain: "a", Drain: &Result{}}}, nil},
+		{"a block of no time counts", []DomainOutcome{{Domain: "a", Drain: &Result{Blocks: []BlockRecord{rec("p", 0)}}}}, ptrTo(rec("p", 0))},
 		{"longest over domains, first of equals", []DomainOutcome{
 			{Domain: "a", Drain: &Result{Blocks: []BlockRecord{rec("p", time.Second), rec("q", 3*time.Second)}}},
 			{Domain: "b", Drain: &Result{Blocks: []BlockRecord{rec("r", 3*time.Second)}}},
-		}, rec("q", 3*time.Second), true},
+		}, ptrTo(rec("q", 3*time.Second))},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := (&RolloutResult{Domains: tt.domains}).LongestBlock()
-			if ok != tt.wantOK {
-				t.Errorf("ok = %v, want %v", ok, tt.wantOK)
-			}
+			got := (&RolloutResult{Domains: tt.domains}).Summary().LongestBlock
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("longest block (-want +got):\n%s", diff)
 			}

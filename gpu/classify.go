@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"fmt"
+	"github.com/udrain/udrain"
 	"slices"
 	"strings"
 	"time"
@@ -283,11 +284,11 @@ func ClassifyNode(node *corev1.Node, opts Options) Classification {
 	return c
 }
 
-func severityRank(s Severity) int {
+func severityRank(s udrain.Severity) int {
 	switch s {
-	case SeverityError:
+	case udrain.SeverityError:
 		return 2
-	case SeverityWarning:
+	case udrain.SeverityWarning:
 		return 1
 	}
 	return 0
@@ -508,7 +509,7 @@ func (c *Classification) judge(o *observations, res resources, labelled bool, op
 		c.Status = StatusUnlabeled
 		fs = append(fs, Finding{
 			Code:     FindingUnlabeled,
-			Severity: SeverityWarning,
+			Severity: udrain.SeverityWarning,
 			Key:      string(c.Resource),
 			Message: fmt.Sprintf("node advertises %s but carries no GPU label: workloads and pools that select GPU nodes by label miss it; "+
 				"deploy Node Feature Discovery and the vendor's labeller (GPU Feature Discovery for NVIDIA), or label the node by hand.", c.Resource),
@@ -524,7 +525,7 @@ func (c *Classification) judge(o *observations, res resources, labelled bool, op
 			c.Status = StatusPending
 			fs = append(fs, Finding{
 				Code:     FindingResourcePending,
-				Severity: SeverityInfo,
+				Severity: udrain.SeverityInfo,
 				Key:      string(c.Resource),
 				Message: fmt.Sprintf("node has %s hardware but does not advertise %s yet; it became Ready %s ago, within the %s grace period for drivers and the device plugin to start.",
 					c.Vendor, resourceWords(c.Resource), since.Round(time.Second), grace),
@@ -537,7 +538,7 @@ func (c *Classification) judge(o *observations, res resources, labelled bool, op
 			}
 			fs = append(fs, Finding{
 				Code:     FindingResourceMissing,
-				Severity: SeverityError,
+				Severity: udrain.SeverityError,
 				Key:      string(c.Resource),
 				Message: fmt.Sprintf("node has %s hardware (%s) but allocatable has no %s, %s after it became Ready: pods requesting %s stay Pending, and pods that do not request it can use the devices unaccounted, two on one card. "+
 					"Check that the device plugin DaemonSet runs on this node (taints, nodeSelector, node affinity) and that the driver is loaded.",
@@ -548,7 +549,7 @@ func (c *Classification) judge(o *observations, res resources, labelled bool, op
 	if !c.NodeReady {
 		fs = append(fs, Finding{
 			Code:     FindingNodeNotReady,
-			Severity: SeverityError,
+			Severity: udrain.SeverityError,
 			Message:  "node is not Ready: its devices cannot be used until the kubelet reports Ready; check the kubelet and the node's conditions (kubectl describe node).",
 		})
 	}
@@ -557,7 +558,7 @@ func (c *Classification) judge(o *observations, res resources, labelled bool, op
 	} else if c.Capacity > 0 {
 		fs = append(fs, Finding{
 			Code:     FindingAllocatableZero,
-			Severity: SeverityError,
+			Severity: udrain.SeverityError,
 			Key:      string(c.Resource),
 			Value:    fmt.Sprintf("%d/%d", c.Capacity, c.Allocatable),
 			Message: fmt.Sprintf("capacity lists %d %s but none is allocatable: the device plugin stopped or reports every device unhealthy; check its pod's log on this node and the driver (nvidia-smi, dmesg).",
@@ -570,7 +571,7 @@ func (c *Classification) judge(o *observations, res resources, labelled bool, op
 	if c.Sharing.MIGConfigState == "failed" {
 		fs = append(fs, Finding{
 			Code:     FindingMIGConfigFailed,
-			Severity: SeverityError,
+			Severity: udrain.SeverityError,
 			Key:      "nvidia.com/mig.config.state",
 			Value:    "failed",
 			Message: fmt.Sprintf("the MIG manager failed to apply MIG configuration %q: the GPUs' partitions may not match what the device plugin advertises; check the nvidia-mig-manager pod's log on this node, then relabel nvidia.com/mig.config to retry.",
@@ -580,7 +581,7 @@ func (c *Classification) judge(o *observations, res resources, labelled bool, op
 	if !advertised && o.hasDeployPlugin && !isTrue(o.deployPlugin) {
 		fs = append(fs, Finding{
 			Code:     FindingDevicePluginDisabled,
-			Severity: SeverityError,
+			Severity: udrain.SeverityError,
 			Key:      "nvidia.com/gpu.deploy.device-plugin",
 			Value:    o.deployPlugin,
 			Message: fmt.Sprintf("the GPU Operator keeps its device plugin off this node (nvidia.com/gpu.deploy.device-plugin=%s); %s",
@@ -591,7 +592,7 @@ func (c *Classification) judge(o *observations, res resources, labelled bool, op
 	if !c.Dedicated {
 		fs = append(fs, Finding{
 			Code:     FindingNotDedicated,
-			Severity: SeverityInfo,
+			Severity: udrain.SeverityInfo,
 			Message:  "no NoSchedule or NoExecute taint keeps other pods off this GPU node: CPU-only pods can take its CPU and memory and leave the GPUs stranded. Taint it if the node is for GPU work only, and make sure the device plugin DaemonSet tolerates the taint.",
 			Fix:      fmt.Sprintf("kubectl taint node %s %s:NoSchedule", c.Node, dedicationTaint(c.Resource)),
 		})
@@ -599,7 +600,7 @@ func (c *Classification) judge(o *observations, res resources, labelled bool, op
 	if vs := distinctVendors(o.evidence); len(vs) > 1 {
 		fs = append(fs, Finding{
 			Code:     FindingVendorConflict,
-			Severity: SeverityInfo,
+			Severity: udrain.SeverityInfo,
 			Value:    strings.Join(vs, ","),
 			Message:  fmt.Sprintf("evidence names several vendors (%s); classified as %s. A second vendor's label may be stale, or the node mixes devices (an integrated GPU beside the accelerators).", strings.Join(vs, ", "), c.Vendor),
 		})
@@ -649,7 +650,7 @@ func (c *Classification) checkAmounts(res resources) []Finding {
 		}
 		fs = append(fs, Finding{
 			Code:     FindingUnhealthyDevices,
-			Severity: SeverityWarning,
+			Severity: udrain.SeverityWarning,
 			Key:      string(r.Name),
 			Value:    fmt.Sprintf("%d/%d", r.Capacity, r.Allocatable),
 			Message: fmt.Sprintf("%d of %d %s are not allocatable: the device plugin reports them unhealthy; check the driver's log (Xid errors for NVIDIA: dmesg, nvidia-smi) and drain the node to reset or replace them.",
@@ -659,7 +660,7 @@ func (c *Classification) checkAmounts(res resources) []Finding {
 	if c.LabelCount > 0 && c.Sharing.MIGStrategy != "mixed" && c.Count < c.LabelCount {
 		fs = append(fs, Finding{
 			Code:     FindingCountMismatch,
-			Severity: SeverityWarning,
+			Severity: udrain.SeverityWarning,
 			Key:      string(c.Resource),
 			Value:    fmt.Sprintf("%d/%d", c.Count, c.LabelCount),
 			Message: fmt.Sprintf("labels count %d devices but only %d are advertised as %s: a device fell off the bus or failed, or the labels are stale; compare with nvidia-smi (or the vendor's tool) on the node.",

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/udrain/udrain"
 	"slices"
 	"strconv"
 	"strings"
@@ -117,7 +118,7 @@ func DiagnoseDaemonSet(ds *appsv1.DaemonSet, node *corev1.Node) Diagnosis {
 	if !nameOK {
 		d.Findings = append(d.Findings, Finding{
 			Code:     FindingNodeNameMismatch,
-			Severity: SeverityError,
+			Severity: udrain.SeverityError,
 			Key:      "spec.template.spec.nodeName",
 			Value:    spec.NodeName,
 			Message: fmt.Sprintf("DaemonSet %s pins its pods to node %s by spec.template.spec.nodeName, so none runs on %s; remove nodeName from the pod template.",
@@ -172,7 +173,7 @@ func (d *Diagnosis) checkTaints(ds *appsv1.DaemonSet, node *corev1.Node) {
 		}
 		d.Findings = append(d.Findings, Finding{
 			Code:     FindingUntoleratedTaint,
-			Severity: SeverityError,
+			Severity: udrain.SeverityError,
 			Key:      t.Key,
 			Value:    t.ToString(),
 			Message:  msg,
@@ -243,7 +244,7 @@ func (d *Diagnosis) explainNodeSelector(selector map[string]string, node *corev1
 		d.NodeSelectorMismatches = append(d.NodeSelectorMismatches, m)
 		d.Findings = append(d.Findings, Finding{
 			Code:     FindingNodeSelectorMismatch,
-			Severity: SeverityError,
+			Severity: udrain.SeverityError,
 			Key:      k,
 			Value:    have,
 			Message: fmt.Sprintf("DaemonSet %s selects nodes with %s=%s but node %s %s; label the node, or change the DaemonSet's nodeSelector.",
@@ -266,7 +267,7 @@ func (d *Diagnosis) explainAffinity(affinity *corev1.Affinity, node *corev1.Node
 	if len(required.NodeSelectorTerms) == 0 {
 		d.Findings = append(d.Findings, Finding{
 			Code:     FindingNodeAffinityMismatch,
-			Severity: SeverityError,
+			Severity: udrain.SeverityError,
 			Key:      pathRequired,
 			Message:  fmt.Sprintf("DaemonSet %s has a required node affinity without terms, which matches no node; add a term or remove requiredDuringSchedulingIgnoredDuringExecution.", d.DaemonSet),
 		})
@@ -328,7 +329,7 @@ func affinityFinding(d *Diagnosis, termPath string, failed []Mismatch, fixes []s
 	}
 	f := Finding{
 		Code:     FindingNodeAffinityMismatch,
-		Severity: SeverityError,
+		Severity: udrain.SeverityError,
 		Key:      termPath,
 		Message: fmt.Sprintf("DaemonSet %s's required node affinity %s does not match node %s: %s; label the node to satisfy the term, or change the term.",
 			d.DaemonSet, termPath, d.Node, strings.Join(why, "; ")),

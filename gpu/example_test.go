@@ -74,7 +74,7 @@ func ExampleClassifyNode_gracePeriod() {
 	// Output:
 	// Pending
 	// ResourceMissing
-	// ResourceMissing error
+	// ResourceMissing Error
 }
 
 // The incident behind this package: the GPU node was tainted

@@ -1,18 +1,6 @@
 package gpu
 
-// Severity ranks a finding.
-type Severity string
-
-const (
-	// SeverityInfo is a fact worth knowing that needs no action.
-	SeverityInfo Severity = "info"
-	// SeverityWarning is something that may cost capacity or surprise a
-	// user, but does not stop GPU pods from running.
-	SeverityWarning Severity = "warning"
-	// SeverityError stops GPU pods from running on the node, or lets them
-	// share a device unnoticed.
-	SeverityError Severity = "error"
-)
+import "github.com/udrain/udrain"
 
 // FindingCode identifies a kind of finding. The values are stable, for
 // scripts that filter them.
@@ -84,7 +72,7 @@ type Finding struct {
 	// Code identifies the kind of finding.
 	Code FindingCode `json:"code"`
 	// Severity ranks it.
-	Severity Severity `json:"severity"`
+	Severity udrain.Severity `json:"severity"`
 	// Message says what is wrong and what to do, in one or two sentences.
 	Message string `json:"message"`
 	// Key is the label, resource, taint or selector key involved, if any.
@@ -99,5 +87,5 @@ type Finding struct {
 // IsProblem reports whether the finding needs action: a warning or an
 // error.
 func (f Finding) IsProblem() bool {
-	return f.Severity == SeverityWarning || f.Severity == SeverityError
+	return f.Severity == udrain.SeverityWarning || f.Severity == udrain.SeverityError
 }

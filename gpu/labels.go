@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"fmt"
+	"github.com/udrain/udrain"
 	"strings"
 )
 
@@ -126,7 +127,7 @@ func (o *observations) add(tier Tier, source Source, key, value string, v Vendor
 func (o *observations) malformed(key, value string, err error) {
 	o.findings = append(o.findings, Finding{
 		Code:     FindingMalformedLabel,
-		Severity: SeverityWarning,
+		Severity: udrain.SeverityWarning,
 		Message:  fmt.Sprintf("label %s: %v; fix or remove the label (its writer may be misconfigured or outdated).", key, err),
 		Key:      key,
 		Value:    value,

@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"fmt"
+	"github.com/udrain/udrain"
 	"slices"
 	"strings"
 
@@ -127,7 +128,7 @@ func Summarize(nodes []corev1.Node, daemonSets []appsv1.DaemonSet, opts Options)
 			} else {
 				f := Finding{
 					Code:     FindingNoDevicePlugin,
-					Severity: SeverityError,
+					Severity: udrain.SeverityError,
 					Message: fmt.Sprintf("none of the %d DaemonSets given is a device plugin for %s, so nothing can advertise %s on this node; install the vendor's device plugin (or its GPU operator).",
 						len(daemonSets), c.Vendor, c.Resource),
 				}
@@ -213,7 +214,7 @@ func diagnoseNode(node *corev1.Node, c Classification, daemonSets []appsv1.Daemo
 		if d.CanRun {
 			d.Findings = append(d.Findings, Finding{
 				Code:     FindingDevicePluginSchedulable,
-				Severity: SeverityInfo,
+				Severity: udrain.SeverityInfo,
 				Message: fmt.Sprintf("DaemonSet %s can run on node %s, so %s is missing for another reason: look at its pod there (kubectl -n %s get pods -o wide --field-selector spec.nodeName=%s) and its log, the driver and the container runtime's GPU support.",
 					d.DaemonSet, d.Node, c.Resource, daemonSets[i].Namespace, d.Node),
 			})

@@ -5,6 +5,10 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/udrain/udrain"
 )
 
 // Defaults of [Options]. The kubelet's default probe timeoutSeconds is 1: a
@@ -17,16 +21,6 @@ const (
 	// DefaultTTL is how long the results of a fan-out are reused.
 	DefaultTTL = time.Second
 )
-
-// Clock tells the time. k8s.io/utils/clock.PassiveClock and its fakes in
-// k8s.io/utils/clock/testing satisfy it.
-type Clock interface {
-	Now() time.Time
-}
-
-type realClock struct{}
-
-func (realClock) Now() time.Time { return time.Now() }
 
 // Options tunes a [Checker]. The zero value gives the defaults.
 type Options struct {
@@ -46,8 +40,16 @@ type Options struct {
 	// which a reachable member counts as down; 0 or 1 means the first.
 	// Hard failures (see [Classify]) count at once.
 	FailureThreshold int
-	// Clock tells the time for the TTL; nil means the system clock.
-	Clock Clock
+	// Clock tells the time for the TTL; nil means the system clock. Tests
+	// pass a fake from k8s.io/utils/clock/testing.
+	Clock clock.PassiveClock
+	// ExposeMemberErrors makes /readyz/<member> answer with the member's
+	// last error in full instead of its [Reason]. The full error names the
+	// member's URL (with credentials redacted), its address and the DNS
+	// resolver's, and the start of an unhealthy answer's body: off by
+	// default, since the endpoint answers whoever can reach the pod. The
+	// errors given to OnChange, for logs, are always full (and redacted).
+	ExposeMemberErrors bool
 	// OnChange, if set, is called with a member's result each time its
 	// verdict changes between healthy and not (the first check counts as a
 	// change). It runs in the fan-out, before the waiting requests are
@@ -59,11 +61,11 @@ type Options struct {
 func (o Options) withDefaults() (Options, error) {
 	switch {
 	case o.MemberTimeout < 0:
-		return o, &ConfigError{Field: "Options.MemberTimeout", Problem: fmt.Sprintf("%v is negative; use 0 for the default (%v)", o.MemberTimeout, DefaultMemberTimeout)}
+		return o, optionError("MemberTimeout", "%v is negative; use 0 for the default (%v)", o.MemberTimeout, DefaultMemberTimeout)
 	case o.Timeout < 0:
-		return o, &ConfigError{Field: "Options.Timeout", Problem: fmt.Sprintf("%v is negative; use 0 for the default (%v)", o.Timeout, DefaultTimeout)}
+		return o, optionError("Timeout", "%v is negative; use 0 for the default (%v)", o.Timeout, DefaultTimeout)
 	case o.FailureThreshold < 0:
-		return o, &ConfigError{Field: "Options.FailureThreshold", Problem: fmt.Sprintf("%d is negative; use 0 or 1 to count the first failure", o.FailureThreshold)}
+		return o, optionError("FailureThreshold", "%d is negative; use 0 or 1 to count the first failure", o.FailureThreshold)
 	}
 	if o.MemberTimeout == 0 {
 		o.MemberTimeout = DefaultMemberTimeout
@@ -72,16 +74,22 @@ func (o Options) withDefaults() (Options, error) {
 		o.Timeout = max(DefaultTimeout, o.MemberTimeout)
 	}
 	if o.MemberTimeout > o.Timeout {
-		return o, &ConfigError{Field: "Options.MemberTimeout", Problem: fmt.Sprintf("%v is longer than Options.Timeout (%v); make it shorter or raise Timeout", o.MemberTimeout, o.Timeout)}
+		return o, optionError("MemberTimeout", "%v is longer than readiness.Options.Timeout (%v); make it shorter or raise readiness.Options.Timeout", o.MemberTimeout, o.Timeout)
 	}
 	if o.TTL == 0 {
 		o.TTL = DefaultTTL
 	}
 	o.FailureThreshold = max(o.FailureThreshold, 1)
 	if o.Clock == nil {
-		o.Clock = realClock{}
+		o.Clock = clock.RealClock{}
 	}
 	return o, nil
+}
+
+// optionError returns a *udrain.ConfigError about the Options field called
+// field.
+func optionError(field, format string, args ...any) error {
+	return &udrain.ConfigError{Field: "readiness.Options." + field, Problem: fmt.Sprintf(format, args...)}
 }
 
 // Checker checks the members of one group and aggregates their health. Its
@@ -106,14 +114,16 @@ type fanOut struct {
 }
 
 // NewChecker returns a checker of members, which must be at least one, with
-// unique valid names (see [Member]) and non-nil checks.
+// unique valid names (see [Member]) and non-nil checks. Bad members and
+// options are a *udrain.ConfigError naming the field at fault, e.g.
+// "readiness.Options.MemberTimeout".
 func NewChecker(members []Member, opts Options) (*Checker, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
 	}
 	if len(members) == 0 {
-		return nil, &ConfigError{Field: "members", Problem: "none given; pass every pod of the group, or use MembersFromLWSEnv"}
+		return nil, &udrain.ConfigError{Field: "readiness.NewChecker(members)", Problem: "none given; pass every pod of the group, or use MembersFromLWSEnv"}
 	}
 	c := &Checker{
 		members: append([]Member(nil), members...),
@@ -127,10 +137,10 @@ func NewChecker(members []Member, opts Options) (*Checker, error) {
 			return nil, err
 		}
 		if _, dup := c.byName[m.Name]; dup {
-			return nil, &ConfigError{Field: fmt.Sprintf("member %q", m.Name), Problem: "given twice; member names must be unique"}
+			return nil, nameError("%q is given twice; member names must be unique", m.Name)
 		}
 		if m.Check == nil {
-			return nil, &ConfigError{Field: fmt.Sprintf("member %q", m.Name), Problem: "no Check; use HTTPCheck, TCPCheck or a CheckFunc of your own"}
+			return nil, &udrain.ConfigError{Field: "readiness.Member.Check", Problem: fmt.Sprintf("member %q has none; use HTTPCheck, TCPCheck or a CheckFunc of your own", m.Name)}
 		}
 		c.byName[m.Name] = i
 	}

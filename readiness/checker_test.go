@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/readiness"
 )
 
@@ -58,22 +59,22 @@ func TestNewCheckerRejects(t *testing.T) {
 		opts      readiness.Options
 		wantField string
 	}{
-		{"no members", nil, readiness.Options{}, "members"},
-		{"empty name", []readiness.Member{{Name: "", Check: ok}}, readiness.Options{}, "member name"},
-		{"slash in name", []readiness.Member{{Name: "a/b", Check: ok}}, readiness.Options{}, `member name "a/b"`},
-		{"name starting with a dot", []readiness.Member{{Name: "..", Check: ok}}, readiness.Options{}, `member name ".."`},
-		{"long name", []readiness.Member{{Name: strings.Repeat("a", 254), Check: ok}}, readiness.Options{}, `member name "` + strings.Repeat("a", 254) + `"`},
-		{"duplicate", []readiness.Member{{Name: "a", Check: ok}, {Name: "a", Check: ok}}, readiness.Options{}, `member "a"`},
-		{"nil check", []readiness.Member{{Name: "a"}}, readiness.Options{}, `member "a"`},
-		{"negative member timeout", []readiness.Member{{Name: "a", Check: ok}}, readiness.Options{MemberTimeout: -1}, "Options.MemberTimeout"},
-		{"negative timeout", []readiness.Member{{Name: "a", Check: ok}}, readiness.Options{Timeout: -1}, "Options.Timeout"},
-		{"member timeout above timeout", []readiness.Member{{Name: "a", Check: ok}}, readiness.Options{MemberTimeout: time.Second, Timeout: time.Millisecond}, "Options.MemberTimeout"},
-		{"negative threshold", []readiness.Member{{Name: "a", Check: ok}}, readiness.Options{FailureThreshold: -1}, "Options.FailureThreshold"},
+		{"no members", nil, readiness.Options{}, "readiness.NewChecker(members)"},
+		{"empty name", []readiness.Member{{Name: "", Check: ok}}, readiness.Options{}, "readiness.Member.Name"},
+		{"slash in name", []readiness.Member{{Name: "a/b", Check: ok}}, readiness.Options{}, "readiness.Member.Name"},
+		{"name starting with a dot", []readiness.Member{{Name: "..", Check: ok}}, readiness.Options{}, "readiness.Member.Name"},
+		{"long name", []readiness.Member{{Name: strings.Repeat("a", 254), Check: ok}}, readiness.Options{}, "readiness.Member.Name"},
+		{"duplicate", []readiness.Member{{Name: "a", Check: ok}, {Name: "a", Check: ok}}, readiness.Options{}, "readiness.Member.Name"},
+		{"nil check", []readiness.Member{{Name: "a"}}, readiness.Options{}, "readiness.Member.Check"},
+		{"negative member timeout", []readiness.Member{{Name: "a", Check: ok}}, readiness.Options{MemberTimeout: -1}, "readiness.Options.MemberTimeout"},
+		{"negative timeout", []readiness.Member{{Name: "a", Check: ok}}, readiness.Options{Timeout: -1}, "readiness.Options.Timeout"},
+		{"member timeout above timeout", []readiness.Member{{Name: "a", Check: ok}}, readiness.Options{MemberTimeout: time.Second, Timeout: time.Millisecond}, "readiness.Options.MemberTimeout"},
+		{"negative threshold", []readiness.Member{{Name: "a", Check: ok}}, readiness.Options{FailureThreshold: -1}, "readiness.Options.FailureThreshold"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := readiness.NewChecker(tt.members, tt.opts)
-			var config *readiness.ConfigError
+			var config *udrain.ConfigError
 			if !errors.As(err, &config) {
 				t.Fatalf("NewChecker = %v, want a *ConfigError", err)
 			}

@@ -2,6 +2,7 @@ package readiness
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,9 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/udrain/udrain"
+	"github.com/udrain/udrain/redact"
 )
 
 // DefaultMaxBodyBytes is how much of an unhealthy member's answer
@@ -23,8 +27,9 @@ const maxHeaderBytes = 64 << 10
 // HTTPOption changes how [HTTPCheck] checks.
 type HTTPOption func(*httpCheck)
 
-// WithHTTPClient makes [HTTPCheck] use client (for custom TLS settings, say).
-// The default client verifies certificates, ignores proxy environment
+// WithHTTPClient makes [HTTPCheck] use client (for a proxy or a transport of
+// your own, say). The default client verifies certificates (against the
+// system roots, or what [WithTLSConfig] says), ignores proxy environment
 // variables, follows no redirects (a 3xx is unhealthy) and opens a fresh
 // connection for every check, as the kubelet's probes do, so that a member
 // that is gone is seen refusing connections rather than timing out on a
@@ -37,6 +42,20 @@ func WithHTTPClient(client *http.Client) HTTPOption {
 	}
 }
 
+// WithTLSConfig makes the default client of [HTTPCheck] verify https
+// members with config: a private CA, a client certificate, a server name
+// (see [TLSOptions.Config]). It cannot be combined with [WithHTTPClient]:
+// set the TLS configuration of that client's transport instead (the check
+// then always fails with a *udrain.ConfigError). A nil config keeps the
+// default.
+func WithTLSConfig(config *tls.Config) HTTPOption {
+	return func(c *httpCheck) {
+		if config != nil {
+			c.tlsConfig = config
+		}
+	}
+}
+
 // WithMaxBodyBytes sets how many bytes of an unhealthy answer [HTTPCheck]
 // reads; n <= 0 reads none.
 func WithMaxBodyBytes(n int64) HTTPOption {
@@ -44,39 +63,54 @@ func WithMaxBodyBytes(n int64) HTTPOption {
 }
 
 type httpCheck struct {
-	client  *http.Client
-	maxBody int64
+	client    *http.Client
+	tlsConfig *tls.Config
+	maxBody   int64
 }
 
 // HTTPCheck returns a check that GETs rawURL and counts any 2xx answer as
 // healthy. An invalid URL gives a check that always fails with a
-// [*ConfigError]. Each check ends by the context's deadline, or after
+// *udrain.ConfigError. Each check ends by the context's deadline, or after
 // [DefaultMemberTimeout] if the context has none.
+//
+// The check's errors never show the credentials rawURL may carry (user
+// info, secret query values, the fragment; see package redact), neither in
+// their text nor in a *url.Error or [*HTTPStatusError] that errors.As finds.
 func HTTPCheck(rawURL string, opts ...HTTPOption) CheckFunc {
-	u, err := parseHTTPURL(rawURL)
+	u, err := parseURL(rawURL)
+	if err == nil {
+		err = checkHTTPURL(u)
+	}
 	if err != nil {
-		config := &ConfigError{Field: fmt.Sprintf("URL %q", rawURL), Problem: err.Error()}
+		config := &udrain.ConfigError{Field: "readiness.HTTPCheck(rawURL)", Problem: fmt.Sprintf("%s: %v", redact.URL(rawURL), err)}
 		return func(context.Context) error { return config }
 	}
-	target := u.String()
 	c := httpCheck{maxBody: DefaultMaxBodyBytes}
 	for _, opt := range opts {
 		opt(&c)
 	}
-	if c.client == nil {
-		c.client = newProbeClient()
+	switch {
+	case c.client != nil && c.tlsConfig != nil:
+		config := &udrain.ConfigError{Field: "readiness.WithTLSConfig", Problem: "has no effect together with WithHTTPClient: set the TLS configuration of that client's transport instead"}
+		return func(context.Context) error { return config }
+	case c.client == nil:
+		c.client = newProbeClient(c.tlsConfig)
 	}
+	target := u.String()
+	shown := redact.URL(rawURL)
+	var secrets redact.Secrets
+	secrets.AddURL(rawURL)
 	return func(ctx context.Context) error {
 		ctx, cancel := withFallbackDeadline(ctx)
 		defer cancel()
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 		if err != nil {
-			return err
+			return secrets.Error(err)
 		}
 		req.Header.Set("User-Agent", "udrain-readiness")
 		resp, err := c.client.Do(req)
 		if err != nil {
-			return err
+			return secrets.Error(err)
 		}
 		defer resp.Body.Close()
 		if resp.StatusCode >= 200 && resp.StatusCode < 300 {
@@ -84,18 +118,19 @@ func HTTPCheck(rawURL string, opts ...HTTPOption) CheckFunc {
 		}
 		// The body only serves the error message; a read error just shortens it.
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, c.maxBody))
-		return &HTTPStatusError{URL: target, StatusCode: resp.StatusCode, Status: resp.Status, Body: string(body)}
+		return &HTTPStatusError{URL: shown, StatusCode: resp.StatusCode, Status: resp.Status, Body: secrets.Scrub(string(body))}
 	}
 }
 
 // newProbeClient returns the default client of [HTTPCheck]; see
 // [WithHTTPClient].
-func newProbeClient() *http.Client {
+func newProbeClient(tlsConfig *tls.Config) *http.Client {
 	return &http.Client{
 		Transport: &http.Transport{
 			Proxy:                  nil,
 			DisableKeepAlives:      true,
 			MaxResponseHeaderBytes: maxHeaderBytes,
+			TLSClientConfig:        tlsConfig,
 		},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
@@ -103,7 +138,7 @@ func newProbeClient() *http.Client {
 
 // HTTPStatusError reports a member that answered with a status outside 2xx.
 type HTTPStatusError struct {
-	// URL is the URL that was checked.
+	// URL is the URL that was checked, with credentials redacted.
 	URL string
 	// StatusCode is the HTTP status code of the answer.
 	StatusCode int
@@ -122,19 +157,26 @@ func (e *HTTPStatusError) Error() string {
 	return msg
 }
 
-// parseHTTPURL accepts only absolute http and https URLs with a host.
-func parseHTTPURL(rawURL string) (*url.URL, error) {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return nil, err
+// parseURL parses raw as redact.Parse does; its error is the reason alone,
+// for a message that quotes the URL redacted once.
+func parseURL(raw string) (*url.URL, error) {
+	u, err := redact.Parse(raw)
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return nil, ue.Err
 	}
+	return u, err
+}
+
+// checkHTTPURL accepts only absolute http and https URLs with a host.
+func checkHTTPURL(u *url.URL) error {
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("scheme %q: want http or https, e.g. http://worker-1.group.ns:8000/health", u.Scheme)
+		return fmt.Errorf("scheme %q: want http or https, e.g. http://worker-1.group.ns:8000/health", u.Scheme)
 	}
 	if u.Host == "" {
-		return nil, errors.New("no host: want e.g. http://worker-1.group.ns:8000/health")
+		return errors.New("no host: want e.g. http://worker-1.group.ns:8000/health")
 	}
-	return u, nil
+	return nil
 }
 
 // TCPOption changes how [TCPCheck] checks.
@@ -156,12 +198,12 @@ type tcpCheck struct {
 
 // TCPCheck returns a check that opens a TCP connection to addr (HOST:PORT)
 // and closes it at once: the member is healthy if it accepts. An invalid
-// address gives a check that always fails with a [*ConfigError]. Each check
+// address gives a check that always fails with a *udrain.ConfigError. Each check
 // ends by the context's deadline, or after [DefaultMemberTimeout] if the
 // context has none.
 func TCPCheck(addr string, opts ...TCPOption) CheckFunc {
 	if err := validateHostPort(addr); err != nil {
-		config := &ConfigError{Field: fmt.Sprintf("address %q", addr), Problem: err.Error()}
+		config := &udrain.ConfigError{Field: "readiness.TCPCheck(addr)", Problem: fmt.Sprintf("%q: %v", addr, err)}
 		return func(context.Context) error { return config }
 	}
 	c := tcpCheck{dialer: &net.Dialer{}}

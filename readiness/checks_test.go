@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/readiness"
 )
 
@@ -72,7 +73,7 @@ func outcome(err error) checkOutcome {
 	if errors.As(err, &status) {
 		o.StatusCode = status.StatusCode
 	}
-	var config *readiness.ConfigError
+	var config *udrain.ConfigError
 	o.Config = errors.As(err, &config)
 	return o
 }
@@ -242,7 +243,7 @@ func TestParseMember(t *testing.T) {
 		t.Run(tt.spec, func(t *testing.T) {
 			m, err := readiness.ParseMember(tt.spec)
 			if tt.wantError != "" {
-				var config *readiness.ConfigError
+				var config *udrain.ConfigError
 				if !errors.As(err, &config) || !strings.Contains(err.Error(), tt.wantError) {
 					t.Fatalf("ParseMember(%q) = %v, want a *ConfigError containing %q", tt.spec, err, tt.wantError)
 				}

@@ -8,6 +8,7 @@
 // healthy; [TCPCheck]: a connection is accepted; or a [CheckFunc] of your
 // own) and serves the verdict through [Checker.Handler] in the exact text
 // format of the kube-apiserver's /readyz (?verbose, ?exclude=, /readyz/<member>).
+// [Checker.NewServer] serves it with bounds on what clients can hold.
 // [MembersFromLWSEnv] builds the member list of a LeaderWorkerSet group from
 // the variables LeaderWorkerSet sets in the leader pod. Point the leader's
 // readinessProbe at /readyz, with timeoutSeconds above [Options.Timeout].
@@ -30,6 +31,21 @@
 //     what is dialed. Member answers are read up to a size limit, and every
 //     network call has a deadline.
 //
+// What the endpoint shows, to whoever can reach the pod (it has no
+// authentication, like the kubelet's probes): whether each member is
+// healthy, by name, and on /readyz/<member> the class of a failure
+// ([Reason]: "connection refused", "HTTP status 503", "TLS handshake
+// failed", ...). The full error, which names the member's URL, its address,
+// the DNS resolver's and the start of an unhealthy answer's body, is shown
+// only with [Options.ExposeMemberErrors]. Credentials in member URLs (user
+// info, secret query values, fragments) appear nowhere, errors and logs
+// included: see package redact. The [Server] answers only GET and HEAD,
+// refuses long headers, times out slow clients and caps the connections open
+// at once, closing those held without a request first, so that clients
+// cannot starve the kubelet's probes or exhaust the sidecar's memory
+// ([ServeOptions.ConnectionMemory] is the bound); members served over https
+// with a private CA or a client certificate take [TLSOptions].
+//
 // What it is not for:
 //
 //   - Liveness. Never wire group health into a livenessProbe: when a worker
@@ -47,6 +63,8 @@
 // does: otherwise an unready leader could not resolve its own name, and would
 // never become ready.
 //
-// The package uses the standard library only and does not log: it reports
-// through return values and the [Options.OnChange] callback.
+// The package uses the standard library, k8s.io/utils/clock and package
+// redact only, and does not log: it reports through return values and the
+// [Options.OnChange] callback. Bad configuration is a *udrain.ConfigError
+// whose Field names the setting, e.g. "readiness.Options.MemberTimeout".
 package readiness

@@ -5,17 +5,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
 
 	"github.com/udrain/udrain/readiness"
 )
 
 // A LeaderWorkerSet leader's group readiness endpoint. In the leader pod,
-// pass os.LookupEnv and serve with http.ListenAndServe(":8081", mux); the
-// leader's readinessProbe then GETs :8081/readyz. Here the environment is
-// spelled out so that the example runs anywhere.
+// pass os.LookupEnv and serve with checker.NewServer (which bounds what clients
+// can hold), or mount the handler on a mux of your own; the leader's
+// readinessProbe then GETs :8081/readyz. Here the environment is spelled out
+// so that the example runs anywhere.
 func ExampleMembersFromLWSEnv() {
 	lookup := env(map[string]string{"LWS_LEADER_ADDRESS": "llama-0.llama.prod", "LWS_GROUP_SIZE": "3", "LWS_WORKER_INDEX": "0"})
 
@@ -56,7 +59,8 @@ func ExampleMembersFromLWSEnv_notInLWS() {
 
 // A custom member list: an HTTP member, and a check of your own that says
 // one worker is gone. The group endpoint withholds reasons; the member's own
-// path shows it.
+// path shows the class of the failure (the error itself, which can name
+// addresses, only with Options.ExposeMemberErrors).
 func ExampleNewChecker() {
 	worker := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	defer worker.Close()
@@ -93,7 +97,7 @@ func ExampleNewChecker() {
 	// GET /readyz?exclude=worker-2: 200
 	// ok
 	// GET /readyz/worker-2: 500
-	// internal server error: pod worker-2 was evicted
+	// internal server error: gone
 }
 
 // Serving the endpoint under another prefix, next to the leader's own
@@ -135,4 +139,43 @@ func ExampleMemberState_Verdict() {
 	// <nil>
 	// 3 consecutive failures: 503
 	// hard failure - pod evicted
+}
+
+// Serving the endpoint in a sidecar: the Server bounds what clients can hold and
+// shuts down in time when the context ends (on SIGTERM, say).
+func ExampleServer_Serve() {
+	checker, err := readiness.NewChecker([]readiness.Member{
+		{Name: "worker-1", Check: func(context.Context) error { return nil }},
+	}, readiness.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	done := make(chan error, 1)
+	srv, err := checker.NewServer(readiness.ServeOptions{MaxConnections: 16})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	go func() { done <- srv.Serve(ctx, ln) }()
+
+	resp, err := http.Post("http://"+ln.Addr().String()+"/readyz", "text/plain", strings.NewReader("x"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp.Body.Close()
+	fmt.Println("POST /readyz:", resp.Status)
+	stop()
+	fmt.Println("Serve returned", <-done)
+	// Output:
+	// POST /readyz: 405 Method Not Allowed
+	// Serve returned <nil>
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 )
 
 // readyzPath is the path the handler serves; the name before the first
@@ -17,7 +18,8 @@ const (
 
 // Handler returns an HTTP handler that serves the group's health in the
 // format of the kube-apiserver's /readyz (k8s.io/apiserver/pkg/server/healthz),
-// byte for byte:
+// byte for byte (with [Options.ExposeMemberErrors]; without, a failing
+// member's own path shows the class of the failure, not the error):
 //
 //   - GET /readyz: 200 and "ok" if every member is healthy, else 500 and one
 //     line per member ("[+]<member> ok" or "[-]<member> failed: reason
@@ -27,9 +29,14 @@ const (
 //     "[+]<member> excluded: ok"; names that match no member get a "warn:"
 //     line.
 //   - GET /readyz/<member>: 200 and "ok", or 500 and "internal server error:
-//     <reason>". Only this path shows why a member failed.
+//     <reason>". Only this path shows why a member failed: by default the
+//     class of the failure ([Reason], e.g. "connection refused" or "HTTP
+//     status 503"), with [Options.ExposeMemberErrors] the whole error (URLs
+//     redacted).
 //
-// Every other path gets 404. The handler answers from [Checker.Check], so a
+// Every other path gets 404. Methods other than GET and HEAD get 405 without
+// any check, and a request that carries a body is answered without reading
+// it, on a connection that is then closed: a probe sends none. The handler answers from [Checker.Check], so a
 // burst of requests causes one fan-out. To serve it under another prefix,
 // strip the prefix: mux.Handle("/group/", http.StripPrefix("/group", h)).
 //
@@ -40,6 +47,17 @@ func (c *Checker) Handler() http.Handler {
 }
 
 func (c *Checker) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength != 0 || r.Method != http.MethodGet && r.Method != http.MethodHead {
+		// Do not wait for a body nobody needs: a slow one would hold the
+		// connection (and a graceful shutdown) for as long as it trickles.
+		w.Header().Set("Connection", "close")
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
 	if r.URL.Path == readyzPath {
 		writeGroup(w, r, c.Check(r.Context()))
 		return
@@ -54,7 +72,7 @@ func (c *Checker) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m, _ := c.Check(r.Context()).Member(name)
-	writeMember(w, m)
+	writeMember(w, m, c.opts.ExposeMemberErrors)
 }
 
 // writeGroup writes the answer for the whole group: the rules and bytes of
@@ -104,9 +122,9 @@ func writeGroup(w http.ResponseWriter, r *http.Request, report Report) {
 
 // writeMember writes the answer for one member: the bytes of
 // healthz.adaptCheckToHandler in k8s.io/apiserver v0.37.
-func writeMember(w http.ResponseWriter, m MemberResult) {
+func writeMember(w http.ResponseWriter, m MemberResult, expose bool) {
 	if m.Err != nil {
-		http.Error(w, fmt.Sprintf("internal server error: %v", m.Err), http.StatusInternalServerError)
+		http.Error(w, "internal server error: "+describe(m.Err, expose), http.StatusInternalServerError)
 		return
 	}
 	// The apiserver leaves this to net/http's sniffing, which picks the same.

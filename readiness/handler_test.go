@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
@@ -58,11 +57,16 @@ func TestHandlerGolden(t *testing.T) {
 		{Name: "leader", Check: fixed(nil)},
 		{Name: "leader-1", Check: fixed(nil)},
 	}).Handler()
-	failing := newTestChecker(t, []readiness.Member{
+	failingMembers := []readiness.Member{
 		{Name: "leader", Check: fixed(nil)},
-		{Name: "leader-1", Check: fixed(errors.New("GET http://leader-1.g.ns:8000/health: 503 Service Unavailable"))},
+		{Name: "leader-1", Check: fixed(&readiness.HTTPStatusError{URL: "http://leader-1.g.ns:8000/health", StatusCode: 503, Status: "503 Service Unavailable"})},
 		{Name: "leader-2", Check: fixed(readiness.Gone(errors.New("dial tcp 10.0.0.3:8000: connect: connection refused")))},
-	}).Handler()
+	}
+	failing := newTestChecker(t, failingMembers).Handler()
+	exposing, err := readiness.NewChecker(failingMembers, readiness.Options{Clock: testingclock.NewFakePassiveClock(t0), ExposeMemberErrors: true})
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	tests := []struct {
 		name    string
@@ -94,11 +98,17 @@ func TestHandlerGolden(t *testing.T) {
 		{"member ok", failing, "/readyz/leader", answer{200, memberOKHeaders, "ok"}},
 		{"member ok ignores the query", failing, "/readyz/leader?verbose&exclude=leader", answer{200, memberOKHeaders, "ok"}},
 		{"member failed shows the reason", failing, "/readyz/leader-1", answer{500, plainHeaders,
-			"internal server error: GET http://leader-1.g.ns:8000/health: 503 Service Unavailable\n"}},
+			"internal server error: HTTP status 503\n"}},
 		{"member gone shows the reason", failing, "/readyz/leader-2", answer{500, plainHeaders,
-			"internal server error: dial tcp 10.0.0.3:8000: connect: connection refused\n"}},
+			"internal server error: gone\n"}},
 		{"excluding does not hide a member's own path", failing, "/readyz/leader-1?exclude=leader-1", answer{500, plainHeaders,
+			"internal server error: HTTP status 503\n"}},
+		{"member failed shows the error when exposed", exposing.Handler(), "/readyz/leader-1", answer{500, plainHeaders,
 			"internal server error: GET http://leader-1.g.ns:8000/health: 503 Service Unavailable\n"}},
+		{"member gone shows the error when exposed", exposing.Handler(), "/readyz/leader-2", answer{500, plainHeaders,
+			"internal server error: dial tcp 10.0.0.3:8000: connect: connection refused\n"}},
+		{"group path withholds reasons when exposed", exposing.Handler(), "/readyz", answer{500, plainHeaders,
+			"[+]leader ok\n[-]leader-1 failed: reason withheld\n[-]leader-2 failed: reason withheld\nreadyz check failed\n"}},
 		{"unknown member", failing, "/readyz/leader-9", answer{404, plainHeaders, "404 page not found\n"}},
 		{"trailing slash", failing, "/readyz/", answer{404, plainHeaders, "404 page not found\n"}},
 		{"nested path", failing, "/readyz/leader/x", answer{404, plainHeaders, "404 page not found\n"}},
@@ -116,7 +126,7 @@ func TestHandlerGolden(t *testing.T) {
 
 func TestHandlerWithThresholdShowsFailureCount(t *testing.T) {
 	clock := testingclock.NewFakePassiveClock(t0)
-	c, err := readiness.NewChecker([]readiness.Member{{Name: "w", Check: fixed(errors.New("503"))}}, readiness.Options{FailureThreshold: 2, Clock: clock})
+	c, err := readiness.NewChecker([]readiness.Member{{Name: "w", Check: fixed(&readiness.HTTPStatusError{StatusCode: 503})}}, readiness.Options{FailureThreshold: 2, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +135,7 @@ func TestHandlerWithThresholdShowsFailureCount(t *testing.T) {
 		t.Errorf("after one failure (-want +got):\n%s", diff)
 	}
 	clock.SetTime(clock.Now().Add(readiness.DefaultTTL))
-	if diff := cmp.Diff(answer{500, plainHeaders, "internal server error: 2 consecutive failures: 503\n"}, answerOf(serve(h, "/readyz/w"))); diff != "" {
+	if diff := cmp.Diff(answer{500, plainHeaders, "internal server error: 2 consecutive failures: HTTP status 503\n"}, answerOf(serve(h, "/readyz/w"))); diff != "" {
 		t.Errorf("after two failures (-want +got):\n%s", diff)
 	}
 }
@@ -168,10 +178,10 @@ func TestHandlerWithRealMembers(t *testing.T) {
 	}
 	for name, wantReason := range map[string]string{
 		"refusing":     "connection refused",
-		"unresolvable": "no such host",
+		"unresolvable": "DNS name not found",
 	} {
 		got := answerOf(serve(h, "/readyz/"+name))
-		if got.Code != 500 || !strings.HasPrefix(got.Body, "internal server error: ") || !strings.Contains(got.Body, wantReason) {
+		if got.Code != 500 || got.Body != "internal server error: "+wantReason+"\n" {
 			t.Errorf("GET /readyz/%s = %d %q, want 500 with %q", name, got.Code, got.Body, wantReason)
 		}
 	}

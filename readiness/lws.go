@@ -5,6 +5,8 @@ import (
 	"net"
 	"strconv"
 	"strings"
+
+	"github.com/udrain/udrain"
 )
 
 // The environment variables LeaderWorkerSet sets in every container of a
@@ -63,24 +65,24 @@ func (e *EnvError) Error() string {
 // only the leader's readiness stands for its group.
 func MembersFromLWSEnv(lookup func(string) (string, bool), opts LWSOptions) ([]Member, error) {
 	if lookup == nil {
-		return nil, &ConfigError{Field: "lookup", Problem: "nil; pass os.LookupEnv"}
+		return nil, &udrain.ConfigError{Field: "readiness.MembersFromLWSEnv(lookup)", Problem: "nil; pass os.LookupEnv"}
 	}
 	scheme := opts.Scheme
 	if scheme == "" {
 		scheme = "http"
 	}
 	if scheme != "http" && scheme != "https" && scheme != "tcp" {
-		return nil, &ConfigError{Field: "LWSOptions.Scheme", Problem: fmt.Sprintf("%q: want http, https or tcp", opts.Scheme)}
+		return nil, &udrain.ConfigError{Field: "readiness.LWSOptions.Scheme", Problem: fmt.Sprintf("%q: want http, https or tcp", opts.Scheme)}
 	}
 	if opts.Port < 1 || opts.Port > 65535 {
-		return nil, &ConfigError{Field: "LWSOptions.Port", Problem: fmt.Sprintf("%d: set it to the port the members serve their health on (1 to 65535)", opts.Port)}
+		return nil, &udrain.ConfigError{Field: "readiness.LWSOptions.Port", Problem: fmt.Sprintf("%d: set it to the port the members serve their health on (1 to 65535)", opts.Port)}
 	}
 	path := opts.Path
 	if path == "" {
 		path = "/health"
 	}
 	if scheme != "tcp" && !strings.HasPrefix(path, "/") {
-		return nil, &ConfigError{Field: "LWSOptions.Path", Problem: fmt.Sprintf("%q: want an absolute path such as /health", opts.Path)}
+		return nil, &udrain.ConfigError{Field: "readiness.LWSOptions.Path", Problem: fmt.Sprintf("%q: want an absolute path such as /health", opts.Path)}
 	}
 
 	leaderName, domain, err := parseLeaderAddress(lookup)
@@ -122,7 +124,7 @@ func MembersFromLWSEnv(lookup func(string) (string, bool), opts LWSOptions) ([]M
 		members = append(members, Member{Name: name, Check: check})
 	}
 	if len(members) == 0 {
-		return nil, &ConfigError{Field: "LWSOptions.ExcludeLeader", Problem: "the group has only its leader (LWS_GROUP_SIZE=1), so no member is left to check; do not exclude the leader"}
+		return nil, &udrain.ConfigError{Field: "readiness.LWSOptions.ExcludeLeader", Problem: "the group has only its leader (LWS_GROUP_SIZE=1), so no member is left to check; do not exclude the leader"}
 	}
 	return members, nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/readiness"
 )
 
@@ -123,16 +124,16 @@ func TestMembersFromLWSEnvErrors(t *testing.T) {
 		{"worker index out of range", lwsEnv("web-0.web.prod", "3", "3"), readiness.LWSOptions{Port: 8000}, readiness.EnvWorkerIndex, "want a whole number from 0 to 2"},
 		{"runs in a worker", lwsEnv("web-0.web.prod", "3", "1"), readiness.LWSOptions{Port: 8000}, readiness.EnvWorkerIndex, "serve group readiness in the leader only"},
 		{"worker name too long", lwsEnv(strings.Repeat("a", 62)+".web.prod", "10", "0"), readiness.LWSOptions{Port: 8000}, readiness.EnvLeaderAddress, "longer than 63"},
-		{"no port", valid, readiness.LWSOptions{}, "", "LWSOptions.Port"},
-		{"bad scheme", valid, readiness.LWSOptions{Port: 8000, Scheme: "grpc"}, "", "LWSOptions.Scheme"},
-		{"relative path", valid, readiness.LWSOptions{Port: 8000, Path: "health"}, "", "LWSOptions.Path"},
-		{"nothing left to check", lwsEnv("web-0.web.prod", "1", "0"), readiness.LWSOptions{Port: 8000, ExcludeLeader: true}, "", "LWSOptions.ExcludeLeader"},
+		{"no port", valid, readiness.LWSOptions{}, "", "readiness.LWSOptions.Port"},
+		{"bad scheme", valid, readiness.LWSOptions{Port: 8000, Scheme: "grpc"}, "", "readiness.LWSOptions.Scheme"},
+		{"relative path", valid, readiness.LWSOptions{Port: 8000, Path: "health"}, "", "readiness.LWSOptions.Path"},
+		{"nothing left to check", lwsEnv("web-0.web.prod", "1", "0"), readiness.LWSOptions{Port: 8000, ExcludeLeader: true}, "", "readiness.LWSOptions.ExcludeLeader"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := readiness.MembersFromLWSEnv(env(tt.vars), tt.opts)
 			if tt.wantEnvVar == "" {
-				var config *readiness.ConfigError
+				var config *udrain.ConfigError
 				if !errors.As(err, &config) || !strings.Contains(err.Error(), tt.wantProblem) {
 					t.Fatalf("error %v, want a *ConfigError about %q", err, tt.wantProblem)
 				}
@@ -150,7 +151,7 @@ func TestMembersFromLWSEnvErrors(t *testing.T) {
 }
 
 func TestMembersFromLWSEnvNilLookup(t *testing.T) {
-	var config *readiness.ConfigError
+	var config *udrain.ConfigError
 	if _, err := readiness.MembersFromLWSEnv(nil, readiness.LWSOptions{Port: 8000}); !errors.As(err, &config) {
 		t.Errorf("error %v, want a *ConfigError", err)
 	}

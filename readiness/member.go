@@ -3,8 +3,10 @@ package readiness
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"strings"
+
+	"github.com/udrain/udrain"
+	"github.com/udrain/udrain/redact"
 )
 
 // CheckFunc checks one member. It returns nil when the member is healthy. It
@@ -28,37 +30,29 @@ type Member struct {
 // for a pod's host name.
 const maxNameLength = 253
 
-// ConfigError reports a configuration that cannot work: a bad member, a bad
-// option, a bad URL. It says which field is wrong and what to do.
-type ConfigError struct {
-	// Field names the setting, e.g. `member "w-1"` or "Options.TTL".
-	Field string
-	// Problem says what is wrong and how to fix it.
-	Problem string
-}
-
-// Error describes the problem.
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("readiness: invalid %s: %s", e.Field, e.Problem)
-}
-
-// validateName returns a *ConfigError if name cannot be a member name.
+// validateName returns a *udrain.ConfigError if name cannot be a member
+// name. The name is quoted redacted: a URL given where a name belongs may
+// carry credentials.
 func validateName(name string) error {
-	field := fmt.Sprintf("member name %q", name)
+	quoted := fmt.Sprintf("%q", redact.URL(name))
 	switch {
 	case name == "":
-		return &ConfigError{Field: "member name", Problem: "empty; give every member a name, e.g. the pod's host name"}
+		return nameError("empty; give every member a name, e.g. the pod's host name")
 	case len(name) > maxNameLength:
-		return &ConfigError{Field: field, Problem: fmt.Sprintf("longer than %d characters", maxNameLength)}
+		return nameError("%s is longer than %d characters", quoted, maxNameLength)
 	case !isAlphanumeric(name[0]):
-		return &ConfigError{Field: field, Problem: "must start with a letter or a digit"}
+		return nameError("%s must start with a letter or a digit", quoted)
 	}
 	for i := 0; i < len(name); i++ {
 		if c := name[i]; !isAlphanumeric(c) && c != '.' && c != '_' && c != '-' {
-			return &ConfigError{Field: field, Problem: fmt.Sprintf("character %q not allowed; use letters, digits, '.', '_' and '-'", c)}
+			return nameError("%s: character %q not allowed; use letters, digits, '.', '_' and '-'", quoted, c)
 		}
 	}
 	return nil
+}
+
+func nameError(format string, args ...any) error {
+	return &udrain.ConfigError{Field: "readiness.Member.Name", Problem: fmt.Sprintf(format, args...)}
 }
 
 func isAlphanumeric(c byte) bool {
@@ -67,30 +61,37 @@ func isAlphanumeric(c byte) bool {
 
 // ParseMember parses a member given as NAME=URL, as on the command line of
 // "udrain serve-readiness --member". An http:// or https:// URL gets an
-// [HTTPCheck] (with opts), a tcp://HOST:PORT URL a [TCPCheck].
+// [HTTPCheck] (with opts), a tcp://HOST:PORT URL a [TCPCheck]. Its errors
+// are *udrain.ConfigError about "readiness.ParseMember(spec)" (or the
+// member's name) and quote the URL redacted (see package redact).
 func ParseMember(spec string, opts ...HTTPOption) (Member, error) {
 	name, target, ok := strings.Cut(spec, "=")
 	if !ok {
-		return Member{}, &ConfigError{Field: fmt.Sprintf("member %q", spec), Problem: "want NAME=URL, e.g. worker-1=http://worker-1.group.ns:8000/health or worker-1=tcp://worker-1.group.ns:8000"}
+		return Member{}, specError("%q: want NAME=URL, e.g. worker-1=http://worker-1.group.ns:8000/health or worker-1=tcp://worker-1.group.ns:8000", redact.URL(spec))
 	}
 	if err := validateName(name); err != nil {
 		return Member{}, err
 	}
-	u, err := url.Parse(target)
+	shown := redact.URL(target)
+	u, err := parseURL(target)
 	if err != nil {
-		return Member{}, &ConfigError{Field: fmt.Sprintf("URL of member %q", name), Problem: err.Error()}
+		return Member{}, specError("member %q: %s: %v", name, shown, err)
 	}
 	if u.Scheme == "tcp" {
-		if u.Path != "" || u.RawQuery != "" || u.User != nil {
-			return Member{}, &ConfigError{Field: fmt.Sprintf("URL of member %q", name), Problem: "a tcp:// URL is only tcp://HOST:PORT"}
+		if u.Path != "" || u.RawQuery != "" || u.User != nil || u.Fragment != "" {
+			return Member{}, specError("member %q: %s: a tcp:// URL is only tcp://HOST:PORT", name, shown)
 		}
 		if err := validateHostPort(u.Host); err != nil {
-			return Member{}, &ConfigError{Field: fmt.Sprintf("URL of member %q", name), Problem: err.Error()}
+			return Member{}, specError("member %q: %s: %v", name, shown, err)
 		}
 		return Member{Name: name, Check: TCPCheck(u.Host)}, nil
 	}
-	if _, err := parseHTTPURL(target); err != nil {
-		return Member{}, &ConfigError{Field: fmt.Sprintf("URL of member %q", name), Problem: err.Error() + "; use http://, https:// or tcp://"}
+	if err := checkHTTPURL(u); err != nil {
+		return Member{}, specError("member %q: %s: %v; use http://, https:// or tcp://", name, shown, err)
 	}
 	return Member{Name: name, Check: HTTPCheck(target, opts...)}, nil
+}
+
+func specError(format string, args ...any) error {
+	return &udrain.ConfigError{Field: "readiness.ParseMember(spec)", Problem: fmt.Sprintf(format, args...)}
 }

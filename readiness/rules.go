@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"syscall"
+
+	"github.com/udrain/udrain"
 )
 
 // The aggregation rules live here as small pure functions so that every
@@ -43,15 +45,15 @@ func (c Class) String() string {
 
 // Classify returns the class of a check's result: [Passed] for nil,
 // [HardFailure] for a name that does not resolve (DNS "no such host"), a
-// refused connection, a [*GoneError] or a [*ConfigError] (a check that can
-// never succeed), and [SoftFailure] for everything else, timeouts included. A
+// refused connection, a [*GoneError] or a *udrain.ConfigError (a check that
+// can never succeed), and [SoftFailure] for everything else, timeouts included. A
 // temporary DNS failure is soft: it says nothing about the member.
 func Classify(err error) Class {
 	if err == nil {
 		return Passed
 	}
 	var gone *GoneError
-	var config *ConfigError
+	var config *udrain.ConfigError
 	var dns *net.DNSError
 	switch {
 	case errors.As(err, &gone), errors.As(err, &config):

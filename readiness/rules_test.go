@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/readiness"
 )
 
@@ -32,7 +33,7 @@ func TestClassify(t *testing.T) {
 		{"wrapped refused is hard", fmt.Errorf("get: %w", refused), readiness.HardFailure},
 		{"gone is hard", readiness.Gone(errors.New("pod evicted")), readiness.HardFailure},
 		{"wrapped gone is hard", fmt.Errorf("member: %w", readiness.Gone(errors.New("pod deleted"))), readiness.HardFailure},
-		{"config error is hard", &readiness.ConfigError{Field: "URL", Problem: "bad"}, readiness.HardFailure},
+		{"config error is hard", &udrain.ConfigError{Field: "URL", Problem: "bad"}, readiness.HardFailure},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

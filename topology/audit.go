@@ -7,48 +7,40 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+
+	"github.com/udrain/udrain"
 )
 
-// FindingType names a rule of the placement contract.
-type FindingType string
+// FindingCode names a rule of the placement contract. The values are
+// stable, for scripts and controllers that filter findings.
+type FindingCode string
 
 // The rules the audit checks.
 const (
 	// FindingPack: a group's pods sit in more than one domain, so draining
 	// either domain breaks it, and it is broken twice in a rollout.
-	FindingPack FindingType = "Pack"
+	FindingPack FindingCode = "Pack"
 	// FindingSpread: two groups of one workload share a domain while another
 	// domain holds none of them, so one drain breaks both.
-	FindingSpread FindingType = "Spread"
+	FindingSpread FindingCode = "Spread"
 	// FindingUnprotectedLeader: no PDB selects a group's leader, so nothing
 	// stops a drain from breaking the group while others are down.
-	FindingUnprotectedLeader FindingType = "UnprotectedLeader"
+	FindingUnprotectedLeader FindingCode = "UnprotectedLeader"
 	// FindingMultiplePDBs: more than one PDB selects a pod; the Eviction API
 	// answers 500 for such a pod and it can never be evicted.
-	FindingMultiplePDBs FindingType = "MultiplePDBs"
+	FindingMultiplePDBs FindingCode = "MultiplePDBs"
 	// FindingProtectedWorker: a PDB selects a group's worker; its evictions
 	// in phase 2 may block on that budget.
-	FindingProtectedWorker FindingType = "ProtectedWorker"
+	FindingProtectedWorker FindingCode = "ProtectedWorker"
 	// FindingControlPlaneQuorum: a domain holds so many control-plane nodes
 	// that draining it loses etcd quorum.
-	FindingControlPlaneQuorum FindingType = "ControlPlaneQuorum"
-)
-
-// Severity says whether a finding breaks the contract.
-type Severity string
-
-const (
-	// SeverityError breaks the contract: a drain would break groups it
-	// promises to protect, or cannot succeed.
-	SeverityError Severity = "Error"
-	// SeverityWarning is worth fixing but does not break a group.
-	SeverityWarning Severity = "Warning"
+	FindingControlPlaneQuorum FindingCode = "ControlPlaneQuorum"
 )
 
 // Finding is one violation of the placement contract.
 type Finding struct {
-	Type     FindingType `json:"type"`
-	Severity Severity    `json:"severity"`
+	Code     FindingCode     `json:"code"`
+	Severity udrain.Severity `json:"severity"`
 	// Namespace and Group identify the group involved, if any.
 	Namespace string `json:"namespace,omitempty"`
 	Group     string `json:"group,omitempty"`
@@ -75,6 +67,9 @@ type AuditInput struct {
 	// concern them are skipped, which makes the audit cheap on a large
 	// cluster.
 	Only []string
+	// PDBIndex, if set, is NewPDBIndex(PDBs), built already by the caller
+	// (a plan has one): the audit then does not build it again.
+	PDBIndex *PDBIndex
 }
 
 // Report is the result of an audit.
@@ -82,13 +77,13 @@ type Report struct {
 	Findings []Finding `json:"findings"`
 }
 
-// Errors returns the findings of SeverityError.
-func (r Report) Errors() []Finding { return r.bySeverity(SeverityError) }
+// Errors returns the findings of udrain.SeverityError.
+func (r Report) Errors() []Finding { return r.bySeverity(udrain.SeverityError) }
 
-// Warnings returns the findings of SeverityWarning.
-func (r Report) Warnings() []Finding { return r.bySeverity(SeverityWarning) }
+// Warnings returns the findings of udrain.SeverityWarning.
+func (r Report) Warnings() []Finding { return r.bySeverity(udrain.SeverityWarning) }
 
-func (r Report) bySeverity(s Severity) []Finding {
+func (r Report) bySeverity(s udrain.Severity) []Finding {
 	var out []Finding
 	for _, f := range r.Findings {
 		if f.Severity == s {
@@ -119,7 +114,7 @@ func (e *ContractError) Error() string {
 			fmt.Fprintf(&b, "; and %d more", len(e.Findings)-5)
 			break
 		}
-		fmt.Fprintf(&b, "; %s: %s", f.Type, f.Message)
+		fmt.Fprintf(&b, "; %s: %s", f.Code, f.Message)
 	}
 	return b.String()
 }
@@ -131,7 +126,10 @@ func (e *ContractError) Error() string {
 // deterministic order.
 func Audit(in AuditInput) Report {
 	var r Report
-	idx := NewPDBIndex(in.PDBs)
+	idx := in.PDBIndex
+	if idx == nil {
+		idx = NewPDBIndex(in.PDBs)
+	}
 	scope := newScope(in.Layout, in.Only)
 	// Pack and the PDB checks look at a group only if it touches the
 	// domains in scope; spread needs every group of those workloads.
@@ -255,7 +253,7 @@ func auditPack(l *Layout, groups []Group) []Finding {
 			}
 		}
 		out = append(out, Finding{
-			Type: FindingPack, Severity: SeverityError,
+			Code: FindingPack, Severity: udrain.SeverityError,
 			Namespace: g.ID.Namespace, Group: g.ID.Name, Workload: g.Workload,
 			Domains: ds, Pods: pods,
 			Message: fmt.Sprintf("group %s spans %d upgrade domains (%s): each drain of one of them breaks it, so a rollout breaks it %d times; pack the group into one domain with a required pod affinity on the domain label %q to its leader",
@@ -305,7 +303,7 @@ func auditSpread(l *Layout, groups []Group) []Finding {
 			}
 			sortNatural(names)
 			out = append(out, Finding{
-				Type: FindingSpread, Severity: SeverityError,
+				Code: FindingSpread, Severity: udrain.SeverityError,
 				Namespace: k.ns, Workload: k.workload,
 				Domains: []string{d.Name},
 				Message: fmt.Sprintf("%d groups of workload %s/%s (%s) share upgrade domain %s while %s hold(s) none: draining %s breaks them all at once; spread the leaders with a topologySpreadConstraint (maxSkew 1, whenUnsatisfiable DoNotSchedule) on the domain label %q",
@@ -330,7 +328,7 @@ func auditPDBs(l *Layout, idx *PDBIndex, groups []Group, pods []*corev1.Pod) []F
 		}
 		multi[k] = true
 		f := Finding{
-			Type: FindingMultiplePDBs, Severity: SeverityError,
+			Code: FindingMultiplePDBs, Severity: udrain.SeverityError,
 			Namespace: p.Namespace, PDBs: PDBNames(pdbs), Pods: []string{p.Name}, Domains: podDomains(l, p),
 			Message: fmt.Sprintf("pod %s/%s is selected by %d PodDisruptionBudgets (%s): the Eviction API refuses to evict it (HTTP 500); narrow the selectors so that one PDB selects it",
 				p.Namespace, p.Name, len(pdbs), strings.Join(PDBNames(pdbs), ", ")),
@@ -348,7 +346,7 @@ func auditPDBs(l *Layout, idx *PDBIndex, groups []Group, pods []*corev1.Pod) []F
 		if g.Leader != nil {
 			if len(idx.For(g.Leader)) == 0 {
 				out = append(out, Finding{
-					Type: FindingUnprotectedLeader, Severity: SeverityError,
+					Code: FindingUnprotectedLeader, Severity: udrain.SeverityError,
 					Namespace: g.ID.Namespace, Group: g.ID.Name, Workload: g.Workload,
 					Pods: []string{g.Leader.Name}, Domains: podDomains(l, g.Leader),
 					Message: fmt.Sprintf("leader %s/%s of group %s is selected by no PodDisruptionBudget: nothing stops a drain from breaking this group while others are down; create a PDB over the leaders (selector on the leader labels, minAvailable = groups - 1)",
@@ -371,7 +369,7 @@ func auditPDBs(l *Layout, idx *PDBIndex, groups []Group, pods []*corev1.Pod) []F
 		}
 		if len(protectedWorkers) > 0 {
 			out = append(out, Finding{
-				Type: FindingProtectedWorker, Severity: SeverityWarning,
+				Code: FindingProtectedWorker, Severity: udrain.SeverityWarning,
 				Namespace: g.ID.Namespace, Group: g.ID.Name, Workload: g.Workload,
 				Pods: protectedWorkers, PDBs: sortedKeys(pdbSet), Domains: groupDomains(l, g),
 				Message: fmt.Sprintf("%d worker(s) of group %s are selected by a PodDisruptionBudget (%s): they are evicted in phase 1 with the leaders and may block there; select only leaders (e.g. add %s=0 to the selector)",
@@ -397,7 +395,7 @@ func auditControlPlane(l *Layout) []Finding {
 			continue
 		}
 		out = append(out, Finding{
-			Type: FindingControlPlaneQuorum, Severity: SeverityError,
+			Code: FindingControlPlaneQuorum, Severity: udrain.SeverityError,
 			Domains: []string{d.Name}, Nodes: d.ControlPlaneNodes,
 			Message: fmt.Sprintf("upgrade domain %s holds %d of the cluster's %d control-plane nodes; etcd keeps quorum only while at most %d are down, so draining %s loses quorum; spread the control-plane nodes so that no domain holds more than %d",
 				d.Name, len(d.ControlPlaneNodes), n, tolerable, d.Name, tolerable),

@@ -69,7 +69,7 @@ func ExampleAudit() {
 	ptrs := topology.PodPointers(pods)
 	report := topology.Audit(topology.AuditInput{Layout: layout, Groups: topology.FindGroups(ptrs), Pods: ptrs})
 	for _, f := range report.Findings {
-		fmt.Println(f.Severity, f.Type, f.Group, f.Domains)
+		fmt.Println(f.Severity, f.Code, f.Group, f.Domains)
 	}
 	// Output:
 	// Error Pack llama-0 [ud-a ud-b]

@@ -3,6 +3,7 @@ package topology
 import (
 	"sort"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
@@ -17,13 +18,6 @@ const (
 	LWSGroupIndexLabel  = "leaderworkerset.sigs.k8s.io/group-index"
 	LWSWorkerIndexLabel = "leaderworkerset.sigs.k8s.io/worker-index"
 	LWSSizeAnnotation   = "leaderworkerset.sigs.k8s.io/size"
-)
-
-// Labels of KubeRay pods.
-const (
-	RayClusterLabel  = "ray.io/cluster"
-	RayNodeTypeLabel = "ray.io/node-type"
-	RayNodeTypeHead  = "head"
 )
 
 // Kind says where a group's identity comes from.
@@ -67,6 +61,13 @@ func DefaultGroupers() []Grouper {
 	return []Grouper{LeaderWorkerSet(), Ray()}
 }
 
+// Groupers returns the groupers udrain uses when a caller names none:
+// DefaultGroupers, then the native PodGroups (ByPodGroup) of podGroups,
+// which may be empty on clusters that do not serve them.
+func Groupers(podGroups []schedulingv1beta1.PodGroup) []Grouper {
+	return append(DefaultGroupers(), ByPodGroup(podGroups))
+}
+
 // LeaderWorkerSet groups pods by the LeaderWorkerSet labels: one group per
 // (LWS name, group index), named "<lws>-<group-index>" like its leader pod;
 // the leader has worker index "0"; the size comes from the size annotation.
@@ -90,23 +91,6 @@ func LeaderWorkerSet() Grouper {
 			Group:    name + "-" + idx,
 			Leader:   pod.Labels[LWSWorkerIndexLabel] == "0",
 			Size:     size,
-		}, true
-	}
-}
-
-// Ray groups pods by their Ray cluster; the head pod is the leader. Ray
-// states no group size, so a Ray group's expected size is unknown.
-func Ray() Grouper {
-	return func(pod *corev1.Pod) (Membership, bool) {
-		cluster, ok := pod.Labels[RayClusterLabel]
-		if !ok || cluster == "" {
-			return Membership{}, false
-		}
-		return Membership{
-			Kind:     KindRay,
-			Workload: cluster,
-			Group:    cluster,
-			Leader:   pod.Labels[RayNodeTypeLabel] == RayNodeTypeHead,
 		}, true
 	}
 }
@@ -273,17 +257,23 @@ func FindGroups(pods []*corev1.Pod, groupers ...Grouper) []Group {
 		m := groups[i].Members
 		sort.Slice(m, func(a, b int) bool { return NaturalLess(m[a].Name, m[b].Name) })
 	}
-	sort.Slice(groups, func(a, b int) bool {
-		x, y := groups[a].ID, groups[b].ID
-		if x.Namespace != y.Namespace {
-			return x.Namespace < y.Namespace
-		}
-		if x.Name != y.Name {
-			return NaturalLess(x.Name, y.Name)
-		}
-		return x.Kind < y.Kind
-	})
+	sort.Slice(groups, func(a, b int) bool { return CompareGroupIDs(groups[a].ID, groups[b].ID) < 0 })
 	return groups
+}
+
+// CompareGroupIDs orders groups as FindGroups does: by namespace, then
+// name in natural order (llm-2 before llm-10), then kind. It returns -1,
+// 0 or +1, for slices.SortFunc.
+func CompareGroupIDs(a, b GroupID) int {
+	switch {
+	case a.Namespace != b.Namespace:
+		return strings.Compare(a.Namespace, b.Namespace)
+	case NaturalLess(a.Name, b.Name):
+		return -1
+	case NaturalLess(b.Name, a.Name):
+		return 1
+	}
+	return strings.Compare(string(a.Kind), string(b.Kind))
 }
 
 // PodPointers returns pointers to the items of a pod list, the form

@@ -3,6 +3,7 @@ package topology
 import (
 	"errors"
 	"fmt"
+	"github.com/udrain/udrain"
 	"math/rand"
 	"sort"
 	"testing"
@@ -340,8 +341,8 @@ func TestAudit(t *testing.T) {
 	leadersPDB := []policyv1.PodDisruptionBudget{pdb("inf", "w-leaders", leaderSel)}
 
 	type finding struct {
-		Type     FindingType
-		Severity Severity
+		Code     FindingCode
+		Severity udrain.Severity
 		Group    string
 		Domains  []string
 		PDBs     []string
@@ -364,7 +365,7 @@ func TestAudit(t *testing.T) {
 				lws("inf", "w", "1", "0", "b1", "2"), lws("inf", "w", "2", "0", "c1", "2"),
 			},
 			pdbs: leadersPDB,
-			want: []finding{{Type: FindingPack, Severity: SeverityError, Group: "w-0", Domains: []string{"ud-a", "ud-b"}, Pods: []string{"w-0@ud-a", "w-0-1@ud-b"}}},
+			want: []finding{{Code: FindingPack, Severity: udrain.SeverityError, Group: "w-0", Domains: []string{"ud-a", "ud-b"}, Pods: []string{"w-0@ud-a", "w-0-1@ud-b"}}},
 		},
 		{
 			name:  "spread: two groups in ud-a, none in ud-c",
@@ -373,7 +374,7 @@ func TestAudit(t *testing.T) {
 				lws("inf", "w", "0", "0", "a1", "1"), lws("inf", "w", "1", "0", "a2", "1"), lws("inf", "w", "2", "0", "b1", "1"),
 			},
 			pdbs: leadersPDB,
-			want: []finding{{Type: FindingSpread, Severity: SeverityError, Domains: []string{"ud-a"}}},
+			want: []finding{{Code: FindingSpread, Severity: udrain.SeverityError, Domains: []string{"ud-a"}}},
 		},
 		{
 			name:  "spread: more groups than domains is fine",
@@ -388,9 +389,9 @@ func TestAudit(t *testing.T) {
 			nodes: nodes,
 			pods:  healthy,
 			want: []finding{
-				{Type: FindingUnprotectedLeader, Severity: SeverityError, Group: "w-0", Domains: []string{"ud-a"}, Pods: []string{"w-0"}},
-				{Type: FindingUnprotectedLeader, Severity: SeverityError, Group: "w-1", Domains: []string{"ud-b"}, Pods: []string{"w-1"}},
-				{Type: FindingUnprotectedLeader, Severity: SeverityError, Group: "w-2", Domains: []string{"ud-c"}, Pods: []string{"w-2"}},
+				{Code: FindingUnprotectedLeader, Severity: udrain.SeverityError, Group: "w-0", Domains: []string{"ud-a"}, Pods: []string{"w-0"}},
+				{Code: FindingUnprotectedLeader, Severity: udrain.SeverityError, Group: "w-1", Domains: []string{"ud-b"}, Pods: []string{"w-1"}},
+				{Code: FindingUnprotectedLeader, Severity: udrain.SeverityError, Group: "w-2", Domains: []string{"ud-c"}, Pods: []string{"w-2"}},
 			},
 		},
 		{
@@ -402,8 +403,8 @@ func TestAudit(t *testing.T) {
 				pdb("inf", "w-leaders", leaderSel),
 			},
 			want: []finding{
-				{Type: FindingMultiplePDBs, Severity: SeverityError, Group: "w-0", Domains: []string{"ud-a"}, PDBs: []string{"all", "w-leaders"}, Pods: []string{"w-0"}},
-				{Type: FindingProtectedWorker, Severity: SeverityWarning, Group: "w-0", Domains: []string{"ud-a"}, PDBs: []string{"all"}, Pods: []string{"w-0-1"}},
+				{Code: FindingMultiplePDBs, Severity: udrain.SeverityError, Group: "w-0", Domains: []string{"ud-a"}, PDBs: []string{"all", "w-leaders"}, Pods: []string{"w-0"}},
+				{Code: FindingProtectedWorker, Severity: udrain.SeverityWarning, Group: "w-0", Domains: []string{"ud-a"}, PDBs: []string{"all"}, Pods: []string{"w-0-1"}},
 			},
 		},
 		{
@@ -412,7 +413,7 @@ func TestAudit(t *testing.T) {
 				node("cp1", "ud-a", ControlPlaneLabel, ""), node("cp2", "ud-a", ControlPlaneLabel, ""),
 				node("cp3", "ud-b", ControlPlaneLabel, ""), node("w", "ud-c"),
 			},
-			want: []finding{{Type: FindingControlPlaneQuorum, Severity: SeverityError, Domains: []string{"ud-a"}, Nodes: []string{"cp1", "cp2"}}},
+			want: []finding{{Code: FindingControlPlaneQuorum, Severity: udrain.SeverityError, Domains: []string{"ud-a"}, Nodes: []string{"cp1", "cp2"}}},
 		},
 		{
 			name: "control-plane quorum: 1 of 3 per domain is fine",
@@ -433,9 +434,9 @@ func TestAudit(t *testing.T) {
 			var got []finding
 			for _, f := range r.Findings {
 				if f.Message == "" {
-					t.Errorf("finding %s has no message", f.Type)
+					t.Errorf("finding %s has no message", f.Code)
 				}
-				got = append(got, finding{f.Type, f.Severity, f.Group, f.Domains, f.PDBs, f.Pods, f.Nodes})
+				got = append(got, finding{f.Code, f.Severity, f.Group, f.Domains, f.PDBs, f.Pods, f.Nodes})
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("findings (-want +got):\n%s", diff)
@@ -514,7 +515,7 @@ func TestAuditOnlyReportsTheDomainsAsked(t *testing.T) {
 	}
 	ptrs := PodPointers(pods)
 	r := Audit(AuditInput{Layout: l, Groups: FindGroups(ptrs), Pods: ptrs, Only: []string{"ud-b"}})
-	if len(r.Findings) != 1 || r.Findings[0].Type != FindingUnprotectedLeader || r.Findings[0].Group != "w-1" {
+	if len(r.Findings) != 1 || r.Findings[0].Code != FindingUnprotectedLeader || r.Findings[0].Group != "w-1" {
 		t.Errorf("findings = %+v, want only the unprotected leader in ud-b", r.Findings)
 	}
 }

@@ -64,8 +64,12 @@ func TestEvaluate(t *testing.T) {
 		pods: lwsGroup("vllm", 0, 4, map[int][]podOption{1: {terminating}}),
 		want: verdict{corev1.ConditionFalse, ReasonMemberTerminating, "vllm-0-1 terminating; 3/4 members healthy"},
 	}, {
-		name: "a pending worker",
+		name: "a pending worker not scheduled yet",
 		pods: lwsGroup("vllm", 0, 4, map[int][]podOption{3: {phase(corev1.PodPending), notReady}}),
+		want: verdict{corev1.ConditionFalse, ReasonMemberUnscheduled, "vllm-0-3 Pending; 3/4 members healthy"},
+	}, {
+		name: "a pending worker on its node",
+		pods: lwsGroup("vllm", 0, 4, map[int][]podOption{3: {phase(corev1.PodPending), notReady, func(p *corev1.Pod) { p.Spec.NodeName = "n1" }}}),
 		want: verdict{corev1.ConditionFalse, ReasonMemberNotRunning, "vllm-0-3 Pending; 3/4 members healthy"},
 	}, {
 		name: "a failed worker that still says Ready",
@@ -74,7 +78,7 @@ func TestEvaluate(t *testing.T) {
 	}, {
 		name: "a worker without a phase",
 		pods: lwsGroup("vllm", 0, 2, map[int][]podOption{1: {phase("")}}),
-		want: verdict{corev1.ConditionFalse, ReasonMemberNotRunning, "vllm-0-1 phase unknown; 1/2 members healthy"},
+		want: verdict{corev1.ConditionFalse, ReasonMemberUnscheduled, "vllm-0-1 Pending; 1/2 members healthy"},
 	}, {
 		name: "short of size: the missing worker is named",
 		pods: lwsGroup("vllm", 0, 4, nil, 3),
@@ -114,7 +118,7 @@ func TestEvaluate(t *testing.T) {
 				Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.ContainersReady, Status: corev1.ConditionTrue}}}},
 			lwsPod("x", 0, 1, 0, func(p *corev1.Pod) {
 				p.Name = "ray-worker-a"
-				p.Labels = map[string]string{topology.RayClusterLabel: "ray"}
+				p.Labels = map[string]string{topology.RayClusterLabel: "ray", topology.RayNodeTypeLabel: topology.RayNodeTypeWorker}
 			}),
 		},
 		want: verdict{corev1.ConditionTrue, ReasonGroupReady, "2/2 members healthy"},
@@ -135,7 +139,7 @@ func TestEvaluate(t *testing.T) {
 
 func TestEvaluateEmptyGroup(t *testing.T) {
 	got := verdictOf(Evaluate(&topology.Group{ID: topology.GroupID{Kind: topology.KindLabel, Namespace: testNamespace, Name: "g"}}, testNow))
-	want := verdict{corev1.ConditionFalse, ReasonMemberMissing, "no members; 0/0 members healthy"}
+	want := verdict{corev1.ConditionFalse, ReasonNoMembers, "no member exists; 0/0 members healthy"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Evaluate of an empty group (-want +got):\n%s", diff)
 	}

@@ -52,10 +52,11 @@ type Controller struct {
 
 // New returns a controller that watches pods through client, as opts says.
 // It starts nothing: call [Controller.Run]. Bad options give a
-// [*ConfigError].
+// *udrain.ConfigError whose Field names the option at fault, e.g.
+// "gate.Options.Selector".
 func New(client kubernetes.Interface, opts Options) (*Controller, error) {
 	if client == nil {
-		return nil, &ConfigError{Field: "client", Problem: "nil; pass a clientset, e.g. from kubernetes.NewForConfig"}
+		return nil, configError("New(client)", "nil; pass a clientset, e.g. from kubernetes.NewForConfig")
 	}
 	opts, sel, err := opts.complete()
 	if err != nil {

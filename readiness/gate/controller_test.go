@@ -19,6 +19,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -366,23 +367,23 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		opts      Options
 		wantField string
 	}{
-		{"bad selector", Options{Selector: "app in (a"}, "Options.Selector"},
-		{"bad namespace", Options{Namespace: "Not_A_Namespace"}, "Options.Namespace"},
-		{"negative workers", Options{Workers: -1}, "Options.Workers"},
-		{"negative resync", Options{ResyncPeriod: -time.Second}, "Options.ResyncPeriod"},
-		{"nil grouper", Options{Groupers: []topology.Grouper{topology.LeaderWorkerSet(), nil}}, "Options.Groupers[1]"},
-		{"lease without namespace", Options{LeaderElection: &LeaderElection{}}, "LeaderElection.Namespace"},
-		{"bad lease name", Options{LeaderElection: le(func(l *LeaderElection) { l.Name = "Bad Name" })}, "LeaderElection.Name"},
-		{"negative retry period", Options{LeaderElection: le(func(l *LeaderElection) { l.RetryPeriod = -time.Second })}, "LeaderElection.RetryPeriod"},
-		{"lease shorter than renew deadline", Options{LeaderElection: le(func(l *LeaderElection) { l.LeaseDuration = 5 * time.Second })}, "LeaderElection.LeaseDuration"},
-		{"renew deadline within a retry", Options{LeaderElection: le(func(l *LeaderElection) { l.RetryPeriod = 9 * time.Second })}, "LeaderElection.RenewDeadline"},
+		{"bad selector", Options{Selector: "app in (a"}, "gate.Options.Selector"},
+		{"bad namespace", Options{Namespace: "Not_A_Namespace"}, "gate.Options.Namespace"},
+		{"negative workers", Options{Workers: -1}, "gate.Options.Workers"},
+		{"negative resync", Options{ResyncPeriod: -time.Second}, "gate.Options.ResyncPeriod"},
+		{"nil grouper", Options{Groupers: []topology.Grouper{topology.LeaderWorkerSet(), nil}}, "gate.Options.Groupers[1]"},
+		{"lease without namespace", Options{LeaderElection: &LeaderElection{}}, "gate.LeaderElection.Namespace"},
+		{"bad lease name", Options{LeaderElection: le(func(l *LeaderElection) { l.Name = "Bad Name" })}, "gate.LeaderElection.Name"},
+		{"negative retry period", Options{LeaderElection: le(func(l *LeaderElection) { l.RetryPeriod = -time.Second })}, "gate.LeaderElection.RetryPeriod"},
+		{"lease shorter than renew deadline", Options{LeaderElection: le(func(l *LeaderElection) { l.LeaseDuration = 5 * time.Second })}, "gate.LeaderElection.LeaseDuration"},
+		{"renew deadline within a retry", Options{LeaderElection: le(func(l *LeaderElection) { l.RetryPeriod = 9 * time.Second })}, "gate.LeaderElection.RenewDeadline"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := New(newFakeCluster(t).client, tt.opts)
-			var ce *ConfigError
+			var ce *udrain.ConfigError
 			if !errors.As(err, &ce) {
-				t.Fatalf("New: %v, want a *ConfigError", err)
+				t.Fatalf("New: %v, want a *udrain.ConfigError", err)
 			}
 			if ce.Field != tt.wantField {
 				t.Errorf("ConfigError.Field = %q, want %q (error: %v)", ce.Field, tt.wantField, err)
@@ -390,9 +391,9 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		})
 	}
 	t.Run("nil client", func(t *testing.T) {
-		var ce *ConfigError
-		if _, err := New(nil, Options{}); !errors.As(err, &ce) || ce.Field != "client" {
-			t.Errorf("New(nil): %v, want a *ConfigError about the client", err)
+		var ce *udrain.ConfigError
+		if _, err := New(nil, Options{}); !errors.As(err, &ce) || ce.Field != "gate.New(client)" {
+			t.Errorf("New(nil): %v, want a *udrain.ConfigError about the client", err)
 		}
 	})
 }

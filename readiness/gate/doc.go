@@ -9,10 +9,11 @@
 //
 // Groups are found with package topology ([Options.Groupers]; by default
 // LeaderWorkerSet labels, then Ray). The condition of a group is the pure
-// function [Evaluate]: True when the group has its expected size and every
-// member is Running, Ready and not being deleted; the leader's own Ready is
-// not used (it waits for this condition), its ContainersReady is. The
-// verdicts follow the aggregation rules of package readiness.
+// function [Evaluate], which asks package health, the one judgment of group
+// health in udrain (planning, recovery and the CLI ask it too): True when
+// the group has its expected size and every member is Running, Ready and
+// not being deleted; the leader's own Ready is not used (it waits for this
+// condition), its ContainersReady is. Its reason and message are health's.
 //
 // How it works: a shared pod informer (optionally limited to a namespace and
 // a label selector) with an index from group to member pods feeds a

@@ -120,5 +120,5 @@ func ExampleOptions() {
 	fmt.Println(err)
 	// Output:
 	// <nil>
-	// readiness gate: invalid Options.Selector: unable to parse requirement: found '', expected: ',' or ')'; write it as for kubectl -l, e.g. leaderworkerset.sigs.k8s.io/name=vllm
+	// invalid gate.Options.Selector: unable to parse requirement: found '', expected: ',' or ')'; write it as for kubectl -l, e.g. leaderworkerset.sigs.k8s.io/name=vllm
 }

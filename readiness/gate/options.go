@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -107,35 +108,28 @@ func (c Change) String() string {
 	return fmt.Sprintf("%s/%s: %s=%s %s: %s", c.Group.Namespace, c.Leader, c.Condition.Type, c.Condition.Status, c.Condition.Reason, c.Condition.Message)
 }
 
-// ConfigError reports options that cannot work. It says which field is
-// wrong and what to do.
-type ConfigError struct {
-	// Field names the setting, e.g. "Options.Selector".
-	Field string
-	// Problem says what is wrong and how to fix it.
-	Problem string
-}
-
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("readiness gate: invalid %s: %s", e.Field, e.Problem)
+// configError returns a *udrain.ConfigError about field, a field of the
+// package's settings ("Options.Selector", "LeaderElection.Name").
+func configError(field, problem string) error {
+	return &udrain.ConfigError{Field: "gate." + field, Problem: problem}
 }
 
 // complete validates o and fills in the defaults.
 func (o Options) complete() (Options, labels.Selector, error) {
 	if o.Namespace != "" {
 		if errs := validation.IsDNS1123Label(o.Namespace); len(errs) > 0 {
-			return o, nil, &ConfigError{Field: "Options.Namespace", Problem: fmt.Sprintf("%q is not a namespace name: %s", o.Namespace, strings.Join(errs, "; "))}
+			return o, nil, configError("Options.Namespace", fmt.Sprintf("%q is not a namespace name: %s", o.Namespace, strings.Join(errs, "; ")))
 		}
 	}
 	sel, err := labels.Parse(o.Selector)
 	if err != nil {
-		return o, nil, &ConfigError{Field: "Options.Selector", Problem: fmt.Sprintf("%v; write it as for kubectl -l, e.g. leaderworkerset.sigs.k8s.io/name=vllm", err)}
+		return o, nil, configError("Options.Selector", fmt.Sprintf("%v; write it as for kubectl -l, e.g. leaderworkerset.sigs.k8s.io/name=vllm", err))
 	}
 	switch {
 	case o.Workers < 0:
-		return o, nil, &ConfigError{Field: "Options.Workers", Problem: fmt.Sprintf("%d is negative; use 0 for the default (%d)", o.Workers, DefaultWorkers)}
+		return o, nil, configError("Options.Workers", fmt.Sprintf("%d is negative; use 0 for the default (%d)", o.Workers, DefaultWorkers))
 	case o.ResyncPeriod < 0:
-		return o, nil, &ConfigError{Field: "Options.ResyncPeriod", Problem: fmt.Sprintf("%v is negative; use 0 to react to events only", o.ResyncPeriod)}
+		return o, nil, configError("Options.ResyncPeriod", fmt.Sprintf("%v is negative; use 0 to react to events only", o.ResyncPeriod))
 	}
 	if o.Workers == 0 {
 		o.Workers = DefaultWorkers
@@ -145,7 +139,7 @@ func (o Options) complete() (Options, labels.Selector, error) {
 	}
 	for i, g := range o.Groupers {
 		if g == nil {
-			return o, nil, &ConfigError{Field: fmt.Sprintf("Options.Groupers[%d]", i), Problem: "nil; leave it out or use a grouper from package topology"}
+			return o, nil, configError(fmt.Sprintf("Options.Groupers[%d]", i), "nil; leave it out or use a grouper from package topology")
 		}
 	}
 	if o.RateLimiter == nil {
@@ -167,16 +161,16 @@ func (o Options) complete() (Options, labels.Selector, error) {
 // complete validates le and fills in the defaults.
 func (le LeaderElection) complete() (LeaderElection, error) {
 	if le.Namespace == "" {
-		return le, &ConfigError{Field: "LeaderElection.Namespace", Problem: "empty; name the namespace of the Lease, usually the controller's own"}
+		return le, configError("LeaderElection.Namespace", "empty; name the namespace of the Lease, usually the controller's own")
 	}
 	if errs := validation.IsDNS1123Label(le.Namespace); len(errs) > 0 {
-		return le, &ConfigError{Field: "LeaderElection.Namespace", Problem: fmt.Sprintf("%q is not a namespace name: %s", le.Namespace, strings.Join(errs, "; "))}
+		return le, configError("LeaderElection.Namespace", fmt.Sprintf("%q is not a namespace name: %s", le.Namespace, strings.Join(errs, "; ")))
 	}
 	if le.Name == "" {
 		le.Name = DefaultLeaseName
 	}
 	if errs := validation.IsDNS1123Subdomain(le.Name); len(errs) > 0 {
-		return le, &ConfigError{Field: "LeaderElection.Name", Problem: fmt.Sprintf("%q is not a Lease name: %s", le.Name, strings.Join(errs, "; "))}
+		return le, configError("LeaderElection.Name", fmt.Sprintf("%q is not a Lease name: %s", le.Name, strings.Join(errs, "; ")))
 	}
 	if le.Identity == "" {
 		host, err := os.Hostname()
@@ -195,17 +189,17 @@ func (le LeaderElection) complete() (LeaderElection, error) {
 		{"LeaderElection.RetryPeriod", &le.RetryPeriod, DefaultRetryPeriod},
 	} {
 		if *d.value < 0 {
-			return le, &ConfigError{Field: d.field, Problem: fmt.Sprintf("%v is negative; use 0 for the default (%v)", *d.value, d.def)}
+			return le, configError(d.field, fmt.Sprintf("%v is negative; use 0 for the default (%v)", *d.value, d.def))
 		}
 		if *d.value == 0 {
 			*d.value = d.def
 		}
 	}
 	if le.LeaseDuration <= le.RenewDeadline {
-		return le, &ConfigError{Field: "LeaderElection.LeaseDuration", Problem: fmt.Sprintf("%v is not longer than RenewDeadline (%v); a leader must give up before others may take over", le.LeaseDuration, le.RenewDeadline)}
+		return le, configError("LeaderElection.LeaseDuration", fmt.Sprintf("%v is not longer than gate.LeaderElection.RenewDeadline (%v); a leader must give up before others may take over", le.LeaseDuration, le.RenewDeadline))
 	}
 	if minRenew := time.Duration(leaderelection.JitterFactor * float64(le.RetryPeriod)); le.RenewDeadline <= minRenew {
-		return le, &ConfigError{Field: "LeaderElection.RenewDeadline", Problem: fmt.Sprintf("%v is not longer than %v×RetryPeriod (%v); lengthen it or shorten RetryPeriod", le.RenewDeadline, leaderelection.JitterFactor, minRenew)}
+		return le, configError("LeaderElection.RenewDeadline", fmt.Sprintf("%v is not longer than %v×gate.LeaderElection.RetryPeriod (%v); lengthen it or shorten gate.LeaderElection.RetryPeriod", le.RenewDeadline, leaderelection.JitterFactor, minRenew))
 	}
 	return le, nil
 }

@@ -1,0 +1,350 @@
+package eviction
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/klog/v2"
+	cmdutil "k8s.io/kubectl/pkg/cmd/util"
+
+	"github.com/udrain/udrain/topology"
+)
+
+// CordonedByAnnotation marks nodes that udrain cordoned, with the ID of the
+// drain or rollout as value, so that it uncordons those and leaves alone
+// nodes someone else cordoned.
+const CordonedByAnnotation = "udrain.dev/cordoned-by"
+
+// DefaultDrainID is the ID of a drain whose DrainOptions name none.
+const DefaultDrainID = "drain"
+
+// DrainOptions are the settings of one drain.
+type DrainOptions struct {
+	// ID names the drain. It is the value of the cordon mark on the
+	// domain's nodes (CordonedByAnnotation) and of every event and result:
+	// a drain run again with the same ID continues, and a rollout with
+	// another ID refuses the domain until it is uncordoned. Empty means
+	// DefaultDrainID.
+	ID string
+}
+
+func (o DrainOptions) id() string {
+	if o.ID == "" {
+		return DefaultDrainID
+	}
+	return o.ID
+}
+
+// Plan reads the cluster and plans the drain of domain. It changes nothing.
+func (d *Drainer) Plan(ctx context.Context, domain string) (*Plan, error) {
+	if domain == "" {
+		return nil, emptyDomainError()
+	}
+	v, err := d.startView(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer v.stop()
+	return d.planFrom(ctx, v, domain, "")
+}
+
+// Snapshot reads the cluster as every call of the Drainer sees it (through
+// Options.Informers, or lists of its own; within Options.Namespace), for
+// callers that judge it with packages topology, health and gpu themselves
+// (an audit, a report of the domains). It changes nothing. The objects are
+// shared with the informers' caches: do not modify them.
+func (d *Drainer) Snapshot(ctx context.Context) (*Snapshot, error) {
+	v, err := d.startView(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer v.stop()
+	return v.snapshot(ctx)
+}
+
+// Drain plans and executes the drain of one domain: cordon its nodes,
+// evict phase 1, then phase 2, then wait until every evicted pod is gone.
+// The nodes stay cordoned (Uncordon, or a rollout, makes them schedulable
+// again). Every error about the domain is a *DomainError; bad options or
+// an unknown domain are reported before anything changes.
+func (d *Drainer) Drain(ctx context.Context, domain string, opts DrainOptions) (*Plan, *Result, error) {
+	if domain == "" {
+		return nil, nil, emptyDomainError()
+	}
+	v, err := d.startView(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer v.stop()
+	plan, err := d.planFrom(ctx, v, domain, opts.id())
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := d.checkNotHeld(v, plan, opts.id()); err != nil {
+		return plan, nil, err
+	}
+	res, err := d.execute(ctx, v, plan, opts.id())
+	return plan, res, err
+}
+
+// Execute carries out a plan made by Plan or NewPlan: cordon the domain's
+// nodes, evict phase 1, then phase 2, then wait until every evicted pod is
+// gone. It evicts only pods the plan names, by UID. A plan whose Err is
+// not nil is refused with a *DomainError before anything changes.
+func (d *Drainer) Execute(ctx context.Context, plan *Plan, opts DrainOptions) (*Result, error) {
+	if err := plan.Err(); err != nil {
+		return nil, &DomainError{ID: opts.id(), Domain: plan.Domain, Stage: StagePlan, Err: err}
+	}
+	v, err := d.startView(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer v.stop()
+	if err := d.checkNotHeld(v, plan, opts.id()); err != nil {
+		return nil, err
+	}
+	return d.execute(ctx, v, plan, opts.id())
+}
+
+func (d *Drainer) planFrom(ctx context.Context, v *view, domain, id string) (*Plan, error) {
+	snap, err := v.planSnapshot(ctx, domain)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := newPlan(domain, snap, d.s)
+	if err != nil {
+		return nil, err
+	}
+	d.events.emit(Event{Time: d.s.Clock.Now(), Type: EventPlanned, ID: id, DryRun: d.s.dryRunName(), Domain: plan.Domain,
+		Progress: Progress{Phase1Total: len(plan.Phase1), Phase2Total: len(plan.Phase2)},
+		Message: plan.withFitWarning(ctx, fmt.Sprintf("%d node(s); phase 1: %d pod(s), phase 2: %d pod(s), %d skipped, %d blocker(s)",
+			len(plan.Nodes), len(plan.Phase1), len(plan.Phase2), len(plan.Skipped), len(plan.Blockers)))})
+	klog.FromContext(ctx).V(2).Info("Planned", "domain", plan.Domain, "nodes", len(plan.Nodes), "phase1", len(plan.Phase1),
+		"phase2", len(plan.Phase2), "skipped", len(plan.Skipped), "blockers", len(plan.Blockers))
+	return plan, nil
+}
+
+// checkNotHeld refuses a domain whose nodes carry another drain's or
+// rollout's cordon mark.
+func (d *Drainer) checkNotHeld(v *view, plan *Plan, id string) error {
+	for _, name := range plan.Nodes {
+		if n, ok := v.node(name); ok {
+			if by := n.Annotations[CordonedByAnnotation]; by != "" && by != id {
+				return &DomainError{ID: id, Domain: plan.Domain, Stage: StagePlan, Err: &InProgressError{Domain: plan.Domain, Node: name, By: by, ID: id}}
+			}
+		}
+	}
+	return nil
+}
+
+// execution is the state of one domain drain.
+type execution struct {
+	d    *Drainer
+	v    *view
+	plan *Plan
+	id   string
+	log  klog.Logger
+
+	mu       sync.Mutex
+	stage    Stage
+	res      *Result
+	progress Progress
+	blocks   map[string]*openBlock // open blocks by PDB key
+	handled  map[PodRef]bool       // pods evicted, gone or terminating already
+	evicted  []evictedPod          // pods to wait for
+}
+
+// openBlock is a block in progress: its record, and the pods still
+// waiting (the record keeps every pod that waited).
+type openBlock struct {
+	rec     BlockRecord
+	waiting []PodRef
+}
+
+func (d *Drainer) execute(ctx context.Context, v *view, plan *Plan, id string) (*Result, error) {
+	if err := plan.Err(); err != nil {
+		return nil, &DomainError{ID: id, Domain: plan.Domain, Stage: StagePlan, Err: err}
+	}
+	clk := d.s.Clock
+	ex := &execution{
+		d: d, v: v, plan: plan, id: id, stage: StageCordon,
+		log:     klog.FromContext(ctx).WithValues("domain", plan.Domain, "id", id),
+		res:     &Result{ID: id, Domain: plan.Domain, DryRun: d.s.dryRunName(), Started: clk.Now()},
+		blocks:  map[string]*openBlock{},
+		handled: map[PodRef]bool{},
+	}
+	ex.progress = Progress{Phase1Total: len(plan.Phase1), Phase2Total: len(plan.Phase2)}
+	ex.res.Phase1.Pods, ex.res.Phase2.Pods = len(plan.Phase1), len(plan.Phase2)
+	defer func() {
+		ex.res.Duration = clk.Since(ex.res.Started)
+		slices.SortFunc(ex.res.GroupsDisrupted, topology.CompareGroupIDs)
+	}()
+
+	switch d.s.dryRun {
+	case cmdutil.DryRunClient:
+		ex.dryRunClient()
+		ex.res.Completed = true
+		return ex.res, nil
+	case cmdutil.DryRunServer:
+		if err := ex.dryRunServer(ctx); err != nil {
+			return ex.res, ex.stopped(err, 0)
+		}
+		ex.res.Completed = true
+		return ex.res, nil
+	}
+
+	ex.log.Info("Draining domain", "nodes", len(plan.Nodes), "phase1", len(plan.Phase1), "phase2", len(plan.Phase2))
+	runCtx := ctx
+	timeout := d.s.helper.Timeout
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	err := ex.run(runCtx)
+	if err != nil && errors.Is(err, runCtx.Err()) && ctx.Err() == nil && runCtx.Err() != nil {
+		err = ex.stopped(context.DeadlineExceeded, timeout)
+	} else if err != nil {
+		err = ex.stopped(err, 0)
+	}
+	ex.closeBlocks()
+	if err != nil {
+		ex.log.Info("Domain stopped", "stage", ex.stage, "err", err)
+		return ex.res, err
+	}
+	ex.res.Completed = true
+	ex.log.Info("Domain drained", "took", clk.Since(ex.res.Started).Round(time.Millisecond))
+	return ex.res, nil
+}
+
+// stopped wraps why the drain stopped into a *DomainError with the pods
+// still waiting and the budget blocking.
+func (ex *execution) stopped(cause error, timeout time.Duration) error {
+	var de *DomainError
+	if errors.As(cause, &de) {
+		return cause
+	}
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	e := &DomainError{ID: ex.id, Domain: ex.plan.Domain, Stage: ex.stage, Timeout: timeout, Err: cause}
+	switch ex.stage {
+	case StagePhase1, StagePhase2:
+		for _, p := range ex.plan.Pods() {
+			if !ex.handled[p.PodRef] && !ex.v.gone(p.PodRef) {
+				e.Pending = append(e.Pending, p.PodRef)
+			}
+		}
+	case StageWaitGone:
+		for _, p := range ex.evicted {
+			if !ex.v.gone(p.ref) {
+				e.Pending = append(e.Pending, p.ref)
+			}
+		}
+	}
+	var longest *openBlock
+	for _, ob := range ex.blocks {
+		if longest == nil || ob.rec.Since.Before(longest.rec.Since) {
+			longest = ob
+		}
+	}
+	if longest != nil {
+		info := BlockInfo{Namespace: longest.rec.Namespace, PDB: longest.rec.PDB, Since: longest.rec.Since, Pods: slices.Clone(longest.waiting)}
+		ex.budgetCounts(&info)
+		e.Block = &info
+	}
+	return e
+}
+
+func (ex *execution) setStage(s Stage) {
+	ex.mu.Lock()
+	ex.stage = s
+	ex.mu.Unlock()
+}
+
+func (ex *execution) run(ctx context.Context) error {
+	if err := ex.preflight(ctx); err != nil {
+		return err
+	}
+	if err := ex.cordon(ctx, false); err != nil {
+		return err
+	}
+	clk := ex.d.s.Clock
+	for _, ph := range []struct {
+		phase Phase
+		stage Stage
+		pods  []PlannedPod
+		res   *PhaseResult
+	}{{Phase1, StagePhase1, ex.plan.Phase1, &ex.res.Phase1}, {Phase2, StagePhase2, ex.plan.Phase2, &ex.res.Phase2}} {
+		ex.setStage(ph.stage)
+		start := clk.Now()
+		ex.emit(Event{Type: EventPhaseStarted, Phase: ph.phase, Message: fmt.Sprintf("%s: %d pod(s)", ph.phase, len(ph.pods))})
+		if err := ex.evictAll(ctx, ph.phase, ph.pods, ph.res); err != nil {
+			return err
+		}
+		ph.res.Duration = clk.Since(start)
+		ex.checkNodes()
+		ex.emit(Event{Type: EventPhaseDone, Phase: ph.phase, Message: fmt.Sprintf("%s done: every pod evicted", ph.phase)})
+	}
+	ex.setStage(StageWaitGone)
+	if err := ex.waitGone(ctx); err != nil {
+		return err
+	}
+	ex.emit(Event{Type: EventDrained, Message: "every evicted pod is gone"})
+	return nil
+}
+
+// emit sends an event of this drain: its ID, dry-run mark, domain and
+// progress are filled in.
+func (ex *execution) emit(ev Event) {
+	ex.mu.Lock()
+	ev.Progress = ex.progress
+	ex.mu.Unlock()
+	if ev.Time.IsZero() {
+		ev.Time = ex.d.s.Clock.Now()
+	}
+	ev.ID, ev.Domain, ev.DryRun = ex.id, ex.plan.Domain, ex.d.s.dryRunName()
+	ex.d.events.emit(ev)
+}
+
+// podEvent is an event about pod p in phase.
+func podEvent(t EventType, phase Phase, p PodRef) Event {
+	return Event{Type: t, Phase: phase, Pod: &p, Node: p.Node}
+}
+
+// checkNodes reports the plan's nodes that have been deleted since the
+// drain began.
+func (ex *execution) checkNodes() {
+	for _, name := range ex.plan.Nodes {
+		if _, ok := ex.v.node(name); !ok {
+			ex.nodeGone(name)
+		}
+	}
+}
+
+func (ex *execution) nodeGone(name string) {
+	ex.mu.Lock()
+	if slices.Contains(ex.res.NodesGone, name) {
+		ex.mu.Unlock()
+		return
+	}
+	ex.res.NodesGone = append(ex.res.NodesGone, name)
+	ex.mu.Unlock()
+	ex.log.Info("Node deleted during the drain", "node", name)
+	ex.emit(Event{Type: EventNodeGone, Node: name, Message: "node deleted during the drain; its pods are still evicted and waited for (the pod garbage collector removes pods of deleted nodes)"})
+}
+
+// sleep waits d on the Drainer's clock; false means ctx ended first.
+func sleep(ctx context.Context, s *settings, d time.Duration) bool {
+	t := s.Clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C():
+		return true
+	}
+}

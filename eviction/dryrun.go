@@ -1,0 +1,83 @@
+package eviction
+
+import "context"
+
+// dryRunOutcome records what a dry run found for one pod and reports it.
+func (ex *execution) dryRunOutcome(phase Phase, p PlannedPod, verdict DryRunVerdict, block *BlockInfo, msg string) {
+	ex.res.DryRunOutcomes = append(ex.res.DryRunOutcomes, DryRunOutcome{Pod: p.PodRef, Phase: phase, Verdict: verdict, Block: block, Message: msg})
+	ev := podEvent(EventDryRun, phase, p.PodRef)
+	ev.Block, ev.Message = block, msg
+	ex.emit(ev)
+}
+
+// accepted is the verdict for a pod the API would let go.
+func (ex *execution) accepted() (DryRunVerdict, string) {
+	if ex.d.s.helper.DisableEviction {
+		return WouldDelete, "would delete"
+	}
+	return WouldEvict, "would evict"
+}
+
+func (ex *execution) phases() []struct {
+	phase Phase
+	pods  []PlannedPod
+} {
+	return []struct {
+		phase Phase
+		pods  []PlannedPod
+	}{{Phase1, ex.plan.Phase1}, {Phase2, ex.plan.Phase2}}
+}
+
+// dryRunClient reports what would happen without calling the API.
+func (ex *execution) dryRunClient() {
+	verdict, msg := ex.accepted()
+	for _, ph := range ex.phases() {
+		for _, p := range ph.pods {
+			if p.Terminating {
+				ex.dryRunOutcome(ph.phase, p, WouldWait, nil, "already terminating; would wait")
+				continue
+			}
+			ex.dryRunOutcome(ph.phase, p, verdict, nil, msg)
+		}
+	}
+}
+
+// dryRunServer sends every request with dryRun=All, once, without waiting:
+// the API server validates cordons and checks each eviction against the
+// budgets as they are now.
+func (ex *execution) dryRunServer(ctx context.Context) error {
+	if err := ex.cordon(ctx, true); err != nil {
+		return err
+	}
+	evict := ex.evictor()
+	for _, ph := range ex.phases() {
+		ex.setStage(StagePhase1)
+		if ph.phase == Phase2 {
+			ex.setStage(StagePhase2)
+		}
+		for _, p := range ph.pods {
+			if p.Terminating {
+				ex.dryRunOutcome(ph.phase, p, WouldWait, nil, "already terminating; would wait")
+				continue
+			}
+			err := evict.Evict(ctx, p, ex.deleteOptions(p, true))
+			switch classifyEvictionError(err) {
+			case outcomeAccepted:
+				verdict, msg := ex.accepted()
+				ex.dryRunOutcome(ph.phase, p, verdict, nil, msg)
+			case outcomeBlocked:
+				info := ex.blockInfo(p, err)
+				info.Pods = []PodRef{p.PodRef}
+				ex.dryRunOutcome(ph.phase, p, WouldBlock, &info, "blocked by "+info.String())
+			case outcomeGone:
+				ex.dryRunOutcome(ph.phase, p, AlreadyGone, nil, "already gone")
+			default:
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				ex.dryRunOutcome(ph.phase, p, WouldFail, nil, err.Error())
+			}
+		}
+	}
+	return nil
+}

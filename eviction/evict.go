@@ -1,0 +1,491 @@
+package eviction
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/udrain/udrain/health"
+)
+
+// preflight asks the API server, with dry-run evictions that change
+// nothing, whether udrain may evict (or delete) the domain's pods in each
+// namespace, so that a missing permission stops the drain before a node is
+// cordoned. The cordon's own permission needs no dry run: the cordon is
+// the drain's first change, and a refused one changes nothing (see
+// cordon).
+func (ex *execution) preflight(ctx context.Context) error {
+	denied := func(err error) bool {
+		return apierrors.IsForbidden(err) && !hasBudgetCause(err) || apierrors.IsUnauthorized(err)
+	}
+	evict := ex.evictor()
+	checked := map[string]bool{}
+	for _, p := range ex.plan.Pods() {
+		if p.Terminating || checked[p.Namespace] || ex.v.gone(p.PodRef) {
+			continue
+		}
+		checked[p.Namespace] = true
+		err := evict.Evict(ctx, p, ex.deleteOptions(p, true))
+		// A webhook that sees dry runs (sideEffects None) and denies the
+		// first pod stops the domain before anything changes. (One that
+		// does not support dry runs says so; the real eviction decides.)
+		if msg := apiMessage(err); err != nil {
+			if name, ok := webhookDenial(msg); ok {
+				return &AdmissionError{Pod: p.PodRef, Webhook: name, Message: msg, Denied: true, DryRun: true, Attempts: 1, Err: err}
+			}
+		}
+		if denied(err) {
+			return &PermissionError{Err: err}
+		}
+	}
+	ex.log.V(4).Info("Permissions checked with dry-run requests", "namespaces", len(checked))
+	return nil
+}
+
+// retryTransient retries fn while it fails with a transient API error (an
+// API server restarting, overloaded or unreachable), reporting each retry.
+func retryTransient(ctx context.Context, s *settings, emit func(Event), what string, fn func() error) error {
+	b := s.Backoff
+	for {
+		err := fn()
+		if err == nil || classifyEvictionError(err) != outcomeTransient || ctx.Err() != nil {
+			return err
+		}
+		delay := b.Step()
+		emit(Event{Type: EventRetrying, Err: err, Message: fmt.Sprintf("%s: %v; retrying in %s", what, err, delay.Round(time.Millisecond))})
+		if !sleep(ctx, s, delay) {
+			return err
+		}
+	}
+}
+
+// evictAll evicts the pods of one phase concurrently and returns when every
+// one of them is evicted, gone, or was terminating already.
+func (ex *execution) evictAll(ctx context.Context, phase Phase, pods []PlannedPod, res *PhaseResult) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(ex.d.s.Concurrency)
+	for _, p := range pods {
+		g.Go(func() error {
+			kind, err := ex.evictOne(gctx, phase, p)
+			if err != nil {
+				return err
+			}
+			ex.mu.Lock()
+			defer ex.mu.Unlock()
+			ex.handled[p.PodRef] = true
+			switch kind {
+			case outcomeAccepted:
+				res.Evicted++
+			case outcomeGone:
+				res.AlreadyGone++
+			default:
+				res.AlreadyTerminating++
+			}
+			if phase == Phase1 {
+				ex.progress.Phase1Evicted++
+			} else {
+				ex.progress.Phase2Evicted++
+			}
+			if kind != outcomeGone {
+				ex.evicted = append(ex.evicted, evictedPod{p.PodRef, phase})
+				if p.Group != nil && !slices.Contains(ex.res.GroupsDisrupted, *p.Group) {
+					ex.res.GroupsDisrupted = append(ex.res.GroupsDisrupted, *p.Group)
+				}
+			} else {
+				ex.progress.Gone++
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+const outcomeWaited outcomeKind = -1
+
+func (ex *execution) deleteOptions(p PlannedPod, dryRun bool) metav1.DeleteOptions {
+	opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}}
+	if gp := ex.d.s.helper.GracePeriodSeconds; gp >= 0 {
+		g := int64(gp)
+		opts.GracePeriodSeconds = &g
+	}
+	if dryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	return opts
+}
+
+func (ex *execution) evictor() Evictor {
+	if ex.d.s.Evictor != nil {
+		return ex.d.s.Evictor
+	}
+	if ex.d.s.helper.DisableEviction {
+		return PodDeletion(ex.d.client)
+	}
+	return EvictionAPI(ex.d.client)
+}
+
+// kubectlPod builds the pod handed to drain.Helper's callbacks.
+func (ex *execution) kubectlPod(p PlannedPod) *corev1.Pod {
+	if cur, ok := ex.v.pod(p.Namespace, p.Name); ok && cur.UID == p.UID {
+		return cur.DeepCopy()
+	}
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: p.UID}}
+}
+
+// evictOne evicts one pod, waiting out budgets and retrying transient
+// errors, and says how it ended: accepted, gone, or waited (terminating).
+func (ex *execution) evictOne(ctx context.Context, phase Phase, p PlannedPod) (outcomeKind, error) {
+	if p.Terminating {
+		return outcomeWaited, nil
+	}
+	if ex.v.gone(p.PodRef) {
+		return outcomeGone, nil
+	}
+	h := &ex.d.s.helper
+	usingEviction := !h.DisableEviction
+	if h.OnPodDeletionOrEvictionStarted != nil {
+		h.OnPodDeletionOrEvictionStarted(ex.kubectlPod(p), usingEviction)
+	}
+	finished := func(err error) {
+		if h.OnPodDeletionOrEvictionFinished != nil {
+			h.OnPodDeletionOrEvictionFinished(ex.kubectlPod(p), usingEviction, err)
+		}
+	}
+	ex.emit(podEvent(EventEvicting, phase, p.PodRef))
+	backoff := ex.d.s.Backoff
+	evict := ex.evictor()
+	var blocked *BlockInfo
+	admissionRefusals := 0
+	for {
+		// Never start an eviction after a cancel: a stopped drain must
+		// stop evicting, whatever the transport does with the context.
+		if err := ctx.Err(); err != nil {
+			finished(err)
+			return 0, err
+		}
+		err := evict.Evict(ctx, p, ex.deleteOptions(p, false))
+		if err != nil && ctx.Err() != nil {
+			finished(ctx.Err())
+			return 0, ctx.Err()
+		}
+		kind := classifyEvictionError(err)
+		if kind == outcomeConflict {
+			kind = ex.resolveConflict(ctx, p)
+		}
+		switch kind {
+		case outcomeAccepted, outcomeGone:
+			if blocked != nil {
+				ex.unblock(p, blocked, phase)
+			}
+			if kind == outcomeAccepted {
+				ex.log.V(2).Info("Evicted", "pod", p.PodRef, "phase", int(phase))
+				ex.emit(podEvent(EventEvicted, phase, p.PodRef))
+			} else {
+				ev := podEvent(EventGone, phase, p.PodRef)
+				ev.Message = "gone before eviction"
+				ex.emit(ev)
+			}
+			finished(nil)
+			return kind, nil
+		case outcomeMultiPDB:
+			err := &MultiplePDBsError{Pod: p.PodRef, PDBs: p.PDBs}
+			finished(err)
+			return 0, err
+		case outcomeFatal:
+			err := &EvictionError{Pod: p.PodRef, Err: err}
+			finished(err)
+			return 0, err
+		case outcomeAdmission:
+			admissionRefusals++
+			msg := apiMessage(err)
+			_, denied := webhookDenial(msg)
+			if admissionRefusals >= admissionAttempts {
+				err := &AdmissionError{Pod: p.PodRef, Webhook: webhookName(msg), Message: msg, Denied: denied, Attempts: admissionRefusals, Err: err}
+				ex.log.Info("Eviction refused by an admission webhook; stopping the domain", "pod", p.PodRef, "webhook", err.Webhook, "attempts", admissionRefusals, "message", msg)
+				finished(err)
+				return 0, err
+			}
+			delay := backoff.Step()
+			ex.log.V(2).Info("Eviction refused by an admission webhook; retrying", "pod", p.PodRef, "attempt", admissionRefusals, "err", err, "delay", delay)
+			ev := podEvent(EventRetrying, phase, p.PodRef)
+			ev.Err, ev.Message = err, fmt.Sprintf("refused by admission (attempt %d of %d): %s; retrying in %s", admissionRefusals, admissionAttempts, msg, delay.Round(time.Millisecond))
+			ex.emit(ev)
+			if !sleep(ctx, ex.d.s, delay) {
+				finished(ctx.Err())
+				return 0, ctx.Err()
+			}
+		case outcomeBlocked:
+			blocked = ex.block(p, phase, err, blocked)
+			if !ex.waitForBudget(ctx, p, phase, blocked, &backoff) {
+				finished(ctx.Err())
+				return 0, ctx.Err()
+			}
+		default: // transient
+			delay := backoff.Step()
+			ex.log.V(2).Info("Eviction failed; retrying", "pod", p.PodRef, "err", err, "delay", delay)
+			ev := podEvent(EventRetrying, phase, p.PodRef)
+			ev.Err, ev.Message = err, fmt.Sprintf("evicting: %v; retrying in %s", err, delay.Round(time.Millisecond))
+			ex.emit(ev)
+			if !sleep(ctx, ex.d.s, delay) {
+				finished(ctx.Err())
+				return 0, ctx.Err()
+			}
+		}
+	}
+}
+
+// resolveConflict decides a 409: the UID precondition failed because the
+// pod was replaced (gone), or something else conflicted (retry).
+func (ex *execution) resolveConflict(ctx context.Context, p PlannedPod) outcomeKind {
+	cur, err := ex.d.client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) || (err == nil && cur.UID != p.UID) {
+		return outcomeGone
+	}
+	return outcomeTransient
+}
+
+// blockInfo reads the budget that refuses p from the watch cache.
+func (ex *execution) blockInfo(p PlannedPod, apiErr error) BlockInfo {
+	info := BlockInfo{Namespace: p.Namespace}
+	if len(p.PDBs) > 0 {
+		info.PDB = p.PDBs[0]
+	}
+	if apiErr != nil {
+		info.Message = budgetMessage(apiErr)
+	}
+	ex.budgetCounts(&info)
+	return info
+}
+
+// budgetCounts fills in the counts of info's budget from the watch.
+func (ex *execution) budgetCounts(info *BlockInfo) {
+	if pdb, ok := ex.v.pdb(info.Namespace, info.PDB); ok {
+		info.BudgetCounts = health.CountsOf(pdb)
+	}
+}
+
+// block records that p is refused by its budget and reports it when the
+// block is new or the budget's counts changed.
+func (ex *execution) block(p PlannedPod, phase Phase, apiErr error, prev *BlockInfo) *BlockInfo {
+	info := ex.blockInfo(p, apiErr)
+	key := info.Namespace + "/" + info.PDB
+	now := ex.d.s.Clock.Now()
+	ex.mu.Lock()
+	ob := ex.blocks[key]
+	opened := ob == nil
+	if opened {
+		ob = &openBlock{rec: BlockRecord{Namespace: info.Namespace, PDB: info.PDB, Since: now}}
+		ex.blocks[key] = ob
+	}
+	if !slices.Contains(ob.rec.Pods, p.PodRef) {
+		ob.rec.Pods = append(ob.rec.Pods, p.PodRef)
+	}
+	if !slices.Contains(ob.waiting, p.PodRef) {
+		ob.waiting = append(ob.waiting, p.PodRef)
+	}
+	info.Since = ob.rec.Since
+	info.Pods = slices.Clone(ob.waiting)
+	ex.mu.Unlock()
+	if opened {
+		ex.log.Info("Blocked by PodDisruptionBudget", "pdb", key, "disruptionsAllowed", info.DisruptionsAllowed,
+			"currentHealthy", info.CurrentHealthy, "desiredHealthy", info.DesiredHealthy, "pod", p.PodRef)
+	}
+	if prev == nil || prev.BudgetCounts != info.BudgetCounts || prev.PDB != info.PDB {
+		ev := podEvent(EventBlocked, phase, p.PodRef)
+		ev.Block, ev.Message = &info, info.String()
+		ex.emit(ev)
+	}
+	return &info
+}
+
+func (ex *execution) unblock(p PlannedPod, info *BlockInfo, phase Phase) {
+	key := info.Namespace + "/" + info.PDB
+	now := ex.d.s.Clock.Now()
+	ex.mu.Lock()
+	if ob := ex.blocks[key]; ob != nil {
+		ob.waiting = slices.DeleteFunc(ob.waiting, func(r PodRef) bool { return r == p.PodRef })
+		if len(ob.waiting) == 0 {
+			ob.rec.Duration = now.Sub(ob.rec.Since)
+			ex.res.Blocks = append(ex.res.Blocks, ob.rec)
+			delete(ex.blocks, key)
+			ex.log.Info("PodDisruptionBudget no longer blocks", "pdb", key, "blockedFor", ob.rec.Duration.Round(time.Millisecond))
+		}
+	}
+	ex.mu.Unlock()
+	cur := *info
+	ev := podEvent(EventUnblocked, phase, p.PodRef)
+	ev.Block = &cur
+	ev.Message = fmt.Sprintf("PodDisruptionBudget %s/%s let it go after %s", info.Namespace, info.PDB, now.Sub(info.Since).Round(time.Second))
+	ex.emit(ev)
+}
+
+// closeBlocks records blocks still open when the drain ends.
+func (ex *execution) closeBlocks() {
+	now := ex.d.s.Clock.Now()
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	keys := make([]string, 0, len(ex.blocks))
+	for k := range ex.blocks {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		rec := ex.blocks[k].rec
+		rec.Duration = now.Sub(rec.Since)
+		ex.res.Blocks = append(ex.res.Blocks, rec)
+	}
+	ex.blocks = map[string]*openBlock{}
+}
+
+// waitForBudget waits, after p's eviction was refused by its budget, for
+// the moment a retry can succeed; false means ctx ended. The API server
+// decides from the budget's status, which udrain watches, so while the
+// watched status shows the budget spent a retry would be refused: it waits
+// until the status allows a disruption, the pod is gone or the budget is
+// deleted, or BudgetRecheck passes without the watch saying so (a watch
+// that is behind). A refusal while the watched status allowed a disruption
+// (the watch was behind the API server, or another eviction took it) is
+// retried after the backoff's next delay, or at once when a newer status
+// allows one. A budget udrain does not see is retried on the backoff. It
+// reports progress when the budget's counts change.
+func (ex *execution) waitForBudget(ctx context.Context, p PlannedPod, phase Phase, info *BlockInfo, backoff interface{ Step() time.Duration }) bool {
+	allows := func(pdb *policyv1.PodDisruptionBudget) bool {
+		return pdb.Status.DisruptionsAllowed > 0 && pdb.Status.ObservedGeneration >= pdb.Generation
+	}
+	pdb, watched := ex.v.pdb(p.Namespace, info.PDB)
+	raced := watched && allows(pdb)
+	delay := ex.d.s.BudgetRecheck
+	var refusedAt string
+	if !watched || raced {
+		delay = backoff.Step()
+	}
+	if watched {
+		refusedAt = pdb.ResourceVersion
+	}
+	ex.log.V(4).Info("Waiting for the budget", "pod", p.PodRef, "pdb", info.Namespace+"/"+info.PDB, "watched", watched, "raced", raced, "recheck", delay)
+	timer := ex.d.s.Clock.NewTimer(delay)
+	defer timer.Stop()
+	for {
+		changed := ex.v.changed.wait()
+		if ex.v.gone(p.PodRef) {
+			return true
+		}
+		if pdb, ok := ex.v.pdb(p.Namespace, info.PDB); ok {
+			// After a race, only a newer status than the one refused
+			// says anything new.
+			if allows(pdb) && (!raced || pdb.ResourceVersion != refusedAt) {
+				return true
+			}
+			if counts := health.CountsOf(pdb); counts != info.BudgetCounts {
+				info.BudgetCounts = counts
+				cur := *info
+				ex.log.V(2).Info("Still blocked", "pdb", info.Namespace+"/"+info.PDB, "disruptionsAllowed", counts.DisruptionsAllowed, "currentHealthy", counts.CurrentHealthy)
+				ev := podEvent(EventBlocked, phase, p.PodRef)
+				ev.Block, ev.Message = &cur, cur.String()
+				ex.emit(ev)
+			}
+		} else if watched {
+			// The budget was deleted: try again.
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-timer.C():
+			return true
+		case <-changed:
+		}
+	}
+}
+
+// waitGone waits, on the watch, until every evicted pod (that UID) is gone.
+// With SkipWaitForDeleteTimeoutSeconds, a pod deleted longer ago than that
+// is no longer waited for, as in kubectl.
+func (ex *execution) waitGone(ctx context.Context) error {
+	ex.mu.Lock()
+	pending := slices.Clone(ex.evicted)
+	ex.mu.Unlock()
+	skipAfter := time.Duration(ex.d.s.helper.SkipWaitForDeleteTimeoutSeconds) * time.Second
+	for len(pending) > 0 {
+		changed := ex.v.changed.wait()
+		ex.checkNodes()
+		now := ex.d.s.Clock.Now()
+		rest := pending[:0]
+		for _, p := range pending {
+			if ex.v.gone(p.ref) {
+				ex.mu.Lock()
+				ex.progress.Gone++
+				ex.mu.Unlock()
+				ex.emit(podEvent(EventGone, p.phase, p.ref))
+				continue
+			}
+			if skipAfter > 0 {
+				if cur, ok := ex.v.pod(p.ref.Namespace, p.ref.Name); ok && cur.DeletionTimestamp != nil && now.Sub(cur.DeletionTimestamp.Time) > skipAfter {
+					ev := podEvent(EventGone, p.phase, p.ref)
+					ev.Message = fmt.Sprintf("deleted more than %s ago; no longer waited for", skipAfter)
+					ex.emit(ev)
+					continue
+				}
+			}
+			rest = append(rest, p)
+		}
+		pending = rest
+		ex.mu.Lock()
+		ex.evicted = slices.Clone(pending)
+		ex.mu.Unlock()
+		if len(pending) == 0 {
+			break
+		}
+		// Deletion timestamps age without an event: with a skip timeout,
+		// look again every second.
+		if !ex.waitChange(ctx, changed, skipAfter > 0) {
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// waitChange waits for the next change of the view, or a second with
+// tick; false means ctx ended.
+func (ex *execution) waitChange(ctx context.Context, changed <-chan struct{}, tick bool) bool {
+	var c <-chan time.Time
+	if tick {
+		t := ex.d.s.Clock.NewTimer(time.Second)
+		defer t.Stop()
+		c = t.C()
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-changed:
+	case <-c:
+	}
+	return true
+}
+
+// evictedPod is a pod udrain waits for, with the phase it was evicted in.
+type evictedPod struct {
+	ref   PodRef
+	phase Phase
+}
+
+// apiMessage returns the message of an API error, or err's text.
+func apiMessage(err error) string {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return status.Status().Message
+	}
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

@@ -1,0 +1,99 @@
+package eviction_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/kubectl/pkg/drain"
+
+	"github.com/udrain/udrain/eviction"
+)
+
+// exampleClient is a fake clientset holding exampleCluster; with spent, its
+// budget allows no disruption (its status counts a group down elsewhere).
+func exampleClient(spent bool) *fake.Clientset {
+	nodes, pods, pdbs := exampleCluster()
+	if spent {
+		pdbs[0].Status.DisruptionsAllowed, pdbs[0].Status.CurrentHealthy = 0, 1
+	}
+	var objs []runtime.Object
+	for i := range nodes {
+		objs = append(objs, &nodes[i])
+	}
+	for i := range pods {
+		objs = append(objs, &pods[i])
+	}
+	for i := range pdbs {
+		objs = append(objs, &pdbs[i])
+	}
+	return fake.NewClientset(objs...)
+}
+
+// Every stop of a domain is a *DomainError: where it stopped, what was
+// still waiting and the budget blocking, unwrapping to the cause, here
+// the drain's timeout while a budget refused the leader (429).
+func ExampleDomainError() {
+	client := exampleClient(true)
+	client.PrependReactor("create", "pods", refuseEvictions)
+	d, err := eviction.New(client, eviction.Options{Helper: &drain.Helper{GracePeriodSeconds: -1, Timeout: 100 * time.Millisecond}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_, _, err = d.Drain(context.Background(), "ud-1", eviction.DrainOptions{ID: "maint-42"})
+	var stop *eviction.DomainError
+	var blocked *eviction.BlockedError
+	if errors.As(err, &stop) && errors.As(err, &blocked) {
+		fmt.Println(stop.Domain, stop.ID, stop.Stage, "timeout", stop.Timeout)
+		fmt.Println("still waiting:", stop.Pending[0], "and", len(stop.Pending)-1, "more")
+		fmt.Println("blocked by:", blocked.Block.PDB, "allowing", blocked.Block.DisruptionsAllowed)
+		fmt.Println("deadline:", errors.Is(err, context.DeadlineExceeded))
+	}
+	// Output:
+	// ud-1 maint-42 Phase1 timeout 100ms
+	// still waiting: inference/llama-0 and 1 more
+	// blocked by: llama-leaders allowing 0
+	// deadline: true
+}
+
+// Health judges the groups with a pod on each domain, and the budgets over
+// them, with package health: a controller sets its conditions from it.
+func ExampleDrainer_Health() {
+	d, err := eviction.New(exampleClient(false), eviction.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	report, err := d.Health(context.Background())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, dom := range report.Domains {
+		for _, g := range dom.Groups {
+			fmt.Println(dom.Domain, g.ID, g.Reason, g.Message)
+		}
+		for _, b := range dom.Budgets {
+			fmt.Println(dom.Domain, b.Name, b.Reason, b.DisruptionsAllowed)
+		}
+	}
+	// Output:
+	// ud-1 inference/llama-0 GroupReady 2/2 members healthy
+	// ud-1 llama-leaders CaughtUp 1
+	// ud-2 inference/llama-1 GroupReady 2/2 members healthy
+	// ud-2 llama-leaders CaughtUp 1
+}
+
+// refuseEvictions answers every eviction as a spent budget does.
+func refuseEvictions(action k8stesting.Action) (bool, runtime.Object, error) {
+	if action.GetSubresource() != "eviction" {
+		return false, nil, nil
+	}
+	return true, nil, apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
+}

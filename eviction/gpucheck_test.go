@@ -1,0 +1,158 @@
+package eviction
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/udrain/udrain/topology"
+)
+
+// gpuCluster is lwsCluster with 8-GPU nodes and the NVIDIA device plugin
+// DaemonSet, which tolerates nothing but the GPU taint.
+func gpuCluster() []runtime.Object {
+	objs := lwsCluster(2, 1, 2)
+	for _, o := range objs {
+		if n, ok := o.(*corev1.Node); ok {
+			gpuNode(n, 8)
+			n.Spec.Taints = []corev1.Taint{{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}}
+		}
+	}
+	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "nvidia-device-plugin-daemonset"},
+		Spec: appsv1.DaemonSetSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			Containers:  []corev1.Container{{Name: "plugin", Image: "nvcr.io/nvidia/k8s-device-plugin:v0.17.0"}},
+			Tolerations: []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
+		}}}}
+	return append(objs, ds)
+}
+
+// setGPUs changes what node advertises, and adds a taint when taint is set.
+func setGPUs(ctx context.Context, fc *fakeCluster, node string, n int64, taint *corev1.Taint) error {
+	nd, err := fc.client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	q := *resource.NewQuantity(n, resource.DecimalSI)
+	nd.Status.Allocatable["nvidia.com/gpu"] = q
+	if taint != nil {
+		nd.Spec.Taints = append(nd.Spec.Taints, *taint)
+	}
+	_, err = fc.client.CoreV1().Nodes().Update(ctx, nd, metav1.UpdateOptions{})
+	return err
+}
+
+// A GPU node that comes back from its upgrade without its GPUs stops the
+// rollout before its domain is uncordoned and before the next domain, with
+// the node, the GPUs lost and the device plugin's diagnosis; run again
+// after the fix, the rollout goes on.
+func TestRolloutStopsOnGPUsLostInTheUpgrade(t *testing.T) {
+	ctx := testContext(t)
+	fc := newFakeCluster(t, gpuCluster()...)
+	badTaint := &corev1.Taint{Key: "example.com/new-driver", Value: "pending", Effect: corev1.TaintEffectNoSchedule}
+	upgrade := func(ctx context.Context, dom topology.Domain) error {
+		if dom.Name == "ud-1" {
+			return setGPUs(ctx, fc, "node-1-1", 0, badTaint)
+		}
+		return nil
+	}
+	log := newEventLog()
+	d, _ := New(fc.client, Options{Backoff: slowBackoff, OnEvent: func(e Event) {
+		log.add(e)
+		if e.Type == EventUncordoned {
+			go fc.recreateGroup(ctx, domainIndex(e.Domain)-1, 2, domainIndex(e.Domain), 1, 2)
+		}
+	}})
+	_, err := d.Rollout(ctx, RolloutOptions{ID: "driver-580", Upgrade: upgrade, GPUCheck: GPUCheck{Grace: 300 * time.Millisecond}})
+	var de *DomainError
+	var lost *GPULostError
+	if !errors.As(err, &de) || !errors.As(err, &lost) || de.Stage != StageGPUCheck || de.Domain != "ud-1" {
+		t.Fatalf("err = %v, want a DomainError of ud-1 at GPUCheck with a *GPULostError", err)
+	}
+	if len(lost.Nodes) != 1 || lost.Nodes[0].Node != "node-1-1" || lost.Nodes[0].Before != 8 || lost.Nodes[0].After != 0 || lost.Nodes[0].Resource != "nvidia.com/gpu" {
+		t.Fatalf("losses %+v, want node-1-1 8 -> 0 nvidia.com/gpu", lost.Nodes)
+	}
+	diag := lost.Nodes[0].Diagnoses
+	if len(diag) != 1 || diag[0].CanRun || len(diag[0].UntoleratedTaints) != 1 || diag[0].UntoleratedTaints[0].Key != badTaint.Key {
+		t.Errorf("diagnoses %+v, want the device plugin unable to run for the untolerated taint %s", diag, badTaint.Key)
+	}
+	if !strings.Contains(err.Error(), "example.com/new-driver") || !strings.Contains(err.Error(), "fix") {
+		t.Errorf("the error does not say what to fix: %v", err)
+	}
+	for _, a := range fc.attempts {
+		if strings.HasPrefix(a, "inference/llm-1") {
+			t.Errorf("ud-2 was touched: eviction of %s", a)
+		}
+	}
+	if n, _ := fc.client.CoreV1().Nodes().Get(ctx, "node-1-1", metav1.GetOptions{}); !n.Spec.Unschedulable {
+		t.Error("ud-1 was uncordoned although its GPUs are lost")
+	}
+	if len(log.ofType(EventWaitingGPUs)) == 0 {
+		t.Error("no WaitingGPUs event while the GPUs were missing")
+	}
+
+	// The fix: the taint goes, the plugin advertises again; the same
+	// rollout goes on from ud-1's recovery.
+	nd, _ := fc.client.CoreV1().Nodes().Get(ctx, "node-1-1", metav1.GetOptions{})
+	nd.Spec.Taints = nd.Spec.Taints[:1]
+	if _, err := fc.client.CoreV1().Nodes().Update(ctx, nd, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := setGPUs(ctx, fc, "node-1-1", 8, nil); err != nil {
+		t.Fatal(err)
+	}
+	fc.recreateGroup(ctx, 0, 2, 1, 1, 2)
+	res, err := d.Rollout(ctx, RolloutOptions{ID: "driver-580", Upgrade: upgrade, GPUCheck: GPUCheck{Grace: 300 * time.Millisecond}})
+	if err != nil {
+		t.Fatalf("resumed rollout: %v", err)
+	}
+	if got := []DomainStatus{res.Domains[0].Status, res.Domains[1].Status}; got[0] != DomainSkipped || got[1] != DomainDone {
+		t.Errorf("resumed rollout statuses %v, want Skipped (upgraded before) and Done", got)
+	}
+}
+
+// GPUs that come back within the grace period are fine; the check can be
+// turned off.
+func TestGPUCheckGraceAndDisabled(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		check GPUCheck
+		back  bool
+	}{
+		{"the GPUs come back within the grace period", GPUCheck{Grace: 5 * time.Second}, true},
+		{"the check is off", GPUCheck{Disabled: true}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testContext(t)
+			fc := newFakeCluster(t, gpuCluster()...)
+			upgrade := func(ctx context.Context, dom topology.Domain) error {
+				node := "node-" + dom.Name[len("ud-"):] + "-1"
+				if err := setGPUs(ctx, fc, node, 0, nil); err != nil {
+					return err
+				}
+				if tc.back {
+					go func() {
+						time.Sleep(200 * time.Millisecond)
+						_ = setGPUs(context.Background(), fc, node, 8, nil)
+					}()
+				}
+				return nil
+			}
+			d, _ := New(fc.client, Options{Backoff: slowBackoff, OnEvent: func(e Event) {
+				if e.Type == EventUncordoned {
+					go fc.recreateGroup(ctx, domainIndex(e.Domain)-1, 2, domainIndex(e.Domain), 1, 2)
+				}
+			}})
+			if _, err := d.Rollout(ctx, RolloutOptions{Upgrade: upgrade, GPUCheck: tc.check}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

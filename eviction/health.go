@@ -1,0 +1,225 @@
+package eviction
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/udrain/udrain/health"
+	"github.com/udrain/udrain/topology"
+)
+
+// HealthReport is the health of the groups of some domains and of the
+// budgets over them, judged by package health: what a rollout's recovery
+// waits for, asked of any domain at any time.
+type HealthReport struct {
+	Healthy bool           `json:"healthy"`
+	Domains []DomainHealth `json:"domains"`
+	// Unscheduled are the groups none of whose pods is on a node (Pending,
+	// waiting for room), of workloads placed in the domains: they are not
+	// healthy, and belong to no domain yet.
+	Unscheduled []health.GroupStatus `json:"unscheduled,omitempty"`
+}
+
+// waiting says in a line each what is not healthy, prefixed with the
+// domain ("unscheduled" for groups on no node).
+func (r *HealthReport) waiting() []string {
+	var out []string
+	for i := range r.Domains {
+		for _, w := range r.Domains[i].waiting() {
+			out = append(out, r.Domains[i].Domain+": "+w)
+		}
+	}
+	for _, g := range r.Unscheduled {
+		out = append(out, fmt.Sprintf("unscheduled: group %s: %s", g.ID, g.Message))
+	}
+	return out
+}
+
+// NotHealthyError reports a WaitHealthy that ended before the groups were
+// healthy; Report says what was still missing. It unwraps to the
+// context's error (context.DeadlineExceeded for a deadline).
+type NotHealthyError struct {
+	Report *HealthReport
+	Err    error
+}
+
+func (e *NotHealthyError) Error() string {
+	return fmt.Sprintf("not healthy (%v): %s", e.Err, strings.Join(abbreviate(e.Report.waiting(), 10), "; "))
+}
+
+func (e *NotHealthyError) Unwrap() error { return e.Err }
+
+// Health reports, without waiting, the health of the groups with a pod on
+// the named domains (every domain when none is named), of the budgets over
+// their members, and of the groups of the same workloads that have no pod
+// on any node. It changes nothing. Every pod counts, whatever a drain
+// would do with it.
+func (d *Drainer) Health(ctx context.Context, domains ...string) (*HealthReport, error) {
+	v, err := d.startView(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer v.stop()
+	return d.healthNow(ctx, v, domains)
+}
+
+func (d *Drainer) healthNow(ctx context.Context, v *view, domains []string) (*HealthReport, error) {
+	snap, err := v.snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	targets, unscheduled, err := d.healthTargets(snap, domains)
+	if err != nil {
+		return nil, err
+	}
+	groupers := groupersFor(d.s, snap)
+	r := &HealthReport{Healthy: true}
+	for _, t := range targets {
+		h := v.evaluate(t, groupers, snap.Now)
+		r.Healthy = r.Healthy && h.Healthy
+		r.Domains = append(r.Domains, *h)
+	}
+	if len(unscheduled.groups) > 0 {
+		h := v.evaluate(unscheduled, groupers, snap.Now)
+		r.Healthy = r.Healthy && h.Healthy
+		r.Unscheduled = h.Groups
+	}
+	return r, nil
+}
+
+// WaitHealthy waits, on its watch, until Health would report every named
+// domain (every domain when none is named) healthy, and returns that
+// report. It changes nothing. A deadline or cancel of ctx ends the wait
+// with a *NotHealthyError saying what was still missing.
+func (d *Drainer) WaitHealthy(ctx context.Context, domains ...string) (*HealthReport, error) {
+	v, err := d.startView(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer v.stop()
+	r, err := d.healthNow(ctx, v, domains)
+	if err != nil || r.Healthy {
+		return r, err
+	}
+	// One wait over every domain, so that a domain that falls ill again
+	// while another recovers is not missed.
+	snap, err := v.snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	targets, unscheduled, err := d.healthTargets(snap, domains)
+	if err != nil {
+		return nil, err
+	}
+	all := recoveryTarget{domain: strings.Join(domains, ",")}
+	for _, t := range append(targets, unscheduled) {
+		for _, g := range t.groups {
+			if !all.has(g.id) {
+				all.groups = append(all.groups, g)
+			}
+		}
+		for _, nn := range t.pdbs {
+			all.addPDB(nn)
+		}
+	}
+	emit := func(e Event) {
+		e.Time = d.s.Clock.Now()
+		d.events.emit(e)
+	}
+	if _, err := d.waitRecovered(ctx, v, all, emit, 0); err != nil {
+		rctx := context.WithoutCancel(ctx)
+		r, rerr := d.healthNow(rctx, v, domains)
+		if rerr != nil {
+			return nil, errors.Join(err, rerr)
+		}
+		if r.Healthy {
+			return r, nil
+		}
+		return r, &NotHealthyError{Report: r, Err: err}
+	}
+	return d.healthNow(ctx, v, domains)
+}
+
+// WaitRecovered waits, on its watch, until the groups a plan disrupts are
+// healthy again (with the size and leader they had when it was made) and
+// the budgets over its phase-1 pods have caught up, as a rollout's
+// recovery does: call it after Drain (or Execute), the upgrade and
+// Uncordon, before draining the next domain. Unlike WaitHealthy of the
+// domain, it also waits for groups none of whose pods exists yet (a
+// StatefulSet has not recreated them). A cancel or deadline of ctx ends it
+// with a *DomainError at StageRecovery holding what was still missing.
+func (d *Drainer) WaitRecovered(ctx context.Context, plan *Plan) (*DomainHealth, error) {
+	v, err := d.startView(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer v.stop()
+	emit := func(e Event) {
+		e.Time, e.Domain = d.s.Clock.Now(), plan.Domain
+		d.events.emit(e)
+	}
+	h, err := d.waitRecovered(ctx, v, targetFromPlan(plan), emit, 0)
+	if err != nil {
+		return h, &DomainError{Domain: plan.Domain, Stage: StageRecovery, Health: h, Err: err}
+	}
+	return h, nil
+}
+
+// healthTargets returns, per domain, its groups (every group with a pod on
+// its nodes) and the PDBs over their members, and the groups of workloads
+// placed in the layout that have no pod on any node.
+func (d *Drainer) healthTargets(snap *Snapshot, domains []string) ([]recoveryTarget, recoveryTarget, error) {
+	unscheduled := recoveryTarget{domain: "unscheduled"}
+	layout, err := topology.BuildLayout(snap.Nodes, d.s.layoutOptions())
+	if err != nil {
+		return nil, unscheduled, err
+	}
+	if len(domains) == 0 {
+		domains = layout.Names()
+	}
+	for _, name := range domains {
+		if name == "" {
+			return nil, unscheduled, emptyDomainError()
+		}
+		if _, err := layout.Domain(name); err != nil {
+			return nil, unscheduled, err
+		}
+	}
+	groups := topology.FindGroups(snap.Pods, groupersFor(d.s, snap)...)
+	pdbs := topology.NewPDBIndex(snap.PDBs)
+	byDomain := map[string]*recoveryTarget{}
+	targets := make([]recoveryTarget, len(domains))
+	for i, name := range domains {
+		targets[i].domain = name
+		byDomain[name] = &targets[i]
+	}
+	// Unscheduled groups count only for workloads placed in the layout.
+	placed := placedWorkloads(groups, layout)
+	for i := range groups {
+		g := &groups[i]
+		scheduled := false
+		for _, m := range g.Members {
+			if m.Spec.NodeName == "" {
+				continue
+			}
+			scheduled = true
+			dom, ok := layout.DomainOf(m.Spec.NodeName)
+			if t := byDomain[dom]; ok && t != nil {
+				if !t.has(g.ID) {
+					t.addGroup(g, nil)
+				}
+				for _, b := range pdbs.For(m) {
+					t.addPDB(types.NamespacedName{Namespace: b.Namespace, Name: b.Name})
+				}
+			}
+		}
+		if !scheduled && placed[workloadOf(g.ID, g.Workload)] {
+			unscheduled.addGroup(g, nil)
+		}
+	}
+	return targets, unscheduled, nil
+}

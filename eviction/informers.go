@@ -1,0 +1,141 @@
+package eviction
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Informer is what udrain needs of a shared informer: its events, whether
+// it has synced, and (through its GetStore method) the objects it holds. A
+// client-go cache.SharedIndexInformer is one, and so is the informer a
+// controller-runtime cache hands out (its dynamic type is a
+// SharedIndexInformer), so a controller passes the informers it already
+// runs and udrain adds no list or watch of its own.
+type Informer interface {
+	AddEventHandler(handler cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error)
+	RemoveEventHandler(handle cache.ResourceEventHandlerRegistration) error
+	HasSynced() bool
+}
+
+// Informers are the caller's shared informers udrain reads the cluster
+// from (Options.Informers). Nodes, Pods and PodDisruptionBudgets are
+// required. DaemonSets is optional: without it, a plan GETs each DaemonSet
+// that owns a pod on the domain, once per call (kubectl drain's filter
+// needs to know whether it still exists). PodGroups is optional: without
+// it, pods that name a native PodGroup are still grouped by that name, but
+// the group's size, workload and disruption mode are unknown.
+type Informers struct {
+	Nodes                Informer
+	Pods                 Informer
+	PodDisruptionBudgets Informer
+	DaemonSets           Informer
+	PodGroups            Informer
+}
+
+// InformersFromFactory returns the informers udrain needs from a client-go
+// SharedInformerFactory, registering them with it (nodes, pods,
+// PodDisruptionBudgets and DaemonSets), and adding to the pod informer an
+// index of udrain's (by group and by the labels naming a LeaderWorkerSet
+// or Ray cluster) that lets a recovery evaluation read only the pods it
+// judges. Call it before factory.Start, or call factory.Start again
+// afterwards, as for any informer. PodGroups are left out: clusters
+// without the GenericWorkload feature gate do not serve them; where they
+// are served, set factory.Scheduling().V1beta1().PodGroups().Informer()
+// yourself.
+func InformersFromFactory(factory informers.SharedInformerFactory) *Informers {
+	pods := factory.Core().V1().Pods().Informer()
+	addPodIndex(pods)
+	return &Informers{
+		Nodes:                factory.Core().V1().Nodes().Informer(),
+		Pods:                 pods,
+		PodDisruptionBudgets: factory.Policy().V1().PodDisruptionBudgets().Informer(),
+		DaemonSets:           factory.Apps().V1().DaemonSets().Informer(),
+	}
+}
+
+// InformerGetter is the method of a controller-runtime cache
+// (sigs.k8s.io/controller-runtime/pkg/cache.Cache) that InformersFromCache
+// uses, written with type parameters so that this package does not import
+// controller-runtime: O is client.Object, Opt the cache's
+// InformerGetOption, I its Informer.
+type InformerGetter[O any, Opt any, I Informer] interface {
+	GetInformer(ctx context.Context, obj O, opts ...Opt) (I, error)
+}
+
+// InformersFromCache returns the informers udrain needs from a
+// controller-runtime cache, e.g. InformersFromCache(ctx, mgr.GetCache()):
+// nodes, pods, PodDisruptionBudgets and DaemonSets (the cache starts an
+// informer for a kind it did not watch yet, which needs list and watch
+// permission on it). It adds udrain's pod index to the pod informer, as
+// InformersFromFactory does. PodGroups are left out, as in
+// InformersFromFactory.
+func InformersFromCache[O any, Opt any, I Informer](ctx context.Context, c InformerGetter[O, Opt, I]) (*Informers, error) {
+	get := func(obj any) (Informer, error) {
+		o, ok := obj.(O)
+		if !ok {
+			return nil, configError("InformersFromCache", "the cache's GetInformer does not take a %T", obj)
+		}
+		inf, err := c.GetInformer(ctx, o)
+		if err != nil {
+			return nil, fmt.Errorf("getting the informer of %T from the cache: %w", obj, err)
+		}
+		return inf, nil
+	}
+	var out Informers
+	for _, want := range []struct {
+		obj any
+		dst *Informer
+	}{
+		{&corev1.Node{}, &out.Nodes},
+		{&corev1.Pod{}, &out.Pods},
+		{&policyv1.PodDisruptionBudget{}, &out.PodDisruptionBudgets},
+		{&appsv1.DaemonSet{}, &out.DaemonSets},
+	} {
+		inf, err := get(want.obj)
+		if err != nil {
+			return nil, err
+		}
+		*want.dst = inf
+	}
+	if pods, ok := out.Pods.(cache.SharedIndexInformer); ok {
+		addPodIndex(pods)
+	}
+	return &out, nil
+}
+
+func (i *Informers) validate() error {
+	for _, f := range []struct {
+		name     string
+		inf      Informer
+		required bool
+	}{
+		{"Nodes", i.Nodes, true},
+		{"Pods", i.Pods, true},
+		{"PodDisruptionBudgets", i.PodDisruptionBudgets, true},
+		{"DaemonSets", i.DaemonSets, false},
+		{"PodGroups", i.PodGroups, false},
+	} {
+		if f.inf == nil {
+			if f.required {
+				return configError("Options.Informers."+f.name, "nil; give all of Nodes, Pods and PodDisruptionBudgets (InformersFromFactory or InformersFromCache do), or leave Informers nil for udrain's own")
+			}
+			continue
+		}
+		if _, ok := f.inf.(storer); !ok {
+			return configError("Options.Informers."+f.name, "a %T has no GetStore method, so udrain cannot read its objects; pass a client-go SharedIndexInformer or a controller-runtime cache's informer", f.inf)
+		}
+	}
+	return nil
+}
+
+// storer is an informer whose objects udrain can read.
+type storer interface{ GetStore() cache.Store }
+
+// indexer is an informer with indexes (the namespace index above all).
+type indexer interface{ GetIndexer() cache.Indexer }

@@ -1,0 +1,197 @@
+package eviction
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/udrain/udrain/topology"
+)
+
+func lease(t *testing.T, fc *fakeCluster, name string) *coordinationv1.Lease {
+	t.Helper()
+	l, err := fc.client.CoordinationV1().Leases(DefaultLockNamespace).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// Two rollouts with the same ID: the second fails at once, naming the
+// holder and when it renewed, and changes nothing; after the first, the
+// Lease is released.
+func TestRolloutLockRefusesASecondRollout(t *testing.T) {
+	ctx := testContext(t)
+	fc := newFakeCluster(t, lwsCluster(2, 1, 2)...)
+	inUpgrade, finish := make(chan struct{}), make(chan struct{})
+	first, _ := New(fc.client, Options{Backoff: slowBackoff, OnEvent: func(e Event) {
+		if e.Type == EventUncordoned {
+			go fc.recreateGroup(ctx, domainIndex(e.Domain)-1, 2, domainIndex(e.Domain), 1, 2)
+		}
+	}})
+	done := make(chan error, 1)
+	go func() {
+		_, err := first.Rollout(ctx, RolloutOptions{ID: "kubelet-1.37", Lock: RolloutLock{Identity: "first"}, Upgrade: func(context.Context, topology.Domain) error {
+			select {
+			case inUpgrade <- struct{}{}:
+			default:
+			}
+			<-finish
+			return nil
+		}})
+		done <- err
+	}()
+	<-inUpgrade
+	before := len(fc.mutations())
+	second, _ := New(fc.client, Options{Backoff: slowBackoff})
+	start := time.Now()
+	_, err := second.Rollout(ctx, RolloutOptions{ID: "kubelet-1.37", Lock: RolloutLock{Identity: "second"}})
+	var le *LockedError
+	if !errors.As(err, &le) || le.Holder != "first" || le.Lease != "udrain-rollout-kubelet-1.37" || le.RenewedAt.IsZero() {
+		t.Fatalf("second rollout: %v, want a *LockedError naming holder first", err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("the second rollout took %s to fail, want at once", took)
+	}
+	if got := fc.mutations()[before:]; len(got) != 0 {
+		t.Errorf("the refused rollout changed the cluster: %v", got)
+	}
+	close(finish)
+	if err := <-done; err != nil {
+		t.Fatalf("first rollout: %v", err)
+	}
+	if l := lease(t, fc, "udrain-rollout-kubelet-1.37"); l.Spec.HolderIdentity != nil {
+		t.Errorf("Lease still held by %q after the rollout", *l.Spec.HolderIdentity)
+	}
+}
+
+// A Lease whose holder stopped renewing (a process killed with SIGKILL)
+// is taken over once it has expired.
+func TestRolloutLockTakesOverAnExpiredLease(t *testing.T) {
+	ctx := testContext(t)
+	fc := newFakeCluster(t, lwsCluster(1, 1, 2)...)
+	holder, secs := "killed-process", int32(30)
+	for _, renewed := range []time.Duration{10 * time.Second, 31 * time.Second} {
+		at := metav1.NewMicroTime(time.Now().Add(-renewed))
+		l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: DefaultLockNamespace, Name: "udrain-rollout-r"},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &secs, RenewTime: &at}}
+		_ = fc.client.CoordinationV1().Leases(DefaultLockNamespace).Delete(ctx, l.Name, metav1.DeleteOptions{})
+		if _, err := fc.client.CoordinationV1().Leases(DefaultLockNamespace).Create(ctx, l, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		d, _ := New(fc.client, Options{Backoff: slowBackoff, OnEvent: func(e Event) {
+			if e.Type == EventUncordoned {
+				go fc.recreateGroup(ctx, 0, 2, 1, 1, 1)
+			}
+		}})
+		_, err := d.Rollout(ctx, RolloutOptions{ID: "r"})
+		var le *LockedError
+		switch {
+		case renewed < 30*time.Second && !errors.As(err, &le):
+			t.Errorf("renewed %s ago: %v, want a *LockedError", renewed, err)
+		case renewed > 30*time.Second && err != nil:
+			t.Errorf("renewed %s ago (expired): %v, want the rollout to take the Lease over", renewed, err)
+		}
+	}
+}
+
+// A rollout that cannot renew its Lease (another holder took it) stops
+// with a *LockLostError in its DomainError, not as an interrupt.
+func TestRolloutStopsWhenItLosesItsLease(t *testing.T) {
+	ctx := testContext(t)
+	fc := newFakeCluster(t, lwsCluster(1, 1, 2)...)
+	renewals := 0
+	fc.client.PrependReactor("update", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		l := a.(k8stesting.UpdateAction).GetObject().(*coordinationv1.Lease)
+		if l.Spec.HolderIdentity != nil && l.Spec.AcquireTime != nil && l.Spec.RenewTime.After(l.Spec.AcquireTime.Time) {
+			renewals++
+			other := "another-replica"
+			stolen := l.DeepCopy()
+			stolen.Spec.HolderIdentity = &other
+			_ = fc.client.Tracker().Update(coordinationv1.SchemeGroupVersion.WithResource("leases"), stolen, l.Namespace)
+			return true, nil, conflictErr()
+		}
+		return false, nil, nil
+	})
+	d, _ := New(fc.client, Options{Backoff: slowBackoff})
+	_, err := d.Rollout(ctx, RolloutOptions{ID: "r", Lock: RolloutLock{Duration: 3 * time.Second}})
+	var lost *LockLostError
+	var de *DomainError
+	if !errors.As(err, &lost) || !errors.As(err, &de) || errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "another holder") {
+		t.Fatalf("err = %v, want a DomainError with a *LockLostError (not context.Canceled)", err)
+	}
+	if renewals == 0 {
+		t.Error("the Lease was never renewed")
+	}
+}
+
+// Dry runs take no lock; the lock can be turned off.
+func TestRolloutLockSkipped(t *testing.T) {
+	ctx := testContext(t)
+	fc := newFakeCluster(t, lwsCluster(1, 1, 2)...)
+	h := KubectlDefaults()
+	h.DryRunStrategy = dryRunStrategy("client")
+	d, _ := New(fc.client, Options{Helper: h})
+	if _, err := d.Rollout(ctx, RolloutOptions{ID: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	if l, _ := fc.client.CoordinationV1().Leases(DefaultLockNamespace).List(ctx, metav1.ListOptions{}); len(l.Items) != 0 {
+		t.Errorf("a dry run took a Lease: %v", l.Items)
+	}
+}
+
+func TestLockName(t *testing.T) {
+	for id, want := range map[string]string{
+		"kubelet-1.37": "udrain-rollout-kubelet-1.37",
+		"Kernel_6.12":  "udrain-rollout-kernel-6.12-",
+	} {
+		if got := lockName(id); !strings.HasPrefix(got, want) {
+			t.Errorf("lockName(%q) = %q, want prefix %q", id, got, want)
+		}
+	}
+}
+
+func conflictErr() error {
+	return apierrors.NewConflict(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, "udrain-rollout-r", errors.New("the object has been modified"))
+}
+
+// A Lease the identity may not read or write stops the rollout before it
+// changes anything, with a *PermissionError that names the Role to bind:
+// the lock's, not the drainer's ClusterRole.
+func TestRolloutLockForbidden(t *testing.T) {
+	for _, tc := range []struct {
+		namespace, wantRole string
+	}{
+		{"", "the Role udrain-rollout-lock (namespace udrain-system)"},
+		{"platform", "a copy of the Role udrain-rollout-lock in namespace platform"},
+	} {
+		t.Run(tc.wantRole, func(t *testing.T) {
+			ctx := testContext(t)
+			fc := newFakeCluster(t, lwsCluster(1, 1, 2)...)
+			fc.client.PrependReactor("get", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, "udrain-rollout-r", errors.New("RBAC: access denied"))
+			})
+			d, _ := New(fc.client, Options{Backoff: slowBackoff})
+			_, err := d.Rollout(ctx, RolloutOptions{ID: "r", Lock: RolloutLock{Namespace: tc.namespace}})
+			var pe *PermissionError
+			if !errors.As(err, &pe) || !apierrors.IsForbidden(err) {
+				t.Fatalf("err = %v, want a *PermissionError for Forbidden", err)
+			}
+			if pe.Role != tc.wantRole || !strings.Contains(err.Error(), "bind "+tc.wantRole) {
+				t.Errorf("PermissionError names role %q (%v), want %q", pe.Role, err, tc.wantRole)
+			}
+			if got := fc.mutations(); len(got) != 0 {
+				t.Errorf("the refused rollout changed the cluster: %v", got)
+			}
+		})
+	}
+}

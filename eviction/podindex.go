@@ -1,0 +1,235 @@
+package eviction
+
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/udrain/udrain/topology"
+)
+
+// podIndexName names the pod index udrain adds to the pod informers it
+// starts, and to InformersFromFactory's, so that a recovery evaluation
+// reads the pods of the groups and budgets it judges instead of whole
+// namespaces. A pod is indexed under its group (groupIndexKey, the first
+// of the default groupers that claims it, as topology.FindGroups sorts
+// it) and under its values of the labels that name a workload
+// (labelIndexKey, for the budgets that select by them), and under its node
+// (nodeIndexKey, for a plan's pods of one domain).
+const podIndexName = "udrain.dev/group-and-workload-label"
+
+// indexedLabel reports whether pods are indexed by their value of label
+// key: the labels that name a LeaderWorkerSet or a Ray cluster, which the
+// budgets over a workload's pods select.
+func indexedLabel(key string) bool {
+	return key == topology.LWSNameLabel || key == topology.RayClusterLabel
+}
+
+// groupIndexKey is the index value of the pods of group id.
+func groupIndexKey(id topology.GroupID) string {
+	return "group:" + string(id.Kind) + "/" + id.Namespace + "/" + id.Name
+}
+
+// nodeIndexKey is the index value of the pods bound to node name.
+func nodeIndexKey(name string) string {
+	return "node:" + name
+}
+
+// labelIndexKey is the index value of the pods of namespace ns with label
+// key=value.
+func labelIndexKey(ns, key, value string) string {
+	return "label:" + ns + "/" + key + "=" + value
+}
+
+// newPodIndexFunc returns the index function of podIndexName. The group
+// is the one the default groupers give (topology.Groupers): a native
+// PodGroup's identity is the pod's podGroupName whatever the PodGroups
+// say, so the PodGroups are not needed for it.
+func newPodIndexFunc() cache.IndexFunc {
+	groupers := topology.Groupers(nil)
+	return func(obj interface{}) ([]string, error) {
+		pod, ok := obj.(*corev1.Pod)
+		if !ok {
+			return nil, nil
+		}
+		var keys []string
+		for _, g := range groupers {
+			if m, ok := g(pod); ok {
+				keys = append(keys, groupIndexKey(topology.GroupID{Kind: m.Kind, Namespace: pod.Namespace, Name: m.Group}))
+				break
+			}
+		}
+		for _, k := range [...]string{topology.LWSNameLabel, topology.RayClusterLabel} {
+			if v, ok := pod.Labels[k]; ok {
+				keys = append(keys, labelIndexKey(pod.Namespace, k, v))
+			}
+		}
+		if pod.Spec.NodeName != "" {
+			keys = append(keys, nodeIndexKey(pod.Spec.NodeName))
+		}
+		return keys, nil
+	}
+}
+
+// addPodIndex adds podIndexName to a pod informer. It is best effort: an
+// informer that has the index already refuses it as a conflict, and
+// without the index (a stopped informer refuses it too) a recovery
+// evaluation reads whole namespaces, as it did before the index.
+func addPodIndex(inf cache.SharedIndexInformer) {
+	_ = inf.AddIndexers(cache.Indexers{podIndexName: newPodIndexFunc()})
+}
+
+// hasPodIndex reports whether ix has udrain's pod index.
+func hasPodIndex(ix cache.Indexer) bool {
+	_, ok := ix.GetIndexers()[podIndexName]
+	return ok
+}
+
+// byPodIndex returns the cached pods indexed under value.
+func (v *view) byPodIndex(value string) []*corev1.Pod {
+	objs, _ := v.groupIndex.ByIndex(podIndexName, value)
+	pods := make([]*corev1.Pod, len(objs))
+	for i, o := range objs {
+		pods[i] = o.(*corev1.Pod)
+	}
+	return pods
+}
+
+// groupsIn returns the groups of namespace ns that wants names, by ID.
+// With the pod index and the default groupers it groups only the pods
+// indexed under those groups: the same members, so the same groups, as
+// grouping the whole namespace.
+func (v *view) groupsIn(ns string, wants []wantedGroup, groupers []topology.Grouper) map[topology.GroupID]*topology.Group {
+	byID := make(map[topology.GroupID]*topology.Group, len(wants))
+	if v.groupIndex == nil || v.d.s.Groupers != nil || !v.inScope(ns) {
+		groups := topology.FindGroups(v.podsIn(ns), groupers...)
+		for i := range groups {
+			byID[groups[i].ID] = &groups[i]
+		}
+		return byID
+	}
+	for _, want := range wants {
+		if _, done := byID[want.id]; done {
+			continue
+		}
+		groups := topology.FindGroups(v.byPodIndex(groupIndexKey(want.id)), groupers...)
+		for i := range groups {
+			if groups[i].ID == want.id {
+				byID[want.id] = &groups[i]
+			}
+		}
+	}
+	return byID
+}
+
+// budgetPods returns cached pods of pdb's namespace among which are all
+// those it selects: with the pod index, the pods with the value of an
+// indexed label its selector requires; else the whole namespace.
+func (v *view) budgetPods(pdb *policyv1.PodDisruptionBudget) []*corev1.Pod {
+	if v.groupIndex != nil && v.inScope(pdb.Namespace) {
+		if key, value, ok := indexedRequirement(pdb.Spec.Selector); ok {
+			return v.byPodIndex(labelIndexKey(pdb.Namespace, key, value))
+		}
+	}
+	return v.podsIn(pdb.Namespace)
+}
+
+// indexedRequirement returns an indexed label and the one value sel
+// requires of it, if it requires one.
+func indexedRequirement(sel *metav1.LabelSelector) (key, value string, ok bool) {
+	if sel == nil {
+		return "", "", false
+	}
+	for _, k := range [...]string{topology.LWSNameLabel, topology.RayClusterLabel} {
+		if v, ok := sel.MatchLabels[k]; ok {
+			return k, v, true
+		}
+	}
+	for _, r := range sel.MatchExpressions {
+		if indexedLabel(r.Key) && r.Operator == metav1.LabelSelectorOpIn && len(r.Values) == 1 {
+			return r.Key, r.Values[0], true
+		}
+	}
+	return "", "", false
+}
+
+// planPods returns the cached pods a plan of the domain of nodes reads,
+// through the pod index: the pods on those nodes and every member of their
+// groups (pack, the groups' health); and, for a workload with two or more
+// groups on the domain (the only case where spread reports on it), every
+// pod of that workload (a LeaderWorkerSet or Ray cluster), or of the
+// namespace for groups of another kind (a native PodGroup's workload is a
+// Workload object, not indexed). A plan made from them is the plan made
+// from every pod: the other pods touch none of its groups, budgets or
+// findings. ok is false without the index or with groupers of the
+// caller's own (the index knows only the default groupers).
+func (v *view) planPods(nodes []string) (pods []*corev1.Pod, ok bool) {
+	if v.groupIndex == nil || v.d.s.Groupers != nil {
+		return nil, false
+	}
+	index := newPodIndexFunc()
+	seen := map[*corev1.Pod]bool{}
+	add := func(ps []*corev1.Pod) {
+		for _, p := range ps {
+			if !seen[p] && v.inScope(p.Namespace) {
+				seen[p] = true
+				pods = append(pods, p)
+			}
+		}
+	}
+	var local []*corev1.Pod
+	for _, n := range nodes {
+		local = append(local, v.byPodIndex(nodeIndexKey(n))...)
+	}
+	add(local)
+	groups := map[string]bool{}         // group keys of the domain's pods
+	workloads := map[string][]string{}  // workload (label key) -> its groups here
+	otherKinds := map[string][]string{} // namespace -> groups of other kinds here
+	workloadLabel := map[topology.Kind]string{topology.KindLeaderWorkerSet: topology.LWSNameLabel, topology.KindRay: topology.RayClusterLabel}
+	for _, p := range local {
+		if !v.inScope(p.Namespace) {
+			continue
+		}
+		ks, _ := index(p)
+		for _, k := range ks {
+			kind, ok := groupKindOf(k)
+			if !ok || groups[k] {
+				continue
+			}
+			groups[k] = true
+			if label, ok := workloadLabel[kind]; ok && p.Labels[label] != "" {
+				w := labelIndexKey(p.Namespace, label, p.Labels[label])
+				workloads[w] = append(workloads[w], k)
+			} else {
+				otherKinds[p.Namespace] = append(otherKinds[p.Namespace], k)
+			}
+		}
+	}
+	for k := range groups {
+		add(v.byPodIndex(k))
+	}
+	for w, gs := range workloads {
+		if len(gs) > 1 {
+			add(v.byPodIndex(w))
+		}
+	}
+	for ns, gs := range otherKinds {
+		if len(gs) > 1 {
+			add(v.podsIn(ns))
+		}
+	}
+	return pods, true
+}
+
+// groupKindOf returns the kind of the group a groupIndexKey names.
+func groupKindOf(key string) (topology.Kind, bool) {
+	rest, ok := strings.CutPrefix(key, "group:")
+	if !ok {
+		return "", false
+	}
+	kind, _, ok := strings.Cut(rest, "/")
+	return topology.Kind(kind), ok
+}

@@ -1,0 +1,169 @@
+package eviction
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/udrain/udrain/health"
+	"github.com/udrain/udrain/topology"
+)
+
+// The results of this package are plain Go values and, as they are, the
+// wire schema of udrain's JSON and YAML output: the CLI prints them with an
+// apiVersion and a kind around them and nothing copied field by field.
+// JSON conventions: names in lowerCamelCase; an empty list or optional
+// object is omitted; durations are seconds (a number, to the nanosecond)
+// in fields whose name ends in "Seconds"; times are RFC 3339.
+
+// PhaseResult counts what happened to one phase's pods.
+type PhaseResult struct {
+	// Pods is the number of pods the plan put in the phase.
+	Pods int `json:"pods"`
+	// Evicted counts evictions (or deletions) the API accepted.
+	Evicted int `json:"evicted"`
+	// AlreadyGone counts pods that were gone before udrain evicted them.
+	AlreadyGone int `json:"alreadyGone"`
+	// AlreadyTerminating counts pods that were being deleted already and
+	// were only waited on.
+	AlreadyTerminating int `json:"alreadyTerminating"`
+	// Duration is the time from the phase's start to its last eviction.
+	Duration time.Duration `json:"-"`
+}
+
+// BlockInfo describes a PodDisruptionBudget that refuses evictions now.
+type BlockInfo struct {
+	Namespace string `json:"namespace"`
+	PDB       string `json:"pdb"`
+	// The budget's status counts, as udrain's watch sees them.
+	health.BudgetCounts
+	Since time.Time `json:"since"`
+	// Pods are the pods waiting on it.
+	Pods []PodRef `json:"pods,omitempty"`
+	// Message is the API server's explanation, if it gave one.
+	Message string `json:"message,omitempty"`
+}
+
+// String returns e.g. "PodDisruptionBudget ns/leaders allows 0
+// disruption(s): 2 healthy, 2 needed, 3 expected".
+func (b BlockInfo) String() string {
+	return fmt.Sprintf("PodDisruptionBudget %s/%s %s", b.Namespace, b.PDB, b.BudgetCounts)
+}
+
+// BlockRecord is one stretch of time a PDB refused a domain's evictions.
+type BlockRecord struct {
+	Namespace string        `json:"namespace"`
+	PDB       string        `json:"pdb"`
+	Since     time.Time     `json:"since"`
+	Duration  time.Duration `json:"-"`
+	// Pods are the pods that waited on the budget during the block.
+	Pods []PodRef `json:"pods,omitempty"`
+}
+
+// DryRunVerdict is what a dry run found for one pod.
+type DryRunVerdict string
+
+// The verdicts of a dry run.
+const (
+	// WouldEvict: the eviction would be accepted (client dry runs assume
+	// so).
+	WouldEvict DryRunVerdict = "WouldEvict"
+	// WouldDelete: the deletion would be accepted
+	// (Helper.DisableEviction).
+	WouldDelete DryRunVerdict = "WouldDelete"
+	// WouldWait: the pod is terminating already; it would be waited for.
+	WouldWait DryRunVerdict = "WouldWait"
+	// WouldBlock: its budget refuses a disruption now (server dry run).
+	WouldBlock DryRunVerdict = "WouldBlock"
+	// AlreadyGone: the pod no longer exists.
+	AlreadyGone DryRunVerdict = "AlreadyGone"
+	// WouldFail: the API refused it for another reason (Message says it).
+	WouldFail DryRunVerdict = "WouldFail"
+)
+
+// DryRunOutcome is what a dry run found for one pod.
+type DryRunOutcome struct {
+	Pod     PodRef        `json:"pod"`
+	Phase   Phase         `json:"phase"`
+	Verdict DryRunVerdict `json:"verdict"`
+	// Block is the refusing budget for WouldBlock.
+	Block *BlockInfo `json:"block,omitempty"`
+	// Message says the same in a sentence.
+	Message string `json:"message"`
+}
+
+// Result is what draining one domain did.
+type Result struct {
+	// ID is the drain's or rollout's ID.
+	ID     string `json:"id"`
+	Domain string `json:"domain"`
+	// DryRun is "client" or "server" for dry runs, empty otherwise.
+	DryRun string `json:"dryRun,omitempty"`
+	// Cordoned lists the nodes udrain cordoned; AlreadyCordoned those that
+	// were cordoned before it came.
+	Cordoned        []string `json:"cordoned,omitempty"`
+	AlreadyCordoned []string `json:"alreadyCordoned,omitempty"`
+	// NodesGone lists nodes deleted while the domain drained.
+	NodesGone []string      `json:"nodesGone,omitempty"`
+	Phase1    PhaseResult   `json:"phase1"`
+	Phase2    PhaseResult   `json:"phase2"`
+	Blocks    []BlockRecord `json:"blocks,omitempty"`
+	// GroupsDisrupted are the groups that lost pods in this drain (a pod
+	// evicted, or found terminating and waited for), in the order their
+	// first pod went.
+	GroupsDisrupted []topology.GroupID `json:"groupsDisrupted,omitempty"`
+	DryRunOutcomes  []DryRunOutcome    `json:"dryRunOutcomes,omitempty"`
+	// Completed is true when every planned pod is gone (or, in a dry run,
+	// was checked).
+	Completed bool          `json:"completed"`
+	Started   time.Time     `json:"started"`
+	Duration  time.Duration `json:"-"`
+}
+
+// Summary is the end-of-run account of a drain or a rollout.
+type Summary struct {
+	// DomainsDone counts domains drained (and, in a rollout, upgraded and
+	// recovered, or dry-run); DomainsSkipped those an earlier run of the
+	// same rollout had done; DomainsTotal those asked for.
+	DomainsDone    int `json:"domainsDone"`
+	DomainsSkipped int `json:"domainsSkipped"`
+	DomainsTotal   int `json:"domainsTotal"`
+	// Phase1Evicted and Phase2Evicted count evictions accepted per phase.
+	Phase1Evicted int `json:"phase1Evicted"`
+	Phase2Evicted int `json:"phase2Evicted"`
+	// GroupsDisrupted counts distinct groups that lost pods.
+	GroupsDisrupted int `json:"groupsDisrupted"`
+	// LongestBlock is the longest time a PDB refused evictions (the first
+	// of the longest); nil if none did.
+	LongestBlock *BlockRecord  `json:"longestBlock,omitempty"`
+	Duration     time.Duration `json:"-"`
+}
+
+// Summary sums up the drain.
+func (r *Result) Summary() Summary {
+	var s Summary
+	s.DomainsTotal = 1
+	if r.Completed {
+		s.DomainsDone = 1
+	}
+	s.add(r, map[topology.GroupID]bool{})
+	s.Duration = r.Duration
+	return s
+}
+
+// add counts a domain's drain into s; seen holds the groups counted
+// already, so that a group disrupted in two domains counts once.
+func (s *Summary) add(r *Result, seen map[topology.GroupID]bool) {
+	s.Phase1Evicted += r.Phase1.Evicted
+	s.Phase2Evicted += r.Phase2.Evicted
+	for _, g := range r.GroupsDisrupted {
+		if !seen[g] {
+			seen[g] = true
+			s.GroupsDisrupted++
+		}
+	}
+	for i := range r.Blocks {
+		if b := r.Blocks[i]; s.LongestBlock == nil || b.Duration > s.LongestBlock.Duration {
+			s.LongestBlock = &b
+		}
+	}
+}

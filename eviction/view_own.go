@@ -1,0 +1,173 @@
+package eviction
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"reflect"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+)
+
+// A view with informers of its own (the CLI's case, or a Drainer given no
+// Options.Informers) lists and watches for the time of one call, and tells
+// an API server that cannot be reached from one that is slow to list.
+
+// ownView lists and watches the cluster (the pods and budgets of
+// Options.Namespace only, when set) for the time of the call.
+func (d *Drainer) ownView(parent context.Context) (*view, error) {
+	logger := klog.FromContext(parent)
+	ctx, cancel := context.WithCancel(parent)
+	opts := []informers.SharedInformerOption{informers.WithTransform(stripForCache)}
+	if d.s.Namespace != "" {
+		opts = append(opts, informers.WithNamespace(d.s.Namespace))
+	}
+	f := informers.NewSharedInformerFactoryWithOptions(d.client, 0, opts...)
+	nodes := f.Core().V1().Nodes().Informer()
+	pods := f.Core().V1().Pods().Informer()
+	pdbs := f.Policy().V1().PodDisruptionBudgets().Informer()
+	v := d.newView()
+	v.nodes, v.pods, v.podIndex, v.pdbs, v.ownLister = nodes.GetStore(), pods.GetStore(), pods.GetIndexer(), pdbs.GetStore(), true
+	v.stop = func() {
+		cancel()
+		f.Shutdown()
+	}
+	if err := pods.AddIndexers(cache.Indexers{podIndexName: newPodIndexFunc()}); err != nil {
+		v.stop()
+		return nil, err
+	}
+	v.groupIndex = pods.GetIndexer()
+	// The reflectors retry refused and failed lists forever: tell the
+	// wait below what they see, so that it can fail at once for a missing
+	// permission and after ConnectTimeout for a server it cannot reach.
+	problems := make(chan error, 16)
+	onError := func(ctx context.Context, r *cache.Reflector, err error) {
+		if ctx.Err() != nil || parent.Err() != nil {
+			return // the view is stopping: not worth a line
+		}
+		logger.V(2).Info("Watching the cluster failed; retrying", "err", err)
+		select {
+		case problems <- err:
+		default:
+		}
+	}
+	for _, inf := range []cache.SharedIndexInformer{nodes, pods, pdbs} {
+		if err := inf.SetWatchErrorHandlerWithContext(onError); err != nil {
+			v.stop()
+			return nil, err
+		}
+		if _, err := inf.AddEventHandler(v.handler()); err != nil {
+			v.stop()
+			return nil, err
+		}
+	}
+	start := time.Now()
+	f.Start(ctx.Done())
+	synced := make(chan bool, 1)
+	go func() {
+		synced <- cache.WaitForCacheSync(ctx.Done(), nodes.HasSynced, pods.HasSynced, pdbs.HasSynced)
+	}()
+	// A list that fails on the network is retried by client-go for a long
+	// time without a word: GETs of /version, without retries, tell an API
+	// server that cannot be reached from one that is slow to list a large
+	// cluster. They start when a list fails or after probeAfter without
+	// the lists done (a server that answers them costs no probe), and stop
+	// at the first answer.
+	probed := make(chan error, 1)
+	probing := false
+	startProbe := func() {
+		if !probing {
+			probing = true
+			go func() { probed <- d.probeUntil(ctx, start.Add(d.s.ConnectTimeout)) }()
+		}
+	}
+	probeTimer := time.NewTimer(probeAfter)
+	defer probeTimer.Stop()
+	var unreachable error
+	for {
+		select {
+		case <-probeTimer.C:
+			startProbe()
+		case ok := <-synced:
+			if !ok {
+				go v.stop()
+				// A deadline that ends the wait for a server that cannot
+				// be reached says so; a cancel is a cancel.
+				if unreachable != nil && errors.Is(parent.Err(), context.DeadlineExceeded) {
+					return nil, &UnreachableError{Server: serverOf(unreachable), Waited: time.Since(start).Round(time.Millisecond), Err: unreachable}
+				}
+				return nil, parent.Err()
+			}
+			logger.V(4).Info("Listed the cluster", "nodes", len(v.nodes.ListKeys()), "pods", len(v.pods.ListKeys()),
+				"podDisruptionBudgets", len(v.pdbs.ListKeys()), "took", time.Since(start))
+			return v, nil
+		case err := <-problems:
+			if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+				go v.stop()
+				return nil, &PermissionError{Err: err}
+			}
+			startProbe()
+		case err := <-probed:
+			if err != nil && parent.Err() == nil {
+				go v.stop() // a list in flight may take a while to notice
+				return nil, &UnreachableError{Server: serverOf(err), Waited: time.Since(start).Round(time.Millisecond), Err: err}
+			}
+			unreachable = err
+		}
+	}
+}
+
+// probeAfter is how long a view waits for its lists before it probes the
+// API server (if no list failed before).
+const probeAfter = time.Second
+
+// probeUntil asks the API server for its version, once a second, until it
+// answers (nil), the deadline passes or ctx ends (the last network error).
+func (d *Drainer) probeUntil(ctx context.Context, deadline time.Time) error {
+	for {
+		err := d.probe(ctx)
+		if err == nil || ctx.Err() != nil || !time.Now().Add(time.Second).Before(deadline) {
+			return err
+		}
+		klog.FromContext(ctx).V(2).Info("The API server does not answer; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// probe asks the API server for its version: nil when it answers at all
+// (even with an error status), the network error when it cannot be
+// reached.
+func (d *Drainer) probe(ctx context.Context) error {
+	rc := d.client.Discovery().RESTClient()
+	if rc == nil || reflect.ValueOf(rc).IsNil() {
+		return nil // a fake clientset: nothing to reach
+	}
+	ctx, cancel := context.WithTimeout(ctx, d.s.ConnectTimeout)
+	defer cancel()
+	err := rc.Get().AbsPath("/version").MaxRetries(0).Do(ctx).Error()
+	var status apierrors.APIStatus
+	if err == nil || errors.As(err, &status) {
+		return nil
+	}
+	return err
+}
+
+// serverOf returns scheme://host of the URL a client-go error names, if
+// it names one.
+func serverOf(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		if u, perr := url.Parse(ue.URL); perr == nil && u.Host != "" {
+			return u.Scheme + "://" + u.Host
+		}
+	}
+	return ""
+}

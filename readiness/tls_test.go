@@ -1,0 +1,140 @@
+package readiness_test
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/udrain/udrain"
+	"github.com/udrain/udrain/readiness"
+)
+
+// writePEM writes blocks of type kind to a new file in dir.
+func writePEM(t *testing.T, dir, name, kind string, der ...[]byte) string {
+	t.Helper()
+	var out []byte
+	for _, d := range der {
+		out = append(out, pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: d})...)
+	}
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// clientCert returns the files of a self-signed client certificate and its
+// key, and the certificate.
+func clientCert(t *testing.T, dir string) (certFile, keyFile string, cert *x509.Certificate) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "udrain-readiness"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, KeyUsage: x509.KeyUsageDigitalSignature,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ = x509.ParseCertificate(der)
+	return writePEM(t, dir, "client.crt", "CERTIFICATE", der), writePEM(t, dir, "client.key", "PRIVATE KEY", keyDER), cert
+}
+
+// An https member whose certificate a private CA signs, and that requires a
+// client certificate: it fails with the TLS reason without TLSOptions, and
+// is healthy with them.
+func TestHTTPSMemberWithPrivateCA(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile, clientCA := clientCert(t, dir)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	pool := x509.NewCertPool()
+	pool.AddCert(clientCA)
+	srv.TLS = &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	caFile := writePEM(t, dir, "ca.crt", "CERTIFICATE", srv.Certificate().Raw)
+	url := srv.URL + "/health"
+
+	if got := readiness.ReasonOf(readiness.HTTPCheck(url)(t.Context())); got != readiness.ReasonTLS {
+		t.Errorf("without a CA: reason %q, want %q", got, readiness.ReasonTLS)
+	}
+	onlyCA, err := readiness.TLSOptions{CAFile: caFile}.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readiness.ReasonOf(readiness.HTTPCheck(url, readiness.WithTLSConfig(onlyCA))(t.Context())); got != readiness.ReasonTLS {
+		t.Errorf("without a client certificate: reason %q, want %q", got, readiness.ReasonTLS)
+	}
+	wrongName, err := readiness.TLSOptions{CAFile: caFile, ServerName: "w-1.g.ns", ClientCertFile: certFile, ClientKeyFile: keyFile}.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readiness.ReasonOf(readiness.HTTPCheck(url, readiness.WithTLSConfig(wrongName))(t.Context())); got != readiness.ReasonTLS {
+		t.Errorf("with a server name the certificate is not for: reason %q, want %q", got, readiness.ReasonTLS)
+	}
+	full, err := readiness.TLSOptions{CAFile: caFile, ServerName: "example.com", ClientCertFile: certFile, ClientKeyFile: keyFile}.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := readiness.HTTPCheck(url, readiness.WithTLSConfig(full))(t.Context()); err != nil {
+		t.Errorf("with CA, client certificate and server name: %v", err)
+	}
+	m, err := readiness.ParseMember("w-1="+url, readiness.WithTLSConfig(full))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Check(t.Context()); err != nil {
+		t.Errorf("ParseMember with WithTLSConfig: %v", err)
+	}
+}
+
+func TestTLSOptionsErrors(t *testing.T) {
+	dir := t.TempDir()
+	notPEM := filepath.Join(dir, "not.pem")
+	if err := os.WriteFile(notPEM, []byte("hello"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name      string
+		opts      readiness.TLSOptions
+		wantField string
+	}{
+		{"missing CA", readiness.TLSOptions{CAFile: filepath.Join(dir, "missing")}, "readiness.TLSOptions.CAFile"},
+		{"CA not PEM", readiness.TLSOptions{CAFile: notPEM}, "readiness.TLSOptions.CAFile"},
+		{"cert without key", readiness.TLSOptions{ClientCertFile: notPEM}, "readiness.TLSOptions.ClientCertFile"},
+		{"key without cert", readiness.TLSOptions{ClientKeyFile: notPEM}, "readiness.TLSOptions.ClientCertFile"},
+		{"bad pair", readiness.TLSOptions{ClientCertFile: notPEM, ClientKeyFile: notPEM}, "readiness.TLSOptions.ClientCertFile"},
+	} {
+		_, err := tt.opts.Config()
+		var ce *udrain.ConfigError
+		if !errors.As(err, &ce) || ce.Field != tt.wantField {
+			t.Errorf("%s: %v, want a *udrain.ConfigError about %s", tt.name, err, tt.wantField)
+		}
+	}
+	// A TLS configuration would be ignored by a client of the caller's own.
+	check := readiness.HTTPCheck("https://w-1:8443/", readiness.WithHTTPClient(http.DefaultClient), readiness.WithTLSConfig(&tls.Config{}))
+	var ce *udrain.ConfigError
+	if err := check(t.Context()); !errors.As(err, &ce) || ce.Field != "readiness.WithTLSConfig" {
+		t.Errorf("WithTLSConfig with WithHTTPClient: %v, want a *udrain.ConfigError", err)
+	}
+}
