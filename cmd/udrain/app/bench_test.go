@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/gpu"
 	"github.com/udrain/udrain/topology"
 )
@@ -11,9 +12,9 @@ import (
 // largeState is a cluster of domains×perDomain GPU nodes with one
 // LeaderWorkerSet group of 8 pods per node pair, 10 workloads, one PDB
 // over each workload's leaders.
-func largeState(b *testing.B, domains, perDomain int) (*clusterState, *topology.Layout) {
+func largeState(b *testing.B, domains, perDomain int) (*eviction.Snapshot, *topology.Layout) {
 	b.Helper()
-	s := &clusterState{}
+	s := &eviction.Snapshot{}
 	for d := 0; d < domains; d++ {
 		for i := 0; i < perDomain; i++ {
 			s.Nodes = append(s.Nodes, *gpuNode(fmt.Sprintf("n-%d-%d", d, i), fmt.Sprintf("ud-%d", d), true))
@@ -43,35 +44,17 @@ func largeState(b *testing.B, domains, perDomain int) (*clusterState, *topology.
 	return s, l
 }
 
-// BenchmarkHealthReport is the description wait-healthy adds to package
-// eviction's verdict (groups and budgets that count), at 1,000 nodes and
-// 4,000 pods, with one waiting line.
-func BenchmarkHealthReport(b *testing.B) {
-	s, l := largeState(b, 50, 20)
-	for _, domain := range []string{"ud-7", ""} {
-		name := "domain"
-		if domain == "" {
-			name = "all"
-		}
-		b.Run(name, func(b *testing.B) {
-			waiting := []string{"ud-7: group inference/w0-70: 7/8 members Ready; not Ready: w0-70-1"}
-			b.ReportAllocs()
-			for b.Loop() {
-				if r := buildHealthReport(s, l, domain, waiting); r.Healthy || len(r.Groups) == 0 {
-					b.Fatal(r.Waiting)
-				}
-			}
-		})
-	}
-}
-
 // BenchmarkBuildDomainList is "udrain domains" after the lists, at 1,000
 // nodes and 4,000 pods.
 func BenchmarkBuildDomainList(b *testing.B) {
 	s, l := largeState(b, 50, 20)
+	report := &eviction.HealthReport{Healthy: true}
+	for _, name := range l.Names() {
+		report.Domains = append(report.Domains, eviction.DomainHealth{Domain: name, Healthy: true})
+	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if list := buildDomainList(s, l, gpu.Options{}); len(list.Items) != 50 {
+		if list := buildDomainList(s.Nodes, l, report, gpu.Options{}); len(list.Items) != 50 {
 			b.Fatal(len(list.Items))
 		}
 	}

@@ -36,7 +36,11 @@ Error is found (or nodes lack the domain label), 0 otherwise.`,
 			if err != nil {
 				return err
 			}
-			s, err := listCluster(cmd.Context(), client, listWhat{pods: true, pdbs: true})
+			d, err := o.newDrainer(client, &df, healthDrainFlags(), nil)
+			if err != nil {
+				return err
+			}
+			s, err := d.Snapshot(o.quietContext(cmd.Context()))
 			if err != nil {
 				return err
 			}
@@ -44,9 +48,10 @@ Error is found (or nodes lack the domain label), 0 otherwise.`,
 			if err != nil {
 				return err
 			}
-			groups := s.groups()
+			groups := topology.FindGroups(s.Pods, topology.Groupers(s.PodGroups)...)
 			r := topology.Audit(topology.AuditInput{Layout: layout, Groups: groups, PDBs: s.PDBs, Pods: s.Pods})
-			report := buildAuditReport(layout, len(groups), len(s.PDBs), r)
+			report := AuditReport{TypeMeta: typeMeta(KindAuditReport), LabelKey: layout.LabelKey, Domains: layout.Names(),
+				Groups: len(groups), PDBs: len(s.PDBs), Errors: len(r.Errors()), Warnings: len(r.Warnings()), Findings: r.Findings}
 			if err := out.print(o.streams.Out, report, func(w io.Writer) error { return writeAuditTable(w, report) }); err != nil {
 				return err
 			}
@@ -60,25 +65,6 @@ Error is found (or nodes lack the domain label), 0 otherwise.`,
 	df.add(cmd)
 	out.add(cmd)
 	return cmd
-}
-
-func buildAuditReport(layout *topology.Layout, groups, pdbs int, r topology.Report) AuditReport {
-	return AuditReport{
-		TypeMeta: typeMeta(KindAuditReport), LabelKey: layout.LabelKey, Domains: orEmpty(layout.Names()),
-		Groups: groups, PDBs: pdbs, Errors: len(r.Errors()), Warnings: len(r.Warnings()),
-		Findings: findings(r.Findings),
-	}
-}
-
-func findings(fs []topology.Finding) []Finding {
-	out := make([]Finding, len(fs))
-	for i, f := range fs {
-		out[i] = Finding{
-			Type: string(f.Type), Severity: string(f.Severity), Namespace: f.Namespace, Group: f.Group, Workload: f.Workload,
-			Domains: orEmpty(f.Domains), PDBs: orEmpty(f.PDBs), Pods: orEmpty(f.Pods), Nodes: orEmpty(f.Nodes), Message: f.Message,
-		}
-	}
-	return out
 }
 
 func writeAuditTable(w io.Writer, r AuditReport) error {
@@ -96,22 +82,22 @@ func writeAuditTable(w io.Writer, r AuditReport) error {
 }
 
 // writeFindings prints a table of findings, then each message in full.
-func writeFindings(w io.Writer, fs []Finding) error {
+func writeFindings(w io.Writer, fs []topology.Finding) error {
 	tw := newTable(w)
-	fmt.Fprintln(tw, "SEVERITY\tTYPE\tNAMESPACE\tGROUP/WORKLOAD\tDOMAINS\tPDBS")
+	fmt.Fprintln(tw, "SEVERITY\tCODE\tNAMESPACE\tGROUP/WORKLOAD\tDOMAINS\tPDBS")
 	for _, f := range fs {
 		what := f.Group
 		if what == "" {
 			what = f.Workload
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", f.Severity, f.Type, orDash(f.Namespace), orDash(what), joinOrDash(f.Domains), joinOrDash(f.PDBs))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", f.Severity, f.Code, orDash(f.Namespace), orDash(what), joinOrDash(f.Domains), joinOrDash(f.PDBs))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintln(w)
 	for i, f := range fs {
-		fmt.Fprintf(w, "%d. %s %s: %s\n", i+1, strings.ToUpper(f.Severity), f.Type, f.Message)
+		fmt.Fprintf(w, "%d. %s %s: %s\n", i+1, strings.ToUpper(string(f.Severity)), f.Code, f.Message)
 	}
 	return nil
 }

@@ -3,7 +3,6 @@ package app
 import (
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/gpu"
+	"github.com/udrain/udrain/health"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -32,15 +32,23 @@ pod on its nodes (whole and Ready or not), and its GPUs per product.`,
 			if err != nil {
 				return err
 			}
-			s, err := listCluster(cmd.Context(), client, listWhat{pods: true})
+			nodes, err := listNodes(cmd.Context(), client)
 			if err != nil {
 				return err
 			}
-			layout, err := topology.BuildLayout(s.Nodes, df.layoutOptions())
+			layout, err := topology.BuildLayout(nodes, df.layoutOptions())
 			if err != nil {
 				return err
 			}
-			list := buildDomainList(s, layout, gpu.Options{Clock: o.cfg.Clock})
+			d, err := o.newDrainer(client, &df, healthDrainFlags(), nil)
+			if err != nil {
+				return err
+			}
+			report, err := d.Health(o.quietContext(cmd.Context()))
+			if err != nil {
+				return err
+			}
+			list := buildDomainList(nodes, layout, report, gpu.Options{Clock: o.cfg.Clock})
 			return out.print(o.streams.Out, list, func(w io.Writer) error { return writeDomainsTable(w, list) })
 		},
 	}
@@ -49,82 +57,54 @@ pod on its nodes (whole and Ready or not), and its GPUs per product.`,
 	return cmd
 }
 
-// buildDomainList describes every domain of layout.
-func buildDomainList(s *clusterState, layout *topology.Layout, gopts gpu.Options) DomainList {
-	list := DomainList{TypeMeta: typeMeta(KindDomainList), LabelKey: layout.LabelKey,
-		Unlabeled: orEmpty(layout.Unlabeled), Items: []DomainInfo{}, UnscheduledGroups: []GroupInfo{}}
-	nodes := map[string]*corev1.Node{}
-	for i := range s.Nodes {
-		nodes[s.Nodes[i].Name] = &s.Nodes[i]
+// healthDrainFlags are the drain flags of the commands that only read
+// health: every pod counts, whatever a drain would do with it.
+func healthDrainFlags() *drainFlags {
+	return &drainFlags{gracePeriod: -1, dryRun: "none", concurrency: eviction.DefaultConcurrency, force: true, ignoreDaemonSets: true, deleteEmptyDirData: true}
+}
+
+// buildDomainList describes every domain of layout: its nodes (and what
+// package gpu makes of them) and package eviction's health of its groups.
+func buildDomainList(nodes []corev1.Node, layout *topology.Layout, report *eviction.HealthReport, gopts gpu.Options) DomainList {
+	list := DomainList{TypeMeta: typeMeta(KindDomainList), LabelKey: layout.LabelKey, Unlabeled: layout.Unlabeled, Unscheduled: report.Unscheduled}
+	byName := map[string]*corev1.Node{}
+	for i := range nodes {
+		byName[nodes[i].Name] = &nodes[i]
 	}
-	index := map[string]int{}
+	healthOf := map[string]eviction.DomainHealth{}
+	for _, h := range report.Domains {
+		healthOf[h.Domain] = h
+	}
 	for _, d := range layout.Domains {
-		info := DomainInfo{Name: d.Name, Nodes: []DomainNode{}, Groups: []GroupInfo{}, GPUs: []GPUCount{}, ControlPlaneNodes: len(d.ControlPlaneNodes), Healthy: true}
-		gpus := map[[2]string]*GPUCount{}
+		info := DomainInfo{Name: d.Name, ControlPlaneNodes: len(d.ControlPlaneNodes), Health: healthOf[d.Name]}
+		inDomain := map[string]bool{}
 		for _, name := range d.Nodes {
-			n := nodes[name]
-			c := gpu.ClassifyNode(n, gopts)
+			n := byName[name]
+			inDomain[name] = true
 			_, cp := n.Labels[topology.ControlPlaneLabel]
-			_, ours := n.Annotations[eviction.CordonedByAnnotation]
 			dn := DomainNode{
-				Name: name, Ready: c.NodeReady, Cordoned: n.Spec.Unschedulable, CordonedByUdrain: ours,
-				UpgradedBy: n.Annotations[eviction.UpgradedByAnnotation], ControlPlane: cp,
-				GPUVendor: string(c.Vendor), GPUProduct: c.Product, GPUs: c.Count, GPUStatus: string(c.Status),
+				Name: name, Cordoned: n.Spec.Unschedulable, CordonedBy: n.Annotations[eviction.CordonedByAnnotation],
+				UpgradedBy: n.Annotations[eviction.UpgradedByAnnotation], ControlPlane: cp, GPU: gpu.ClassifyNode(n, gopts),
 			}
+			dn.Ready = dn.GPU.NodeReady
 			if dn.Cordoned {
 				info.CordonedNodes++
 			}
 			info.Nodes = append(info.Nodes, dn)
-			if c.GPU && c.Count > 0 {
-				k := [2]string{string(c.Vendor), c.Product}
-				if gpus[k] == nil {
-					gpus[k] = &GPUCount{Vendor: k[0], Product: k[1]}
-				}
-				gpus[k].GPUs += c.Count
-				gpus[k].Nodes++
-			}
 		}
-		info.GPUs = sortedGPUCounts(gpus)
-		index[d.Name] = len(list.Items)
+		info.GPUs = eviction.GPUCapacityOf(nodes, inDomain)
 		list.Items = append(list.Items, info)
-	}
-	groups := s.groups()
-	for i := range groups {
-		gi := groupInfo(&groups[i], layout)
-		if len(gi.Domains) == 0 {
-			list.UnscheduledGroups = append(list.UnscheduledGroups, gi)
-			continue
-		}
-		for _, d := range gi.Domains {
-			item := &list.Items[index[d]]
-			item.Groups = append(item.Groups, gi)
-			item.Healthy = item.Healthy && gi.Healthy
-		}
 	}
 	return list
 }
 
-func sortedGPUCounts(m map[[2]string]*GPUCount) []GPUCount {
-	out := make([]GPUCount, 0, len(m))
-	for _, c := range m {
-		out = append(out, *c)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Vendor != out[j].Vendor {
-			return out[i].Vendor < out[j].Vendor
-		}
-		return out[i].Product < out[j].Product
-	})
-	return out
-}
-
-func gpuText(gpus []GPUCount) string {
+func gpuText(gpus []eviction.GPUCapacity) string {
 	if len(gpus) == 0 {
 		return "-"
 	}
 	parts := make([]string, len(gpus))
 	for i, g := range gpus {
-		parts[i] = fmt.Sprintf("%d %s", g.GPUs, orDash(g.Product))
+		parts[i] = fmt.Sprintf("%d %s", g.GPUs, g.Product)
 	}
 	return strings.Join(parts, ", ")
 }
@@ -134,47 +114,39 @@ func writeDomainsTable(w io.Writer, list DomainList) error {
 	fmt.Fprintln(tw, "DOMAIN\tNODES\tCORDONED\tCONTROL-PLANE\tGROUPS\tUNHEALTHY\tGPUS")
 	for _, d := range list.Items {
 		unhealthy := 0
-		for _, g := range d.Groups {
+		for _, g := range d.Health.Groups {
 			if !g.Healthy {
 				unhealthy++
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d/%d\t%d\t%d\t%d\t%s\n", d.Name, len(d.Nodes), d.CordonedNodes, len(d.Nodes), d.ControlPlaneNodes, len(d.Groups), unhealthy, gpuText(d.GPUs))
+		fmt.Fprintf(tw, "%s\t%d\t%d/%d\t%d\t%d\t%d\t%s\n", d.Name, len(d.Nodes), d.CordonedNodes, len(d.Nodes), d.ControlPlaneNodes, len(d.Health.Groups), unhealthy, gpuText(d.GPUs))
 	}
 	fmt.Fprintln(tw, "\nNODE\tDOMAIN\tREADY\tCORDONED\tGPUS\tPRODUCT\tGPU-STATUS\tUPGRADED-BY")
 	for _, d := range list.Items {
 		for _, n := range d.Nodes {
 			cordoned := yesNo(n.Cordoned)
-			if n.CordonedByUdrain {
-				cordoned += " (udrain)"
+			if n.CordonedBy != "" {
+				cordoned += " (udrain " + n.CordonedBy + ")"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", n.Name, d.Name, yesNo(n.Ready), cordoned, n.GPUs, orDash(n.GPUProduct), n.GPUStatus, orDash(n.UpgradedBy))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", n.Name, d.Name, yesNo(n.Ready), cordoned, n.GPU.Count, orDash(n.GPU.Product), n.GPU.Status, orDash(n.UpgradedBy))
 		}
 	}
-	groups := 0
+	groups := len(list.Unscheduled)
 	for _, d := range list.Items {
-		groups += len(d.Groups)
+		groups += len(d.Health.Groups)
 	}
-	if groups+len(list.UnscheduledGroups) > 0 {
-		fmt.Fprintln(tw, "\nNAMESPACE\tGROUP\tKIND\tDOMAINS\tLEADER\tREADY\tHEALTHY")
-		row := func(g GroupInfo) {
-			healthy := yesNo(g.Healthy)
-			if !g.Healthy {
-				healthy += ": " + g.Reason
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\n", g.Namespace, g.Name, g.Kind, joinOrDash(g.Domains), orDash(g.Leader), g.ReadyMembers, g.Size, healthy)
+	if groups > 0 {
+		fmt.Fprintln(tw, "\nNAMESPACE\tGROUP\tKIND\tDOMAIN\tLEADER\tREADY\tHEALTHY")
+		row := func(domain string, g health.GroupStatus) {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\n", g.ID.Namespace, g.ID.Name, g.ID.Kind, domain, orDash(g.Leader), g.ReadyMembers, g.Size, healthText(g))
 		}
-		seen := map[string]bool{}
 		for _, d := range list.Items {
-			for _, g := range d.Groups {
-				if key := g.Namespace + "/" + g.Kind + "/" + g.Name; !seen[key] {
-					seen[key] = true
-					row(g)
-				}
+			for _, g := range d.Health.Groups {
+				row(d.Name, g)
 			}
 		}
-		for _, g := range list.UnscheduledGroups {
-			row(g)
+		for _, g := range list.Unscheduled {
+			row("(unscheduled)", g)
 		}
 	}
 	if len(list.Unlabeled) > 0 {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/udrain/udrain/eviction"
 )
@@ -14,6 +15,7 @@ func newDrainCommand(o *options) *cobra.Command {
 	var df domainFlags
 	var dr drainFlags
 	var out outputFlag
+	var id string
 	cmd := &cobra.Command{
 		Use:   "drain DOMAIN",
 		Short: "Cordon and drain every node of an upgrade domain, leaders first",
@@ -36,7 +38,7 @@ Exit codes: 3 when --timeout passes while a PDB blocks, 4 on a contract
 violation.`,
 		Args: exactArgs(1, "one upgrade domain"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := firstError(df.validate(), dr.validate(), out.validate()); err != nil {
+			if err := firstError(df.validate(), dr.validate(), out.validate(), validateID(id)); err != nil {
 				return err
 			}
 			client, err := o.client()
@@ -49,12 +51,12 @@ violation.`,
 				prog.close()
 				return err
 			}
-			plan, res, err := d.Drain(cmd.Context(), args[0])
+			plan, res, err := d.Drain(o.quietContext(cmd.Context()), args[0], eviction.DrainOptions{ID: id})
 			prog.close()
 			if res == nil {
 				return err
 			}
-			report := buildDrainResult(plan, res, dr.dryRunName(), err)
+			report := DrainReport{TypeMeta: typeMeta(KindDrainResult), Plan: plan, Result: res, Summary: res.Summary(), Error: errorInfo(err)}
 			if perr := out.print(o.streams.Out, report, func(w io.Writer) error { return writeDrainTable(w, report) }); perr != nil {
 				return perr
 			}
@@ -64,111 +66,75 @@ violation.`,
 	df.add(cmd)
 	dr.add(cmd, "The length of time to wait before giving up, zero means infinite")
 	out.add(cmd)
+	cmd.Flags().StringVar(&id, "id", eviction.DefaultDrainID, "Drain ID, recorded in the cordon mark of the nodes (annotation udrain.dev/cordoned-by); the same ID resumes, and a rollout with another ID waits until the domain is uncordoned")
 	return cmd
 }
 
-func phase(r eviction.PhaseResult) Phase {
-	return Phase{Pods: r.Pods, Evicted: r.Evicted, AlreadyGone: r.AlreadyGone, AlreadyTerminating: r.AlreadyTerminating, DurationSeconds: seconds(r.Duration)}
-}
-
-func blocks(bs []eviction.BlockRecord) []Block {
-	out := make([]Block, len(bs))
-	for i, b := range bs {
-		out[i] = Block{Namespace: b.Namespace, PDB: b.PDB, Since: b.Since.UTC(), DurationSeconds: seconds(b.Duration), Pods: orEmpty(b.Pods)}
-	}
-	return out
-}
-
-// longestBlock reports the block eviction's Result.LongestBlock found, nil
-// if ok is false. (A block that lasted no time still counts: it names the
-// PDB that refused.)
-func longestBlock(b eviction.BlockRecord, ok bool) *LongestBlock {
-	if !ok {
-		return nil
-	}
-	return &LongestBlock{Namespace: b.Namespace, PDB: b.PDB, DurationSeconds: seconds(b.Duration)}
-}
-
-func buildDrainResult(plan *eviction.Plan, res *eviction.Result, dryRun string, err error) DrainResult {
-	r := DrainResult{
-		TypeMeta: typeMeta(KindDrainResult), Domain: res.Domain, DryRun: dryRun, Completed: err == nil,
-		Cordoned: orEmpty(res.Cordoned), AlreadyCordoned: orEmpty(res.AlreadyCordoned), NodesGone: orEmpty(res.NodesGone),
-		Phase1: phase(res.Phase1), Phase2: phase(res.Phase2), Skipped: []PodReason{}, Warnings: []string{},
-		Blocks: blocks(res.Blocks), GroupsDisrupted: orEmpty(res.GroupsDisrupted), DryRunOutcomes: []DryRunOutcome{},
-		Started: res.Started.UTC(), DurationSeconds: seconds(res.Duration), Error: errorInfo(err),
-	}
-	if plan != nil {
-		for _, s := range plan.Skipped {
-			r.Skipped = append(r.Skipped, PodReason{Namespace: s.Namespace, Name: s.Name, Node: s.Node, Reason: s.Reason})
-		}
-		r.Warnings = orEmpty(plan.Warnings)
-	}
-	for _, o := range res.DryRunOutcomes {
-		r.DryRunOutcomes = append(r.DryRunOutcomes, DryRunOutcome{Pod: o.Pod, Phase: int(o.Phase), Outcome: o.Outcome})
-	}
-	r.Summary = Summary{
-		DomainsTotal: 1, Phase1Evicted: res.Phase1.Evicted, Phase2Evicted: res.Phase2.Evicted,
-		LongestBlock: longestBlock(res.LongestBlock()), DurationSeconds: seconds(res.Duration),
-	}
-	if err == nil {
-		r.Summary.DomainsDone = 1
-	}
-	if dryRun == "none" && res.Phase1.Evicted+res.Phase2.Evicted+res.Phase1.AlreadyTerminating+res.Phase2.AlreadyTerminating > 0 {
-		r.Summary.GroupsDisrupted = len(res.GroupsDisrupted)
-	}
-	return r
-}
-
-func writeDrainTable(w io.Writer, r DrainResult) error {
+func writeDrainTable(w io.Writer, r DrainReport) error {
+	res := r.Result
 	switch {
-	case r.DryRun != "none":
-		fmt.Fprintf(w, "Dry run (%s) of the drain of domain %s: nothing was changed.\n", r.DryRun, r.Domain)
-	case r.Completed:
-		fmt.Fprintf(w, "Drained domain %s in %s.\n", r.Domain, human(secondsDuration(r.DurationSeconds)))
+	case res.DryRun != "":
+		fmt.Fprintf(w, "Dry run (%s) of the drain of domain %s: nothing was changed.\n", res.DryRun, res.Domain)
+	case res.Completed:
+		fmt.Fprintf(w, "Drained domain %s in %s.\n", res.Domain, human(res.Duration))
 	case r.Error.Reason == reason(ExitInterrupted):
-		fmt.Fprintf(w, "The drain of domain %s was interrupted after %s.\n", r.Domain, human(secondsDuration(r.DurationSeconds)))
+		fmt.Fprintf(w, "The drain of domain %s was interrupted after %s.\n", res.Domain, human(res.Duration))
 	default:
-		fmt.Fprintf(w, "The drain of domain %s stopped after %s: %s\n", r.Domain, human(secondsDuration(r.DurationSeconds)), r.Error.Message)
+		fmt.Fprintf(w, "The drain of domain %s stopped after %s: %s\n", res.Domain, human(res.Duration), r.Error.Message)
 	}
-	if r.DryRun == "none" {
-		fmt.Fprintf(w, "Cordoned: %s (already cordoned: %s)\n", listOrNone(r.Cordoned), listOrNone(r.AlreadyCordoned))
-		if len(r.NodesGone) > 0 {
-			fmt.Fprintf(w, "Nodes deleted meanwhile: %s\n", strings.Join(r.NodesGone, ", "))
+	if res.DryRun == "" {
+		fmt.Fprintf(w, "Cordoned: %s (already cordoned: %s)\n", listOrNone(res.Cordoned), listOrNone(res.AlreadyCordoned))
+		if len(res.NodesGone) > 0 {
+			fmt.Fprintf(w, "Nodes deleted meanwhile: %s\n", strings.Join(res.NodesGone, ", "))
 		}
-		for i, ph := range []Phase{r.Phase1, r.Phase2} {
+		for i, ph := range []eviction.PhaseResult{res.Phase1, res.Phase2} {
 			fmt.Fprintf(w, "Phase %d: %d of %s evicted (%d already gone, %d already terminating) in %s\n",
-				i+1, ph.Evicted, plural(ph.Pods, "pod", "pods"), ph.AlreadyGone, ph.AlreadyTerminating, human(secondsDuration(ph.DurationSeconds)))
+				i+1, ph.Evicted, plural(ph.Pods, "pod", "pods"), ph.AlreadyGone, ph.AlreadyTerminating, human(ph.Duration))
 		}
 	}
 	writeSummary(w, r.Summary, false)
-	if len(r.DryRunOutcomes) > 0 {
+	if len(res.DryRunOutcomes) > 0 {
 		fmt.Fprintln(w)
 		tw := newTable(w)
 		fmt.Fprintln(tw, "PHASE\tPOD\tOUTCOME")
-		for _, o := range r.DryRunOutcomes {
-			fmt.Fprintf(tw, "%d\t%s\t%s\n", o.Phase, o.Pod, o.Outcome)
+		for _, o := range res.DryRunOutcomes {
+			fmt.Fprintf(tw, "%d\t%s\t%s\n", o.Phase, o.Pod, o.Message)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
 		}
 	}
-	for _, warning := range r.Warnings {
-		fmt.Fprintf(w, "Warning: %s\n", warning)
+	if r.Plan != nil {
+		for _, warning := range r.Plan.Warnings {
+			fmt.Fprintf(w, "Warning: %s\n", warning)
+		}
 	}
 	return nil
 }
 
 // writeSummary prints the summary lines shared by drain and rollout.
-func writeSummary(w io.Writer, s Summary, rollout bool) {
+func writeSummary(w io.Writer, s eviction.Summary, rollout bool) {
 	if rollout {
 		fmt.Fprintf(w, "Domains: %d done, %d skipped (done by an earlier run), %d in all\n", s.DomainsDone, s.DomainsSkipped, s.DomainsTotal)
 	}
 	fmt.Fprintf(w, "Pods evicted: %d in phase 1, %d in phase 2\n", s.Phase1Evicted, s.Phase2Evicted)
 	fmt.Fprintf(w, "Groups disrupted: %d\n", s.GroupsDisrupted)
 	if b := s.LongestBlock; b != nil {
-		fmt.Fprintf(w, "Longest block: %s by PodDisruptionBudget %s/%s\n", human(secondsDuration(b.DurationSeconds)), b.Namespace, b.PDB)
+		fmt.Fprintf(w, "Longest block: %s by PodDisruptionBudget %s/%s\n", human(b.Duration), b.Namespace, b.PDB)
 	} else {
 		fmt.Fprintln(w, "Longest block: none")
 	}
-	fmt.Fprintf(w, "Duration: %s\n", human(secondsDuration(s.DurationSeconds)))
+	fmt.Fprintf(w, "Duration: %s\n", human(s.Duration))
+}
+
+// validateID checks a drain's or rollout's ID: it is stored as an
+// annotation value and shown in logs.
+func validateID(id string) error {
+	if errs := validation.IsValidLabelValue(id); len(errs) > 0 || id == "" {
+		if id == "" {
+			errs = []string{"empty"}
+		}
+		return usageErrorf("--id=%q: %s (it is stored as an annotation value and shown in logs; use letters, digits, '-', '_' and '.')", id, strings.Join(errs, "; "))
+	}
+	return nil
 }

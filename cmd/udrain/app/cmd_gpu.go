@@ -39,22 +39,25 @@ The exit code is 0 whether or not problems are found; scripts read
 			if err != nil {
 				return err
 			}
-			s, err := listCluster(cmd.Context(), client, listWhat{daemonSets: true})
+			nodes, err := listNodes(cmd.Context(), client)
+			if err != nil {
+				return err
+			}
+			daemonSets, err := listDaemonSets(cmd.Context(), client)
 			if err != nil {
 				return err
 			}
 			var plugins []appsv1.DaemonSet
-			for i := range s.DaemonSets {
-				if _, ok := gpu.DevicePluginVendor(&s.DaemonSets[i]); ok {
-					plugins = append(plugins, s.DaemonSets[i])
+			for i := range daemonSets {
+				if _, ok := gpu.DevicePluginVendor(&daemonSets[i]); ok {
+					plugins = append(plugins, daemonSets[i])
 				}
 			}
-			sum := gpu.Summarize(s.Nodes, plugins, gpu.Options{Clock: o.cfg.Clock, GracePeriod: grace})
-			domainOf := map[string]string{}
-			for _, n := range s.Nodes {
-				domainOf[n.Name] = n.Labels[df.label]
+			report := GPUSummary{TypeMeta: typeMeta(KindGPUSummary), LabelKey: df.label, Domains: map[string]string{},
+				Summary: gpu.Summarize(nodes, plugins, gpu.Options{Clock: o.cfg.Clock, GracePeriod: grace})}
+			for _, n := range nodes {
+				report.Domains[n.Name] = n.Labels[df.label]
 			}
-			report := buildGPUSummary(sum, df.label, domainOf)
 			return out.print(o.streams.Out, report, func(w io.Writer) error { return writeGPUTable(w, report) })
 		},
 	}
@@ -64,46 +67,12 @@ The exit code is 0 whether or not problems are found; scripts read
 	return cmd
 }
 
-func buildGPUSummary(s gpu.Summary, label string, domainOf map[string]string) GPUSummary {
-	r := GPUSummary{TypeMeta: typeMeta(KindGPUSummary), LabelKey: label, Nodes: []GPUNode{}, Pools: []GPUPool{},
-		Products: []GPUProduct{}, Statuses: map[string]int{}, Problems: []GPUProblem{}, DevicePlugins: []GPUDiagnosis{}}
-	for _, c := range s.Nodes {
-		r.Nodes = append(r.Nodes, GPUNode{
-			Node: c.Node, Domain: domainOf[c.Node], GPU: c.GPU, Vendor: string(c.Vendor), Product: c.Product, Count: c.Count,
-			MemoryMiB: c.MemoryMiB, Resource: string(c.Resource), Capacity: c.Capacity, Allocatable: c.Allocatable,
-			Sharing: string(c.Sharing.Strategy), Replicas: c.Sharing.Replicas, MIGStrategy: c.Sharing.MIGStrategy,
-			Dedicated: c.Dedicated, NodeReady: c.NodeReady, Unschedulable: c.Unschedulable, Status: string(c.Status),
-		})
-	}
-	for _, p := range s.Pools {
-		r.Pools = append(r.Pools, GPUPool{Kind: string(p.Kind), Nodes: len(p.Nodes), GPUs: p.GPUs, AdvertisedGPUs: p.AdvertisedGPUs, ProblemNodes: p.ProblemNodes})
-	}
-	for _, p := range s.Products {
-		r.Products = append(r.Products, GPUProduct{Vendor: string(p.Vendor), Product: p.Product, Nodes: p.Nodes, GPUs: p.GPUs, AdvertisedGPUs: p.AdvertisedGPUs, MemoryMiB: p.MemoryMiB})
-	}
-	for st, n := range s.Statuses {
-		r.Statuses[string(st)] = n
-	}
-	for _, p := range s.Problems {
-		r.Problems = append(r.Problems, GPUProblem{Node: p.Node, DaemonSet: p.DaemonSet, Code: string(p.Code), Severity: string(p.Severity),
-			Message: p.Message, Key: p.Key, Value: p.Value, Fix: p.Fix})
-	}
-	for _, d := range s.Diagnoses {
-		taints := []string{}
-		for _, t := range d.UntoleratedTaints {
-			taints = append(taints, t.ToString())
-		}
-		r.DevicePlugins = append(r.DevicePlugins, GPUDiagnosis{DaemonSet: d.DaemonSet, Node: d.Node, Vendor: string(d.Vendor),
-			SelectsNode: d.SelectsNode, CanRun: d.CanRun, UntoleratedTaints: taints, Fix: d.Fix})
-	}
-	return r
-}
-
-func writeGPUTable(w io.Writer, s GPUSummary) error {
+func writeGPUTable(w io.Writer, r GPUSummary) error {
+	s := r.Summary
 	tw := newTable(w)
 	fmt.Fprintln(tw, "POOL\tNODES\tGPUS\tADVERTISED\tPROBLEM NODES")
 	for _, p := range s.Pools {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", p.Kind, p.Nodes, p.GPUs, p.AdvertisedGPUs, p.ProblemNodes)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", p.Kind, len(p.Nodes), p.GPUs, p.AdvertisedGPUs, p.ProblemNodes)
 	}
 	if len(s.Products) > 0 {
 		fmt.Fprintln(tw, "\nVENDOR\tPRODUCT\tNODES\tGPUS\tADVERTISED")
@@ -123,15 +92,15 @@ func writeGPUTable(w io.Writer, s GPUSummary) error {
 			if !n.GPU {
 				continue
 			}
-			sharing := n.Sharing
-			if n.Replicas > 1 {
-				sharing += fmt.Sprintf(" x%d", n.Replicas)
+			sharing := string(n.Sharing.Strategy)
+			if n.Sharing.Replicas > 1 {
+				sharing += fmt.Sprintf(" x%d", n.Sharing.Replicas)
 			}
-			if n.MIGStrategy != "" && n.MIGStrategy != "none" {
-				sharing += ", mig " + n.MIGStrategy
+			if m := n.Sharing.MIGStrategy; m != "" && m != "none" {
+				sharing += ", mig " + m
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s %d/%d\t%s\t%s\n", n.Node, orDash(n.Domain), n.Status, n.Vendor, orDash(n.Product), n.Count,
-				orDash(n.Resource), n.Allocatable, n.Capacity, sharing, yesNo(n.Dedicated))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s %d/%d\t%s\t%s\n", n.Node, orDash(r.Domains[n.Node]), n.Status, n.Vendor, orDash(n.Product), n.Count,
+				orDash(string(n.Resource)), n.Allocatable, n.Capacity, sharing, yesNo(n.Dedicated))
 		}
 	}
 	if err := tw.Flush(); err != nil {
@@ -147,7 +116,7 @@ func writeGPUTable(w io.Writer, s GPUSummary) error {
 		if p.DaemonSet != "" {
 			where += " (DaemonSet " + p.DaemonSet + ")"
 		}
-		fmt.Fprintf(w, "%d. %s %s %s: %s\n", i+1, strings.ToUpper(p.Severity), p.Code, where, p.Message)
+		fmt.Fprintf(w, "%d. %s %s %s: %s\n", i+1, strings.ToUpper(string(p.Severity)), p.Code, where, p.Message)
 		if p.Fix != "" {
 			fmt.Fprintf(w, "   fix: %s\n", p.Fix)
 		}

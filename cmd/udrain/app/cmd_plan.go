@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/health"
 )
 
 // newDrainer builds the Drainer of the domain and drain flags.
@@ -18,7 +19,14 @@ func (o *options) newDrainer(client kubernetes.Interface, df *domainFlags, dr *d
 		return nil, err
 	}
 	policy, _ := df.policy()
+	// --timeout bounds the wait for an API server that cannot be reached,
+	// too: a drain of 5s does not wait 15s to say it cannot connect.
+	connect := eviction.DefaultConnectTimeout
+	if dr.timeout > 0 {
+		connect = min(connect, dr.timeout)
+	}
 	return eviction.New(client, eviction.Options{
+		ConnectTimeout:  connect,
 		Helper:          h,
 		DomainLabel:     df.label,
 		Unlabeled:       policy,
@@ -26,6 +34,7 @@ func (o *options) newDrainer(client kubernetes.Interface, df *domainFlags, dr *d
 		AllowViolations: dr.allowViolations,
 		OnEvent:         onEvent,
 		Clock:           o.cfg.Clock,
+		Namespace:       o.explicitNamespace(),
 	})
 }
 
@@ -41,7 +50,12 @@ anything: the pods of phase 1 (selected by a PodDisruptionBudget: the
 leaders) and phase 2 (the others) with their PDBs, the pods skipped and why,
 the pods kubectl drain would refuse with these flags, the PDBs that would
 block right now, the groups disrupted, the contract findings that concern
-the domain, and the GPUs taken out of service.
+the domain, and the GPUs taken out of service. It warns when the evicted
+GPU pods may not fit back onto the domain's nodes after the upgrade: not
+at all (largest first), or when they come back spread over the nodes,
+smallest first, as a scheduler scoring nodes by least allocation may place
+them (fragmentation); fix placement first, or the rollout's recovery waits
+for pods that stay Pending.
 
 It takes drain's flags, so that "plan" and "drain" can share a command line.
 The exit code says whether the drain could start: 0 yes, 1 pods would be
@@ -59,11 +73,11 @@ refused, 4 the placement contract is violated (or a pod is under two PDBs).`,
 			if err != nil {
 				return err
 			}
-			plan, err := d.Plan(cmd.Context(), args[0])
+			plan, err := d.Plan(o.quietContext(cmd.Context()), args[0])
 			if err != nil {
 				return err
 			}
-			report := buildPlan(plan)
+			report := PlanReport{TypeMeta: typeMeta(KindPlan), Plan: plan, Executable: plan.Err() == nil, Problem: errorInfo(plan.Err())}
 			if err := out.print(o.streams.Out, report, func(w io.Writer) error { return writePlanTable(w, report) }); err != nil {
 				return err
 			}
@@ -79,66 +93,27 @@ refused, 4 the placement contract is violated (or a pod is under two PDBs).`,
 	return cmd
 }
 
-func buildPlan(p *eviction.Plan) Plan {
-	r := Plan{
-		TypeMeta: typeMeta(KindPlan), Domain: p.Domain, LabelKey: p.LabelKey, Nodes: orEmpty(p.Nodes),
-		CreatedAt: p.CreatedAt.UTC(), Executable: p.Err() == nil, Problem: errorInfo(p.Err()),
-		Phases:  []PlanPhase{{Phase: 1, Pods: plannedPods(p.Phase1)}, {Phase: 2, Pods: plannedPods(p.Phase2)}},
-		Skipped: []PodReason{}, Refused: []PodReason{}, Warnings: orEmpty(p.Warnings), Blockers: []Blocker{},
-		Groups: []AffectedGroup{}, GPUs: []GPUCount{}, Findings: findings(p.Findings),
-	}
-	for _, s := range p.Skipped {
-		r.Skipped = append(r.Skipped, PodReason{Namespace: s.Namespace, Name: s.Name, Node: s.Node, Reason: s.Reason})
-	}
-	for _, s := range p.Refused {
-		r.Refused = append(r.Refused, PodReason{Namespace: s.Namespace, Name: s.Name, Node: s.Node, Reason: s.Reason})
-	}
-	for _, b := range p.Blockers {
-		r.Blockers = append(r.Blockers, Blocker{Namespace: b.Namespace, PDB: b.PDB, Needed: b.Needed,
-			DisruptionsAllowed: b.DisruptionsAllowed, CurrentHealthy: b.CurrentHealthy, DesiredHealthy: b.DesiredHealthy, ExpectedPods: b.ExpectedPods})
-	}
-	for _, g := range p.Groups {
-		r.Groups = append(r.Groups, AffectedGroup{Namespace: g.ID.Namespace, Name: g.ID.Name, Kind: string(g.ID.Kind),
-			Workload: g.Workload, Leader: g.Leader, Size: g.Size, Evicted: g.Evicted, Healthy: g.Healthy})
-	}
-	for _, c := range p.GPUs {
-		r.GPUs = append(r.GPUs, GPUCount{Vendor: c.Vendor, Product: c.Product, GPUs: c.GPUs, Nodes: c.Nodes})
-	}
-	return r
-}
-
-func plannedPods(pods []eviction.PlannedPod) []PlannedPod {
-	out := make([]PlannedPod, len(pods))
-	for i, p := range pods {
-		out[i] = PlannedPod{Namespace: p.Namespace, Name: p.Name, UID: string(p.UID), Node: p.Node, PDBs: orEmpty(p.PDBs),
-			Group: p.Group, Leader: p.Leader, Terminating: p.Terminating, Warning: p.Warning}
-	}
-	return out
-}
-
-func writePlanTable(w io.Writer, p Plan) error {
-	pods := 0
-	for _, ph := range p.Phases {
-		pods += len(ph.Pods)
-	}
+func writePlanTable(w io.Writer, r PlanReport) error {
+	p := r.Plan
+	pods := len(p.Phase1) + len(p.Phase2)
 	fmt.Fprintf(w, "Plan for domain %s (label %s): %s, %s to evict, %s disrupted.\n",
 		p.Domain, p.LabelKey, plural(len(p.Nodes), "node", "nodes"), plural(pods, "pod", "pods"), plural(len(p.Groups), "group", "groups"))
 	fmt.Fprintf(w, "Nodes: %s\n", strings.Join(p.Nodes, ", "))
 	if len(p.GPUs) > 0 {
 		fmt.Fprintf(w, "GPUs out of service: %s\n", gpuText(p.GPUs))
 	}
-	for _, ph := range p.Phases {
+	for i, pods := range [][]eviction.PlannedPod{p.Phase1, p.Phase2} {
 		desc := "pods selected by a PodDisruptionBudget (leaders), evicted first, paced by their budgets"
-		if ph.Phase == 2 {
+		if i == 1 {
 			desc = "the other pods, evicted concurrently once every phase-1 pod is evicted"
 		}
-		fmt.Fprintf(w, "\nPhase %d: %s: %s\n", ph.Phase, plural(len(ph.Pods), "pod", "pods"), desc)
-		if len(ph.Pods) == 0 {
+		fmt.Fprintf(w, "\nPhase %d: %s: %s\n", i+1, plural(len(pods), "pod", "pods"), desc)
+		if len(pods) == 0 {
 			continue
 		}
 		tw := newTable(w)
 		fmt.Fprintln(tw, "NAMESPACE\tPOD\tNODE\tPDBS\tGROUP\tNOTE")
-		for _, pod := range ph.Pods {
+		for _, pod := range pods {
 			var note []string
 			if pod.Leader {
 				note = append(note, "leader")
@@ -149,7 +124,11 @@ func writePlanTable(w io.Writer, p Plan) error {
 			if pod.Warning != "" {
 				note = append(note, pod.Warning)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", pod.Namespace, pod.Name, pod.Node, joinOrDash(pod.PDBs), orDash(pod.Group), joinOrDash(note))
+			group := ""
+			if pod.Group != nil {
+				group = pod.Group.String()
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", pod.Namespace, pod.Name, pod.Node, joinOrDash(pod.PDBs), orDash(group), joinOrDash(note))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -170,6 +149,12 @@ func writePlanTable(w io.Writer, p Plan) error {
 	for _, warning := range p.Warnings {
 		fmt.Fprintf(w, "\nWarning: %s\n", warning)
 	}
+	for _, f := range p.GPUFit {
+		if f.Risk() {
+			fmt.Fprintf(w, "\nWarning: the evicted pods may not all fit back onto the domain's nodes: %s; free per node: %s. Fix placement (or the nodes' GPUs) before the drain, or the rollout's recovery waits for pods that stay Pending.\n",
+				f, gpuNodesText(f.Nodes))
+		}
+	}
 	if len(p.Blockers) > 0 {
 		fmt.Fprintln(w, "\nBlockers (would refuse phase 1 right now):")
 		tw := newTable(w)
@@ -186,7 +171,7 @@ func writePlanTable(w io.Writer, p Plan) error {
 		tw := newTable(w)
 		fmt.Fprintln(tw, "NAMESPACE\tGROUP\tKIND\tLEADER\tSIZE\tEVICTED\tHEALTHY NOW")
 		for _, g := range p.Groups {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", g.Namespace, g.Name, g.Kind, orDash(g.Leader), g.Size, g.Evicted, yesNo(g.Healthy))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", g.ID.Namespace, g.ID.Name, g.ID.Kind, orDash(g.Leader), g.Size, g.Evicted, healthText(g.GroupStatus))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -198,15 +183,33 @@ func writePlanTable(w io.Writer, p Plan) error {
 			return err
 		}
 	}
-	if p.Executable {
+	if r.Executable {
 		_, err := fmt.Fprintln(w, "\nThe drain can start.")
 		return err
 	}
-	_, err := fmt.Fprintf(w, "\nThe drain cannot start: %s\n", p.Problem.Message)
+	_, err := fmt.Fprintf(w, "\nThe drain cannot start: %s\n", r.Problem.Message)
 	return err
 }
 
-func writePodReasons(w io.Writer, pods []PodReason) error {
+// gpuNodesText shows free GPUs per node: "node-1 2/8, node-2 8/8".
+func gpuNodesText(nodes []eviction.NodeGPUs) string {
+	parts := make([]string, len(nodes))
+	for i, n := range nodes {
+		parts[i] = fmt.Sprintf("%s %d/%d", n.Node, n.Free, n.Allocatable)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// healthText shows a group's health in a table cell: "yes", or "no:
+// <message>".
+func healthText(g health.GroupStatus) string {
+	if g.Healthy {
+		return "yes"
+	}
+	return "no: " + g.Message
+}
+
+func writePodReasons(w io.Writer, pods []eviction.PodReason) error {
 	tw := newTable(w)
 	fmt.Fprintln(tw, "NAMESPACE\tPOD\tNODE\tREASON")
 	for _, p := range pods {

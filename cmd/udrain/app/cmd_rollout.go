@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/topology"
@@ -101,6 +100,10 @@ func newRolloutCommand(o *options) *cobra.Command {
 		id              string
 		domains         []string
 		recoveryTimeout time.Duration
+		gpuGrace        time.Duration
+		skipGPUCheck    bool
+		lockNamespace   string
+		noLock          bool
 	)
 	cmd := &cobra.Command{
 		Use:   "rollout",
@@ -126,6 +129,19 @@ upgraded by that ID are skipped, a half-drained domain is planned again from
 what is left) and a new upgrade command starts a new rollout. The ID is
 printed at the start.
 
+After the upgrade command, the domain's GPU nodes must advertise the GPUs
+they had before the drain within --gpu-check-grace (a bad driver, or a taint
+the device plugin does not tolerate, shows up here); otherwise the rollout
+stops with exit code 1, the domain cordoned, naming the nodes, the GPUs lost
+and the device plugin's diagnosis. Fix them and run the same command again.
+--skip-gpu-check turns the check off.
+
+While it runs, the rollout holds a Lease named after its ID in
+--lock-namespace (udrain-system by default; it must exist): the same
+rollout started a second time meanwhile fails at once, naming the holder.
+A holder that died leaves a Lease that can be taken over once it expires
+(30s after its last renewal).
+
 --timeout bounds each domain's drain (exit code 3 when a PDB blocks past it);
 --recovery-timeout bounds each wait for recovery (exit code 1).`,
 		Args: exactArgs(0, "no arguments (name domains with --domains)"),
@@ -136,22 +152,24 @@ printed at the start.
 			if recoveryTimeout < 0 {
 				return usageErrorf("--recovery-timeout=%s: use 0 (no limit) or a positive duration", recoveryTimeout)
 			}
+			if gpuGrace <= 0 {
+				return usageErrorf("--gpu-check-grace=%s: use a positive duration (or --skip-gpu-check)", gpuGrace)
+			}
 			if id == "" {
 				id = DefaultRolloutID(df.label, upgradeCommand)
-			} else if errs := validation.IsValidLabelValue(id); len(errs) > 0 {
-				return usageErrorf("--id=%q: %s (it is stored as an annotation value and shown in logs; use letters, digits, '-', '_' and '.')", id, strings.Join(errs, "; "))
+			} else if err := validateID(id); err != nil {
+				return err
 			}
 			client, err := o.client()
 			if err != nil {
 				return err
 			}
-			// The domains, to show progress and the domains not reached;
-			// Rollout checks them again.
-			s, err := listCluster(cmd.Context(), client, listWhat{})
+			// The domains, to show progress; Rollout checks them again.
+			nodes, err := listNodes(cmd.Context(), client)
 			if err != nil {
 				return err
 			}
-			layout, err := topology.BuildLayout(s.Nodes, df.layoutOptions())
+			layout, err := topology.BuildLayout(nodes, df.layoutOptions())
 			if err != nil {
 				return err
 			}
@@ -174,17 +192,20 @@ printed at the start.
 			}
 			prog.note("RolloutID", "", fmt.Sprintf("rollout %s over %s (%s); if it stops, run the same command again to resume (or pass --id %s)",
 				id, plural(len(names), "domain", "domains"), strings.Join(names, ", "), id))
-			ro := eviction.RolloutOptions{ID: id, Domains: domains, RecoveryTimeout: recoveryTimeout}
+			ro := eviction.RolloutOptions{ID: id, Domains: domains, RecoveryTimeout: recoveryTimeout,
+				GPUCheck: eviction.GPUCheck{Disabled: skipGPUCheck, Grace: gpuGrace},
+				Lock:     eviction.RolloutLock{Disabled: noLock, Namespace: lockNamespace}}
 			if upgradeCommand != "" {
 				u := &shellUpgrade{command: upgradeCommand, id: id, label: df.label, environ: o.cfg.Environ, prog: prog}
 				ro.Upgrade = u.run
 			}
-			res, err := d.Rollout(cmd.Context(), ro)
+			res, err := d.Rollout(o.quietContext(cmd.Context()), ro)
 			prog.close()
 			if res == nil {
 				return err
 			}
-			report := buildRolloutResult(res, names, upgradeCommand, df.label, dr.dryRunName(), err)
+			report := RolloutReport{TypeMeta: typeMeta(KindRolloutResult), UpgradeCommand: upgradeCommand, LabelKey: df.label,
+				Result: res, Summary: res.Summary(), Error: errorInfo(err)}
 			if perr := out.print(o.streams.Out, report, func(w io.Writer) error { return writeRolloutTable(w, report) }); perr != nil {
 				return perr
 			}
@@ -198,108 +219,57 @@ printed at the start.
 	cmd.Flags().StringVar(&id, "id", "", "Rollout ID; the same ID resumes a rollout. Default: udrain- and a hash of --domain-label and --upgrade-command")
 	cmd.Flags().StringSliceVar(&domains, "domains", nil, "Domains to upgrade, in this order (comma-separated); default every domain in natural order")
 	cmd.Flags().DurationVar(&recoveryTimeout, "recovery-timeout", 0, "How long to wait for each domain's groups to be healthy again after its upgrade; zero means infinite")
+	cmd.Flags().DurationVar(&gpuGrace, "gpu-check-grace", eviction.DefaultGPUGrace, "After each upgrade, how long the domain's GPU nodes may take to advertise their GPUs again before the rollout stops (a driver or device plugin problem)")
+	cmd.Flags().BoolVar(&skipGPUCheck, "skip-gpu-check", false, "Do not check that upgraded GPU nodes advertise their GPUs again")
+	cmd.Flags().StringVar(&lockNamespace, "lock-namespace", eviction.DefaultLockNamespace, "Namespace of the Lease the rollout holds while it runs (it must exist), so that the same rollout never runs twice at once")
+	cmd.Flags().BoolVar(&noLock, "no-lock", false, "Run without the rollout's Lease")
 	return cmd
 }
 
-func buildRolloutResult(res *eviction.RolloutResult, names []string, upgradeCommand, label, dryRun string, err error) RolloutResult {
-	r := RolloutResult{
-		TypeMeta: typeMeta(KindRolloutResult), ID: res.ID, UpgradeCommand: upgradeCommand, LabelKey: label, DryRun: dryRun,
-		Completed: err == nil, Started: res.Started.UTC(), Domains: []RolloutDomain{}, Findings: findings(res.Findings),
-		Error: errorInfo(err),
-	}
-	reached := map[string]bool{}
-	done, skipped := 0, 0
-	for i, d := range res.Domains {
-		rd := RolloutDomain{Domain: d.Domain, Status: "Done", Blocks: []Block{}, GroupsDisrupted: []string{},
-			UpgradeSeconds: seconds(d.Upgrade), RecoverySeconds: seconds(d.Recovery), DurationSeconds: seconds(d.Duration)}
-		if d.Drain != nil {
-			rd.Phase1, rd.Phase2 = phase(d.Drain.Phase1), phase(d.Drain.Phase2)
-			rd.Blocks = blocks(d.Drain.Blocks)
-			rd.GroupsDisrupted = orEmpty(d.Drain.GroupsDisrupted)
-		}
-		switch {
-		case err != nil && i == len(res.Domains)-1 && ExitCode(err) == ExitInterrupted:
-			rd.Status = "Interrupted"
-		case err != nil && i == len(res.Domains)-1:
-			rd.Status = "Failed"
-		case d.Skipped:
-			rd.Status = "Skipped"
-			skipped++
-		case dryRun != "none":
-			rd.Status = "DryRun"
-			done++
-		default:
-			done++
-		}
-		reached[d.Domain] = true
-		r.Domains = append(r.Domains, rd)
-	}
-	for _, n := range names {
-		if !reached[n] {
-			r.Domains = append(r.Domains, RolloutDomain{Domain: n, Status: "Pending", Blocks: []Block{}, GroupsDisrupted: []string{}})
-		}
-	}
-	t := res.Totals()
-	r.Summary = Summary{
-		DomainsDone: done, DomainsSkipped: skipped, DomainsTotal: len(names),
-		Phase1Evicted: t.Phase1Evicted, Phase2Evicted: t.Phase2Evicted, GroupsDisrupted: t.GroupsDisrupted,
-		LongestBlock: longestBlock(res.LongestBlock()), DurationSeconds: seconds(res.Duration),
-	}
-	if dryRun != "none" {
-		r.Summary.GroupsDisrupted = 0
-	}
-	return r
-}
-
-func writeRolloutTable(w io.Writer, r RolloutResult) error {
-	what := "Rollout " + r.ID
+func writeRolloutTable(w io.Writer, r RolloutReport) error {
+	res := r.Result
+	what := "Rollout " + res.ID
 	if r.UpgradeCommand != "" {
 		what += fmt.Sprintf(" (upgrade command %q)", r.UpgradeCommand)
 	}
 	switch {
-	case r.DryRun != "none":
-		fmt.Fprintf(w, "%s: dry run (%s), nothing was changed.\n", what, r.DryRun)
-	case r.Completed:
-		fmt.Fprintf(w, "%s completed in %s.\n", what, human(secondsDuration(r.Summary.DurationSeconds)))
+	case res.DryRun != "":
+		fmt.Fprintf(w, "%s: dry run (%s), nothing was changed.\n", what, res.DryRun)
+	case res.Completed:
+		fmt.Fprintf(w, "%s completed in %s.\n", what, human(r.Summary.Duration))
 	case r.Error.Reason == reason(ExitInterrupted):
-		fmt.Fprintf(w, "%s was interrupted after %s.\n", what, human(secondsDuration(r.Summary.DurationSeconds)))
+		fmt.Fprintf(w, "%s was interrupted after %s.\n", what, human(r.Summary.Duration))
 	default:
-		fmt.Fprintf(w, "%s stopped after %s: %s\n", what, human(secondsDuration(r.Summary.DurationSeconds)), r.Error.Message)
+		fmt.Fprintf(w, "%s stopped after %s: %s\n", what, human(r.Summary.Duration), r.Error.Message)
 	}
 	tw := newTable(w)
 	fmt.Fprintln(tw, "\nDOMAIN\tSTATUS\tPHASE 1\tPHASE 2\tGROUPS\tLONGEST BLOCK\tUPGRADE\tRECOVERY\tDURATION")
-	for _, d := range r.Domains {
-		longest := "-"
-		var best *Block
-		for i := range d.Blocks {
-			if best == nil || d.Blocks[i].DurationSeconds > best.DurationSeconds {
-				best = &d.Blocks[i]
-			}
-		}
-		if best != nil {
-			longest = fmt.Sprintf("%s %s/%s", human(secondsDuration(best.DurationSeconds)), best.Namespace, best.PDB)
-		}
-		if d.Status == "Pending" || d.Status == "Skipped" {
+	for _, d := range res.Domains {
+		if d.Drain == nil {
 			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t-\t-\t-\n", d.Domain, d.Status)
 			continue
 		}
+		longest := "-"
+		if b := d.Drain.Summary().LongestBlock; b != nil {
+			longest = fmt.Sprintf("%s %s/%s", human(b.Duration), b.Namespace, b.PDB)
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%d/%d\t%d\t%s\t%s\t%s\t%s\n", d.Domain, d.Status,
-			d.Phase1.Evicted, d.Phase1.Pods, d.Phase2.Evicted, d.Phase2.Pods, len(d.GroupsDisrupted), longest,
-			human(secondsDuration(d.UpgradeSeconds)), human(secondsDuration(d.RecoverySeconds)), human(secondsDuration(d.DurationSeconds)))
+			d.Drain.Phase1.Evicted, d.Drain.Phase1.Pods, d.Drain.Phase2.Evicted, d.Drain.Phase2.Pods, len(d.Drain.GroupsDisrupted), longest,
+			human(d.Upgrade), human(d.Recovery), human(d.Duration))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintln(w)
 	writeSummary(w, r.Summary, true)
-	if len(r.Findings) > 0 {
+	if len(res.Findings) > 0 {
 		fmt.Fprintln(w, "\nContract findings before the rollout:")
-		if err := writeFindings(w, r.Findings); err != nil {
+		if err := writeFindings(w, res.Findings); err != nil {
 			return err
 		}
 	}
-	if !r.Completed && r.DryRun == "none" && r.Error.ExitCode != ExitUsage && r.Error.ExitCode != ExitContract {
-		fmt.Fprintf(w, "\nTo resume, run the same command again (rollout ID %s).\n", r.ID)
+	if !res.Completed && res.DryRun == "" && r.Error.ExitCode != ExitUsage && r.Error.ExitCode != ExitContract {
+		fmt.Fprintf(w, "\nTo resume, run the same command again (rollout ID %s).\n", res.ID)
 	}
 	return nil
 }

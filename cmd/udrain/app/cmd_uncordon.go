@@ -1,6 +1,8 @@
 package app
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -29,15 +31,15 @@ wait-healthy DOMAIN.`,
 			if err != nil {
 				return err
 			}
-			d, err := o.newDrainer(client, &df, &drainFlags{gracePeriod: -1, dryRun: "none", concurrency: eviction.DefaultConcurrency}, nil)
+			d, err := o.newDrainer(client, &df, healthDrainFlags(), nil)
 			if err != nil {
 				return err
 			}
-			done, err := d.Uncordon(cmd.Context(), args[0])
+			done, err := d.Uncordon(o.quietContext(cmd.Context()), args[0])
 			if err != nil {
 				return err
 			}
-			r := UncordonResult{TypeMeta: typeMeta(KindUncordonResult), Domain: args[0], Uncordoned: orEmpty(done)}
+			r := UncordonResult{TypeMeta: typeMeta(KindUncordonResult), Domain: args[0], Uncordoned: done}
 			return out.print(o.streams.Out, r, func(w io.Writer) error {
 				if len(r.Uncordoned) == 0 {
 					_, err := fmt.Fprintf(w, "Domain %s: every node was schedulable already.\n", r.Domain)
@@ -89,17 +91,36 @@ whenever it changes. The exit code is 1 when --timeout passes first.`,
 				return err
 			}
 			prog := &lineProgress{w: o.streams.ErrOut, clk: o.cfg.Clock}
-			h, err := newHealthCheck(client, df.layoutOptions(), domain, o.cfg.Clock, func(d, waiting string) {
-				prog.note("WaitingHealthy", d, waiting)
+			hf := healthDrainFlags()
+			hf.timeout = timeout
+			d, err := o.newDrainer(client, &df, hf, func(e eviction.Event) {
+				if e.Type == eviction.EventWaitingRecovery {
+					prog.note("WaitingHealthy", domain, e.Message)
+				}
 			})
 			if err != nil {
 				return err
 			}
-			r, err := h.wait(cmd.Context(), timeout)
-			if r.Kind == "" {
+			ctx := o.quietContext(cmd.Context())
+			if timeout > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, timeout)
+				defer cancel()
+			}
+			start := o.cfg.Clock.Now()
+			var domains []string
+			if domain != "" {
+				domains = []string{domain}
+			}
+			report, err := d.WaitHealthy(ctx, domains...)
+			if report == nil {
 				return err // nothing to report: the layout or the watch failed
 			}
-			r.Error = errorInfo(err)
+			if err != nil && cmd.Context().Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+				err = &NotHealthyError{Domain: domain, Timeout: timeout, Err: err}
+			}
+			r := HealthReport{TypeMeta: typeMeta(KindHealthReport), Domain: domain, Health: report,
+				WaitedSeconds: seconds(o.cfg.Clock.Since(start)), Error: errorInfo(err)}
 			if perr := out.print(o.streams.Out, r, func(w io.Writer) error { return writeHealthTable(w, r) }); perr != nil {
 				return perr
 			}
@@ -117,14 +138,53 @@ func writeHealthTable(w io.Writer, r HealthReport) error {
 	if r.Domain != "" {
 		what = "Domain " + r.Domain
 	}
-	if r.Healthy {
-		fmt.Fprintf(w, "%s is healthy (%s, %s; waited %s).\n", what, plural(len(r.Groups), "group", "groups"),
-			plural(len(r.PDBs), "PodDisruptionBudget", "PodDisruptionBudgets"), human(secondsDuration(r.WaitedSeconds)))
+	groups, budgets := 0, map[string]bool{}
+	for _, d := range r.Health.Domains {
+		groups += len(d.Groups)
+		for _, b := range d.Budgets {
+			budgets[b.Namespace+"/"+b.Name] = true // a budget may span domains
+		}
+	}
+	if r.Health.Healthy {
+		fmt.Fprintf(w, "%s is healthy (%s, %s; waited %s).\n", what, plural(groups, "group", "groups"),
+			plural(len(budgets), "PodDisruptionBudget", "PodDisruptionBudgets"), human(secondsDuration(r.WaitedSeconds)))
 		return nil
 	}
 	fmt.Fprintf(w, "%s is not healthy after %s:\n", what, human(secondsDuration(r.WaitedSeconds)))
-	for _, line := range r.Waiting {
-		fmt.Fprintf(w, "  %s\n", line)
+	for _, d := range r.Health.Domains {
+		for _, g := range d.Groups {
+			if !g.Healthy {
+				fmt.Fprintf(w, "  %s: group %s: %s\n", d.Domain, g.ID, g.Message)
+			}
+		}
+		for _, b := range d.Budgets {
+			if !b.Healthy {
+				fmt.Fprintf(w, "  %s: PodDisruptionBudget %s/%s: %s\n", d.Domain, b.Namespace, b.Name, b.Message)
+			}
+		}
+	}
+	for _, g := range r.Health.Unscheduled {
+		fmt.Fprintf(w, "  unscheduled: group %s: %s\n", g.ID, g.Message)
 	}
 	return nil
 }
+
+// NotHealthyError reports a domain (or the cluster) not healthy within
+// wait-healthy's --timeout. It unwraps to context.DeadlineExceeded.
+type NotHealthyError struct {
+	// Domain is "" for every domain.
+	Domain  string
+	Timeout time.Duration
+	Err     error
+}
+
+func (e *NotHealthyError) Error() string {
+	what := "the cluster's groups"
+	if e.Domain != "" {
+		what = "domain " + e.Domain
+	}
+	return fmt.Sprintf("%s not healthy within %s: %v", what, e.Timeout, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *NotHealthyError) Unwrap() error { return e.Err }

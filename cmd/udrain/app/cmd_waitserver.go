@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/bootstrap"
 )
 
@@ -29,7 +30,8 @@ not found, connection refused, HTTP 503, TLS, timeout) is logged to stderr
 when it changes.
 
 Made for init containers, instead of a shell loop around curl with a fixed
-sleep. Credentials (in the URL, in header files) never reach the logs.
+sleep. Credentials (in the URL's user info, secret query values and
+fragment; in header files) never reach the logs or the output.
 
 Exit codes: 0 reachable, 1 not reachable before --timeout (with the class of
 the last failure), 2 bad URL or flags, 130 interrupted.`,
@@ -44,7 +46,7 @@ the last failure), 2 bad URL or flags, 130 interrupted.`,
   udrain wait-server tcp://redis.cache.svc:6379 --timeout 2m`,
 		Args: exactArgs(1, "one URL (http://, https:// or tcp://)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := out.validate(); err != nil {
+			if err := firstError(o.refuseClusterFlags(cmd), out.validate()); err != nil {
 				return err
 			}
 			if len(headerFiles) > 0 {
@@ -61,8 +63,12 @@ the last failure), 2 bad URL or flags, 130 interrupted.`,
 				opts.CheckBody = bootstrap.BodyContains(bodyContains)
 			}
 			res, err := bootstrap.WaitForServer(cmd.Context(), args[0], opts)
-			if errors.Is(err, bootstrap.ErrInvalidInput) {
+			if _, ok := errors.AsType[*udrain.ConfigError](err); ok {
 				return inFlagTerms(err)
+			}
+			if err != nil {
+				// Its hint names the library's options: name the flags.
+				err = &flagTermsError{err: err}
 			}
 			r := buildWaitServerResult(res, err)
 			if perr := out.print(o.streams.Out, r, func(w io.Writer) error { return writeWaitServerTable(w, r) }); perr != nil {
@@ -99,7 +105,7 @@ func buildWaitServerResult(res *bootstrap.Result, err error) WaitServerResult {
 	var we *bootstrap.WaitError
 	if errors.As(err, &we) {
 		r.Target, r.Attempts, r.ElapsedSeconds, r.StatusCode = we.Target, we.Attempts, seconds(we.Elapsed), we.StatusCode
-		r.FailureClass, r.Hint = string(we.Class), we.Class.Hint()
+		r.FailureClass, r.Hint = string(we.Class), inFlags.Replace(we.Class.Hint())
 	}
 	r.Error = errorInfo(err)
 	return r

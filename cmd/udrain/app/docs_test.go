@@ -2,6 +2,7 @@ package app
 
 import (
 	"os"
+	"path"
 	"reflect"
 	"regexp"
 	"strings"
@@ -18,25 +19,37 @@ func TestDocsDescribeEveryField(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc := string(data)
-	kinds := []any{DomainList{}, AuditReport{}, Plan{}, DrainResult{}, RolloutResult{}, UncordonResult{}, HealthReport{}, GPUSummary{}, WaitServerResult{}, Version{}}
+	kinds := []any{DomainList{}, AuditReport{}, PlanReport{}, DrainReport{}, RolloutReport{}, UncordonResult{}, HealthReport{}, GPUSummary{}, WaitServerResult{}, Version{}}
 	seen := map[reflect.Type]bool{}
 	var walk func(reflect.Type)
 	walk = func(typ reflect.Type) {
 		for typ.Kind() == reflect.Pointer || typ.Kind() == reflect.Slice || typ.Kind() == reflect.Map {
 			typ = typ.Elem()
 		}
-		if typ.Kind() != reflect.Struct || typ == reflect.TypeOf(time.Time{}) || typ == reflect.TypeOf(TypeMeta{}) || seen[typ] {
+		// Kubernetes' own types (a node's taints) are documented by
+		// Kubernetes.
+		if typ.Kind() != reflect.Struct || typ == reflect.TypeOf(time.Time{}) || typ == reflect.TypeOf(TypeMeta{}) || seen[typ] || strings.HasPrefix(typ.PkgPath(), "k8s.io/") {
 			return
 		}
 		seen[typ] = true
-		section := docSection(doc, typ.Name())
+		title := typeTitle(typ)
+		section := docSection(doc, title)
 		if section == "" {
-			t.Errorf("docs/CLI.md has no section for %s", typ.Name())
+			t.Errorf("docs/CLI.md has no section for %s", title)
 			return
 		}
 		for i := 0; i < typ.NumField(); i++ {
 			f := typ.Field(i)
+			if !f.IsExported() {
+				continue
+			}
 			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "-" && f.Type == reflect.TypeOf(time.Duration(0)) {
+				// Written in seconds by the type's MarshalJSON.
+				name = strings.ToLower(f.Name[:1]) + f.Name[1:] + "Seconds"
+			} else if name == "-" || (f.Type.Kind() == reflect.Interface) {
+				continue
+			}
 			if f.Anonymous || name == "" {
 				walk(f.Type)
 				continue
@@ -52,15 +65,24 @@ func TestDocsDescribeEveryField(t *testing.T) {
 	}
 }
 
+// typeTitle is the name of a type's section: its name for the CLI's own
+// types, package.Name for the library's (eviction.Plan, gpu.Summary).
+func typeTitle(typ reflect.Type) string {
+	if typ.PkgPath() == reflect.TypeOf(TypeMeta{}).PkgPath() {
+		return typ.Name()
+	}
+	return path.Base(typ.PkgPath()) + "." + typ.Name()
+}
+
 // docSection returns the part of doc about the Go type name: from its
 // heading ("#### Name ...") or its caption line ("Name:") to the next one.
 func docSection(doc, name string) string {
-	start := regexp.MustCompile(`(?m)^(#### ` + name + `\b.*|` + name + `( \(.*\))?:)$`).FindStringIndex(doc)
+	start := regexp.MustCompile(`(?m)^(#### ` + regexp.QuoteMeta(name) + `\b.*|` + regexp.QuoteMeta(name) + `( \(.*\))?:)$`).FindStringIndex(doc)
 	if start == nil {
 		return ""
 	}
 	rest := doc[start[1]:]
-	if end := regexp.MustCompile(`(?m)^(#### |## |[A-Z][A-Za-z]+( \(.*\))?:$)`).FindStringIndex(rest); end != nil {
+	if end := regexp.MustCompile(`(?m)^(#### |## |[a-z]*\.?[A-Z][A-Za-z]+( \(.*\))?:$)`).FindStringIndex(rest); end != nil {
 		rest = rest[:end[0]]
 	}
 	return rest

@@ -53,7 +53,7 @@ func ExampleRun() {
 func ExampleExitCode() {
 	fmt.Println(app.ExitCode(nil))
 	fmt.Println(app.ExitCode(&topology.UnknownDomainError{Domain: "ud-9"}))
-	fmt.Println(app.ExitCode(fmt.Errorf("domain ud-1: %w", &eviction.BlockedError{Domain: "ud-1"})))
+	fmt.Println(app.ExitCode(&eviction.DomainError{Domain: "ud-1", Stage: eviction.StagePhase1, Block: &eviction.BlockInfo{PDB: "leaders"}, Err: context.DeadlineExceeded}))
 	fmt.Println(app.ExitCode(&topology.ContractError{}))
 	fmt.Println(app.ExitCode(context.Canceled))
 	// Output:

@@ -5,10 +5,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/udrain/udrain/bootstrap"
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/readiness"
-	"github.com/udrain/udrain/readiness/gate"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -64,21 +63,17 @@ func ExitCode(err error) int {
 		return ExitInterrupted
 	}
 	var (
-		usage      *UsageError
-		blocked    *eviction.BlockedError
-		contract   *topology.ContractError
-		multiPDB   *eviction.MultiplePDBsError
-		unlabeled  *topology.UnlabeledNodesError
-		options    *eviction.OptionsError
-		unknown    *topology.UnknownDomainError
-		empty      *eviction.EmptyDomainError
-		readyCfg   *readiness.ConfigError
-		readyEnv   *readiness.EnvError
-		gateConfig *gate.ConfigError
+		usage     *UsageError
+		blocked   *eviction.BlockedError
+		contract  *topology.ContractError
+		multiPDB  *eviction.MultiplePDBsError
+		unlabeled *topology.UnlabeledNodesError
+		config    *udrain.ConfigError
+		unknown   *topology.UnknownDomainError
+		readyEnv  *readiness.EnvError
 	)
 	switch {
-	case errors.As(err, &usage), errors.As(err, &options), errors.As(err, &unknown), errors.As(err, &empty),
-		errors.Is(err, bootstrap.ErrInvalidInput), errors.As(err, &readyCfg), errors.As(err, &readyEnv), errors.As(err, &gateConfig):
+	case errors.As(err, &usage), errors.As(err, &config), errors.As(err, &unknown), errors.As(err, &readyEnv):
 		return ExitUsage
 	case errors.As(err, &blocked):
 		return ExitBlocked
@@ -112,7 +107,7 @@ func hint(err error, program, cmdPath string) string {
 		contract  *topology.ContractError
 		refused   *eviction.RefusedPodsError
 		unlabeled *topology.UnlabeledNodesError
-		timeout   *eviction.TimeoutError
+		stopped   *eviction.DomainError
 	)
 	switch {
 	case errors.Is(err, context.Canceled):
@@ -127,7 +122,9 @@ func hint(err error, program, cmdPath string) string {
 		return "pass the flag the message names (as with kubectl drain), or remove those pods first"
 	case errors.As(err, &unlabeled):
 		return "or pass --unlabeled=skip (leave them out) or --unlabeled=own-domain (one domain per node)"
-	case errors.As(err, &timeout):
+	case errors.As(err, &stopped) && stopped.Timeout > 0 && stopped.Stage == eviction.StageRecovery:
+		return "the rollout is resumable: see why the groups are not healthy above, then run the same command again (with a longer --recovery-timeout if they need it)"
+	case errors.As(err, &stopped) && stopped.Timeout > 0:
 		return "the drain is resumable: run the same command again, with a longer --timeout if the pods need it"
 	}
 	var usage *UsageError

@@ -11,10 +11,10 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/bootstrap"
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/readiness"
-	"github.com/udrain/udrain/readiness/gate"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -27,23 +27,23 @@ func TestExitCode(t *testing.T) {
 		{"nil", nil, ExitOK},
 		{"plain", errors.New("boom"), ExitError},
 		{"usage", usageErrorf("bad"), ExitUsage},
-		{"options", &eviction.OptionsError{Field: "timeout"}, ExitUsage},
+		{"config", &udrain.ConfigError{Field: "eviction.Options.Concurrency"}, ExitUsage},
 		{"unknown domain", &topology.UnknownDomainError{Domain: "x"}, ExitUsage},
-		{"empty domain", &eviction.EmptyDomainError{}, ExitUsage},
-		{"bootstrap input", fmt.Errorf("wrapped: %w", bootstrap.ErrInvalidInput), ExitUsage},
-		{"readiness config", &readiness.ConfigError{Field: "members"}, ExitUsage},
+		{"config wrapped", fmt.Errorf("wrapped: %w", &udrain.ConfigError{Field: "bootstrap.Options.CAFile"}), ExitUsage},
 		{"readiness env", &readiness.EnvError{Name: "LWS_GROUP_SIZE"}, ExitUsage},
-		{"gate config", &gate.ConfigError{Field: "Options.Selector"}, ExitUsage},
-		{"blocked", &eviction.BlockedError{Domain: "ud-1"}, ExitBlocked},
-		{"blocked wrapped", fmt.Errorf("domain ud-1: %w", &eviction.BlockedError{Domain: "ud-1"}), ExitBlocked},
+		{"blocked", &eviction.BlockedError{}, ExitBlocked},
+		{"domain stopped while blocked", &eviction.DomainError{Domain: "ud-1", Stage: eviction.StagePhase1, Block: &eviction.BlockInfo{PDB: "p"}, Err: context.DeadlineExceeded}, ExitBlocked},
+		{"domain interrupted while blocked", &eviction.DomainError{Domain: "ud-1", Stage: eviction.StagePhase1, Block: &eviction.BlockInfo{PDB: "p"}, Err: context.Canceled}, ExitInterrupted},
 		{"contract", &topology.ContractError{}, ExitContract},
-		{"multiple PDBs", &eviction.MultiplePDBsError{Pod: "p"}, ExitContract},
+		{"multiple PDBs", &eviction.MultiplePDBsError{Pod: eviction.PodRef{Name: "p"}}, ExitContract},
+		{"domain refused for a contract", &eviction.DomainError{Domain: "ud-1", Stage: eviction.StagePlan, Err: &topology.ContractError{}}, ExitContract},
 		{"unlabeled nodes", &topology.UnlabeledNodesError{Nodes: []string{"n"}}, ExitContract},
 		{"canceled", context.Canceled, ExitInterrupted},
 		{"canceled wrapped", fmt.Errorf("upgrade: %w", context.Canceled), ExitInterrupted},
-		{"timeout", &eviction.TimeoutError{Domain: "ud-1"}, ExitError},
-		{"not recovered", &eviction.NotRecoveredError{Domain: "ud-1"}, ExitError},
-		{"refused pods", &eviction.RefusedPodsError{Domain: "ud-1"}, ExitError},
+		{"timeout", &eviction.DomainError{Domain: "ud-1", Stage: eviction.StageWaitGone, Timeout: time.Minute, Err: context.DeadlineExceeded}, ExitError},
+		{"not recovered", &eviction.DomainError{Domain: "ud-1", Stage: eviction.StageRecovery, Timeout: time.Minute, Err: context.DeadlineExceeded}, ExitError},
+		{"refused pods", &eviction.RefusedPodsError{}, ExitError},
+		{"unreachable", &eviction.UnreachableError{Server: "https://127.0.0.1:1", Err: errors.New("connection refused")}, ExitError},
 		{"wait error", &bootstrap.WaitError{Cause: context.DeadlineExceeded}, ExitError},
 		{"upgrade command", &UpgradeCommandError{Domain: "ud-1", ExitCode: 3}, ExitError},
 		{"reported contract", &reportedError{err: &topology.ContractError{}}, ExitContract},
@@ -79,7 +79,7 @@ func TestCommandExitCodes(t *testing.T) {
 		{"bad pod selector", nil, []string{"drain", "ud-1", "--pod-selector", "a in (b"}, ExitUsage, "must be a valid label selector"},
 		{"negative timeout", nil, []string{"drain", "ud-1", "--timeout=-1s"}, ExitUsage, "--timeout"},
 		{"bad rollout id", nil, []string{"rollout", "--id", "no spaces please"}, ExitUsage, "--id"},
-		{"bad URL", nil, []string{"wait-server", "ftp://x"}, ExitUsage, "invalid input"},
+		{"bad URL", nil, []string{"wait-server", "ftp://x"}, ExitUsage, `invalid URL: ftp://x has scheme "ftp"`},
 		{"refused pods", nil, []string{"drain", "ud-1"}, ExitError, "use --ignore-daemonsets"},
 		{"contract in audit", []clusterOption{withViolations()}, []string{"audit"}, ExitContract, "placement contract violated: 2 errors"},
 		{"contract in plan", []clusterOption{withViolations()}, []string{"plan", "ud-1", "--ignore-daemonsets"}, ExitContract, "--allow-violations"},
@@ -168,5 +168,18 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met within 10s")
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// The library's stops name its calls and settings; the command line says
+// commands and flags instead.
+func TestStopsNameCommandsNotLibraryCalls(t *testing.T) {
+	c := newCluster(t, withPDBAllowing(0))
+	r := runOn(t, c, "drain", "ud-2", "--timeout", "300ms")
+	if r.code != ExitBlocked {
+		t.Fatalf("exit code %d, want %d; stderr:\n%s", r.code, ExitBlocked, r.stderr)
+	}
+	if strings.Contains(r.stderr, "Drainer.") || !strings.Contains(r.stderr, "'udrain uncordon DOMAIN'") {
+		t.Errorf("stderr names library calls, or not the command:\n%s", r.stderr)
 	}
 }

@@ -187,6 +187,28 @@ func withPDBAllowing(n int32) clusterOption {
 	return func(o *clusterObjects) { o.pdbs[0] = leaderPDB("llama", n) }
 }
 
+// withGPULoss makes each llama pod of ud-1 request a whole node's 8 GPUs
+// while gpu-2 advertises only 6: its pod would not fit back.
+func withGPULoss() clusterOption {
+	return func(o *clusterObjects) {
+		for _, p := range o.pods {
+			if p.Spec.NodeName == "gpu-1" || p.Spec.NodeName == "gpu-2" {
+				if p.Labels[topology.LWSNameLabel] == "" {
+					continue
+				}
+				q := resource.MustParse("8")
+				p.Spec.Containers = []corev1.Container{{Name: "vllm", Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{"nvidia.com/gpu": q}, Limits: corev1.ResourceList{"nvidia.com/gpu": q}}}}
+			}
+		}
+		for _, n := range o.nodes {
+			if n.Name == "gpu-2" {
+				n.Status.Allocatable["nvidia.com/gpu"] = resource.MustParse("6")
+			}
+		}
+	}
+}
+
 // withViolations adds a LeaderWorkerSet group spanning both domains (a
 // Pack error) and a Ray cluster whose head no PDB selects (an
 // UnprotectedLeader error).

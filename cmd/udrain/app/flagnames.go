@@ -1,49 +1,179 @@
 package app
 
 import (
+	"cmp"
 	"errors"
+	"slices"
 	"strings"
 
-	"github.com/udrain/udrain/bootstrap"
+	"github.com/go-logr/logr"
+
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/readiness"
-	"github.com/udrain/udrain/readiness/gate"
 )
 
-// libraryFieldFlags names, for each option field that the libraries' errors
-// mention, the flag that sets it, so that an error says what to change on
-// the command line.
-var libraryFieldFlags = strings.NewReplacer(
-	// readiness
-	"LWSOptions.Port", "--port", "LWSOptions.Scheme", "--scheme", "LWSOptions.Path", "--path",
-	"Options.MemberTimeout", "--member-timeout", "Options.Timeout", "--check-timeout", "Options.TTL", "--ttl",
-	"Options.FailureThreshold", "--failure-threshold",
-	// readiness/gate
-	"Options.Selector", "--selector", "Options.Workers", "--workers", "Options.ResyncPeriod", "--resync-period",
-	"Options.Namespace", "--namespace", "LeaderElection.Namespace", "--lease-namespace", "LeaderElection.Name", "--lease-name",
-	"LeaderElection.Identity", "--id", "LeaderElection.LeaseDuration", "--lease-duration",
-	"LeaderElection.RenewDeadline", "--renew-deadline", "LeaderElection.RetryPeriod", "--retry-period",
-	"RenewDeadline", "--renew-deadline", "RetryPeriod", "--retry-period",
-	// bootstrap
-	"AttemptTimeout", "--attempt-timeout", "MaxAttempts", "--max-attempts", "StatusCodes", "--status",
-	"CheckBody", "--body-contains", "HeaderFiles", "--header-file", "BearerTokenFile", "--bearer-token-file",
-	"CAFile", "--ca-file", "ServerName", "--server-name", "ClientCertFile/ClientKeyFile", "--client-cert/--client-key",
-	"ClientCertFile and ClientKeyFile", "--client-cert and --client-key", "Timeout", "--timeout",
-)
+// fieldFlags names, for each setting that the libraries' errors and hints
+// name (qualified as in udrain.ConfigError.Field), what sets it on the
+// command line: a flag, or an argument. Users of the command line see
+// flags, users of the libraries Go fields.
+var fieldFlags = map[string]string{
+	// readiness (serve-readiness)
+	"readiness.LWSOptions.Port":             "--port",
+	"readiness.LWSOptions.Scheme":           "--scheme",
+	"readiness.LWSOptions.Path":             "--path",
+	"readiness.LWSOptions.ExcludeLeader":    "--exclude-leader",
+	"readiness.Options.MemberTimeout":       "--member-timeout",
+	"readiness.Options.Timeout":             "--check-timeout",
+	"readiness.Options.TTL":                 "--ttl",
+	"readiness.Options.FailureThreshold":    "--failure-threshold",
+	"readiness.ParseMember(spec)":           "--member",
+	"readiness.Member.Name":                 "--member",
+	"readiness.HTTPCheck(rawURL)":           "--member",
+	"readiness.TCPCheck(addr)":              "--member",
+	"readiness.TLSOptions.CAFile":           "--ca-file",
+	"readiness.TLSOptions.ServerName":       "--server-name",
+	"readiness.TLSOptions.ClientCertFile":   "--client-cert",
+	"readiness.TLSOptions.ClientKeyFile":    "--client-key",
+	"readiness.ServeOptions.MaxConnections": "--max-connections",
+	"readiness.ServeOptions.MaxHeaderBytes": "--max-header-bytes",
+	// readiness/gate (readiness-gate-controller)
+	"gate.Options.Selector":             "--selector",
+	"gate.Options.Workers":              "--workers",
+	"gate.Options.ResyncPeriod":         "--resync-period",
+	"gate.Options.Namespace":            "--namespace",
+	"gate.LeaderElection.Namespace":     "--lease-namespace",
+	"gate.LeaderElection.Name":          "--lease-name",
+	"gate.LeaderElection.Identity":      "--id",
+	"gate.LeaderElection.LeaseDuration": "--lease-duration",
+	"gate.LeaderElection.RenewDeadline": "--renew-deadline",
+	"gate.LeaderElection.RetryPeriod":   "--retry-period",
+	// bootstrap (wait-server)
+	"bootstrap.WaitForServer(target)":   "URL",
+	"bootstrap.Options.Timeout":         "--timeout",
+	"bootstrap.Options.AttemptTimeout":  "--attempt-timeout",
+	"bootstrap.Options.MaxAttempts":     "--max-attempts",
+	"bootstrap.Options.StatusCodes":     "--status",
+	"bootstrap.Options.CheckBody":       "--body-contains",
+	"bootstrap.Options.HeaderFiles":     "--header-file",
+	"bootstrap.Options.BearerTokenFile": "--bearer-token-file",
+	"bootstrap.Options.CAFile":          "--ca-file",
+	"bootstrap.Options.ServerName":      "--server-name",
+	"bootstrap.Options.ClientCertFile":  "--client-cert",
+	"bootstrap.Options.ClientKeyFile":   "--client-key",
+	// eviction (plan, drain, rollout, uncordon, wait-healthy)
+	"eviction.Options.Concurrency":            "--concurrency",
+	"eviction.Options.Helper.Timeout":         "--timeout",
+	"eviction.Options.Helper.PodSelector":     "--pod-selector",
+	"eviction.Options.Namespace":              "--namespace",
+	"eviction.domain":                         "DOMAIN",
+	"eviction.RolloutOptions.Domains":         "--domains",
+	"eviction.RolloutOptions.RecoveryTimeout": "--recovery-timeout",
+	"eviction.RolloutOptions.GPUCheck.Grace":  "--gpu-check-grace",
+	"eviction.RolloutOptions.Lock.Namespace":  "--lock-namespace",
+	"RolloutOptions.Lock.Namespace":           "--lock-namespace",
+	"RolloutOptions.RecoveryTimeout":          "--recovery-timeout",
+	"RolloutOptions.GPUCheck.Grace":           "--gpu-check-grace",
+	"RolloutOptions.GPUCheck":                 "--gpu-check-grace (or --skip-gpu-check)",
+	// The library calls its hints name, as commands.
+	"Drainer.Uncordon":                         "'udrain uncordon DOMAIN'",
+	"Drainer.Rollout or Drainer.Drain with ID": "'udrain rollout' or 'udrain drain' with --id",
+	"Drainer.Health":                           "'udrain wait-healthy'",
+}
 
-// inFlagTerms rewrites a configuration error of package readiness, gate
-// or bootstrap in terms of flags, as a usage error; other errors pass
-// through.
-func inFlagTerms(err error) error {
-	var (
-		rc *readiness.ConfigError
-		re *readiness.EnvError
-		gc *gate.ConfigError
-	)
-	if errors.As(err, &rc) || errors.As(err, &gc) || errors.Is(err, bootstrap.ErrInvalidInput) {
-		return &UsageError{Err: errors.New(libraryFieldFlags.Replace(err.Error()))}
+// inFlags replaces the qualified settings named in text by their flags.
+// Longer names go first, so that one that starts another is replaced
+// whole.
+var inFlags = func() *strings.Replacer {
+	fields := make([]string, 0, len(fieldFlags))
+	for f := range fieldFlags {
+		fields = append(fields, f)
 	}
-	if errors.As(err, &re) {
+	slices.SortFunc(fields, func(a, b string) int { return cmp.Or(cmp.Compare(len(b), len(a)), strings.Compare(a, b)) })
+	pairs := make([]string, 0, 2*len(fields))
+	for _, f := range fields {
+		pairs = append(pairs, f, fieldFlags[f])
+	}
+	return strings.NewReplacer(pairs...)
+}()
+
+// inFlagTerms rewrites a configuration error of a library (a
+// *udrain.ConfigError, or a *readiness.EnvError) as a usage error in terms
+// of flags; other errors pass through.
+func inFlagTerms(err error) error {
+	var config *udrain.ConfigError
+	var env *readiness.EnvError
+	switch {
+	case errors.As(err, &config):
+		return &UsageError{Err: errors.New(inFlags.Replace(err.Error()))}
+	case errors.As(err, &env):
 		return &UsageError{Err: err}
 	}
 	return err
+}
+
+// flagTermsError is an error whose message names flags instead of the
+// library settings it names; it unwraps to the error.
+type flagTermsError struct{ err error }
+
+func (e *flagTermsError) Error() string { return inFlags.Replace(e.err.Error()) }
+func (e *flagTermsError) Unwrap() error { return e.err }
+
+// flagTermsSink is a log sink that names flags where the libraries' log
+// lines name their settings (a hint's "bootstrap.Options.CAFile").
+type flagTermsSink struct{ logr.LogSink }
+
+// inFlagTermsLogger returns logger with its lines in terms of flags.
+func inFlagTermsLogger(logger logr.Logger) logr.Logger {
+	sink := logger.GetSink()
+	if sink == nil {
+		return logger
+	}
+	return logr.New(flagTermsSink{sink})
+}
+
+// Init tells the sink that lines reach it through one more frame.
+func (s flagTermsSink) Init(info logr.RuntimeInfo) {
+	info.CallDepth++
+	s.LogSink.Init(info)
+}
+
+// WithCallDepth passes the depth on, for helpers that log.
+func (s flagTermsSink) WithCallDepth(depth int) logr.LogSink {
+	if cd, ok := s.LogSink.(logr.CallDepthLogSink); ok {
+		return flagTermsSink{cd.WithCallDepth(depth)}
+	}
+	return s
+}
+
+func (s flagTermsSink) Info(level int, msg string, kv ...any) {
+	s.LogSink.Info(level, inFlags.Replace(msg), inFlagValues(kv)...)
+}
+
+func (s flagTermsSink) Error(err error, msg string, kv ...any) {
+	if err != nil {
+		err = &flagTermsError{err: err}
+	}
+	s.LogSink.Error(err, inFlags.Replace(msg), inFlagValues(kv)...)
+}
+
+func (s flagTermsSink) WithValues(kv ...any) logr.LogSink {
+	return flagTermsSink{s.LogSink.WithValues(inFlagValues(kv)...)}
+}
+
+func (s flagTermsSink) WithName(name string) logr.LogSink {
+	return flagTermsSink{s.LogSink.WithName(name)}
+}
+
+// inFlagValues rewrites the strings and errors among key/value pairs.
+func inFlagValues(kv []any) []any {
+	out := slices.Clone(kv)
+	for i, v := range out {
+		switch v := v.(type) {
+		case string:
+			out[i] = inFlags.Replace(v)
+		case error:
+			out[i] = &flagTermsError{err: v}
+		}
+	}
+	return out
 }

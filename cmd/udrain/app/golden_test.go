@@ -27,6 +27,7 @@ func TestGolden(t *testing.T) {
 		{"plan.json", nil, []string{"plan", "ud-1", "--ignore-daemonsets", "-o", "json"}, ExitOK},
 		{"plan-refused.table", nil, []string{"plan", "ud-1"}, ExitError},
 		{"plan-blocked.table", []clusterOption{withPDBAllowing(0)}, []string{"plan", "ud-2"}, ExitOK},
+		{"plan-gpufit.table", []clusterOption{withGPULoss()}, []string{"plan", "ud-1", "--ignore-daemonsets"}, ExitOK},
 		{"gpu.table", nil, []string{"gpu"}, ExitOK},
 		{"gpu.json", nil, []string{"gpu", "-o", "json"}, ExitOK},
 		{"drain.table", nil, []string{"drain", "ud-1", "--ignore-daemonsets"}, ExitOK},

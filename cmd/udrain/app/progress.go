@@ -58,7 +58,7 @@ func terminalWidth(w io.Writer) int {
 
 // formatEvent writes an event as one line:
 //
-//	<time> <Type> [domain=D] [phase=N] [pod=NS/NAME] [node=N]
+//	<time> <Type> [dryRun=client|server] [domain=D] [phase=N] [pod=NS/NAME] [node=N]
 //	  [pdb=NS/NAME allowed=A healthy=H desired=D expected=E]
 //	  [phase1=EVICTED/TOTAL phase2=EVICTED/TOTAL gone=G] [msg="..."]
 //
@@ -68,13 +68,16 @@ func formatEvent(e eviction.Event, layout string) string {
 	b.WriteString(e.Time.UTC().Format(layout))
 	b.WriteByte(' ')
 	b.WriteString(string(e.Type))
+	if e.DryRun != "" {
+		fmt.Fprintf(&b, " dryRun=%s", e.DryRun)
+	}
 	if e.Domain != "" {
 		fmt.Fprintf(&b, " domain=%s", e.Domain)
 	}
 	if e.Phase != 0 {
 		fmt.Fprintf(&b, " phase=%d", int(e.Phase))
 	}
-	if e.Pod != "" {
+	if e.Pod != nil {
 		fmt.Fprintf(&b, " pod=%s", e.Pod)
 	}
 	if e.Node != "" {

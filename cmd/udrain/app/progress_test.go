@@ -3,6 +3,7 @@ package app
 import (
 	"io"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/health"
 )
 
 func TestFormatEvent(t *testing.T) {
@@ -24,15 +26,17 @@ func TestFormatEvent(t *testing.T) {
 		{"node", eviction.Event{Time: at, Type: eviction.EventCordoned, Domain: "ud-1", Node: "gpu-1",
 			Progress: eviction.Progress{Phase1Total: 1, Phase2Total: 2}, Message: "cordoned"},
 			`2026-07-01T10:01:30Z Cordoned domain=ud-1 node=gpu-1 phase1=0/1 phase2=0/2 gone=0 msg="cordoned"`},
-		{"pod", eviction.Event{Time: at, Type: eviction.EventEvicted, Domain: "ud-1", Phase: eviction.Phase2, Pod: "web/web-1",
+		{"pod", eviction.Event{Time: at, Type: eviction.EventEvicted, Domain: "ud-1", Phase: eviction.Phase2, Pod: &eviction.PodRef{Namespace: "web", Name: "web-1", UID: "u1", Node: "cpu-1"}, Node: "cpu-1",
 			Progress: eviction.Progress{Phase1Total: 1, Phase1Evicted: 1, Phase2Total: 2, Phase2Evicted: 1, Gone: 1}},
-			`2026-07-01T10:01:30Z Evicted domain=ud-1 phase=2 pod=web/web-1 phase1=1/1 phase2=1/2 gone=1`},
-		{"blocked", eviction.Event{Time: at, Type: eviction.EventBlocked, Domain: "ud-2", Phase: eviction.Phase1, Pod: "inference/llama-1",
-			Block:    &eviction.BlockInfo{Namespace: "inference", PDB: "llama-leaders", DisruptionsAllowed: 0, CurrentHealthy: 1, DesiredHealthy: 1, ExpectedPods: 2},
+			`2026-07-01T10:01:30Z Evicted domain=ud-1 phase=2 pod=web/web-1 node=cpu-1 phase1=1/1 phase2=1/2 gone=1`},
+		{"blocked", eviction.Event{Time: at, Type: eviction.EventBlocked, Domain: "ud-2", Phase: eviction.Phase1, Pod: &eviction.PodRef{Namespace: "inference", Name: "llama-1"},
+			Block:    &eviction.BlockInfo{Namespace: "inference", PDB: "llama-leaders", BudgetCounts: health.BudgetCounts{DisruptionsAllowed: 0, CurrentHealthy: 1, DesiredHealthy: 1, ExpectedPods: 2}},
 			Progress: eviction.Progress{Phase1Total: 1, Phase2Total: 1}, Message: `budget "spent"`},
 			`2026-07-01T10:01:30Z Blocked domain=ud-2 phase=1 pod=inference/llama-1 pdb=inference/llama-leaders allowed=0 healthy=1 desired=1 expected=2 phase1=0/1 phase2=0/1 gone=0 msg="budget \"spent\""`},
 		{"local time is shown in UTC", eviction.Event{Time: at.In(time.FixedZone("CEST", 2*3600)), Type: eviction.EventDrained, Domain: "ud-1"},
 			`2026-07-01T10:01:30Z Drained domain=ud-1`},
+		{"dry run", eviction.Event{Time: at, Type: eviction.EventCordoned, DryRun: "server", Domain: "ud-1", Node: "gpu-1", Message: "would be cordoned (server dry run)"},
+			`2026-07-01T10:01:30Z Cordoned dryRun=server domain=ud-1 node=gpu-1 msg="would be cordoned (server dry run)"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := formatEvent(tc.e, time.RFC3339); got != tc.want {
@@ -63,11 +67,11 @@ func TestDrainProgressLines(t *testing.T) {
 		`2026-07-01T10:00:00Z Planned domain=ud-1 phase1=0/1 phase2=0/2 gone=0 msg="3 node(s); phase 1: 1 pod(s), phase 2: 2 pod(s), 1 skipped, 0 blocker(s)"`,
 		`2026-07-01T10:00:00Z Cordoned domain=ud-1 node=gpu-2 phase1=0/1 phase2=0/2 gone=0 msg="cordoned"`,
 		`2026-07-01T10:00:00Z PhaseStarted domain=ud-1 phase=1 phase1=0/1 phase2=0/2 gone=0 msg="phase 1: 1 pod(s)"`,
-		`2026-07-01T10:00:00Z Evicted domain=ud-1 phase=1 pod=inference/llama-0 phase1=0/1 phase2=0/2 gone=0`,
+		`2026-07-01T10:00:00Z Evicted domain=ud-1 phase=1 pod=inference/llama-0 node=gpu-1 phase1=0/1 phase2=0/2 gone=0`,
 		`2026-07-01T10:00:00Z PhaseDone domain=ud-1 phase=2 phase1=1/1 phase2=2/2 gone=0 msg="phase 2 done: every pod evicted"`,
 		`2026-07-01T10:00:00Z Drained domain=ud-1 phase1=1/1 phase2=2/2 gone=3 msg="every evicted pod is gone"`,
 	} {
-		if !contains(lines, want) {
+		if !slices.Contains(lines, want) {
 			t.Errorf("stderr has no line\n%s\nin:\n%s", want, r.stderr)
 		}
 	}
@@ -109,7 +113,8 @@ func TestLiveProgress(t *testing.T) {
 	p.event(eviction.Event{Time: clk.Now(), Type: eviction.EventDomainStarted, Domain: "ud-2"})
 	p.event(eviction.Event{Time: clk.Now(), Type: eviction.EventPhaseStarted, Domain: "ud-2", Phase: eviction.Phase1,
 		Progress: eviction.Progress{Phase1Total: 1, Phase2Total: 3}})
-	block := &eviction.BlockInfo{Namespace: "inference", PDB: "llama-leaders", CurrentHealthy: 1, DesiredHealthy: 1, ExpectedPods: 2, Since: clk.Now(), Pods: []string{"inference/llama-1"}}
+	block := &eviction.BlockInfo{Namespace: "inference", PDB: "llama-leaders", BudgetCounts: health.BudgetCounts{CurrentHealthy: 1, DesiredHealthy: 1, ExpectedPods: 2}, Since: clk.Now(),
+		Pods: []eviction.PodRef{{Namespace: "inference", Name: "llama-1"}}}
 	p.event(eviction.Event{Time: clk.Now(), Type: eviction.EventBlocked, Domain: "ud-2", Phase: eviction.Phase1, Block: block,
 		Progress: eviction.Progress{Phase1Total: 1, Phase2Total: 3}, Message: "spent"})
 	p.event(eviction.Event{Time: clk.Now(), Type: eviction.EventBlocked, Domain: "ud-2", Phase: eviction.Phase1, Block: block,

@@ -59,15 +59,15 @@ func TestRolloutUpgradeCommand(t *testing.T) {
 			t.Errorf("stderr does not have %q:\n%s", want, r.stderr)
 		}
 	}
-	var res RolloutResult
+	var res RolloutReport
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"Done", "Done"}, statuses(res)); diff != "" {
 		t.Errorf("domain statuses (-want +got):\n%s", diff)
 	}
-	if res.ID != id || !res.Completed || res.Summary.DomainsDone != 2 || res.Summary.Phase1Evicted != 2 || res.Summary.Phase2Evicted != 3 || res.Summary.GroupsDisrupted != 2 {
-		t.Errorf("result: id %s completed %v summary %+v; want id %s, 2 domains done, 2+3 pods evicted, 2 groups", res.ID, res.Completed, res.Summary, id)
+	if res.Result.ID != id || !res.Result.Completed || res.Summary.DomainsDone != 2 || res.Summary.Phase1Evicted != 2 || res.Summary.Phase2Evicted != 3 || res.Summary.GroupsDisrupted != 2 {
+		t.Errorf("result: id %s completed %v summary %+v; want id %s, 2 domains done, 2+3 pods evicted, 2 groups", res.Result.ID, res.Result.Completed, res.Summary, id)
 	}
 	for _, n := range []string{"cpu-1", "gpu-1", "gpu-2", "gpu-3", "gpu-4"} {
 		node := c.node(t, n)
@@ -160,10 +160,10 @@ func TestRolloutInterruptedDuringUpgrade(t *testing.T) {
 	}
 }
 
-func statuses(r RolloutResult) []string {
+func statuses(r RolloutReport) []string {
 	var out []string
-	for _, d := range r.Domains {
-		out = append(out, d.Status)
+	for _, d := range r.Result.Domains {
+		out = append(out, string(d.Status))
 	}
 	return out
 }

@@ -5,20 +5,27 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/textlogger"
 	"k8s.io/utils/clock"
+
+	"github.com/udrain/udrain/redact"
 )
 
 // Client rate limits. client-go's defaults (5 requests per second, bursts
@@ -87,11 +94,18 @@ type options struct {
 	qps     float32
 	burst   int
 	verbose int
+	// clusterFlags are the names of the flags that connect to the
+	// cluster: kubectl's and the client's rate limits.
+	clusterFlags []string
 }
 
 // client builds the clientset from the connection flags.
 func (o *options) client() (kubernetes.Interface, error) {
 	c, err := o.cfg.NewClient(o.kube)
+	var usage *UsageError
+	if errors.As(err, &usage) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("connecting to the cluster: %w (give a kubeconfig with --kubeconfig or $KUBECONFIG, or run in a pod with a service account)", err)
 	}
@@ -119,8 +133,14 @@ func defaultClientFactory(o *options) ClientFactory {
 }
 
 // restConfig is the client configuration of the connection flags, with
-// udrain's rate limits and user agent.
+// udrain's rate limits and user agent. A context, cluster or user that the
+// kubeconfig does not have is a usage error.
 func restConfig(getter genericclioptions.RESTClientGetter, qps float32, burst int) (*rest.Config, error) {
+	if flags, ok := getter.(*genericclioptions.ConfigFlags); ok {
+		if err := checkKubeconfigNames(flags); err != nil {
+			return nil, err
+		}
+	}
 	cfg, err := getter.ToRESTConfig()
 	if err != nil {
 		return nil, err
@@ -129,6 +149,59 @@ func restConfig(getter genericclioptions.RESTClientGetter, qps float32, burst in
 	cfg.QPS, cfg.Burst = qps, burst
 	cfg.UserAgent = "udrain/" + buildVersion() + " " + rest.DefaultKubernetesUserAgent()
 	return cfg, nil
+}
+
+// checkKubeconfigNames returns a usage error if --context, --cluster or
+// --user names an entry the kubeconfig does not have.
+func checkKubeconfigNames(flags *genericclioptions.ConfigFlags) error {
+	raw, err := flags.ToRawKubeConfigLoader().RawConfig()
+	if err != nil {
+		return nil // the client's own loading reports it
+	}
+	for _, n := range []struct {
+		flag  string
+		name  *string
+		known []string
+	}{
+		{"context", flags.Context, slices.Collect(maps.Keys(raw.Contexts))},
+		{"cluster", flags.ClusterName, slices.Collect(maps.Keys(raw.Clusters))},
+		{"user", flags.AuthInfoName, slices.Collect(maps.Keys(raw.AuthInfos))},
+	} {
+		if n.name == nil || *n.name == "" || slices.Contains(n.known, *n.name) {
+			continue
+		}
+		slices.Sort(n.known)
+		has := "none"
+		if len(n.known) > 0 {
+			has = strings.Join(n.known, ", ")
+		}
+		return usageErrorf("--%s=%q: the kubeconfig has no such %s (it has: %s)", n.flag, *n.name, n.flag, has)
+	}
+	return nil
+}
+
+// refuseClusterFlags returns a usage error if a flag that connects to the
+// cluster was given to cmd, which does not use the cluster: ignoring it
+// would let a user believe, say, that --certificate-authority verifies a
+// member's certificate.
+func (o *options) refuseClusterFlags(cmd *cobra.Command) error {
+	instead := map[string]string{
+		"certificate-authority": "--ca-file",
+		"client-certificate":    "--client-cert",
+		"tls-server-name":       "--server-name",
+	}
+	inherited := cmd.InheritedFlags()
+	for _, name := range o.clusterFlags {
+		f := inherited.Lookup(name)
+		if f == nil || !f.Changed {
+			continue
+		}
+		if flag, ok := instead[name]; ok {
+			return usageErrorf("--%s connects to the Kubernetes API server and has no effect on %s; use %s", name, cmd.Name(), flag)
+		}
+		return usageErrorf("--%s connects to the Kubernetes API server and has no effect on %s; drop it", name, cmd.Name())
+	}
+	return nil
 }
 
 // NewRootCommand returns the udrain command tree, connected to the real
@@ -200,7 +273,7 @@ command again to resume).`, o.cfg.Name, DefaultQPS, DefaultBurst),
 		SilenceUsage:  true,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usageErrorf("unknown command %q for %q", args[0], o.cfg.Name)
+				return usageErrorf("unknown command %s for %q", strconv.Quote(redact.URL(args[0])), o.cfg.Name)
 			}
 			return nil
 		},
@@ -211,7 +284,12 @@ command again to resume).`, o.cfg.Name, DefaultQPS, DefaultBurst),
 			if o.qps <= 0 || o.burst <= 0 {
 				return usageErrorf("--kube-api-qps and --kube-api-burst must be positive (got %v and %d)", o.qps, o.burst)
 			}
-			logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(o.verbose), textlogger.Output(o.streams.ErrOut)))
+			if t := o.kube.Timeout; t != nil && *t != "" {
+				if _, err := clientcmd.ParseTimeout(*t); err != nil {
+					return usageErrorf("--request-timeout=%q: want a duration with a unit (1s, 2m, 3h) or a whole number of seconds; 0 means no timeout", *t)
+				}
+			}
+			logger := inFlagTermsLogger(textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(o.verbose), textlogger.Output(o.streams.ErrOut))))
 			cmd.SetContext(klog.NewContext(cmd.Context(), logger))
 			return nil
 		},
@@ -229,6 +307,7 @@ command again to resume).`, o.cfg.Name, DefaultQPS, DefaultBurst),
 	o.kube.AddFlags(pf)
 	pf.Float32Var(&o.qps, "kube-api-qps", o.qps, "Requests per second to the API server (client-go's default is 5)")
 	pf.IntVar(&o.burst, "kube-api-burst", o.burst, "Burst of requests to the API server (client-go's default is 10)")
+	pf.VisitAll(func(f *pflag.Flag) { o.clusterFlags = append(o.clusterFlags, f.Name) })
 	pf.IntVarP(&o.verbose, "v", "v", 0, "Log verbosity (klog levels; 2 shows each retry, 4 and above client details)")
 
 	root.AddCommand(
@@ -266,13 +345,21 @@ func Run(ctx context.Context, args []string, streams genericiooptions.IOStreams,
 	if cmd != nil {
 		cmdPath = cmd.CommandPath()
 	}
+	// Whatever quotes the command line (a flag error of pflag's, say) must
+	// not show the credentials of a URL in it.
+	var secrets redact.Secrets
+	for _, a := range args {
+		secrets.AddURL(a)
+	}
 	var rep *reportedError
 	if code == ExitInterrupted {
 		fmt.Fprintln(streams.ErrOut, "interrupted")
 	} else if errors.As(err, &rep) {
-		fmt.Fprintf(streams.ErrOut, "error: %s\n", rep.summary)
+		fmt.Fprintf(streams.ErrOut, "error: %s\n", secrets.Scrub(inFlags.Replace(rep.summary)))
 	} else {
-		fmt.Fprintf(streams.ErrOut, "error: %v\n", err)
+		// The libraries name Go settings and calls; a user of the command
+		// line reads flags and commands.
+		fmt.Fprintf(streams.ErrOut, "error: %s\n", secrets.Scrub(inFlags.Replace(err.Error())))
 	}
 	if h := hint(err, program, cmdPath); h != "" {
 		fmt.Fprintln(streams.ErrOut, h)
@@ -290,24 +377,45 @@ type reportedError struct {
 func (e *reportedError) Error() string { return e.err.Error() }
 func (e *reportedError) Unwrap() error { return e.err }
 
-// exactArgs accepts exactly n positional arguments.
+// exactArgs accepts exactly n positional arguments, none empty.
 func exactArgs(n int, what string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != n {
-			return usageErrorf("%s takes %s (got %d argument(s): %q)", cmd.CommandPath(), what, len(args), args)
+			return usageErrorf("%s takes %s (got %d argument(s): %s)", cmd.CommandPath(), what, len(args), quoteArgs(args))
 		}
-		return nil
+		return refuseEmptyArgs(cmd, what, args)
 	}
 }
 
-// maxArgs accepts at most n positional arguments.
+// maxArgs accepts at most n positional arguments, none empty.
 func maxArgs(n int, what string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) > n {
-			return usageErrorf("%s takes %s (got %d argument(s): %q)", cmd.CommandPath(), what, len(args), args)
+			return usageErrorf("%s takes %s (got %d argument(s): %s)", cmd.CommandPath(), what, len(args), quoteArgs(args))
 		}
-		return nil
+		return refuseEmptyArgs(cmd, what, args)
 	}
+}
+
+// refuseEmptyArgs refuses an empty argument ("plan ”", a variable that was
+// not set), which would otherwise reach the cluster as a name.
+func refuseEmptyArgs(cmd *cobra.Command, what string, args []string) error {
+	for _, a := range args {
+		if strings.TrimSpace(a) == "" {
+			return usageErrorf("%s takes %s, not an empty argument", cmd.CommandPath(), what)
+		}
+	}
+	return nil
+}
+
+// quoteArgs quotes the arguments for an error message, with the
+// credentials of any URL among them redacted (package redact).
+func quoteArgs(args []string) string {
+	quoted := make([]string, len(args))
+	for i, a := range args {
+		quoted[i] = strconv.Quote(redact.URL(a))
+	}
+	return "[" + strings.Join(quoted, " ") + "]"
 }
 
 // flagChanged reports whether the named flag was set on the command line.
@@ -315,3 +423,24 @@ func flagChanged(fs *pflag.FlagSet, name string) bool {
 	f := fs.Lookup(name)
 	return f != nil && f.Changed
 }
+
+// quietContext returns ctx for the library calls of the commands that show
+// progress events (plan, drain, rollout, uncordon, wait-healthy, domains,
+// audit): at -v 0 the library's V(0) lines would repeat those events, so
+// only its errors are logged; -v 1 and above shows its log next to them.
+func (o *options) quietContext(ctx context.Context) context.Context {
+	if o.verbose > 0 {
+		return ctx
+	}
+	return klog.NewContext(ctx, logr.New(errorsOnly{klog.FromContext(ctx).GetSink()}))
+}
+
+// errorsOnly passes a sink's errors and drops its info lines.
+type errorsOnly struct{ logr.LogSink }
+
+func (errorsOnly) Enabled(int) bool                 { return false }
+func (errorsOnly) Info(int, string, ...interface{}) {}
+func (s errorsOnly) WithValues(kv ...interface{}) logr.LogSink {
+	return errorsOnly{s.LogSink.WithValues(kv...)}
+}
+func (s errorsOnly) WithName(name string) logr.LogSink { return errorsOnly{s.LogSink.WithName(name)} }

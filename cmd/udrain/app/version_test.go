@@ -1,0 +1,70 @@
+package app
+
+import (
+	"bytes"
+	"runtime"
+	"runtime/debug"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestVersionReport: the release stamps win; without them the module
+// version, the VCS revision and time of the build info are used, and a
+// pseudo-version names its commit and time.
+func TestVersionReport(t *testing.T) {
+	vcs := func(rev, at, modified string) []debug.BuildSetting {
+		return []debug.BuildSetting{{Key: "vcs", Value: "git"}, {Key: "vcs.revision", Value: rev}, {Key: "vcs.time", Value: at}, {Key: "vcs.modified", Value: modified}}
+	}
+	for _, tc := range []struct {
+		name string
+		s    stamps
+		bi   *debug.BuildInfo
+		want [3]string // version, commit, buildDate
+	}{
+		{"no build info", stamps{}, nil, [3]string{"(devel)", "", ""}},
+		{"stamped release", stamps{"v0.1.0", "0123456789abcdef0123456789abcdef01234567", "2026-11-30T10:00:00Z"},
+			&debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: vcs("ffff", "2020-01-01T00:00:00Z", "true")},
+			[3]string{"v0.1.0", "0123456789abcdef0123456789abcdef01234567", "2026-11-30T10:00:00Z"}},
+		{"go install of a tag", stamps{}, &debug.BuildInfo{Main: debug.Module{Version: "v0.1.0"}},
+			[3]string{"v0.1.0", "", ""}},
+		{"go install of a commit", stamps{}, &debug.BuildInfo{Main: debug.Module{Version: "v0.1.1-0.20261130100000-0123456789ab"}},
+			[3]string{"v0.1.1-0.20261130100000-0123456789ab", "0123456789ab", "2026-11-30T10:00:00Z"}},
+		{"go build in a clean checkout", stamps{}, &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: vcs("abcdef", "2026-11-30T10:00:00Z", "false")},
+			[3]string{"(devel)", "abcdef", "2026-11-30T10:00:00Z"}},
+		{"go build with changes", stamps{}, &debug.BuildInfo{Main: debug.Module{Version: "v0.1.1-0.20261130100000-abcdef123456+dirty"}, Settings: vcs("abcdef123456ff", "2026-11-30T10:00:00Z", "true")},
+			[3]string{"v0.1.1-0.20261130100000-abcdef123456+dirty", "abcdef123456ff-dirty", "2026-11-30T10:00:00Z"}},
+		{"only the version stamped", stamps{version: "v0.2.0"}, &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: vcs("abcdef", "2026-11-30T10:00:00Z", "false")},
+			[3]string{"v0.2.0", "abcdef", "2026-11-30T10:00:00Z"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := versionReport(tc.s, tc.bi)
+			if diff := cmp.Diff(tc.want, [3]string{v.Version, v.Commit, v.BuildDate}); diff != "" {
+				t.Errorf("version, commit, buildDate (-want +got):\n%s", diff)
+			}
+			if v.GoVersion != runtime.Version() || v.Platform != runtime.GOOS+"/"+runtime.GOARCH || v.Kind != KindVersion {
+				t.Errorf("report %+v: want kind %s, this Go version and platform", v, KindVersion)
+			}
+		})
+	}
+}
+
+func TestVersionTable(t *testing.T) {
+	for _, tc := range []struct {
+		v    Version
+		want string
+	}{
+		{Version{Version: "v0.1.0", Commit: "abc", BuildDate: "2026-11-30T10:00:00Z", GoVersion: "go1.26.8", Platform: "linux/amd64"},
+			"udrain v0.1.0 (commit abc, built 2026-11-30T10:00:00Z, go1.26.8, linux/amd64)\n"},
+		{Version{Version: "(devel)", GoVersion: "go1.26.8", Platform: "linux/arm64"},
+			"udrain (devel) (commit unknown, built unknown, go1.26.8, linux/arm64)\n"},
+	} {
+		var b bytes.Buffer
+		if err := writeVersionTable(&b, tc.v); err != nil {
+			t.Fatal(err)
+		}
+		if b.String() != tc.want {
+			t.Errorf("got %q, want %q", b.String(), tc.want)
+		}
+	}
+}
