@@ -21,6 +21,7 @@ import (
 // per group or on the fewest healthy groups, and strictly better on at
 // least one of them.
 func TestBaselineKubectlDrainNodeByNode(t *testing.T) {
+	t.Parallel()
 	s := deploy(t, defaultScenario())
 	ctx := t.Context()
 

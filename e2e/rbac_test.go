@@ -14,6 +14,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/kubectl/pkg/drain"
 	"sigs.k8s.io/yaml"
 
 	"github.com/udrain/udrain/e2e/fixture"
@@ -37,29 +39,34 @@ const (
 	drainerRoleName = "udrain-drainer"
 	gateRoleFile    = "../readiness/gate/rbac.yaml"
 	gateRoleName    = "udrain-readiness-gate"
+	gateLeaseRole   = "udrain-readiness-gate-lease"
+	drainerLockRole = "udrain-rollout-lock"
 )
 
 // TestLeastPrivilege runs udrain as a ServiceAccount bound to exactly the
-// ClusterRole of deploy/rbac/drainer.yaml, with a client that holds only the
-// ServiceAccount's token, and the readiness-gate controller under the role
+// ClusterRole and the rollout-lock Role of deploy/rbac/drainer.yaml (the
+// Role in its namespace, udrain-system), with a client that holds only the
+// ServiceAccount's token, and the readiness-gate controller under the roles
 // of readiness/gate/rbac.yaml (with leader election, so that every rule of
-// it is used). A full rollout, wait-healthy and uncordon must succeed. Then
+// them is used; TestGateLeaseRole shows the Lease Role is needed and
+// enough). A full rollout, wait-healthy and uncordon must succeed. Then
 // each rule of the drainer role is removed in turn, and udrain must fail
 // with Forbidden where the rule is needed, or succeed where the role file
 // says the rule is optional: the role holds nothing udrain does not use.
+// Without the lock Role, or one of its verbs, a rollout fails before it
+// changes anything, and the Role reaches no Lease outside udrain-system.
 func TestLeastPrivilege(t *testing.T) {
+	t.Parallel()
 	tt := bed.ForTest(t)
 	ctx := t.Context()
 	drainerRole := clusterRoleFromFile(t, drainerRoleFile, drainerRoleName)
-	gateRole := clusterRoleFromFile(t, gateRoleFile, gateRoleName)
-
-	gateClient := clientAs(t, tt, "readiness-gate", gateRole.Rules, false)
+	gateClient := gateClientAs(t, tt, "readiness-gate", true)
 	s := deployWithGate(t, tt, scenarioConfig{UDs: 2, PerUD: 1, Groups: 2, Size: 2, GPUsPerPod: 4,
 		ReadyDelay: time.Second, TerminateDelay: 500 * time.Millisecond}, gateClient,
-		gate.Options{Namespace: tt.Name, LeaderElection: &gate.LeaderElection{Namespace: tt.Name, Name: "gate"}})
-	// The controller took its Lease under the role: every rule of it is used.
-	if lease, err := tt.Client.CoordinationV1().Leases(tt.Name).Get(ctx, "gate", metav1.GetOptions{}); err != nil || lease.Spec.HolderIdentity == nil {
-		t.Fatalf("the readiness-gate controller holds no Lease %s/gate: %v", tt.Name, err)
+		gate.Options{Namespace: tt.Name, LeaderElection: &gate.LeaderElection{Namespace: tt.Name}})
+	// The controller took its Lease under the roles: every rule of them is used.
+	if lease, err := tt.Client.CoordinationV1().Leases(tt.Name).Get(ctx, gate.DefaultLeaseName, metav1.GetOptions{}); err != nil || lease.Spec.HolderIdentity == nil {
+		t.Fatalf("the readiness-gate controller holds no Lease %s/%s: %v", tt.Name, gate.DefaultLeaseName, err)
 	}
 	// A DaemonSet on the pool, so that drains look its pods' owner up as
 	// kubectl drain does (the daemonsets rule).
@@ -67,7 +74,12 @@ func TestLeastPrivilege(t *testing.T) {
 	helper := eviction.KubectlDefaults()
 	helper.IgnoreAllDaemonSets = true
 
+	lockRole := roleFromFile(t, drainerRoleFile, drainerLockRole)
+	if lockRole.Namespace != eviction.DefaultLockNamespace {
+		t.Fatalf("%s: Role %s is in namespace %q, want the rollouts' Lease namespace %s", drainerRoleFile, drainerLockRole, lockRole.Namespace, eviction.DefaultLockNamespace)
+	}
 	drainer := clientAs(t, tt, "udrain", drainerRole.Rules, true)
+	grantRoleIn(t, tt, drainer, lockRole.Namespace, tt.Name+"-lock", "udrain", lockRole.Rules)
 	events := &eventLog{}
 	d, err := eviction.New(drainer, eviction.Options{Helper: helper, OnEvent: events.add})
 	if err != nil {
@@ -78,11 +90,11 @@ func TestLeastPrivilege(t *testing.T) {
 	if err != nil {
 		t.Fatalf("rollout as the udrain ServiceAccount bound to %s: %v", drainerRoleFile, err)
 	}
-	if tot := res.Totals(); tot.DomainsDone != s.nodes.UDs || tot.Phase1Evicted != s.lws.Groups {
-		t.Errorf("totals %+v, want %d domains done and %d leaders evicted", tot, s.nodes.UDs, s.lws.Groups)
+	if sum := res.Summary(); sum.DomainsDone != s.nodes.UDs || sum.Phase1Evicted != s.lws.Groups {
+		t.Errorf("summary %+v, want %d domains done and %d leaders evicted", sum, s.nodes.UDs, s.lws.Groups)
 	}
-	if err := d.WaitHealthy(ctx); err != nil {
-		t.Errorf("wait-healthy as the ServiceAccount: %v", err)
+	if report, err := d.WaitHealthy(ctx, s.domains()...); err != nil || !report.Healthy {
+		t.Errorf("wait-healthy as the ServiceAccount: %v (report %+v)", err, report)
 	}
 	if _, err := d.Uncordon(ctx, s.nodes.UD(0)); err != nil {
 		t.Errorf("uncordon as the ServiceAccount: %v", err)
@@ -92,6 +104,7 @@ func TestLeastPrivilege(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
+	t.Run("rollout lock", func(t *testing.T) { checkLockRole(t, tt, s, helper, drainerRole, lockRole, drainer, "e2e-rbac") })
 
 	admin, err := eviction.New(tt.Client, eviction.Options{Helper: helper})
 	if err != nil {
@@ -155,15 +168,140 @@ func TestLeastPrivilege(t *testing.T) {
 		start := len(events.all())
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 		defer cancel()
-		if _, _, err := d.Drain(ctx, dom); !isForbidden(err) {
+		if _, _, err := d.Drain(ctx, dom, eviction.DrainOptions{ID: "e2e-rbac-nopatch"}); !isForbidden(err) {
 			t.Errorf("drain without patch on nodes: err = %v, want Forbidden", err)
 		}
 		for _, e := range events.all()[start:] {
 			if e.Type == eviction.EventEvicting {
-				t.Errorf("drain without patch on nodes evicted %s", e.Pod)
+				t.Errorf("drain without patch on nodes evicted %v", e.Pod)
 			}
 		}
 	})
+}
+
+// checkLockRole proves the Role udrain-rollout-lock of
+// deploy/rbac/drainer.yaml needed, verb by verb, and confined to its
+// namespace. A rollout whose identity lacks the Role, or one of its verbs,
+// fails with a *eviction.PermissionError before anything changed; the
+// identity that holds it (drainer, whose rollout released its Lease of
+// rollout doneID) reaches no Lease outside the Role's namespace, and none
+// inside it with verbs the Role does not grant.
+func checkLockRole(t *testing.T, tt *testbed.Test, s *scenario, helper *drain.Helper, drainerRole *rbacv1.ClusterRole, lockRole *rbacv1.Role, drainer kubernetes.Interface, doneID string) {
+	ctx := t.Context()
+	ns := lockRole.Namespace
+	without := func(verb string) []rbacv1.PolicyRule {
+		var rules []rbacv1.PolicyRule
+		for _, r := range lockRole.Rules {
+			r.Verbs = slices.DeleteFunc(slices.Clone(r.Verbs), func(v string) bool { return v == verb })
+			if len(r.Verbs) > 0 {
+				rules = append(rules, r)
+			}
+		}
+		return rules
+	}
+	for _, tc := range []struct {
+		name, account string
+		// rules of the Role bound (none: no Role at all); id of the
+		// rollout: a Lease released by a finished rollout exists for
+		// doneID, none for the others.
+		rules []rbacv1.PolicyRule
+		id    string
+	}{
+		{"without the Role", "udrain-norole", nil, "e2e-rbac-norole"},
+		{"without get", "udrain-noget", without("get"), "e2e-rbac-noget"},
+		{"without create", "udrain-nocreate", without("create"), "e2e-rbac-nocreate"},
+		{"without update", "udrain-noupdate", without("update"), doneID},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			account := tc.account
+			c := clientAs(t, tt, account, drainerRole.Rules, true)
+			if tc.rules != nil {
+				grantRoleIn(t, tt, c, ns, tt.Name+"-"+account, account, tc.rules)
+			}
+			state := func() string {
+				l, err := tt.Client.CoordinationV1().Leases(ns).Get(ctx, "udrain-rollout-"+tc.id, metav1.GetOptions{})
+				switch {
+				case apierrors.IsNotFound(err):
+					return "none"
+				case err != nil:
+					t.Fatal(err)
+				case l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "":
+					return fmt.Sprintf("resourceVersion %s, held by %s", l.ResourceVersion, *l.Spec.HolderIdentity)
+				}
+				return fmt.Sprintf("resourceVersion %s, free", l.ResourceVersion)
+			}
+			before := state()
+			d, err := eviction.New(c, eviction.Options{Helper: helper})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			_, err = d.Rollout(rctx, eviction.RolloutOptions{ID: tc.id, Domains: s.domains()})
+			if !isForbidden(err) || !errors.As(err, new(*eviction.PermissionError)) {
+				t.Fatalf("rollout %s: err = %v (%T), want an *eviction.PermissionError for Forbidden", tc.id, err, err)
+			}
+			if !strings.Contains(err.Error(), "Role "+drainerLockRole) {
+				t.Errorf("rollout %s: %v; the error does not say to bind the Role %s", tc.id, err, drainerLockRole)
+			}
+			t.Logf("rollout %s: %v", tc.id, err)
+			checkNothingCordoned(t, s)
+			if after := state(); after != before {
+				t.Errorf("Lease %s/udrain-rollout-%s changed: %s before the rollout, %s after", ns, tc.id, before, after)
+			}
+		})
+	}
+
+	// What the Role reaches, request by request, as the identity holding it.
+	lease := func(ns, name string) *coordinationv1.Lease {
+		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	}
+	done, err := drainer.CoordinationV1().Leases(ns).Get(ctx, "udrain-rollout-"+doneID, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the Lease of rollout %s, read as the udrain ServiceAccount: %v", doneID, err)
+	}
+	if done.Spec.HolderIdentity != nil && *done.Spec.HolderIdentity != "" {
+		t.Errorf("the finished rollout %s did not release its Lease: held by %q", doneID, *done.Spec.HolderIdentity)
+	}
+	for _, tc := range []struct {
+		name    string
+		request func(ctx context.Context, c kubernetes.Interface) error
+		allowed bool
+	}{
+		{"get a rollout's Lease", getLease(ns, done.Name), true},
+		{"update a rollout's Lease", updateLease(done), true},
+		{"create in " + ns, createLease(lease(ns, done.Name)), true},
+		{"delete in " + ns, func(ctx context.Context, c kubernetes.Interface) error {
+			return c.CoordinationV1().Leases(ns).Delete(ctx, done.Name, metav1.DeleteOptions{})
+		}, false},
+		{"list in " + ns, func(ctx context.Context, c kubernetes.Interface) error {
+			_, err := c.CoordinationV1().Leases(ns).List(ctx, metav1.ListOptions{})
+			return err
+		}, false},
+		{"get in the test's namespace", getLease(tt.Name, done.Name), false},
+		{"create in the test's namespace", createLease(lease(tt.Name, done.Name)), false},
+		{"get the scheduler's leader Lease", getLease("kube-system", "kube-scheduler"), false},
+		{"update the scheduler's leader Lease", updateLease(lease("kube-system", "kube-scheduler")), false},
+		{"update a node's heartbeat", updateLease(lease("kube-node-lease", s.nodes.Name(0, 0))), false},
+		{"create in kube-node-lease", createLease(lease("kube-node-lease", "any-node")), false},
+	} {
+		checkAuthorized(t, tc.name, tc.request(ctx, drainer), tc.allowed)
+	}
+}
+
+// checkNothingCordoned asserts that no node of the scenario's pool is
+// cordoned or carries udrain's cordon mark.
+func checkNothingCordoned(t *testing.T, s *scenario) {
+	t.Helper()
+	nodes, err := s.tt.Client.CoreV1().Nodes().List(t.Context(), metav1.ListOptions{LabelSelector: s.nodes.Selector().String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes.Items {
+		if _, marked := n.Annotations[eviction.CordonedByAnnotation]; n.Spec.Unschedulable || marked {
+			t.Errorf("node %s cordoned (unschedulable %t, annotations %v)", n.Name, n.Spec.Unschedulable, n.Annotations)
+		}
+	}
 }
 
 // ruleCheck is what proves one rule of the drainer role needed (udrain
@@ -187,7 +325,7 @@ func planDomain(ctx context.Context, d *eviction.Drainer, domain string) error {
 }
 
 func drainDomain(ctx context.Context, d *eviction.Drainer, domain string) error {
-	_, _, err := d.Drain(ctx, domain)
+	_, _, err := d.Drain(ctx, domain, eviction.DrainOptions{ID: "e2e-rbac-check"})
 	return err
 }
 
@@ -232,28 +370,45 @@ func isForbidden(err error) bool {
 // of several documents.
 func clusterRoleFromFile(t *testing.T, file, name string) *rbacv1.ClusterRole {
 	t.Helper()
+	var role rbacv1.ClusterRole
+	objectFromFile(t, file, "ClusterRole", name, &role)
+	return &role
+}
+
+// roleFromFile returns the Role called name from a YAML file of several
+// documents.
+func roleFromFile(t *testing.T, file, name string) *rbacv1.Role {
+	t.Helper()
+	var role rbacv1.Role
+	objectFromFile(t, file, "Role", name, &role)
+	return &role
+}
+
+// objectFromFile decodes the object of kind and name of a YAML file of
+// several documents into obj, strictly (an unknown field fails).
+func objectFromFile(t *testing.T, file, kind, name string, obj any) {
+	t.Helper()
 	data, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, doc := range bytes.Split(data, []byte("\n---")) {
-		var meta metav1.TypeMeta
+		var meta struct {
+			metav1.TypeMeta `json:",inline"`
+			Metadata        struct{ Name string } `json:"metadata"`
+		}
 		if err := yaml.Unmarshal(doc, &meta); err != nil {
 			t.Fatalf("%s: %v", file, err)
 		}
-		if meta.Kind != "ClusterRole" {
+		if meta.Kind != kind || meta.Metadata.Name != name {
 			continue
 		}
-		var role rbacv1.ClusterRole
-		if err := yaml.UnmarshalStrict(doc, &role); err != nil {
+		if err := yaml.UnmarshalStrict(doc, obj); err != nil {
 			t.Fatalf("%s: %v", file, err)
 		}
-		if role.Name == name {
-			return &role
-		}
+		return
 	}
-	t.Fatalf("%s has no ClusterRole %s", file, name)
-	return nil
+	t.Fatalf("%s has no %s %s", file, kind, name)
 }
 
 // clientAs makes a ServiceAccount in the test's namespace, a ClusterRole
@@ -302,13 +457,25 @@ func clientAs(t *testing.T, tt *testbed.Test, name string, rules []rbacv1.Policy
 		}
 	}
 
-	tr, err := admin.CoreV1().ServiceAccounts(tt.Name).CreateToken(ctx, name, &authenticationv1.TokenRequest{
+	c := tokenClient(t, tt, tt.Name, name)
+	if len(rules) > 0 {
+		waitAuthorized(t, c, tt.Name, rules[0])
+	}
+	return c
+}
+
+// tokenClient returns a client that authenticates with a token of the
+// ServiceAccount namespace/name only (the cluster's address and CA, none
+// of the admin's credentials), as a pod running as it would.
+func tokenClient(t *testing.T, tt *testbed.Test, namespace, name string) kubernetes.Interface {
+	t.Helper()
+	ctx := t.Context()
+	tr, err := tt.Client.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, &authenticationv1.TokenRequest{
 		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: new(int64(3600))},
 	}, metav1.CreateOptions{})
 	if err != nil {
-		t.Fatalf("TokenRequest for %s: %v", name, err)
+		t.Fatalf("TokenRequest for %s/%s: %v", namespace, name, err)
 	}
-	// The cluster's address and CA, and nothing of the admin's credentials.
 	cfg := rest.AnonymousClientConfig(tt.Config)
 	cfg.BearerToken = tr.Status.Token
 	cfg.QPS, cfg.Burst = 100, 200
@@ -320,21 +487,22 @@ func clientAs(t *testing.T, tt *testbed.Test, name string, rules []rbacv1.Policy
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "system:serviceaccount:" + tt.Name + ":" + name; review.Status.UserInfo.Username != want {
+	if want := "system:serviceaccount:" + namespace + ":" + name; review.Status.UserInfo.Username != want {
 		t.Fatalf("the token authenticates as %q, want %q", review.Status.UserInfo.Username, want)
-	}
-	if len(rules) > 0 {
-		waitAuthorized(t, c, tt.Name, rules[0])
 	}
 	return c
 }
 
 // waitAuthorized waits until the authorizer, whose RBAC view follows the
-// API a moment late, grants rule's first verb to the client.
+// API a moment late, grants rule's first verb (on its first resource name,
+// if it names any) to the client.
 func waitAuthorized(t *testing.T, c kubernetes.Interface, namespace string, rule rbacv1.PolicyRule) {
 	t.Helper()
 	resource, sub, _ := strings.Cut(rule.Resources[0], "/")
 	attrs := &authorizationv1.ResourceAttributes{Namespace: namespace, Verb: rule.Verbs[0], Group: rule.APIGroups[0], Resource: resource, Subresource: sub}
+	if len(rule.ResourceNames) > 0 {
+		attrs.Name = rule.ResourceNames[0]
+	}
 	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		r, err := c.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx,
 			&authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: attrs}}, metav1.CreateOptions{})

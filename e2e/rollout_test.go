@@ -23,6 +23,7 @@ const upgradeStep = 2 * time.Second
 // leader is evicted before any worker of that UD; at the end all groups
 // are healthy and all nodes uncordoned.
 func TestRolloutDisruptsEachGroupOnce(t *testing.T) {
+	t.Parallel()
 	s := deploy(t, defaultScenario())
 	ctx := t.Context()
 	events := &eventLog{}
@@ -39,30 +40,17 @@ func TestRolloutDisruptsEachGroupOnce(t *testing.T) {
 		t.Fatalf("rollout: %v", err)
 	}
 	t.Logf("rollout took %s", time.Since(start).Round(time.Millisecond))
-	s.waitHealthy(t, time.Minute)
-
-	o := s.observe(t, start)
-	t.Logf("udrain rollout: %s", o)
-	checkEachGroupOnce(t, s, o)
-	if got, want := len(o.Evicted), s.lws.Groups*s.lws.Size; got != want {
-		t.Errorf("%d pods evicted, want %d (each original pod once)", got, want)
+	checkWholeRollout(t, s, start, "udrain rollout")
+	sum := res.Summary()
+	if sum.DomainsDone != 3 || sum.Phase1Evicted != 3 || sum.Phase2Evicted != 9 || sum.GroupsDisrupted != 3 {
+		t.Errorf("summary %+v, want 3 domains done, 3 pods evicted in phase 1 and 9 in phase 2, 3 groups disrupted", sum)
 	}
-	tot := res.Totals()
-	if tot.DomainsDone != 3 || tot.Phase1Evicted != 3 || tot.Phase2Evicted != 9 || tot.GroupsDisrupted != 3 {
-		t.Errorf("totals %+v", tot)
-	}
-	nodes, err := s.tt.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: s.nodes.Selector().String()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range nodes.Items {
-		if n.Spec.Unschedulable {
-			t.Errorf("node %s still cordoned", n.Name)
-		}
-		if n.Annotations[eviction.UpgradedByAnnotation] != "e2e" {
-			t.Errorf("node %s not marked upgraded: %v", n.Name, n.Annotations)
+	for _, dom := range res.Domains {
+		if dom.Status != eviction.DomainDone || dom.Health == nil || !dom.Health.Healthy {
+			t.Errorf("domain %s: status %s, health %+v; want Done and healthy", dom.Domain, dom.Status, dom.Health)
 		}
 	}
+	checkUpgradedAndUncordoned(t, s, "e2e")
 }
 
 // TestDrainBlocksWhileAnotherGroupIsDown is scenario 2: with the group in
@@ -70,6 +58,7 @@ func TestRolloutDisruptsEachGroupOnce(t *testing.T) {
 // PDB and its counts, no worker of UD a is touched, and once the group
 // heals the drain goes on and completes with no outside help.
 func TestDrainBlocksWhileAnotherGroupIsDown(t *testing.T) {
+	t.Parallel()
 	s := deploy(t, defaultScenario())
 	ctx := t.Context()
 	// Find the group in UD b (domain 1) and take one worker down.
@@ -98,7 +87,7 @@ func TestDrainBlocksWhileAnotherGroupIsDown(t *testing.T) {
 	start := time.Now()
 	done := make(chan error, 1)
 	go func() {
-		_, _, err := d.Drain(ctx, s.nodes.UD(0))
+		_, _, err := d.Drain(ctx, s.nodes.UD(0), eviction.DrainOptions{ID: "e2e-blocked"})
 		done <- err
 	}()
 	blocked, err := events.waitFor(ctx, time.Minute, func(e eviction.Event) bool { return e.Type == eviction.EventBlocked })

@@ -12,7 +12,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
@@ -34,7 +36,10 @@ type scenario struct {
 	tt    *testbed.Test
 	nodes fixture.Nodes
 	lws   fixture.LWS
-	rec   *fixture.PodRecorder
+	// ray, if set, is the scenario's workload instead of lws: RayClusters
+	// run by the KubeRay operator (see ray_test.go).
+	ray *fixture.RayClusters
+	rec *fixture.PodRecorder
 	// nodeList is the pool's nodes, for mapping pods to domains.
 	nodeList []corev1.Node
 }
@@ -74,13 +79,7 @@ func deployWithGate(t *testing.T, tt *testbed.Test, cfg scenarioConfig, gateClie
 	s.lws = fixture.LWS{Namespace: tt.Name, Name: "llm", Groups: cfg.Groups, Size: cfg.Size, Pool: tt.Name,
 		GPUsPerPod: cfg.GPUsPerPod, ReadyDelay: cfg.ReadyDelay, TerminateDelay: cfg.TerminateDelay, GracePeriodSeconds: 5}
 	startGateController(t, gateClient, gateOpts)
-	rec, err := fixture.RecordPods(ctx, tt.Client, tt.Name, s.lws.Selector())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(rec.Stop)
-	s.rec = rec
-	tt.OnFailure("pod-timeline.txt", rec.WriteTimeline)
+	s.record(t, s.lws.Selector())
 	if err := s.lws.Create(ctx, tt.Client); err != nil {
 		t.Fatal(err)
 	}
@@ -91,6 +90,20 @@ func deployWithGate(t *testing.T, tt *testbed.Test, cfg scenarioConfig, gateClie
 	}
 	s.nodeList = nl.Items
 	return s
+}
+
+// record starts the independent recording of the pods sel selects in the
+// test's namespace, until the test ends; a failed test's artifacts get its
+// timeline.
+func (s *scenario) record(t *testing.T, sel labels.Selector) {
+	t.Helper()
+	rec, err := fixture.RecordPods(t.Context(), s.tt.Client, s.tt.Name, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rec.Stop)
+	s.rec = rec
+	s.tt.OnFailure("pod-timeline.txt", rec.WriteTimeline)
 }
 
 // startGateController runs the readiness-gate controller on c with opts
@@ -114,11 +127,12 @@ func startGateController(t *testing.T, c kubernetes.Interface, opts gate.Options
 
 // waitHealthy waits until every group is healthy and the PDB over the
 // leaders has caught up (allows its one disruption).
-func (s *scenario) waitHealthy(t *testing.T, timeout time.Duration) {
+func (s *scenario) waitHealthy(t testing.TB, timeout time.Duration) {
 	t.Helper()
 	var last string
+	n := s.groupCount()
 	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		groups, err := s.lws.Health(ctx, s.tt.Client)
+		groups, err := s.health(ctx)
 		if err != nil {
 			last = err.Error()
 			return false, nil
@@ -129,19 +143,43 @@ func (s *scenario) waitHealthy(t *testing.T, timeout time.Duration) {
 				healthy++
 			}
 		}
-		pdb, err := s.tt.Client.PolicyV1().PodDisruptionBudgets(s.lws.Namespace).Get(ctx, s.lws.PDBName(), metav1.GetOptions{})
+		pdb, err := s.tt.Client.PolicyV1().PodDisruptionBudgets(s.tt.Name).Get(ctx, s.pdbName(), metav1.GetOptions{})
 		if err != nil {
 			last = err.Error()
 			return false, nil
 		}
-		last = fmt.Sprintf("%d/%d groups healthy; PDB allows %d (healthy %d, desired %d)", healthy, s.lws.Groups,
+		last = fmt.Sprintf("%d/%d groups healthy; PDB allows %d (healthy %d, desired %d)", healthy, n,
 			pdb.Status.DisruptionsAllowed, pdb.Status.CurrentHealthy, pdb.Status.DesiredHealthy)
-		return healthy == s.lws.Groups && len(groups) == s.lws.Groups && pdb.Status.CurrentHealthy == int32(s.lws.Groups) &&
+		return healthy == n && len(groups) == n && pdb.Status.CurrentHealthy == int32(n) &&
 			pdb.Status.ObservedGeneration >= pdb.Generation, nil
 	})
 	if err != nil {
 		t.Fatalf("workload not healthy within %s: %s", timeout, last)
 	}
+}
+
+// groupCount is the number of groups of the scenario's workload.
+func (s *scenario) groupCount() int {
+	if s.ray != nil {
+		return s.ray.Clusters
+	}
+	return s.lws.Groups
+}
+
+// pdbName is the PDB over the workload's leaders.
+func (s *scenario) pdbName() string {
+	if s.ray != nil {
+		return s.ray.PDBName()
+	}
+	return s.lws.PDBName()
+}
+
+// health lists the workload's groups as they are now.
+func (s *scenario) health(ctx context.Context) ([]fixture.GroupStatus, error) {
+	if s.ray != nil {
+		return s.ray.Health(ctx, s.tt.Client)
+	}
+	return s.lws.Health(ctx, s.tt.Client)
 }
 
 // domains returns the pool's upgrade domains in order.
@@ -165,6 +203,12 @@ func (s *scenario) drainer(t *testing.T, events *eventLog, opts eviction.Options
 // calls hook synchronously: it must not block for long.
 func hookedDrainer(t *testing.T, s *scenario, file string, events *eventLog, opts eviction.Options, hook func(eviction.Event)) *eviction.Drainer {
 	t.Helper()
+	return hookedDrainerOn(t, s, s.tt.Client, file, events, opts, hook)
+}
+
+// hookedDrainerOn is hookedDrainer with the Drainer's client.
+func hookedDrainerOn(t *testing.T, s *scenario, client kubernetes.Interface, file string, events *eventLog, opts eviction.Options, hook func(eviction.Event)) *eviction.Drainer {
+	t.Helper()
 	if opts.Helper == nil {
 		opts.Helper = eviction.KubectlDefaults()
 	}
@@ -174,7 +218,7 @@ func hookedDrainer(t *testing.T, s *scenario, file string, events *eventLog, opt
 			hook(e)
 		}
 	}
-	d, err := eviction.New(s.tt.Client, opts)
+	d, err := eviction.New(client, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +282,7 @@ func (s *scenario) observe(t *testing.T, from time.Time) observation {
 // zero to: until the last event).
 func (s *scenario) observeBetween(t *testing.T, from, to time.Time) observation {
 	t.Helper()
-	o := observation{Disruptions: map[int]int{}, MinHealthy: s.lws.Groups}
+	o := observation{Disruptions: map[int]int{}, MinHealthy: s.groupCount()}
 	prevHealthy := map[int]bool{}
 	started := false
 	var last time.Time
@@ -266,14 +310,14 @@ func (s *scenario) observeBetween(t *testing.T, from, to time.Time) observation 
 			return nil
 		}
 		if started {
-			for g := 0; g < s.lws.Groups; g++ {
+			for g := 0; g < s.groupCount(); g++ {
 				if !prevHealthy[g] {
 					o.Unhealthy += at.Sub(last)
 				}
 			}
 		}
 		started, last = true, at
-		for g := 0; g < s.lws.Groups; g++ {
+		for g := 0; g < s.groupCount(); g++ {
 			if prevHealthy[g] && !now[g] {
 				o.Disruptions[g]++
 			}
@@ -301,10 +345,10 @@ func (s *scenario) domainOf() map[string]string {
 }
 
 // newEvictedPod is p first seen terminating at `at`; udOf names its
-// node's domain.
+// node's domain. A leader is an LWS leader or a Ray head.
 func newEvictedPod(p *corev1.Pod, udOf map[string]string, at time.Time) evictedPod {
 	return evictedPod{UID: p.UID, Name: p.Name, Domain: udOf[p.Spec.NodeName],
-		Leader: p.Labels[fixture.LWSWorkerIndexLabel] == "0", At: at}
+		Leader: p.Labels[fixture.LWSWorkerIndexLabel] == "0" || p.Labels[fixture.RayNodeTypeLabel] == "head", At: at}
 }
 
 // groupsHealthy says, by group index, which groups pods make healthy, and
@@ -312,7 +356,11 @@ func newEvictedPod(p *corev1.Pod, udOf map[string]string, at time.Time) evictedP
 func (s *scenario) groupsHealthy(pods []corev1.Pod) (map[int]bool, int) {
 	now := map[int]bool{}
 	healthy := 0
-	for _, g := range fixture.Groups(pods, s.nodeList, s.lws.Name, "") {
+	groups := fixture.Groups(pods, s.nodeList, s.lws.Name, "")
+	if s.ray != nil {
+		groups = s.ray.Groups(pods, s.nodeList)
+	}
+	for _, g := range groups {
 		now[g.Index] = g.Healthy()
 		if g.Healthy() {
 			healthy++
@@ -348,16 +396,60 @@ func (o observation) leadersFirst() []string {
 // evicted before workers in each domain.
 func checkEachGroupOnce(t *testing.T, s *scenario, o observation) {
 	t.Helper()
-	for g := range s.lws.Groups {
+	for g := range s.groupCount() {
 		if o.Disruptions[g] != 1 {
 			t.Errorf("group %d disrupted %d times, want exactly once", g, o.Disruptions[g])
 		}
 	}
-	if want := s.lws.Groups - 1; o.MinHealthy < want {
+	if want := s.groupCount() - 1; o.MinHealthy < want {
 		t.Errorf("only %d groups healthy at %s; the PDB promises %d", o.MinHealthy, o.MinHealthyAt.Format("15:04:05.000"), want)
 	}
 	for _, p := range o.leadersFirst() {
 		t.Error(p)
+	}
+}
+
+// checkWholeRollout waits until every group is healthy and asserts, on
+// what was recorded from start on, what a rollout over all the scenario's
+// domains guarantees: checkEachGroupOnce, and each original pod evicted
+// once. It logs the observation as what's and returns it.
+func checkWholeRollout(t *testing.T, s *scenario, start time.Time, what string) observation {
+	t.Helper()
+	s.waitHealthy(t, time.Minute)
+	o := s.observe(t, start)
+	t.Logf("%s: %s", what, o)
+	checkEachGroupOnce(t, s, o)
+	if got, want := len(o.Evicted), s.lws.Groups*s.lws.Size; got != want {
+		t.Errorf("%d pods evicted, want %d (each original pod once)", got, want)
+	}
+	return o
+}
+
+// checkTargetVersion asserts that every node of the pool carries
+// label=version (an embedding example's upgrade step sets it).
+func checkTargetVersion(t *testing.T, s *scenario, label, version string) {
+	t.Helper()
+	nodes, err := s.tt.Client.CoreV1().Nodes().List(t.Context(), metav1.ListOptions{LabelSelector: s.nodes.Selector().String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes.Items {
+		if got := n.Labels[label]; got != version {
+			t.Errorf("node %s has %s=%q, want %q", n.Name, label, got, version)
+		}
+	}
+}
+
+// checkEvictionEvents asserts that the pods Kubernetes Events name (by
+// UID) are exactly the pods evicted in o.
+func checkEvictionEvents(t *testing.T, o observation, reason string, named []types.UID) {
+	t.Helper()
+	evicted := sets.New[types.UID]()
+	for _, e := range o.Evicted {
+		evicted.Insert(e.UID)
+	}
+	if got := sets.New(named...); !got.Equal(evicted) {
+		t.Errorf("%s events name pods %v; the pods evicted were %v", reason, sets.List(got), sets.List(evicted))
 	}
 }
 
@@ -391,8 +483,12 @@ func (l *eventLog) ofType(t eviction.EventType) []eviction.Event {
 
 func (l *eventLog) write(w io.Writer) error {
 	for _, e := range l.all() {
+		subject := e.Node
+		if e.Pod != nil {
+			subject = e.Pod.String() + "@" + e.Pod.Node
+		}
 		if _, err := fmt.Fprintf(w, "%s %-16s %-8s %s %s %s %s\n", e.Time.Format("15:04:05.000"), e.Type, e.Domain,
-			phaseString(e.Phase), e.Pod+e.Node, e.Message, errString(e.Err)); err != nil {
+			phaseString(e.Phase), subject, e.Message, errString(e.Err)); err != nil {
 			return err
 		}
 	}

@@ -28,6 +28,7 @@ import (
 // TestWorkloadLandsAsTheContractWants: every group in one upgrade domain,
 // groups in different ones, and every pod labelled as LWS labels it.
 func TestWorkloadLandsAsTheContractWants(t *testing.T) {
+	t.Parallel()
 	tt := bed.ForTest(t)
 	ctx := t.Context()
 	gpu := fixture.H100()
@@ -86,6 +87,7 @@ func TestWorkloadLandsAsTheContractWants(t *testing.T) {
 // TestReadinessGateDrivesLeaderReady: kwok's Stages make a Running leader's
 // Ready follow its udrain.dev/group-ready gate both ways, as a kubelet would.
 func TestReadinessGateDrivesLeaderReady(t *testing.T) {
+	t.Parallel()
 	tt := bed.ForTest(t)
 	ctx := t.Context()
 	if _, err := (fixture.Nodes{Pool: tt.Name, UDs: 1, PerUD: 1}).Create(ctx, tt.Client); err != nil {
@@ -128,6 +130,7 @@ func TestReadinessGateDrivesLeaderReady(t *testing.T) {
 // leaders' PDB, the Eviction API admits one disruption and answers 429 to the
 // next while a group is down, and the budget comes back when it recovers.
 func TestPDBStatusAndEvictionBudget(t *testing.T) {
+	t.Parallel()
 	tt := bed.ForTest(t)
 	ctx := t.Context()
 	if _, err := (fixture.Nodes{Pool: tt.Name, UDs: 3, PerUD: 1}).Create(ctx, tt.Client); err != nil {
@@ -190,6 +193,7 @@ func TestPDBStatusAndEvictionBudget(t *testing.T) {
 // termination delay and comes back with the same name, a new UID, and Ready
 // only after the start-up delay.
 func TestStatefulSetReplacesEvictedPod(t *testing.T) {
+	t.Parallel()
 	tt := bed.ForTest(t)
 	ctx := t.Context()
 	if _, err := (fixture.Nodes{Pool: tt.Name, UDs: 1, PerUD: 1}).Create(ctx, tt.Client); err != nil {
@@ -264,6 +268,7 @@ func TestStatefulSetReplacesEvictedPod(t *testing.T) {
 // controller writing conditions to it), as a kubelet's grace period does.
 // kwok's delay used to restart with every update of the pod.
 func TestTerminationIgnoresUpdates(t *testing.T) {
+	t.Parallel()
 	tt := bed.ForTest(t)
 	ctx := t.Context()
 	if _, err := (fixture.Nodes{Pool: tt.Name, UDs: 1, PerUD: 1}).Create(ctx, tt.Client); err != nil {

@@ -133,6 +133,11 @@ func Analyze(events []eviction.Event, o *Observation, d Delays, rolloutStart tim
 			uncordoned = drained
 		}
 		recovered, _ := first(eviction.EventRecovered, 0)
+		if done.IsZero() {
+			// The domain did not finish (the rollout stopped in it):
+			// count to the last event seen.
+			done = evs[len(evs)-1].Time.Round(0)
+		}
 		dt.Total = done.Sub(started)
 		dt.Prepare = p1.Sub(started)
 		dt.Evict = p2done.Sub(p1)
@@ -192,17 +197,20 @@ func Analyze(events []eviction.Event, o *Observation, d Delays, rolloutStart tim
 // roundTrip is the median Evicting→Evicted time of the pods that were not
 // refused by a PDB in between.
 func roundTrip(evs []eviction.Event) time.Duration {
-	sent := map[string]time.Time{}
-	blocked := map[string]bool{}
+	sent := map[eviction.PodRef]time.Time{}
+	blocked := map[eviction.PodRef]bool{}
 	var rtts []time.Duration
 	for _, e := range evs {
+		if e.Pod == nil {
+			continue
+		}
 		switch e.Type {
 		case eviction.EventEvicting:
-			sent[e.Pod] = e.Time.Round(0)
+			sent[*e.Pod] = e.Time.Round(0)
 		case eviction.EventBlocked, eviction.EventRetrying:
-			blocked[e.Pod] = true
+			blocked[*e.Pod] = true
 		case eviction.EventEvicted:
-			if t, ok := sent[e.Pod]; ok && !blocked[e.Pod] {
+			if t, ok := sent[*e.Pod]; ok && !blocked[*e.Pod] {
 				rtts = append(rtts, e.Time.Round(0).Sub(t))
 			}
 		}

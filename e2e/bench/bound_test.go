@@ -1,10 +1,12 @@
 package bench
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/udrain/udrain/eviction"
 )
@@ -12,7 +14,11 @@ import (
 // domainEvents are one domain's events of a rollout, at offsets from t0.
 func domainEvents(domain string, at map[eviction.EventType]time.Duration, pods map[string][2]time.Duration, blocked ...string) []eviction.Event {
 	ev := func(t eviction.EventType, phase eviction.Phase, pod string, off time.Duration) eviction.Event {
-		return eviction.Event{Time: t0.Add(off), Type: t, Domain: domain, Phase: phase, Pod: pod}
+		e := eviction.Event{Time: t0.Add(off), Type: t, Domain: domain, Phase: phase}
+		if ns, name, ok := strings.Cut(pod, "/"); ok {
+			e.Pod = &eviction.PodRef{Namespace: ns, Name: name, UID: types.UID(pod)}
+		}
+		return e
 	}
 	out := []eviction.Event{
 		ev(eviction.EventDomainStarted, 0, "", at[eviction.EventDomainStarted]),
@@ -74,5 +80,19 @@ func TestAnalyze(t *testing.T) {
 	got = Analyze(evs, o, d, t0, 15*s)
 	if g := got.Domains[0]; g.GroupsReady >= 0 || g.Bound != 60*ms+5*s {
 		t.Errorf("unrecovered domain: GroupsReady %s, bound %s; want negative and 5.06s", g.GroupsReady, g.Bound)
+	}
+}
+
+// A domain the rollout stopped in (no DomainDone) counts to its last event,
+// not from the zero time.
+func TestAnalyzeUnfinishedDomain(t *testing.T) {
+	evs := []eviction.Event{
+		{Time: t0, Type: eviction.EventDomainStarted, Domain: "ud0"},
+		{Time: t0.Add(time.Second), Type: eviction.EventPhaseStarted, Domain: "ud0", Phase: eviction.Phase1},
+		{Time: t0.Add(40 * time.Second), Type: eviction.EventDrained, Domain: "ud0"},
+	}
+	b := Analyze(evs, &Observation{}, Delays{Terminate: 3 * time.Second}, t0, time.Minute)
+	if len(b.Domains) != 1 || b.Domains[0].Total != 40*time.Second {
+		t.Fatalf("domains %+v, want ud0 with a total of 40s", b.Domains)
 	}
 }

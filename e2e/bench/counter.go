@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"bytes"
+	"encoding/json"
 	"io"
 	"net/http"
 	"sort"
@@ -19,13 +21,21 @@ import (
 type Request struct {
 	Verb     string `json:"verb"`
 	Resource string `json:"resource"`
+	// DryRun marks a dry run (dryRun in the query, or, for an eviction, in
+	// the body's deleteOptions): the API server checks and answers it but
+	// changes nothing, so a dry-run eviction evicts no pod.
+	DryRun bool `json:"dryRun,omitempty"`
 }
 
 func (r Request) String() string {
-	if r.Resource == "" {
-		return r.Verb
+	s := r.Verb
+	if r.Resource != "" {
+		s += " " + r.Resource
 	}
-	return r.Verb + " " + r.Resource
+	if r.DryRun {
+		s += " (dry run)"
+	}
+	return s
 }
 
 // Tally is what one kind of request cost.
@@ -73,8 +83,20 @@ func (rs Requests) Bytes() int64 {
 	return n
 }
 
+// WatchBytes is the size of the watch response bodies read: what the
+// watches streamed.
+func (rs Requests) WatchBytes() int64 {
+	var n int64
+	for _, t := range rs {
+		if t.Verb == "watch" {
+			n += t.ResponseBytes
+		}
+	}
+	return n
+}
+
 // Of returns the number of requests with this verb (and, unless empty,
-// resource).
+// resource), dry runs included.
 func (rs Requests) Of(verb, resource string) int {
 	n := 0
 	for _, t := range rs {
@@ -85,12 +107,13 @@ func (rs Requests) Of(verb, resource string) int {
 	return n
 }
 
-// Succeeded returns the number of requests with this verb and resource
-// that the API server accepted (neither 429 nor another error).
+// Succeeded returns the number of requests with this verb and resource,
+// dry runs apart, that the API server accepted (neither 429 nor another
+// error).
 func (rs Requests) Succeeded(verb, resource string) int {
 	n := 0
 	for _, t := range rs {
-		if t.Verb == verb && t.Resource == resource {
+		if t.Verb == verb && t.Resource == resource && !t.DryRun {
 			n += t.Count - t.TooMany - t.Errors
 		}
 	}
@@ -157,7 +180,9 @@ type countingTransport struct {
 }
 
 func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	e := t.c.entry(ClassifyRequest(req.Method, req.URL.Path, req.URL.Query().Get("watch")))
+	r := ClassifyRequest(req.Method, req.URL.Path, req.URL.Query().Get("watch"))
+	r.DryRun = req.URL.Query().Get("dryRun") != "" || (r.Verb == "create" && strings.HasSuffix(r.Resource, "/eviction") && evictionDryRun(req))
+	e := t.c.entry(r)
 	resp, err := t.next.RoundTrip(req)
 	t.c.mu.Lock()
 	e.count++
@@ -174,6 +199,27 @@ func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error)
 		resp.Body = &countingBody{ReadCloser: resp.Body, n: &e.bytes}
 	}
 	return resp, err
+}
+
+// evictionDryRun reports whether an eviction request's body asks for a dry
+// run (deleteOptions.dryRun), leaving the body readable for the next
+// transport.
+func evictionDryRun(req *http.Request) bool {
+	if req.Body == nil || req.Body == http.NoBody {
+		return false
+	}
+	body, err := io.ReadAll(req.Body)
+	_ = req.Body.Close()
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	if err != nil {
+		return false
+	}
+	var ev struct {
+		DeleteOptions *struct {
+			DryRun []string `json:"dryRun"`
+		} `json:"deleteOptions"`
+	}
+	return json.Unmarshal(body, &ev) == nil && ev.DeleteOptions != nil && len(ev.DeleteOptions.DryRun) > 0
 }
 
 type countingBody struct {

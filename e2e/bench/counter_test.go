@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -23,22 +25,22 @@ func TestClassifyRequest(t *testing.T) {
 		{"GET", "/api/v1", "", Request{Verb: "discovery"}},
 		{"GET", "/apis/policy/v1", "", Request{Verb: "discovery"}},
 		{"GET", "/version", "", Request{Verb: "discovery"}},
-		{"GET", "/api/v1/pods", "", Request{"list", "pods"}},
-		{"GET", "/api/v1/pods", "true", Request{"watch", "pods"}},
-		{"GET", "/api/v1/namespaces/a/pods", "", Request{"list", "pods"}},
-		{"GET", "/api/v1/namespaces/a/pods/p", "", Request{"get", "pods"}},
-		{"GET", "/api/v1/watch/namespaces/a/pods", "", Request{"watch", "pods"}},
-		{"POST", "/api/v1/namespaces/a/pods/p/eviction", "", Request{"create", "pods/eviction"}},
-		{"PATCH", "/api/v1/namespaces/a/pods/p/status", "", Request{"patch", "pods/status"}},
-		{"PATCH", "/api/v1/nodes/n1", "", Request{"patch", "nodes"}},
-		{"GET", "/api/v1/namespaces", "", Request{"list", "namespaces"}},
-		{"GET", "/api/v1/namespaces/a", "", Request{"get", "namespaces"}},
-		{"PUT", "/api/v1/namespaces/a/finalize", "", Request{"update", "namespaces/finalize"}},
-		{"DELETE", "/api/v1/nodes", "", Request{"deletecollection", "nodes"}},
-		{"DELETE", "/api/v1/nodes/n1", "", Request{"delete", "nodes"}},
-		{"GET", "/apis/policy/v1/poddisruptionbudgets", "1", Request{"watch", "poddisruptionbudgets.policy"}},
-		{"GET", "/apis/scheduling.k8s.io/v1beta1/podgroups", "", Request{"list", "podgroups.scheduling.k8s.io"}},
-		{"PUT", "/apis/apps/v1/namespaces/a/statefulsets/s/scale", "", Request{"update", "statefulsets.apps/scale"}},
+		{"GET", "/api/v1/pods", "", Request{Verb: "list", Resource: "pods"}},
+		{"GET", "/api/v1/pods", "true", Request{Verb: "watch", Resource: "pods"}},
+		{"GET", "/api/v1/namespaces/a/pods", "", Request{Verb: "list", Resource: "pods"}},
+		{"GET", "/api/v1/namespaces/a/pods/p", "", Request{Verb: "get", Resource: "pods"}},
+		{"GET", "/api/v1/watch/namespaces/a/pods", "", Request{Verb: "watch", Resource: "pods"}},
+		{"POST", "/api/v1/namespaces/a/pods/p/eviction", "", Request{Verb: "create", Resource: "pods/eviction"}},
+		{"PATCH", "/api/v1/namespaces/a/pods/p/status", "", Request{Verb: "patch", Resource: "pods/status"}},
+		{"PATCH", "/api/v1/nodes/n1", "", Request{Verb: "patch", Resource: "nodes"}},
+		{"GET", "/api/v1/namespaces", "", Request{Verb: "list", Resource: "namespaces"}},
+		{"GET", "/api/v1/namespaces/a", "", Request{Verb: "get", Resource: "namespaces"}},
+		{"PUT", "/api/v1/namespaces/a/finalize", "", Request{Verb: "update", Resource: "namespaces/finalize"}},
+		{"DELETE", "/api/v1/nodes", "", Request{Verb: "deletecollection", Resource: "nodes"}},
+		{"DELETE", "/api/v1/nodes/n1", "", Request{Verb: "delete", Resource: "nodes"}},
+		{"GET", "/apis/policy/v1/poddisruptionbudgets", "1", Request{Verb: "watch", Resource: "poddisruptionbudgets.policy"}},
+		{"GET", "/apis/scheduling.k8s.io/v1beta1/podgroups", "", Request{Verb: "list", Resource: "podgroups.scheduling.k8s.io"}},
+		{"PUT", "/apis/apps/v1/namespaces/a/statefulsets/s/scale", "", Request{Verb: "update", Resource: "statefulsets.apps/scale"}},
 	} {
 		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, ClassifyRequest(tc.method, tc.path, tc.watch)); diff != "" {
@@ -57,8 +59,16 @@ func TestRequestCounter(t *testing.T) {
 			w.WriteHeader(http.StatusTooManyRequests)
 			_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"TooManyRequests","code":429}`))
 		case strings.HasSuffix(r.URL.Path, "/eviction"):
+			// The body reaches the server whole after the counter read it.
+			var ev policyv1.Eviction
+			if err := json.NewDecoder(r.Body).Decode(&ev); err != nil || ev.Name == "" {
+				w.WriteHeader(http.StatusBadRequest)
+				return
+			}
 			w.WriteHeader(http.StatusCreated)
 			_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Success"}`))
+		case r.Method == http.MethodPatch:
+			_, _ = w.Write([]byte(`{"kind":"Node","apiVersion":"v1","metadata":{"name":"n1"}}`))
 		case strings.HasSuffix(r.URL.Path, "/pods"):
 			_, _ = w.Write([]byte(`{"kind":"PodList","apiVersion":"v1","items":[]}`))
 		default:
@@ -81,6 +91,13 @@ func TestRequestCounter(t *testing.T) {
 	if err := evict("ok"); err != nil {
 		t.Fatal(err)
 	}
+	dry := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "ok"}, DeleteOptions: &metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}}
+	if err := client.PolicyV1().Evictions("a").Evict(ctx, dry); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.CoreV1().Nodes().Patch(ctx, "n1", types.MergePatchType, []byte(`{}`), metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+		t.Fatal(err)
+	}
 	for range 2 {
 		if err := evict("blocked"); err == nil {
 			t.Fatal("an eviction answered 429 succeeded")
@@ -100,14 +117,17 @@ func TestRequestCounter(t *testing.T) {
 		got[i].ResponseBytes = 0
 	}
 	want := Requests{
-		{Request: Request{"create", "pods/eviction"}, Count: 3, TooMany: 2},
-		{Request: Request{"get", "nodes"}, Count: 1, Errors: 1},
-		{Request: Request{"list", "pods"}, Count: 1},
+		{Request: Request{Verb: "create", Resource: "pods/eviction"}, Count: 3, TooMany: 2},
+		{Request: Request{Verb: "create", Resource: "pods/eviction", DryRun: true}, Count: 1},
+		{Request: Request{Verb: "get", Resource: "nodes"}, Count: 1, Errors: 1},
+		{Request: Request{Verb: "list", Resource: "pods"}, Count: 1},
+		{Request: Request{Verb: "patch", Resource: "nodes", DryRun: true}, Count: 1},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("tally (-want +got):\n%s", diff)
 	}
-	if got.Total() != 5 || got.TooMany() != 2 || got.Of("create", "pods/eviction") != 3 || got.Of("list", "") != 1 {
-		t.Errorf("Total %d, TooMany %d, evictions %d, lists %d; want 5, 2, 3, 1", got.Total(), got.TooMany(), got.Of("create", "pods/eviction"), got.Of("list", ""))
+	if got.Total() != 7 || got.TooMany() != 2 || got.Of("create", "pods/eviction") != 4 || got.Succeeded("create", "pods/eviction") != 1 || got.Of("list", "") != 1 {
+		t.Errorf("Total %d, TooMany %d, evictions %d (%d succeeded, not dry runs), lists %d; want 7, 2, 4 (1), 1",
+			got.Total(), got.TooMany(), got.Of("create", "pods/eviction"), got.Succeeded("create", "pods/eviction"), got.Of("list", ""))
 	}
 }

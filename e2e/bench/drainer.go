@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/udrain/udrain/eviction"
@@ -23,13 +24,19 @@ import (
 // DrainerJob is what a drainer process does: drain one domain, or roll
 // over several, with udrain's eviction package and kubectl's defaults.
 type DrainerJob struct {
-	Kubeconfig string  `json:"kubeconfig"`
-	QPS        float32 `json:"qps"`
-	Burst      int     `json:"burst"`
+	Kubeconfig string `json:"kubeconfig"`
+	// BearerToken, if set, is the token the drainer authenticates with
+	// (a ServiceAccount's, for the audit log) instead of the kubeconfig's
+	// credentials; the kubeconfig still gives the address and CA.
+	BearerToken string  `json:"bearerToken,omitempty"`
+	QPS         float32 `json:"qps"`
+	Burst       int     `json:"burst"`
 	// Drain, if set, names the one domain to drain (Drainer.Drain);
 	// otherwise the job is a rollout over Domains (Drainer.Rollout).
-	Drain           string        `json:"drain,omitempty"`
-	Domains         []string      `json:"domains,omitempty"`
+	Drain   string   `json:"drain,omitempty"`
+	Domains []string `json:"domains,omitempty"`
+	// RolloutID is the ID of the rollout, or of the drain
+	// (DrainOptions.ID); empty means the library's default.
 	RolloutID       string        `json:"rolloutID,omitempty"`
 	UpgradeStep     time.Duration `json:"upgradeStep,omitempty"`
 	RecoveryTimeout time.Duration `json:"recoveryTimeout,omitempty"`
@@ -76,6 +83,10 @@ func RunDrainerJob(ctx context.Context, job DrainerJob) (*DrainerReport, error) 
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig %s: %w", job.Kubeconfig, err)
 	}
+	if job.BearerToken != "" {
+		cfg = rest.AnonymousClientConfig(cfg)
+		cfg.BearerToken = job.BearerToken
+	}
 	cfg.QPS, cfg.Burst = job.QPS, job.Burst
 	counter := &RequestCounter{}
 	counter.Wrap(cfg)
@@ -85,8 +96,12 @@ func RunDrainerJob(ctx context.Context, job DrainerJob) (*DrainerReport, error) 
 	}
 	rep := &DrainerReport{}
 	var mu sync.Mutex
+	// kubectl's defaults and --ignore-daemonsets, as kubectlHelper: a node
+	// runs DaemonSet pods (the fleet scenario's) that no drain evicts.
+	helper := eviction.KubectlDefaults()
+	helper.IgnoreAllDaemonSets = true
 	d, err := eviction.New(client, eviction.Options{
-		Helper: eviction.KubectlDefaults(),
+		Helper: helper,
 		OnEvent: func(e eviction.Event) {
 			mu.Lock()
 			rep.Events = append(rep.Events, e)
@@ -110,7 +125,7 @@ func RunDrainerJob(ctx context.Context, job DrainerJob) (*DrainerReport, error) 
 	stopSampling := sampleMemory(&rep.Memory)
 	rep.Started = time.Now()
 	if job.Drain != "" {
-		_, rep.Drain, err = d.Drain(ctx, job.Drain)
+		_, rep.Drain, err = d.Drain(ctx, job.Drain, eviction.DrainOptions{ID: job.RolloutID})
 	} else {
 		rep.Rollout, err = d.Rollout(ctx, eviction.RolloutOptions{
 			ID: job.RolloutID, Domains: job.Domains, RecoveryTimeout: job.RecoveryTimeout,

@@ -392,6 +392,31 @@ type Safety struct {
 	MinMargin    int              `json:"minMargin"`
 	MinMarginRaw int              `json:"minMarginRaw"`
 	Workloads    []WorkloadSafety `json:"workloads"`
+	// WorkersBeforeLeaders counts the group pods other than leaders seen
+	// terminating before the last leader of their domain was (see
+	// [Observation.WorkersBeforeLeaders]): 0 means leaders first.
+	WorkersBeforeLeaders int `json:"workersBeforeLeaders"`
+}
+
+// WorkersBeforeLeaders counts the evicted pods of groups that are not
+// leaders and were seen terminating before the last leader of their
+// domain, in the window: udrain evicts a domain's leaders (the pods under
+// a PDB) first, and a worker evicted while a leader of its domain is still
+// refused is an unprotected pod taken down next to a protected one.
+func (o *Observation) WorkersBeforeLeaders() int {
+	lastLeader := map[string]time.Time{}
+	for _, p := range o.Evicted {
+		if p.Leader && p.At.After(lastLeader[p.Domain]) {
+			lastLeader[p.Domain] = p.At
+		}
+	}
+	n := 0
+	for _, p := range o.Evicted {
+		if !p.Leader && p.At.Before(lastLeader[p.Domain]) {
+			n++
+		}
+	}
+	return n
 }
 
 // EachOnce reports whether every group was disrupted exactly once.

@@ -186,6 +186,9 @@ func (p *Pool) Create(ctx context.Context, c kubernetes.Interface, limit int) er
 			return err
 		}
 		for _, s := range sets {
+			instantTermination(&s.Spec.Template, p.Shape.TerminateDelay)
+		}
+		for _, s := range sets {
 			creates = append(creates, func() error {
 				_, err := c.AppsV1().StatefulSets(p.Name).Create(ctx, s, metav1.CreateOptions{})
 				if err != nil {
@@ -196,6 +199,21 @@ func (p *Pool) Create(ctx context.Context, c kubernetes.Interface, limit int) er
 		}
 	}
 	return parallel(ctx, len(creates), limit, func(i int) error { return creates[i]() })
+}
+
+// instantTermination gives a pod template a termination delay of 0 when
+// delay is 0: the fixture leaves a zero delay to the Stages' default (2s),
+// but the API-cost scenario measures instant termination too (the pod is
+// gone within the second of its deletion: kwok counts from the deletion
+// timestamp, which has whole seconds).
+func instantTermination(t *corev1.PodTemplateSpec, delay time.Duration) {
+	if delay != 0 {
+		return
+	}
+	if t.Annotations == nil {
+		t.Annotations = map[string]string{}
+	}
+	t.Annotations[fixture.TerminateDelayAnnotation] = "0ms"
 }
 
 // Health says how far the pool is from healthy: groups healthy and PDBs

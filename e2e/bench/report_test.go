@@ -22,7 +22,11 @@ func comparison(run int, terminate time.Duration, u, k Side) *Comparison {
 func TestWriteMarkdown(t *testing.T) {
 	once := Safety{Groups: 3, Disruptions: 3, DisruptedOnce: 3}
 	twice := Safety{Groups: 3, Disruptions: 4, DisruptedOnce: 2, DisruptedMore: 1, MaxDisruptions: 2, MinMargin: -1, MinMarginRaw: -1}
-	req := Requests{{Request: Request{"create", "pods/eviction"}, Count: 10, TooMany: 2}, {Request: Request{"watch", "pods"}, Count: 1}}
+	req := Requests{{Request: Request{Verb: "create", Resource: "pods/eviction"}, Count: 10, TooMany: 2}, {Request: Request{Verb: "watch", Resource: "pods"}, Count: 1},
+		{Request: Request{Verb: "create", Resource: "pods/eviction", DryRun: true}, Count: 1}}
+	agrees := func(dev float64) *AuditCheck {
+		return &AuditCheck{AuditTotal: 50, Deviation: dev, Agrees: dev <= AuditTolerance}
+	}
 	breakdown := func(ratio float64) *Breakdown {
 		return &Breakdown{Wall: 30 * time.Second, Bound: time.Duration(float64(30*time.Second) / ratio), Ratio: ratio, BoundObserved: 29 * time.Second, RatioObserved: 30.0 / 29,
 			Domains: []DomainTimes{{Domain: "ud0", Groups: 1, GroupsReady: -1}}}
@@ -37,14 +41,20 @@ func TestWriteMarkdown(t *testing.T) {
 			name: "goals met",
 			res: Results{
 				APICost: []*Comparison{
-					comparison(1, 3*time.Second, Side{Requests: req, RequestsPerEvictedPod: 1, Safety: once}, Side{RequestsPerEvictedPod: 10, Safety: twice}),
-					comparison(2, 3*time.Second, Side{Requests: req, RequestsPerEvictedPod: 1.5, Safety: once}, Side{RequestsPerEvictedPod: 10, Safety: twice}),
+					comparison(1, 3*time.Second, Side{Requests: req, RequestsPerEvictedPod: 1, Safety: once, Audit: agrees(0.02), Unblocked: 90 * time.Millisecond, UnblockedAfterBudget: 50 * time.Millisecond},
+						Side{RequestsPerEvictedPod: 10, Safety: twice, Audit: agrees(0), UnblockedAfterBudget: 4 * time.Second}),
+					comparison(2, 3*time.Second, Side{Requests: req, RequestsPerEvictedPod: 1.5, Safety: once, Audit: agrees(0), UnblockedAfterBudget: 80 * time.Millisecond},
+						Side{RequestsPerEvictedPod: 10, Safety: twice, Audit: agrees(0.01), UnblockedAfterBudget: 2 * time.Second}),
 				},
 				Rollout: []*Comparison{comparison(1, 3*time.Second, Side{Wall: 30 * time.Second, Safety: once, Breakdown: breakdown(1.1)},
 					Side{Wall: 90 * time.Second, Safety: twice, Err: "node n: global timeout reached"})},
 			},
 			want: []string{
-				"| API requests per evicted pod, drain of one domain with a 30.0s PDB block, pods terminating in 3.0s | 1.2 [1.0–1.5] | 10.0 | 0.12 [0.10–0.15] | ≤ 0.20 | yes |",
+				"| API requests per evicted pod, drain of one domain (8 pods) with a 30.0s PDB block, pods terminating in 3.0s | 1.25 [1.00–1.50] | 10.00 | 0.12 [0.10–0.15] | ≤ 0.25 | yes |",
+				"| API cost runs: harness's request count against the audit log (worst deviation; runs within 5%) | 2.0%; 2 of 2 | 1.0%; 2 of 2 |  | ≤ 5% | yes |",
+				"| API cost runs: blocked leader evicted after its PDB allowed a disruption (p50 / p95 / max over 2) | 50ms / 80ms / 80ms | 2.0s / 4.0s / 4.0s |  | p95 ≤ 100ms | yes |",
+				"| rollout: harness's request count against the audit log (worst deviation; runs within 5%) | no audit log | no audit log |  | ≤ 5% | not checked |",
+				"| create pods/eviction (dry run) | 1 | – |",
 				"| rollout time over its lower bound (configured termination delay) | 1.10 |  |  | ≤ 1.25 | yes |",
 				"| rollout wall time (s) | 30.0 | 90.0 (1 of 1 did not finish) |  |  |  |",
 				"| rollout: every group disrupted exactly once (most disruptions of one group) | yes (0) | no (2) |  | each group once | yes |",
@@ -58,18 +68,44 @@ func TestWriteMarkdown(t *testing.T) {
 			name: "goals missed, by termination delay",
 			res: Results{
 				APICost: []*Comparison{
-					comparison(1, 3*time.Second, Side{RequestsPerEvictedPod: 3, Safety: once}, Side{RequestsPerEvictedPod: 9, Safety: twice}),
-					comparison(1, 10*time.Second, Side{RequestsPerEvictedPod: 3, Safety: once}, Side{RequestsPerEvictedPod: 20, Safety: twice}),
+					comparison(1, 0, Side{RequestsPerEvictedPod: 3, Safety: once, UnblockedAfterBudget: 150 * time.Millisecond}, Side{RequestsPerEvictedPod: 7, Safety: twice}),
+					comparison(1, 3*time.Second, Side{RequestsPerEvictedPod: 3, Safety: once, UnblockedAfterBudget: 40 * time.Millisecond}, Side{RequestsPerEvictedPod: 9, Safety: twice}),
+					comparison(1, 10*time.Second, Side{RequestsPerEvictedPod: 3, Safety: once, Audit: agrees(0.06), UnblockedAfterBudget: 30 * time.Millisecond}, Side{RequestsPerEvictedPod: 20, Safety: twice}),
 				},
 				Rollout: []*Comparison{comparison(1, 3*time.Second, Side{Wall: 30 * time.Second, Safety: twice, Breakdown: breakdown(1.5)}, Side{Safety: once})},
 			},
 			want: []string{
-				"| API requests per evicted pod, drain of one domain with a 30.0s PDB block, pods terminating in 3.0s | 3.0 | 9.0 | 0.33 | ≤ 0.20 | **no** |",
-				"| API requests per evicted pod, drain of one domain with a 30.0s PDB block, pods terminating in 10.0s | 3.0 | 20.0 | 0.15 | ≤ 0.20 | yes |",
+				"| API requests per evicted pod, drain of one domain (8 pods) with a 30.0s PDB block, pods terminating in 0 | 3.00 | 7.00 | 0.43 | ≤ 0.40 | **no** |",
+				"| API requests per evicted pod, drain of one domain (8 pods) with a 30.0s PDB block, pods terminating in 3.0s | 3.00 | 9.00 | 0.33 | ≤ 0.25 | **no** |",
+				"| API requests per evicted pod, drain of one domain (8 pods) with a 30.0s PDB block, pods terminating in 10.0s | 3.00 | 20.00 | 0.15 | ≤ 0.20 | **flagged: the count disagrees with the audit log** |",
+				"| API cost runs: harness's request count against the audit log (worst deviation; runs within 5%) | 6.0%; 0 of 1 | no audit log |  | ≤ 5% | **no** |",
+				"| API cost runs: blocked leader evicted after its PDB allowed a disruption (p50 / p95 / max over 3) | 40ms / 150ms / 150ms | not seen |  | p95 ≤ 100ms | **no** |",
 				"| rollout time over its lower bound (configured termination delay) | 1.50 |  |  | ≤ 1.25 | **no** |",
 				"| rollout time over its lower bound (termination as the recording saw it) | 1.03 |  |  | ≤ 1.25 | yes |",
 				"| rollout: every group disrupted exactly once (most disruptions of one group) | no (2) | yes (0) |  | each group once | **no** |",
 				"| rollout: fewest healthy groups − PDB minAvailable | -1 | +0 |  | ≥ 0 | **no** |",
+			},
+		},
+		{
+			name: "fleet",
+			res: Results{Fleet: &FleetResult{Shape: FullFleet(), UpgradeStep: 2 * time.Second, GroupPodsEvicted: 2000, OrdinaryPodsEvicted: 14000,
+				Udrain: Side{Tool: "udrain", Wall: 20 * time.Minute, RequestsPerEvictedPod: 2.5, EvictedPods: 16000, WatchBytes: 300 << 20,
+					Requests:  Requests{{Request: Request{Verb: "create", Resource: "pods/eviction"}, Count: 16000}},
+					Audit:     &AuditCheck{AuditTotal: 16000, Agrees: true},
+					Safety:    Safety{Groups: 250, Disruptions: 250, DisruptedOnce: 250},
+					Memory:    &Memory{PeakHeapAlloc: 100 << 20, MaxRSS: 400 << 20},
+					Breakdown: &Breakdown{Wall: 20 * time.Minute, Bound: 18 * time.Minute, Ratio: 1.11, BoundObserved: 19 * time.Minute, RatioObserved: 1.05}},
+				RolloutLoad: &Load{Wall: 10 * time.Second, CPUs: 2, MachineBusy: 0.95, CPU: map[string]time.Duration{"kube-apiserver": 8 * time.Second}, PeakRSS: map[string]int64{"kube-apiserver": 2 << 30}},
+			}},
+			want: []string{
+				"| fleet (2000 nodes, 20 domains, 250 groups of 8, 18000 ordinary pods): completes, each group once, never below minAvailable, leaders first | yes in 1200.0s | not run |  | same guarantees | yes |",
+				"| fleet (2000 nodes, 20 domains, 250 groups of 8, 18000 ordinary pods): rollout time over its lower bound (configured termination / as observed) | 1.11 / 1.05 |  |  | ≤ 1.25 | yes |",
+				"| fleet (2000 nodes, 20 domains, 250 groups of 8, 18000 ordinary pods): drainer peak Go heap | 100.0 MiB |  |  | ≤ 150.0 MiB | yes |",
+				"| fleet (2000 nodes, 20 domains, 250 groups of 8, 18000 ordinary pods): drainer peak RSS | 400.0 MiB |  |  | ≤ 300.0 MiB | **no** |",
+				"| fleet (2000 nodes, 20 domains, 250 groups of 8, 18000 ordinary pods): API requests per evicted pod (group and ordinary pods; audit log) | 2.50 (16000 / 16000; audit 16000 (0.0% apart)) |  |  | ≤ 3 | yes |",
+				"| fleet (2000 nodes, 20 domains, 250 groups of 8, 18000 ordinary pods): bytes received from watches by the drainer | 300.0 MiB |  |  | reported |  |",
+				"| evictions accepted: group pods / ordinary pods (audit log, by namespace) | 2000 / 14000 |",
+				"| kube-apiserver | 8.0s | 0.80 | 2048.0 MiB |",
 			},
 		},
 		{

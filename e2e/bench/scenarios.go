@@ -42,6 +42,28 @@ type Side struct {
 	// group being healthy again (the budget allowing a disruption soon
 	// after) to the blocked leader seen terminating; -1 if not seen.
 	Unblocked time.Duration `json:"unblocked,omitempty"`
+	// UnblockedAfterBudget is, in the API-cost scenario, the time from the
+	// PDB's status allowing a disruption again (seen on the harness's
+	// watch of it) to the blocked leader seen terminating (on the pod
+	// recording's watch): the reaction to the budget freeing; -1 if not
+	// seen.
+	UnblockedAfterBudget time.Duration `json:"unblockedAfterBudget,omitempty"`
+	// Audit checks Requests against the API server's audit log.
+	Audit *AuditCheck `json:"audit,omitempty"`
+	// WatchBytes is the bytes read from watch responses (the drainer's
+	// informers' streams).
+	WatchBytes int64 `json:"watchBytes,omitempty"`
+}
+
+// leaderTerminating returns when the recording first saw the group's
+// leader terminating.
+func leaderTerminating(o *Observation, g GroupKey) (time.Time, bool) {
+	for _, p := range o.Evicted {
+		if p.Group == g && p.Leader {
+			return p.At, true
+		}
+	}
+	return time.Time{}, false
 }
 
 // unblockDelay is the time from the held group healthy again (after
@@ -52,17 +74,35 @@ func unblockDelay(o *Observation, held, drained GroupKey, release time.Time) tim
 	if !ok {
 		return -1
 	}
-	for _, p := range o.Evicted {
-		if p.Group == drained && p.Leader {
-			return p.At.Sub(healthy)
-		}
+	if at, ok := leaderTerminating(o, drained); ok {
+		return at.Sub(healthy)
+	}
+	return -1
+}
+
+// unblockAfterBudget is the time from the budget allowing a disruption
+// (at or after release) to the drained group's leader seen terminating;
+// -1 if either is not seen.
+func unblockAfterBudget(o *Observation, b *BudgetWatch, drained GroupKey, release time.Time) time.Duration {
+	freed, ok := b.AllowedAfter(release)
+	if !ok {
+		return -1
+	}
+	if at, ok := leaderTerminating(o, drained); ok {
+		// Two watches (the budget's and the pods') have no common order:
+		// a leader seen terminating a little before the budget was seen
+		// free reacted at once (1 ns: a delay is positive), not "not
+		// seen" (-1).
+		return max(at.Sub(freed), time.Nanosecond)
 	}
 	return -1
 }
 
 func (s *Side) finish(o *Observation, groups []GroupKey) {
 	s.Safety = o.Safety(groups)
+	s.Safety.WorkersBeforeLeaders = o.WorkersBeforeLeaders()
 	s.EvictedPods = s.Requests.Succeeded("create", "pods/eviction")
+	s.WatchBytes = s.Requests.WatchBytes()
 	s.PodsTerminated = len(o.Evicted)
 	if s.EvictedPods > 0 {
 		s.RequestsPerEvictedPod = float64(s.Requests.Total()) / float64(s.EvictedPods)
@@ -171,14 +211,21 @@ func (e *Env) RunAPICost(ctx context.Context, cfg ComparisonConfig, run int) (*C
 			return nil, err
 		}
 	}
+	budgets := map[*Pool]*BudgetWatch{}
 	for _, p := range []*Pool{u, k} {
 		if err := e.waitBudget(ctx, p, 0, cfg.Timeout); err != nil {
 			return nil, err
 		}
+		b, err := WatchBudget(ctx, e.Client, p.Name, p.Workloads[0].PDBName())
+		if err != nil {
+			return nil, err
+		}
+		defer b.Stop()
+		budgets[p] = b
 	}
 	e.logf("api run %d: draining %s (udrain) and %s (kubectl), another group unhealthy for %s", run, u.Nodes.UD(0), k.Nodes.UD(0), cfg.Block)
 
-	kclient, kcounter, err := e.countedClient()
+	kclient, kcounter, kuser, err := e.countedClient(ctx, identityName(k.Name, "kubectl"))
 	if err != nil {
 		return nil, err
 	}
@@ -196,10 +243,11 @@ func (e *Env) RunAPICost(ctx context.Context, cfg ComparisonConfig, run int) (*C
 	var wg sync.WaitGroup
 	var uerr error
 	var rep *DrainerReport
+	var uuser string
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		rep, uerr = e.runDrainer(ctx, u.Name, DrainerJob{Drain: u.Nodes.UD(0)})
+		rep, uuser, uerr = e.runDrainer(ctx, u.Name, DrainerJob{Drain: u.Nodes.UD(0)})
 	}()
 	go func() {
 		defer wg.Done()
@@ -229,12 +277,16 @@ func (e *Env) RunAPICost(ctx context.Context, cfg ComparisonConfig, run int) (*C
 		o := Observe(side.p.Recorder.Events(), ObserveOptions{UDOf: side.p.UDOf, Workloads: side.p.ObservedWorkloads(), From: start, Until: end})
 		side.s.finish(o, AllGroups(side.p.ObservedWorkloads()))
 		side.s.Unblocked = unblockDelay(o, heldGroup[side.p], drainedGroup[side.p], start.Add(cfg.Block))
+		side.s.UnblockedAfterBudget = unblockAfterBudget(o, budgets[side.p], drainedGroup[side.p], start.Add(cfg.Block))
 	}
+	res.Udrain.Audit = e.audit(ctx, uuser, res.Udrain.Requests)
+	res.Kubectl.Audit = e.audit(ctx, kuser, res.Kubectl.Requests)
 	if res.Kubectl.RequestsPerEvictedPod > 0 {
 		res.RequestRatio = res.Udrain.RequestsPerEvictedPod / res.Kubectl.RequestsPerEvictedPod
 	}
-	e.logf("api run %d: udrain %d requests / %d pods, kubectl %d / %d: ratio %.2f", run,
-		res.Udrain.Requests.Total(), res.Udrain.EvictedPods, res.Kubectl.Requests.Total(), res.Kubectl.EvictedPods, res.RequestRatio)
+	e.logf("api run %d (termination %s): udrain %d requests / %d pods (audit %s), kubectl %d / %d (audit %s): ratio %.2f; leader evicted %s after the budget freed (kubectl %s)", run, cfg.Shape.TerminateDelay,
+		res.Udrain.Requests.Total(), res.Udrain.EvictedPods, res.Udrain.Audit.brief(), res.Kubectl.Requests.Total(), res.Kubectl.EvictedPods, res.Kubectl.Audit.brief(), res.RequestRatio,
+		res.Udrain.UnblockedAfterBudget, res.Kubectl.UnblockedAfterBudget)
 	return res, nil
 }
 
@@ -248,7 +300,7 @@ func (e *Env) RunRollout(ctx context.Context, cfg ComparisonConfig, run int) (*C
 		return nil, err
 	}
 	defer cleanup()
-	kclient, kcounter, err := e.countedClient()
+	kclient, kcounter, kuser, err := e.countedClient(ctx, identityName(k.Name, "kubectl"))
 	if err != nil {
 		return nil, err
 	}
@@ -259,10 +311,11 @@ func (e *Env) RunRollout(ctx context.Context, cfg ComparisonConfig, run int) (*C
 	var wg sync.WaitGroup
 	var uerr error
 	var rep *DrainerReport
+	var uuser string
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		rep, uerr = e.runDrainer(ctx, u.Name, DrainerJob{
+		rep, uuser, uerr = e.runDrainer(ctx, u.Name, DrainerJob{
 			Domains: u.Domains(), RolloutID: "bench", UpgradeStep: cfg.UpgradeStep, RecoveryTimeout: cfg.Timeout})
 		if uerr == nil {
 			res.Udrain.HealthyAfter = e.healthyAfter(ctx, u, start, cfg.Timeout)
@@ -312,6 +365,8 @@ func (e *Env) RunRollout(ctx context.Context, cfg ComparisonConfig, run int) (*C
 			side.s.Breakdown = &b
 		}
 	}
+	res.Udrain.Audit = e.audit(ctx, uuser, res.Udrain.Requests)
+	res.Kubectl.Audit = e.audit(ctx, kuser, res.Kubectl.Requests)
 	if res.Kubectl.RequestsPerEvictedPod > 0 {
 		res.RequestRatio = res.Udrain.RequestsPerEvictedPod / res.Kubectl.RequestsPerEvictedPod
 	}
@@ -359,7 +414,7 @@ func (e *Env) RunScale(ctx context.Context, s Shape, upgradeStep, timeout time.D
 		return nil, err
 	}
 	start := time.Now()
-	rep, err := e.runDrainer(ctx, p.Name, DrainerJob{Domains: p.Domains(), RolloutID: "bench", UpgradeStep: upgradeStep, RecoveryTimeout: timeout})
+	rep, user, err := e.runDrainer(ctx, p.Name, DrainerJob{Domains: p.Domains(), RolloutID: "bench", UpgradeStep: upgradeStep, RecoveryTimeout: timeout})
 	if err != nil {
 		return nil, err
 	}
@@ -368,6 +423,7 @@ func (e *Env) RunScale(ctx context.Context, s Shape, upgradeStep, timeout time.D
 	res.Udrain.Wall, res.Udrain.Requests, res.Udrain.Err, res.Udrain.Memory = rep.Wall, rep.Requests, rep.Err, &rep.Memory
 	o := Observe(p.Recorder.Events(), ObserveOptions{UDOf: p.UDOf, Workloads: p.ObservedWorkloads(), From: start})
 	res.Udrain.finish(o, AllGroups(p.ObservedWorkloads()))
+	res.Udrain.Audit = e.audit(ctx, user, res.Udrain.Requests)
 	if rep.Rollout != nil {
 		b := Analyze(rep.Events, o, Delays{Terminate: s.TerminateDelay, UpgradeStep: upgradeStep}, rep.Rollout.Started, rep.Rollout.Duration)
 		res.Udrain.Breakdown = &b

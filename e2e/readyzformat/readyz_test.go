@@ -45,13 +45,16 @@ func apiserverHandler(checks []check) http.Handler {
 	return mux
 }
 
-// udrainHandler serves checks with the readiness package's handler.
+// udrainHandler serves checks with the readiness package's handler, with
+// the full errors on the members' own paths as the kube-apiserver shows
+// them (by default the readiness package shows only the class of a
+// failure there, which its own tests pin).
 func udrainHandler(t *testing.T, checks []check) http.Handler {
 	var members []readiness.Member
 	for _, c := range checks {
 		members = append(members, readiness.Member{Name: c.name, Check: func(context.Context) error { return c.err }})
 	}
-	checker, err := readiness.NewChecker(members, readiness.Options{})
+	checker, err := readiness.NewChecker(members, readiness.Options{ExposeMemberErrors: true})
 	if err != nil {
 		t.Fatal(err)
 	}

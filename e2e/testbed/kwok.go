@@ -18,10 +18,21 @@ type kwokCluster struct {
 	script string // hack/cluster.sh
 	name   string
 	logf   func(string, ...any)
+	// flags are the extra kwokctl create flags (feature gates, runtime
+	// config).
+	flags []string
 }
 
 func newKwokCluster(o Options) *kwokCluster {
-	return &kwokCluster{script: filepath.Join(o.RepoRoot, "hack", "cluster.sh"), name: o.ClusterName, logf: o.Logf}
+	k := &kwokCluster{script: filepath.Join(o.RepoRoot, "hack", "cluster.sh"), name: o.ClusterName, logf: o.Logf}
+	if o.FeatureGates != "" {
+		k.flags = append(k.flags, "--kube-feature-gates="+o.FeatureGates)
+	}
+	if o.RuntimeConfig != "" {
+		k.flags = append(k.flags, "--kube-runtime-config="+o.RuntimeConfig)
+	}
+	k.flags = append(k.flags, o.KwokctlFlags...)
+	return k
 }
 
 // run runs cluster.sh with args and returns its stdout; its stderr goes to
@@ -67,7 +78,11 @@ func lastLines(s string, n int) string {
 }
 
 func (k *kwokCluster) up(ctx context.Context) (string, error) {
-	out, err := k.run(ctx, "up")
+	args := []string{"up"}
+	if len(k.flags) > 0 {
+		args = append(append(args, "--"), k.flags...)
+	}
+	out, err := k.run(ctx, args...)
 	if err != nil {
 		return "", err
 	}

@@ -45,7 +45,7 @@ users: [{name: fake, user: {}}]
 current-context: fake
 `, srv.URL)
 	script := fmt.Sprintf(`#!/bin/sh
-echo "$1 $UDRAIN_CLUSTER" >>%q
+echo "$* $UDRAIN_CLUSTER" >>%q
 case "$1" in
   up) echo "export KUBECONFIG=%s" ;;
   kubeconfig) echo %q ;;
@@ -139,6 +139,17 @@ func TestHelperProcess(t *testing.T) {
 		os.Exit(3)
 	}
 	switch mode {
+	case "panic-process":
+		// A process run next to the cluster, then a panic: the reaper
+		// must kill it too.
+		p, err := b.startProcess("sleeper", []string{"sleep", "600"}, nil, filepath.Join(os.Getenv("TESTBED_ROOT"), "sleeper.log"))
+		if err != nil {
+			fmt.Println("start process:", err)
+			os.Exit(3)
+		}
+		fmt.Printf("pid %d\n", p.cmd.Process.Pid)
+		go func() { panic("a test panicked") }()
+		time.Sleep(time.Minute)
 	case "panic":
 		// A panic in a test's goroutine kills the process: no deferred
 		// function, no Finish.

@@ -1,8 +1,11 @@
 package testbed
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/udrain/udrain/eviction"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,8 +41,26 @@ type Options struct {
 	// ArtifactsDir is where failed tests leave their dumps (default
 	// <RepoRoot>/e2e/_artifacts).
 	ArtifactsDir string
+	// FeatureGates and RuntimeConfig turn on Kubernetes features in a
+	// cluster the testbed makes (kwok only): FeatureGates goes to the
+	// kube-apiserver, kube-controller-manager and kube-scheduler as
+	// --feature-gates, RuntimeConfig to the kube-apiserver as
+	// --runtime-config, e.g. "GenericWorkload=true" and
+	// "scheduling.k8s.io/v1beta1=true" for native PodGroups. A cluster made
+	// with other values is never reused for them. An existing cluster is
+	// used as it is.
+	FeatureGates, RuntimeConfig string
+	// KwokctlFlags are more flags of `kwokctl create cluster` for a kwok
+	// cluster the testbed makes, such as --disable-qps-limits for a
+	// cluster of thousands of nodes (kube-controller-manager and
+	// kube-scheduler otherwise keep their client rate limits, 20 and 50
+	// QPS). Like FeatureGates, they are part of what the cluster is made
+	// from: a cluster made without them is recreated.
+	KwokctlFlags []string
 	// Logf reports progress (cluster up, teardown); nil discards it.
 	Logf func(format string, args ...any)
+	// Namespaces are made once the cluster serves (kept if they exist).
+	Namespaces []string
 }
 
 // OptionsFromEnv reads the options from the environment:
@@ -48,9 +69,11 @@ type Options struct {
 //	E2E_KWOK_CLUSTER  with E2E_KUBECONFIG: the kwokctl cluster behind it
 //	                  (hack/cluster.sh's is "udrain"), for logs and restarts
 //	E2E_PROVIDER      kwok (default) or kind
-//	E2E_CLUSTER       name of the cluster to make (default udrain-e2e-<dir>,
-//	                  <dir> being the test package's folder, so packages
-//	                  tested in parallel do not share one)
+//	E2E_CLUSTER       name of the cluster to make (default
+//	                  udrain-e2e-<dir>-<hash>, <dir> being the test package's
+//	                  folder and <hash> a hash of the checkout's path, so
+//	                  that packages tested in parallel, and checkouts tested
+//	                  side by side on one machine, do not share one)
 //	E2E_ARTIFACTS     artifacts folder (default <repo>/e2e/_artifacts)
 //
 // The repository root is found from the working directory (go test runs in
@@ -70,6 +93,9 @@ func OptionsFromEnv() (Options, error) {
 		ClusterName:  os.Getenv("E2E_CLUSTER"),
 		RepoRoot:     root,
 		ArtifactsDir: os.Getenv("E2E_ARTIFACTS"),
+		// udrain's rollouts hold their Lease there (deploy/namespace
+		// makes it on a real cluster).
+		Namespaces: []string{eviction.DefaultLockNamespace},
 		Logf: func(format string, args ...any) {
 			fmt.Fprintf(os.Stderr, "testbed: "+format+"\n", args...)
 		},
@@ -82,7 +108,8 @@ func OptionsFromEnv() (Options, error) {
 		o.ClusterName = os.Getenv("E2E_KWOK_CLUSTER")
 	}
 	if o.ClusterName == "" && o.Provider != Existing {
-		o.ClusterName = "udrain-e2e-" + dnsLabel(filepath.Base(wd), 20)
+		sum := sha256.Sum256([]byte(root))
+		o.ClusterName = "udrain-e2e-" + dnsLabel(filepath.Base(wd), 20) + "-" + hex.EncodeToString(sum[:])[:6]
 	}
 	return o, o.validate()
 }
@@ -101,6 +128,9 @@ func (o *Options) validate() error {
 		}
 	default:
 		return fmt.Errorf("unknown provider %q: use kwok (default), kind, or set E2E_KUBECONFIG", o.Provider)
+	}
+	if o.Provider == Kind && (o.FeatureGates != "" || o.RuntimeConfig != "" || len(o.KwokctlFlags) > 0) {
+		return errors.New("FeatureGates, RuntimeConfig and KwokctlFlags need the kwok provider (kind takes them in its own cluster config); unset E2E_PROVIDER")
 	}
 	if o.Provider == Existing && o.Kubeconfig == "" {
 		return errors.New("the existing provider needs a kubeconfig (E2E_KUBECONFIG)")

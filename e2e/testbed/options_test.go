@@ -1,6 +1,8 @@
 package testbed
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
@@ -96,6 +98,12 @@ func TestOptionsFromEnv(t *testing.T) {
 				tc.want.ArtifactsDir = filepath.Join(root, "e2e", "_artifacts")
 			}
 			tc.want.RepoRoot = root
+			if tc.want.ClusterName == "udrain-e2e-testbed" {
+				// The default name ends with a hash of the checkout's
+				// path: checkouts side by side get clusters of their own.
+				sum := sha256.Sum256([]byte(root))
+				tc.want.ClusterName += "-" + hex.EncodeToString(sum[:])[:6]
+			}
 			got.Logf = nil
 			if got.Provider != tc.want.Provider || got.ClusterName != tc.want.ClusterName || got.Kubeconfig != tc.want.Kubeconfig ||
 				got.RepoRoot != tc.want.RepoRoot || got.ArtifactsDir != tc.want.ArtifactsDir {

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -47,6 +49,15 @@ type Testbed struct {
 	client     kubernetes.Interface
 	reaper     *reaper
 	stopped    bool
+
+	// Processes run next to the cluster (see process.go).
+	procMu       sync.Mutex
+	procs        []*process
+	procsStopped bool
+	procReaper   *reaper // guards procs when the cluster has no reaper
+
+	kubeRayMu sync.Mutex
+	kubeRay   *KubeRay
 }
 
 // New returns a testbed for opts; nothing starts before [Testbed.Start] or
@@ -166,7 +177,16 @@ func (b *Testbed) Start(ctx context.Context) error {
 	b.mu.Lock()
 	b.kubeconfig, b.config, b.client = kubeconfig, cfg, client
 	b.mu.Unlock()
-	return b.waitServes(ctx, time.Minute)
+	if err := b.waitServes(ctx, time.Minute); err != nil {
+		return err
+	}
+	for _, name := range b.opts.Namespaces {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if _, err := client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create namespace %s: %w", ns.Name, err)
+		}
+	}
+	return nil
 }
 
 // saveLogs copies the cluster's logs into the artifacts and says where, for
@@ -187,17 +207,20 @@ func (b *Testbed) saveLogs(ctx context.Context, name string) string {
 	return "; control-plane logs in " + dir
 }
 
-// Stop deletes the cluster if the testbed made it; it is safe to call twice.
+// Stop stops the processes run next to the cluster (an operator, see
+// [Testbed.KubeRay]) and deletes the cluster if the testbed made it; it is
+// safe to call twice.
 func (b *Testbed) Stop(ctx context.Context) error {
+	perr := b.stopProcesses(10 * time.Second)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.stopped || !b.owned {
 		b.stopped = true
-		return nil
+		return perr
 	}
 	b.stopped = true
 	b.opts.Logf("deleting cluster %s", b.opts.ClusterName)
-	err := b.cluster.down(ctx)
+	err := errors.Join(perr, b.cluster.down(ctx))
 	if b.reaper == nil {
 		return err
 	}

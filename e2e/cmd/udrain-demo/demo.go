@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -12,10 +13,20 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/udrain/udrain/e2e/fixture"
+)
+
+// The demo's workloads.
+const (
+	// workloadLWS is groups shaped like LeaderWorkerSet (fixture.LWS).
+	workloadLWS = "lws"
+	// workloadRay is RayClusters that a real KubeRay operator runs
+	// (fixture.RayClusters): a group is a cluster, its leader the head.
+	workloadRay = "ray"
 )
 
 // config is the demo's shape.
@@ -24,6 +35,11 @@ type config struct {
 	UDs, NodesPerUD, Groups, GroupSize int
 	ReadyDelay, TerminateDelay         time.Duration
 	GracePeriodSeconds                 int64
+	// Workload is workloadLWS or workloadRay.
+	Workload string
+	// KubeRayDir is hack/kuberay.sh's cache folder: deploy installs the
+	// CRDs of its crds folder (ray workload only).
+	KubeRayDir string
 }
 
 // defaultConfig is three domains of two 8-GPU nodes and three groups of a
@@ -35,13 +51,20 @@ func defaultConfig() config {
 		Namespace: "udrain-demo", Pool: "demo",
 		UDs: 3, NodesPerUD: 2, Groups: 3, GroupSize: 4,
 		ReadyDelay: 2 * time.Second, TerminateDelay: time.Second, GracePeriodSeconds: 5,
+		Workload: workloadLWS,
 	}
 }
 
-// demo is the demo's nodes and workload.
+// rayGroupSize is a RayCluster of the demo when --group-size is not given:
+// a head and two hosts of eight GPUs, which fill the two nodes of a domain.
+const rayGroupSize = 3
+
+// demo is the demo's nodes and workload: lws, or ray when it is set.
 type demo struct {
-	nodes fixture.Nodes
-	lws   fixture.LWS
+	nodes      fixture.Nodes
+	lws        fixture.LWS
+	ray        *fixture.RayClusters
+	kubeRayDir string
 }
 
 func newDemo(c config) (demo, error) {
@@ -55,22 +78,85 @@ func newDemo(c config) (demo, error) {
 	if _, err := d.nodes.Build(); err != nil {
 		errs = append(errs, err)
 	}
-	if _, err := d.lws.StatefulSets(); err != nil {
-		errs = append(errs, err)
+	switch c.Workload {
+	case workloadLWS:
+		if _, err := d.lws.StatefulSets(); err != nil {
+			errs = append(errs, err)
+		}
+		if c.GroupSize > c.NodesPerUD*2 {
+			errs = append(errs, fmt.Errorf("a group of %d pods (4 GPUs each) does not fit the %d nodes (8 GPUs each) of a domain; raise --nodes-per-ud", c.GroupSize, c.NodesPerUD))
+		}
+	case workloadRay:
+		d.ray = &fixture.RayClusters{Namespace: c.Namespace, Name: "ray", Clusters: c.Groups, Hosts: c.GroupSize - 1, GPUsPerHost: 8, Pool: c.Pool,
+			ReadyDelay: c.ReadyDelay, TerminateDelay: c.TerminateDelay, GracePeriodSeconds: c.GracePeriodSeconds}
+		d.kubeRayDir = c.KubeRayDir
+		if _, err := d.ray.Objects(); err != nil {
+			errs = append(errs, err)
+		}
+		if c.GroupSize-1 > c.NodesPerUD {
+			errs = append(errs, fmt.Errorf("a RayCluster of %d pods (a head and %d hosts of 8 GPUs) does not fit the %d nodes (8 GPUs each) of a domain; raise --nodes-per-ud", c.GroupSize, c.GroupSize-1, c.NodesPerUD))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("--workload=%q: give %s (LeaderWorkerSet-shaped groups) or %s (RayClusters of the KubeRay operator)", c.Workload, workloadLWS, workloadRay))
 	}
 	if c.Groups > c.UDs {
 		errs = append(errs, fmt.Errorf("%d groups over %d upgrade domains: the leaders' budget (minAvailable groups-1) needs one group per domain; give at most --uds groups", c.Groups, c.UDs))
 	}
-	if c.GroupSize > c.NodesPerUD*2 {
-		errs = append(errs, fmt.Errorf("a group of %d pods (4 GPUs each) does not fit the %d nodes (8 GPUs each) of a domain; raise --nodes-per-ud", c.GroupSize, c.NodesPerUD))
-	}
 	return d, errors.Join(errs...)
+}
+
+// namespace is the workload's namespace.
+func (d demo) namespace() string {
+	if d.ray != nil {
+		return d.ray.Namespace
+	}
+	return d.lws.Namespace
+}
+
+// groupCount is the number of groups (RayClusters).
+func (d demo) groupCount() int {
+	if d.ray != nil {
+		return d.ray.Clusters
+	}
+	return d.lws.Groups
+}
+
+// pdbName is the PDB over the leaders (heads).
+func (d demo) pdbName() string {
+	if d.ray != nil {
+		return d.ray.PDBName()
+	}
+	return d.lws.PDBName()
+}
+
+// selector selects the workload's pods.
+func (d demo) selector() labels.Selector {
+	if d.ray != nil {
+		return d.ray.Selector()
+	}
+	return d.lws.Selector()
+}
+
+// health lists the workload's groups as they are now.
+func (d demo) health(ctx context.Context, c kubernetes.Interface) ([]fixture.GroupStatus, error) {
+	if d.ray != nil {
+		return d.ray.Health(ctx, c)
+	}
+	return d.lws.Health(ctx, c)
+}
+
+// view is how the workload's groups are judged from its pods.
+func (d demo) view() groupView {
+	if r := d.ray; r != nil {
+		return groupView{count: r.Clusters, groups: r.Groups, isLeader: r.IsHead}
+	}
+	return lwsView(d.lws.Name, d.lws.Groups)
 }
 
 // reset deletes what an earlier run left, the namespace (with the workload)
 // and the pool's nodes, and waits until both are gone.
 func (d demo) reset(ctx context.Context, c kubernetes.Interface, out io.Writer, poll time.Duration) error {
-	ns := d.lws.Namespace
+	ns := d.namespace()
 	err := c.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
@@ -109,10 +195,16 @@ func (d demo) reset(ctx context.Context, c kubernetes.Interface, out io.Writer, 
 }
 
 // deploy creates the namespace, the nodes and the workload.
-func (d demo) deploy(ctx context.Context, c kubernetes.Interface, out io.Writer) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: d.lws.Namespace}}
+func (d demo) deploy(ctx context.Context, cs clients, out io.Writer) error {
+	c := cs.kube
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: d.namespace()}}
 	if _, err := c.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create namespace %s: %w", ns.Name, err)
+	}
+	// The rollout holds its Lease in udrain's namespace.
+	lockNS := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "udrain-system"}}
+	if _, err := c.CoreV1().Namespaces().Create(ctx, lockNS, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create namespace %s: %w", lockNS.Name, err)
 	}
 	nodes, err := d.nodes.Create(ctx, c)
 	if err != nil {
@@ -124,6 +216,9 @@ func (d demo) deploy(ctx context.Context, c kubernetes.Interface, out io.Writer)
 	}
 	fmt.Fprintf(out, "  %d nodes with 8 x %s, in %d upgrade domains (label %s): %s\n",
 		len(nodes), d.nodes.GPU.Product, d.nodes.UDs, fixture.UpgradeDomainLabel, strings.Join(uds, ", "))
+	if d.ray != nil {
+		return d.deployRay(ctx, cs, out)
+	}
 	if err := d.lws.Create(ctx, c); err != nil {
 		return err
 	}
@@ -142,17 +237,17 @@ func (d demo) deploy(ctx context.Context, c kubernetes.Interface, out io.Writer)
 func (d demo) waitHealthy(ctx context.Context, c kubernetes.Interface, out io.Writer, timeout, poll time.Duration) error {
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, poll, timeout, true, func(ctx context.Context) (bool, error) {
-		groups, err := d.lws.Health(ctx, c)
+		groups, err := d.health(ctx, c)
 		if err != nil {
 			last = err.Error()
 			return false, nil
 		}
-		pdb, err := c.PolicyV1().PodDisruptionBudgets(d.lws.Namespace).Get(ctx, d.lws.PDBName(), metav1.GetOptions{})
+		pdb, err := c.PolicyV1().PodDisruptionBudgets(d.namespace()).Get(ctx, d.pdbName(), metav1.GetOptions{})
 		if err != nil {
 			last = err.Error()
 			return false, nil
 		}
-		line, done := status(groups, pdb, d.lws.Groups)
+		line, done := status(groups, pdb, d.groupCount())
 		if line != last {
 			last = line
 			fmt.Fprintf(out, "  %s\n", line)
@@ -163,7 +258,11 @@ func (d demo) waitHealthy(ctx context.Context, c kubernetes.Interface, out io.Wr
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return fmt.Errorf("the workload is not healthy after %s (last: %s); is the readiness-gate controller running? (%w)", timeout, last, err)
+		hint := "is the readiness-gate controller running?"
+		if d.ray != nil {
+			hint = "are the KubeRay operator and the readiness-gate controller running?"
+		}
+		return fmt.Errorf("the workload is not healthy after %s (last: %s); %s (%w)", timeout, last, hint, err)
 	}
 	return nil
 }
@@ -185,4 +284,32 @@ func status(groups []fixture.GroupStatus, pdb *policyv1.PodDisruptionBudget, wan
 		healthy, want, pods, ready, pdb.Name, s.CurrentHealthy, s.DisruptionsAllowed)
 	done := healthy == want && len(groups) == want && s.CurrentHealthy == int32(want) && s.ObservedGeneration >= pdb.Generation
 	return line, done
+}
+
+// deployRay installs KubeRay's CRDs, then creates the budget over the heads
+// and the RayClusters; the KubeRay operator (started by the demo script
+// once the CRDs exist) makes their pods.
+func (d demo) deployRay(ctx context.Context, cs clients, out io.Writer) error {
+	r := d.ray
+	if d.kubeRayDir == "" {
+		return errors.New("the ray workload needs --kuberay-dir, the folder hack/kuberay.sh prints")
+	}
+	if err := fixture.InstallCRDs(ctx, cs.dyn, filepath.Join(d.kubeRayDir, "crds"), fixture.KubeRayCRDFiles...); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "  KubeRay's CRDs installed: RayCluster, RayJob, RayService (ray.io/v1)\n")
+	pdb := r.PodDisruptionBudget()
+	if _, err := cs.kube.PolicyV1().PodDisruptionBudgets(r.Namespace).Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create PDB %s/%s: %w", r.Namespace, pdb.Name, err)
+	}
+	if err := r.Create(ctx, cs.dyn); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "  %d RayClusters in %s: %s..%s, each a head and one replica of %d hosts (8 GPUs each, numOfHosts %d)\n",
+		r.Clusters, r.Namespace, r.ClusterName(0), r.ClusterName(r.Clusters-1), r.Hosts, r.Hosts)
+	fmt.Fprintf(out, "    heads keep out of each other's domain, each cluster's hosts follow its head into its domain\n")
+	fmt.Fprintf(out, "    heads declare the readiness gate %s (Ready only while their whole cluster is)\n", fixture.GroupReadyCondition)
+	fmt.Fprintf(out, "    PodDisruptionBudget %s over the heads: minAvailable %d (one cluster at a time may be down)\n",
+		pdb.Name, pdb.Spec.MinAvailable.IntValue())
+	return nil
 }

@@ -7,8 +7,9 @@
 // is given before it creates them again.
 //
 //	udrain-demo deploy [--namespace udrain-demo] [--pool demo] [--uds 3] [--nodes-per-ud 2] [--groups 3] [--group-size 4]
-//	udrain-demo wait   [--namespace udrain-demo] [--groups 3] [--timeout 3m]
-//	udrain-demo watch  [--namespace udrain-demo] [--pool demo] [--groups 3]
+//	                   [--workload lws|ray] [--kuberay-dir DIR]
+//	udrain-demo wait   [--namespace udrain-demo] [--groups 3] [--workload lws|ray] [--timeout 3m]
+//	udrain-demo watch  [--namespace udrain-demo] [--pool demo] [--groups 3] [--workload lws|ray]
 //
 // deploy resets and creates: the namespace, UDS x NODES-PER-UD nodes with
 // eight NVIDIA H100 each (domains <pool>-ud0, <pool>-ud1, ...), and GROUPS
@@ -25,6 +26,14 @@
 // budget keeps were healthy at some moment, or a worker was evicted before
 // its domain's leader. It watches the pods itself, so the demo's claim does
 // not rest on udrain's own report.
+//
+// With --workload ray the groups are RayClusters that a real KubeRay
+// operator runs (the demo script starts it): deploy installs KubeRay's CRDs
+// from --kuberay-dir (the folder hack/kuberay.sh prints), a
+// PodDisruptionBudget over the heads, and GROUPS RayClusters of a head and
+// GROUP-SIZE-1 hosts of eight GPUs (default 3: a cluster fills a domain);
+// the heads declare the readiness gate, and a group is a cluster, its leader
+// the head, as udrain's topology package groups them.
 //
 // The kubeconfig is --kubeconfig, else $KUBECONFIG, else ~/.kube/config.
 // Exit codes: 0 done, 1 error, 2 usage.

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -39,19 +40,34 @@ type usageError struct{ err error }
 func (e *usageError) Error() string { return e.err.Error() }
 func (e *usageError) Unwrap() error { return e.err }
 
-// newClientFunc builds a clientset from a kubeconfig path ("" for the
-// default rules); tests pass one that returns a fake.
-type newClientFunc func(kubeconfig string) (kubernetes.Interface, error)
+// clients are the clients of the cluster: kube for everything, dyn for the
+// CRDs and RayClusters of the ray workload.
+type clients struct {
+	kube kubernetes.Interface
+	dyn  dynamic.Interface
+}
 
-func clientFromKubeconfig(kubeconfig string) (kubernetes.Interface, error) {
+// newClientFunc builds the clients from a kubeconfig path ("" for the
+// default rules); tests pass one that returns fakes.
+type newClientFunc func(kubeconfig string) (clients, error)
+
+func clientFromKubeconfig(kubeconfig string) (clients, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = kubeconfig
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
 	if err != nil {
-		return nil, fmt.Errorf("no cluster: %w (run hack/cluster.sh up, or give --kubeconfig)", err)
+		return clients{}, fmt.Errorf("no cluster: %w (run hack/cluster.sh up, or give --kubeconfig)", err)
 	}
 	cfg.QPS, cfg.Burst = 50, 100
-	return kubernetes.NewForConfig(cfg)
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return clients{}, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return clients{}, err
+	}
+	return clients{kube: kube, dyn: dyn}, nil
 }
 
 // run parses args (a subcommand and its flags) and runs the subcommand,
@@ -68,13 +84,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, newClient
 	cfg := defaultConfig()
 	fs.StringVar(&cfg.Namespace, "namespace", cfg.Namespace, "namespace of the workload (deploy deletes and recreates it)")
 	fs.StringVar(&cfg.Pool, "pool", cfg.Pool, "node pool: nodes <pool>-ud<d>-<i> in domains <pool>-ud<d> (deploy deletes and recreates them)")
-	fs.IntVar(&cfg.Groups, "groups", cfg.Groups, "groups (LeaderWorkerSet replicas), one per upgrade domain")
+	fs.IntVar(&cfg.Groups, "groups", cfg.Groups, "groups (LeaderWorkerSet replicas, or RayClusters), one per upgrade domain")
+	fs.StringVar(&cfg.Workload, "workload", cfg.Workload, "lws (LeaderWorkerSet-shaped groups) or ray (RayClusters of the KubeRay operator)")
 	timeout := 3 * time.Minute
 	switch sub {
 	case "deploy":
 		fs.IntVar(&cfg.UDs, "uds", cfg.UDs, "upgrade domains")
 		fs.IntVar(&cfg.NodesPerUD, "nodes-per-ud", cfg.NodesPerUD, "nodes per upgrade domain (8 GPUs each)")
-		fs.IntVar(&cfg.GroupSize, "group-size", cfg.GroupSize, "pods per group, the leader included (4 GPUs each)")
+		fs.IntVar(&cfg.GroupSize, "group-size", cfg.GroupSize, fmt.Sprintf("pods per group, the leader included (lws: 4 GPUs each; ray: a head and hosts of 8 GPUs, default %d)", rayGroupSize))
+		fs.StringVar(&cfg.KubeRayDir, "kuberay-dir", "", "ray workload: the folder hack/kuberay.sh prints (its crds are installed)")
 	case "wait":
 		fs.DurationVar(&timeout, "timeout", timeout, "how long to wait for the workload")
 	}
@@ -87,6 +105,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, newClient
 	if fs.NArg() > 0 {
 		return &usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
 	}
+	if cfg.Workload == workloadRay && !flagSet(fs, "group-size") {
+		cfg.GroupSize = rayGroupSize
+	}
 	if timeout <= 0 {
 		return &usageError{fmt.Errorf("--timeout=%s: give a positive duration", timeout)}
 	}
@@ -94,18 +115,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, newClient
 	if err != nil {
 		return &usageError{err}
 	}
-	c, err := newClient(*kubeconfig)
+	cs, err := newClient(*kubeconfig)
 	if err != nil {
 		return err
 	}
 	switch sub {
 	case "watch":
-		return d.watch(ctx, c, stdout)
+		return d.watch(ctx, cs.kube, stdout)
 	case "wait":
-		return d.waitHealthy(ctx, c, stdout, timeout, 250*time.Millisecond)
+		return d.waitHealthy(ctx, cs.kube, stdout, timeout, 250*time.Millisecond)
 	}
-	if err := d.reset(ctx, c, stdout, 250*time.Millisecond); err != nil {
+	if err := d.reset(ctx, cs.kube, stdout, 250*time.Millisecond); err != nil {
 		return err
 	}
-	return d.deploy(ctx, c, stdout)
+	return d.deploy(ctx, cs, stdout)
+}
+
+// flagSet reports whether the named flag was given.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,11 +16,13 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -94,7 +98,7 @@ func runOn(t *testing.T, c kubernetes.Interface, args ...string) (string, string
 	var out, errOut bytes.Buffer
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	err := run(ctx, args, &out, &errOut, func(string) (kubernetes.Interface, error) { return c, nil })
+	err := run(ctx, args, &out, &errOut, func(string) (clients, error) { return clients{kube: c}, nil })
 	return out.String(), errOut.String(), err
 }
 
@@ -113,6 +117,8 @@ func TestUsage(t *testing.T) {
 		{"bad pool", []string{"deploy", "--pool", "Demo_1"}, `Pool "Demo_1" must be a DNS label`},
 		{"zero timeout", []string{"wait", "--timeout", "0s"}, "--timeout=0s"},
 		{"arguments", []string{"watch", "now"}, `unexpected arguments ["now"]`},
+		{"unknown workload", []string{"deploy", "--workload", "jobset"}, `--workload="jobset": give lws`},
+		{"RayCluster larger than a domain", []string{"deploy", "--workload", "ray", "--group-size", "4"}, "a RayCluster of 4 pods (a head and 3 hosts of 8 GPUs) does not fit the 2 nodes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, err := runOn(t, fakeCluster(), tc.args...)
@@ -323,7 +329,7 @@ func TestObserve(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o, err := observe(tc.events, t0.Add(time.Second), nodes, "vllm", 2)
+			o, err := observe(tc.events, t0.Add(time.Second), nodes, lwsView("vllm", 2))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -340,5 +346,67 @@ func TestObserve(t *testing.T) {
 				t.Errorf("problems (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestDeployRay: with --workload ray, deploy installs KubeRay's CRDs from
+// --kuberay-dir, the budget over the heads, and three RayClusters of a head
+// and two 8-GPU hosts.
+func TestDeployRay(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "crds"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fixture.KubeRayCRDFiles {
+		crd := "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: " + strings.TrimSuffix(strings.TrimPrefix(f, "ray.io_"), ".yaml") + ".ray.io\n"
+		if err := os.WriteFile(filepath.Join(dir, "crds", f), []byte(crd), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	crdGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		crdGVR: "CustomResourceDefinitionList", fixture.RayClusterGVR: "RayClusterList",
+	})
+	// The API server establishes a CRD; the fake does not.
+	dyn.PrependReactor("get", "customresourcedefinitions", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		crd := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+			"metadata": map[string]any{"name": a.(k8stesting.GetAction).GetName()},
+			"status":   map[string]any{"conditions": []any{map[string]any{"type": "Established", "status": "True"}}},
+		}}
+		return true, crd, nil
+	})
+	kube := fakeCluster()
+	var out, errOut bytes.Buffer
+	err := run(t.Context(), []string{"deploy", "--workload", "ray", "--kuberay-dir", dir}, &out, &errOut,
+		func(string) (clients, error) { return clients{kube: kube, dyn: dyn}, nil })
+	if err != nil {
+		t.Fatalf("deploy: %v\n%s%s", err, out.String(), errOut.String())
+	}
+	for _, want := range []string{
+		"KubeRay's CRDs installed",
+		"3 RayClusters in udrain-demo: ray-0..ray-2, each a head and one replica of 2 hosts (8 GPUs each, numOfHosts 2)",
+		"PodDisruptionBudget ray-heads over the heads: minAvailable 2",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output has no %q:\n%s", want, out.String())
+		}
+	}
+	crds, err := dyn.Resource(crdGVR).List(t.Context(), metav1.ListOptions{})
+	if err != nil || len(crds.Items) != 3 {
+		t.Errorf("CRDs: %v, %v; want 3", crds, err)
+	}
+	rcs, err := dyn.Resource(fixture.RayClusterGVR).Namespace("udrain-demo").List(t.Context(), metav1.ListOptions{})
+	if err != nil || len(rcs.Items) != 3 {
+		t.Fatalf("RayClusters: %v, %v; want 3", rcs, err)
+	}
+	if _, err := kube.PolicyV1().PodDisruptionBudgets("udrain-demo").Get(t.Context(), "ray-heads", metav1.GetOptions{}); err != nil {
+		t.Error(err)
+	}
+
+	err = run(t.Context(), []string{"deploy", "--workload", "ray"}, &out, &errOut,
+		func(string) (clients, error) { return clients{kube: kube, dyn: dyn}, nil })
+	if err == nil || !strings.Contains(err.Error(), "--kuberay-dir") {
+		t.Errorf("deploy without --kuberay-dir: %v, want an error naming the flag", err)
 	}
 }

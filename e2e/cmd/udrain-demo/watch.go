@@ -37,7 +37,7 @@ func (d demo) watch(ctx context.Context, c kubernetes.Interface, out io.Writer) 
 	if err != nil {
 		return fmt.Errorf("list nodes: %w", err)
 	}
-	rec, err := fixture.RecordPods(ctx, c, d.lws.Namespace, d.lws.Selector())
+	rec, err := fixture.RecordPods(ctx, c, d.namespace(), d.selector())
 	if err != nil {
 		return err
 	}
@@ -45,7 +45,7 @@ func (d demo) watch(ctx context.Context, c kubernetes.Interface, out io.Writer) 
 	fmt.Fprintln(out, recordingLine)
 	<-ctx.Done()
 	rec.Stop()
-	o, err := observe(rec.Events(), from, nodes.Items, d.lws.Name, d.lws.Groups)
+	o, err := observe(rec.Events(), from, nodes.Items, d.view())
 	if err != nil {
 		return err
 	}
@@ -53,10 +53,11 @@ func (d demo) watch(ctx context.Context, c kubernetes.Interface, out io.Writer) 
 		fmt.Fprintf(out, "  (the recording ended early: %v)\n", rerr)
 	}
 	fmt.Fprint(out, o.String())
-	if p := o.problems(d.lws.Groups - 1); len(p) > 0 {
+	n := d.groupCount()
+	if p := o.problems(n - 1); len(p) > 0 {
 		return &PromiseError{Problems: p}
 	}
-	fmt.Fprintf(out, "  The budget's promise held: never fewer than %d of %d groups healthy, leaders evicted first in every domain.\n", d.lws.Groups-1, d.lws.Groups)
+	fmt.Fprintf(out, "  The budget's promise held: never fewer than %d of %d groups healthy, leaders evicted first in every domain.\n", n-1, n)
 	return nil
 }
 
@@ -81,11 +82,32 @@ type eviction struct {
 	At          time.Time
 }
 
-// observe replays events of the LWS-labelled workload lws (groups groups)
-// over nodes, from the moment from on: events before it (the pods that
-// existed when the recording started, recorded one by one) only set the
-// initial state.
-func observe(events []fixture.PodEvent, from time.Time, nodes []corev1.Node, lws string, groups int) (observation, error) {
+// groupView is how a workload's groups are judged from its pods.
+type groupView struct {
+	// count is the number of groups.
+	count int
+	// groups is the status of each group.
+	groups func(pods []corev1.Pod, nodes []corev1.Node) []fixture.GroupStatus
+	// isLeader tells a group's leader (a Ray head).
+	isLeader func(p *corev1.Pod) bool
+}
+
+// lwsView is the view of the LWS-labelled workload lws of n groups.
+func lwsView(lws string, n int) groupView {
+	return groupView{
+		count: n,
+		groups: func(pods []corev1.Pod, nodes []corev1.Node) []fixture.GroupStatus {
+			return fixture.Groups(pods, nodes, lws, "")
+		},
+		isLeader: func(p *corev1.Pod) bool { return p.Labels[fixture.LWSWorkerIndexLabel] == "0" },
+	}
+}
+
+// observe replays events of the workload w over nodes, from the moment from
+// on: events before it (the pods that existed when the recording started,
+// recorded one by one) only set the initial state.
+func observe(events []fixture.PodEvent, from time.Time, nodes []corev1.Node, w groupView) (observation, error) {
+	groups := w.count
 	o := observation{Events: len(events), Disruptions: map[int]int{}, MinHealthy: groups, Groups: groups}
 	udOf := map[string]string{}
 	for _, n := range nodes {
@@ -99,13 +121,12 @@ func observe(events []fixture.PodEvent, from time.Time, nodes []corev1.Node, lws
 			list = append(list, *p)
 			if p.DeletionTimestamp != nil && !seen[p.UID] && p.Spec.NodeName != "" {
 				seen[p.UID] = true
-				o.Evictions = append(o.Evictions, eviction{Pod: p.Name, Domain: udOf[p.Spec.NodeName],
-					Leader: p.Labels[fixture.LWSWorkerIndexLabel] == "0", At: at})
+				o.Evictions = append(o.Evictions, eviction{Pod: p.Name, Domain: udOf[p.Spec.NodeName], Leader: w.isLeader(p), At: at})
 			}
 		}
 		now := map[int]bool{}
 		healthy := 0
-		for _, g := range fixture.Groups(list, nodes, lws, "") {
+		for _, g := range w.groups(list, nodes) {
 			if g.Healthy() {
 				now[g.Index] = true
 				healthy++

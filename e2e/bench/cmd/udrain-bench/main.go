@@ -5,8 +5,14 @@
 // results.json and results.md into -out (default _output/bench):
 //
 //	api      API requests per evicted pod, draining one domain with a PDB block
+//	         (one domain of 2 nodes, groups of 4, at 0 s and 3 s of termination);
+//	         each drainer's count checked against the API server's audit log;
+//	         the time from the budget freeing to the blocked leader's eviction
 //	rollout  rollout time against its lower bound; safety of both tools
 //	scale    a udrain rollout over a large cluster (its own kwok cluster)
+//	fleet    a udrain rollout over a fleet with ordinary pods (Deployments,
+//	         DaemonSets on every node) beside the groups: 500 nodes by default,
+//	         issue 15's 2,000 nodes with -fleet (its own kwok cluster)
 //
 // udrain runs in a child process (this binary, "udrain-bench drainer"), so
 // its memory and CPU time are its own. hack/bench.sh runs the Go benchmarks
@@ -15,6 +21,7 @@
 //	udrain-bench                       # everything, at full scale
 //	udrain-bench -quick                # scale scenario at 100 nodes
 //	udrain-bench -run api,rollout -repeat 3
+//	udrain-bench -run fleet -fleet     # the fleet at 2,000 nodes
 package main
 
 import (
@@ -33,10 +40,14 @@ import (
 	"syscall"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/udrain/udrain/e2e/bench"
 	"github.com/udrain/udrain/e2e/testbed"
+	"github.com/udrain/udrain/eviction"
 )
 
 func main() {
@@ -70,10 +81,12 @@ func drainer() int {
 
 type flags struct {
 	out, runList, cluster, scaleCluster, kubeconfig, scaleKubeconfig string
+	fleetCluster, fleetKubeconfig                                    string
 	goBench, goBenchCmd, outage, note, repo, render                  string
 	repeat                                                           int
-	quick, dumpPods, profile                                         bool
-	small, scale                                                     bench.Shape
+	quick, dumpPods, profile, fullFleet, noAudit, fleetQPSLimits     bool
+	small, api, scale                                                bench.Shape
+	fleet                                                            bench.FleetShape
 	scaleNodes, scaleGroups                                          int
 	block, upgradeStep, kubectlTimeout, timeout                      time.Duration
 	apiTerminate                                                     []time.Duration
@@ -85,27 +98,43 @@ func parseFlags() (*flags, error) {
 	f := &flags{}
 	fs := flag.NewFlagSet("udrain-bench", flag.ContinueOnError)
 	fs.StringVar(&f.out, "out", "", "folder for results.json and results.md (default <repo>/_output/bench)")
-	fs.StringVar(&f.runList, "run", "api,rollout,scale", "scenarios to run, comma-separated: api, rollout, scale (none: only collect -gobench/-outage)")
+	fs.StringVar(&f.runList, "run", "api,rollout,scale,fleet", "scenarios to run, comma-separated: api, rollout, scale, fleet (none: only collect -gobench/-outage)")
 	fs.IntVar(&f.repeat, "repeat", 1, "runs of the api and rollout scenarios (for their spread)")
 	fs.BoolVar(&f.quick, "quick", false, "a quick run: the scale scenario at 100 nodes in 5 domains with 20 groups (unless -scale-* are given)")
 	fs.StringVar(&f.cluster, "cluster", "udrain-bench", "kwok cluster of the api and rollout scenarios (made and deleted here)")
 	fs.StringVar(&f.scaleCluster, "scale-cluster", "udrain-bench-scale", "kwok cluster of the scale scenario (made and deleted here)")
+	fs.StringVar(&f.fleetCluster, "fleet-cluster", "udrain-bench-fleet", "kwok cluster of the fleet scenario (made and deleted here)")
+	fs.StringVar(&f.fleetKubeconfig, "fleet-kubeconfig", "", "use this existing cluster for fleet instead of making one (never deleted)")
+	fs.BoolVar(&f.fleetQPSLimits, "fleet-component-qps-limits", false, "fleet: keep kwokctl's default client limits of kube-controller-manager (20 QPS) and kube-scheduler (50 QPS) and the apiserver's inflight limits; by default the fleet's cluster is made with kwokctl --disable-qps-limits, as a cluster of thousands of nodes is tuned")
+	fs.BoolVar(&f.noAudit, "no-audit", false, "drainers use the admin's credentials, not ServiceAccounts of their own: no check against the audit log")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "use this existing cluster for api and rollout instead of making one (never deleted)")
 	fs.StringVar(&f.scaleKubeconfig, "scale-kubeconfig", "", "use this existing cluster for scale instead of making one (never deleted)")
 	fs.StringVar(&f.repo, "repo", "", "the udrain checkout (default: found from the working directory)")
 	fs.IntVar(&f.small.UDs, "uds", 3, "api/rollout: upgrade domains")
 	fs.IntVar(&f.small.PerUD, "nodes-per-ud", 5, "api/rollout: 8-GPU nodes per domain (a group of 8 pods of 4 GPUs fills 4)")
-	fs.IntVar(&f.small.Size, "size", 8, "api/rollout: pods per group")
+	fs.IntVar(&f.small.Size, "size", 8, "rollout: pods per group")
+	fs.IntVar(&f.api.Size, "api-size", 4, "api: pods per group (issue 15's small case: 4, one domain drained)")
+	fs.IntVar(&f.api.PerUD, "api-nodes-per-ud", 2, "api: 8-GPU nodes per domain (a group of 4 pods of 4 GPUs fills 2)")
 	fs.IntVar(&f.scaleNodes, "scale-nodes", 500, "scale: nodes")
 	fs.IntVar(&f.scale.UDs, "scale-uds", 10, "scale: upgrade domains")
 	fs.IntVar(&f.scaleGroups, "scale-groups", 100, "scale: groups (a multiple of -scale-uds: one workload per -scale-uds groups)")
 	fs.IntVar(&f.scale.Size, "scale-size", 8, "scale: pods per group")
+	full, quarter := bench.FullFleet(), bench.FullFleet().Quarter()
+	fs.BoolVar(&f.fullFleet, "fleet", false, fmt.Sprintf("the fleet scenario at full size: %d nodes in %d domains, %d groups, %d ordinary pods (default: a quarter, %d nodes)", full.Nodes, full.UDs, full.Groups, full.OrdinaryPods, quarter.Nodes))
+	fs.IntVar(&f.fleet.Nodes, "fleet-nodes", quarter.Nodes, "fleet: nodes (default a quarter of the full fleet; -fleet: "+fmt.Sprint(full.Nodes)+")")
+	fs.IntVar(&f.fleet.UDs, "fleet-uds", quarter.UDs, "fleet: upgrade domains (-fleet: "+fmt.Sprint(full.UDs)+")")
+	fs.IntVar(&f.fleet.Groups, "fleet-groups", quarter.Groups, "fleet: groups of -fleet-size pods (-fleet: "+fmt.Sprint(full.Groups)+")")
+	fs.IntVar(&f.fleet.Size, "fleet-size", full.Size, "fleet: pods per group")
+	fs.IntVar(&f.fleet.OrdinaryPods, "fleet-ordinary-pods", quarter.OrdinaryPods, "fleet: pods in no group, DaemonSet pods included (-fleet: "+fmt.Sprint(full.OrdinaryPods)+")")
+	fs.IntVar(&f.fleet.DaemonSets, "fleet-daemonsets", full.DaemonSets, "fleet: DaemonSets, a pod on every node each (counted in -fleet-ordinary-pods)")
+	fs.IntVar(&f.fleet.Namespaces, "fleet-namespaces", quarter.Namespaces, "fleet: namespaces of the Deployments (-fleet: "+fmt.Sprint(full.Namespaces)+")")
+	fs.IntVar(&f.fleet.ReplicasPerDeployment, "fleet-replicas", full.ReplicasPerDeployment, "fleet: replicas per Deployment")
 	var ready, terminate time.Duration
 	var grace int64
 	fs.DurationVar(&ready, "ready-delay", 5*time.Second, "pods' start-up delay (kwok) before their containers are ready")
 	fs.DurationVar(&terminate, "terminate-delay", 3*time.Second, "pods' termination delay (kwok) after deletion")
 	fs.Int64Var(&grace, "grace", 30, "pods' termination grace period, seconds")
-	apiTerminate := fs.String("api-terminate-delays", "3s,10s", "api: the pods' termination delays to measure at (the API cost of kubectl drain grows with them)")
+	apiTerminate := fs.String("api-terminate-delays", "0s,3s", "api: the pods' termination delays to measure at (the API cost of kubectl drain grows with them; 0s: gone within the second of the deletion)")
 	fs.DurationVar(&f.block, "block", 30*time.Second, "api: how long another group stays unhealthy after the drains start")
 	fs.DurationVar(&f.upgradeStep, "upgrade-step", 2*time.Second, "rollout/scale: upgrade step per domain (udrain) and per node (kubectl)")
 	fs.DurationVar(&f.kubectlTimeout, "kubectl-node-timeout", 3*time.Minute, "kubectl drain --timeout per node (kubectl's default, none, can hang forever)")
@@ -135,10 +164,21 @@ func parseFlags() (*flags, error) {
 			f.scaleGroups = 20
 		}
 	}
-	for _, s := range []*bench.Shape{&f.small, &f.scale} {
+	if f.fullFleet {
+		for name, v := range map[string]*int{"fleet-nodes": &f.fleet.Nodes, "fleet-uds": &f.fleet.UDs, "fleet-groups": &f.fleet.Groups,
+			"fleet-ordinary-pods": &f.fleet.OrdinaryPods, "fleet-namespaces": &f.fleet.Namespaces} {
+			if !set[name] {
+				*v = map[string]int{"fleet-nodes": full.Nodes, "fleet-uds": full.UDs, "fleet-groups": full.Groups,
+					"fleet-ordinary-pods": full.OrdinaryPods, "fleet-namespaces": full.Namespaces}[name]
+			}
+		}
+	}
+	for _, s := range []*bench.Shape{&f.small, &f.api, &f.scale} {
 		s.GPUsPerPod, s.ReadyDelay, s.TerminateDelay, s.Grace = 4, ready, terminate, grace
 	}
+	f.fleet.GPUsPerPod, f.fleet.ReadyDelay, f.fleet.OrdinaryReadyDelay, f.fleet.TerminateDelay, f.fleet.Grace = 4, ready, full.OrdinaryReadyDelay, terminate, grace
 	f.small.Workloads = 1
+	f.api.UDs, f.api.Workloads = f.small.UDs, 1
 	if f.scale.UDs < 1 || f.scaleNodes%f.scale.UDs != 0 || f.scaleGroups%f.scale.UDs != 0 {
 		return nil, fmt.Errorf("-scale-nodes (%d) and -scale-groups (%d) must be multiples of -scale-uds (%d)", f.scaleNodes, f.scaleGroups, f.scale.UDs)
 	}
@@ -146,10 +186,13 @@ func parseFlags() (*flags, error) {
 	for _, s := range []struct {
 		name  string
 		shape bench.Shape
-	}{{"api/rollout", f.small}, {"scale", f.scale}} {
+	}{{"rollout", f.small}, {"api", f.api}, {"scale", f.scale}} {
 		if err := s.shape.Validate(); err != nil {
 			return nil, fmt.Errorf("%s: %w", s.name, err)
 		}
+	}
+	if err := f.fleet.Validate(); err != nil {
+		return nil, fmt.Errorf("fleet: %w", err)
 	}
 	for _, d := range strings.Split(*apiTerminate, ",") {
 		v, err := time.ParseDuration(strings.TrimSpace(d))
@@ -163,9 +206,9 @@ func parseFlags() (*flags, error) {
 	}
 	for _, s := range strings.Split(f.runList, ",") {
 		switch s {
-		case "api", "rollout", "scale", "none", "":
+		case "api", "rollout", "scale", "fleet", "none", "":
 		default:
-			return nil, fmt.Errorf("-run: unknown scenario %q (api, rollout, scale, none)", s)
+			return nil, fmt.Errorf("-run: unknown scenario %q (api, rollout, scale, fleet, none)", s)
 		}
 	}
 	return f, nil
@@ -228,7 +271,7 @@ func run() int {
 		Command: command(),
 		Commit:  os.Getenv("UDRAIN_BENCH_COMMIT"),
 		Machine: machine(f.note),
-		Settings: bench.Settings{Small: f.small, Scale: f.scale, Block: f.block, APITerminateDelays: f.apiTerminate, UpgradeStep: f.upgradeStep,
+		Settings: bench.Settings{Small: f.small, API: f.api, Scale: f.scale, Fleet: f.fleet, Block: f.block, APITerminateDelays: f.apiTerminate, UpgradeStep: f.upgradeStep,
 			KubectlNodeTimeout: f.kubectlTimeout, QPS: float32(f.qps), Burst: f.burst, Repeat: f.repeat},
 		GoBenchCommand: f.goBenchCmd,
 	}
@@ -238,13 +281,14 @@ func run() int {
 	}
 	cmp := bench.ComparisonConfig{Shape: f.small, Block: f.block, UpgradeStep: f.upgradeStep, KubectlNodeTimeout: f.kubectlTimeout, Timeout: f.timeout}
 	if f.runs("api") || f.runs("rollout") {
-		err := withCluster(ctx, f, f.cluster, f.kubeconfig, func(env *bench.Env) {
+		err := withCluster(ctx, f, f.cluster, f.kubeconfig, nil, func(env *bench.Env) {
 			for i := 1; i <= f.repeat && ctx.Err() == nil; i++ {
 				for _, d := range f.apiTerminate {
 					if !f.runs("api") || ctx.Err() != nil {
 						break
 					}
 					c := cmp
+					c.Shape = f.api
 					c.Shape.TerminateDelay = d
 					if r, err := env.RunAPICost(ctx, c, i); err != nil {
 						fail(fmt.Sprintf("api run %d (termination %s)", i, d), err)
@@ -268,7 +312,7 @@ func run() int {
 		}
 	}
 	if f.runs("scale") && ctx.Err() == nil {
-		err := withCluster(ctx, f, f.scaleCluster, f.scaleKubeconfig, func(env *bench.Env) {
+		err := withCluster(ctx, f, f.scaleCluster, f.scaleKubeconfig, nil, func(env *bench.Env) {
 			if s, err := env.RunScale(ctx, f.scale, f.upgradeStep, f.timeout); err != nil {
 				fail("scale", err)
 			} else {
@@ -277,6 +321,23 @@ func run() int {
 		})
 		if err != nil {
 			fail("cluster "+f.scaleCluster, err)
+		}
+	}
+	if f.runs("fleet") && ctx.Err() == nil {
+		var flags []string
+		if !f.fleetQPSLimits {
+			flags = []string{"--disable-qps-limits"}
+		}
+		err := withCluster(ctx, f, f.fleetCluster, f.fleetKubeconfig, flags, func(env *bench.Env) {
+			if r, err := env.RunFleet(ctx, f.fleet, f.upgradeStep, f.timeout); err != nil {
+				fail("fleet", err)
+			} else {
+				r.KwokctlFlags = flags
+				res.Fleet = r
+			}
+		})
+		if err != nil {
+			fail("cluster "+f.fleetCluster, err)
 		}
 	}
 	if f.goBench != "" {
@@ -318,8 +379,8 @@ func run() int {
 // readiness-gate controller there, calls fn, and tears down what it made,
 // also on a panic; a reaper process tears it down if this process is
 // killed.
-func withCluster(ctx context.Context, f *flags, name, kubeconfig string, fn func(*bench.Env)) (err error) {
-	opts := testbed.Options{Provider: testbed.Kwok, ClusterName: name, RepoRoot: f.repo,
+func withCluster(ctx context.Context, f *flags, name, kubeconfig string, kwokctlFlags []string, fn func(*bench.Env)) (err error) {
+	opts := testbed.Options{Provider: testbed.Kwok, ClusterName: name, RepoRoot: f.repo, KwokctlFlags: kwokctlFlags,
 		ArtifactsDir: filepath.Join(f.out, "artifacts"), Logf: logf}
 	if kubeconfig != "" {
 		opts = testbed.Options{Provider: testbed.Existing, Kubeconfig: kubeconfig, RepoRoot: f.repo, ArtifactsDir: opts.ArtifactsDir, Logf: logf}
@@ -340,6 +401,26 @@ func withCluster(ctx context.Context, f *flags, name, kubeconfig string, fn func
 	env := &bench.Env{Kubeconfig: bed.Kubeconfig(), Config: bed.Config(), Client: bed.Client(),
 		Drainer: bench.DrainerProcess{Command: exe, Args: []string{"drainer"}},
 		QPS:     float32(f.qps), Burst: f.burst, LogDir: filepath.Join(f.out, "logs"), DumpPods: f.dumpPods, Profile: f.profile, Logf: logf}
+	// A rollout takes its Lease in eviction.DefaultLockNamespace, which a
+	// user's deployment makes (deploy/); a fresh testbed has none.
+	lockNS := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: eviction.DefaultLockNamespace}}
+	if _, err := bed.Client().CoreV1().Namespaces().Create(ctx, lockNS, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create namespace %s: %w", lockNS.Name, err)
+	}
+	if _, err := bed.ComponentPIDs(ctx); err == nil {
+		env.ComponentPIDs = bed.ComponentPIDs
+	}
+	if !f.noAudit {
+		if _, err := bed.AuditLog(ctx, "nobody"); err != nil {
+			logf("no check of the request counts against the audit log: %v", err)
+		} else {
+			env.Identities = &bench.Identities{Admin: bed.Client(), Config: bed.Config(), Namespace: "udrain-bench-clients"}
+			if err := env.Identities.Setup(ctx); err != nil {
+				return err
+			}
+			env.AuditLog = bed.AuditLog
+		}
+	}
 	stopGate, err := env.StartGateController(ctx)
 	if err != nil {
 		return err

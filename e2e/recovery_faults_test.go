@@ -1,0 +1,455 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"slices"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/udrain/udrain/e2e/fixture"
+	"github.com/udrain/udrain/e2e/testbed"
+	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/topology"
+)
+
+// The fault drills of recovery: the kube-apiserver restarting while a
+// rollout waits for a domain's groups to recover, and the connections
+// carrying udrain's watches cut again and again. udrain must not miss a
+// recovery or a budget's change (each is seen within seconds, not at a
+// timeout or a retry timer) and must evict no pod twice and none outside
+// its plans; the independent pod recording judges the guarantees.
+
+// How long after a domain's group is healthy again (as the pod recording
+// saw it) udrain may report the domain recovered: the disruption
+// controller's update of the budget's status and a loaded machine fit in
+// it; a missed event does not (recovery would wait until its timeout, 3
+// minutes here). With connections cut again and again, client-go's
+// reflectors wait longer between reconnects (0.8 s doubling up to 30 s,
+// reset after 2 quiet minutes): a change made while a watch waits to
+// reconnect is seen that late.
+const (
+	recoveryLagBound    = 20 * time.Second
+	recoveryLagBoundCut = 45 * time.Second
+)
+
+// TestRecoverySurvivesAPIServerRestart: the kube-apiserver is killed when
+// the second domain's last node is uncordoned, so that its recovery starts
+// with the API server down, and started again. The rollout must see the recovery
+// within recoveryLagBound, finish with scenario 1's guarantees, and evict
+// each pod once.
+func TestRecoverySurvivesAPIServerRestart(t *testing.T) {
+	s := deploy(t, defaultScenario())
+	ctx := t.Context()
+	second := s.nodes.UD(1)
+	groupOf := s.groupOfDomain(t)
+	events := &eventLog{}
+	type restart struct {
+		err        error
+		killedAt   time.Time
+		readyAfter time.Duration
+	}
+	restarted := make(chan restart, 1)
+	var once sync.Once
+	uncordoned := 0
+	hook := func(e eviction.Event) {
+		if e.Type != eviction.EventUncordoned || e.Domain != second {
+			return
+		}
+		// The last node: recovery comes next.
+		if uncordoned++; uncordoned < s.nodes.PerUD {
+			return
+		}
+		once.Do(func() {
+			killed := make(chan error, 1)
+			go func() {
+				err := bed.KillComponent(ctx, "kube-apiserver")
+				at := time.Now()
+				killed <- err
+				if err == nil {
+					err = bed.StartComponents(ctx)
+				}
+				restarted <- restart{err, at, time.Since(at)}
+			}()
+			// Hold the rollout until the kill lands: its recovery then
+			// starts with the API server down.
+			select {
+			case <-killed:
+			case <-time.After(30 * time.Second):
+			}
+		})
+	}
+	accepted := &uidLog{}
+	d := hookedDrainerOn(t, s, s.tt.Client, "udrain-events.txt", events,
+		eviction.Options{Evictor: recordingEvictor(eviction.EvictionAPI(s.tt.Client), accepted)}, hook)
+	bed.SuperviseControlPlane(t)
+	start := time.Now()
+	res, err := d.Rollout(ctx, eviction.RolloutOptions{
+		ID: "e2e-restart-recovery", Domains: s.domains(), RecoveryTimeout: 3 * time.Minute,
+		Upgrade: func(ctx context.Context, _ topology.Domain) error { return sleepCtx(ctx, upgradeStep) },
+	})
+	var r restart
+	select {
+	case r = <-restarted:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the apiserver was not restarted: the second domain was never uncordoned, or the restart hangs")
+	}
+	if errors.Is(r.err, testbed.ErrNotSupported) {
+		t.Skip("this cluster's apiserver cannot be restarted from a test:", r.err)
+	}
+	if r.err != nil {
+		t.Fatalf("restarting the apiserver: %v", r.err)
+	}
+	if err != nil {
+		t.Fatalf("rollout across an apiserver restart during recovery: %v", err)
+	}
+	t.Logf("the apiserver was killed when %s was uncordoned and ready again %s later; the rollout took %s",
+		second, r.readyAfter.Round(10*time.Millisecond), res.Duration.Round(time.Millisecond))
+	waiting := slices.ContainsFunc(events.all(), func(e eviction.Event) bool {
+		return e.Type == eviction.EventWaitingRecovery && e.Domain == second && e.Time.After(r.killedAt)
+	})
+	if !waiting {
+		t.Errorf("no WaitingRecovery event of %s after the kill: the restart did not meet its recovery", second)
+	}
+	checkRecoveryLags(t, s, events, groupOf, start, recoveryLagBound)
+	checkFaultedRollout(t, s, res, accepted, start, "e2e-restart-recovery")
+}
+
+// TestRolloutSurvivesCutWatches runs a rollout whose client talks to the
+// API server through a TCP proxy that cuts every connection (watches and
+// requests in flight alike, as a load balancer or a network blip would) at
+// the moments udrain waits on a watch: while a budget blocks phase 1, when
+// phase 2 starts, when a domain is uncordoned, and each time recovery
+// reports what it still waits for. The rollout starts blocked (a group of
+// another domain unhealthy) and stays blocked for blockedFor: udrain does
+// not retry the refused eviction while the watched budget is spent, until
+// eviction.DefaultBudgetRecheck (60 s) passes, so the leader evicted within
+// 5 s of its budget allowing it 9 s after the block was told by the
+// budget's watch (through the cuts), not by a retry. Then every recovery must be seen within
+// recoveryLagBoundCut, and the guarantees hold, each pod evicted once.
+func TestRolloutSurvivesCutWatches(t *testing.T) {
+	t.Parallel()
+	s := deploy(t, defaultScenario())
+	ctx := t.Context()
+	groupOf := s.groupOfDomain(t)
+	proxy := startCuttingProxy(t, s.tt.Config)
+	cfg := rest.CopyConfig(s.tt.Config)
+	cfg.Host = proxy.url
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The group of the second domain is down: the first domain's leader is
+	// refused.
+	worker := s.lws.WorkerName(groupOf[s.nodes.UD(1)], 1)
+	setContainersReady(t, s, worker, false)
+	waitBudget(t, s, func(allowed, _ int32) bool { return allowed == 0 })
+
+	events := &eventLog{}
+	var mu sync.Mutex
+	lastCut := time.Time{}
+	cut := func(why string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if time.Since(lastCut) < 500*time.Millisecond {
+			return
+		}
+		lastCut = time.Now()
+		proxy.cut(why)
+	}
+	hook := func(e eviction.Event) {
+		switch {
+		case e.Type == eviction.EventBlocked:
+			cut("blocked")
+		case e.Type == eviction.EventPhaseStarted && e.Phase == eviction.Phase2:
+			cut("phase 2")
+		case e.Type == eviction.EventUncordoned:
+			cut("uncordoned")
+		case e.Type == eviction.EventWaitingRecovery:
+			cut("waiting for recovery")
+		}
+	}
+	accepted := &uidLog{}
+	d := hookedDrainerOn(t, s, client, "udrain-events.txt", events,
+		eviction.Options{Evictor: recordingEvictor(eviction.EvictionAPI(client), accepted)}, hook)
+	start := time.Now()
+	type outcome struct {
+		res *eviction.RolloutResult
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := d.Rollout(ctx, eviction.RolloutOptions{ID: "e2e-cut", Domains: s.domains(), RecoveryTimeout: 3 * time.Minute,
+			Upgrade: func(ctx context.Context, _ topology.Domain) error { return sleepCtx(ctx, upgradeStep) }})
+		done <- outcome{res, err}
+	}()
+	blocked, err := events.waitFor(ctx, time.Minute, func(e eviction.Event) bool { return e.Type == eviction.EventBlocked })
+	if err != nil {
+		t.Fatalf("the rollout did not report a block: %v", err)
+	}
+	// Blocked, and its connections cut: once udrain's retries are far
+	// apart, heal the group and see how soon the leader goes once the
+	// budget allows it.
+	allowed := watchBudgetAllows(t, s)
+	const blockedFor = 9 * time.Second
+	if err := sleepCtx(ctx, time.Until(blocked.Time.Add(blockedFor))); err != nil {
+		t.Fatal(err)
+	}
+	setContainersReady(t, s, worker, true)
+	var allowedAt time.Time
+	select {
+	case allowedAt = <-allowed:
+	case <-time.After(time.Minute):
+		t.Fatal("the budget did not allow a disruption within a minute of the group healing")
+	}
+	evicted, err := events.waitFor(ctx, time.Minute, func(e eviction.Event) bool {
+		return e.Type == eviction.EventEvicted && e.Phase == eviction.Phase1 && e.Domain == s.nodes.UD(0)
+	})
+	if err != nil {
+		t.Fatalf("the first domain's leader was not evicted within a minute of its budget allowing it")
+	}
+	unblockLag := evicted.Time.Sub(allowedAt)
+
+	var o outcome
+	select {
+	case o = <-done:
+	case <-time.After(5 * time.Minute):
+		t.Fatal("the rollout did not finish within 5 minutes")
+	}
+	if o.err != nil {
+		t.Fatalf("rollout through a proxy that cuts its connections: %v", o.err)
+	}
+	cuts, conns := proxy.stats()
+	t.Logf("rollout took %s; %d connection cuts %v (%d connections opened); the leader was evicted %s after its budget allowed it",
+		o.res.Duration.Round(time.Millisecond), len(cuts), cuts, conns, unblockLag.Round(time.Millisecond))
+	for _, why := range []string{"blocked", "uncordoned", "waiting for recovery"} {
+		if !slices.Contains(cuts, why) {
+			t.Errorf("no cut %q happened: cuts %v", why, cuts)
+		}
+	}
+	// udrain's own recheck was due 60 s after the block
+	// (eviction.DefaultBudgetRecheck), 51 s after the heal.
+	if unblockLag > 5*time.Second {
+		t.Errorf("the leader was evicted %s after its budget allowed it, want within 5 s (seen on the budget's watch, not at udrain's next retry)", unblockLag.Round(time.Millisecond))
+	}
+	t.Logf("blocked %s before the budget allowed the eviction", allowedAt.Sub(blocked.Time).Round(time.Millisecond))
+	checkRecoveryLags(t, s, events, groupOf, start, recoveryLagBoundCut)
+	checkFaultedRollout(t, s, o.res, accepted, start, "e2e-cut")
+}
+
+// watchBudgetAllows watches the scenario's PDB from now on and sends the
+// time its status first allows a disruption.
+func watchBudgetAllows(t *testing.T, s *scenario) <-chan time.Time {
+	t.Helper()
+	w, err := s.tt.Client.PolicyV1().PodDisruptionBudgets(s.lws.Namespace).Watch(t.Context(), metav1.ListOptions{
+		FieldSelector: "metadata.name=" + s.lws.PDBName()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(chan time.Time, 1)
+	go func() {
+		defer w.Stop()
+		for e := range w.ResultChan() {
+			if pdb, ok := e.Object.(*policyv1.PodDisruptionBudget); ok && pdb.Status.DisruptionsAllowed > 0 {
+				out <- time.Now()
+				return
+			}
+		}
+	}()
+	return out
+}
+
+// checkFaultedRollout asserts what a completed rollout under faults
+// guarantees: the pod recording shows each group disrupted once, never
+// below the budget, leaders first, each original pod evicted once; every
+// pod that left a node was in a plan; no eviction of a UID was accepted
+// twice; every node upgraded and uncordoned.
+func checkFaultedRollout(t *testing.T, s *scenario, res *eviction.RolloutResult, accepted *uidLog, start time.Time, id string) {
+	t.Helper()
+	s.waitHealthy(t, time.Minute)
+	o := observeSettled(t, s, start)
+	t.Logf("pod recording: %s", o)
+	checkEachGroupOnce(t, s, o)
+	if got, want := len(o.Evicted), s.lws.Groups*s.lws.Size; got != want {
+		t.Errorf("%d pods evicted, want %d (each original pod once)", got, want)
+	}
+	planned := map[types.UID]bool{}
+	for _, dom := range res.Domains {
+		if dom.Plan != nil {
+			for _, p := range dom.Plan.Pods() {
+				planned[p.UID] = true
+			}
+		}
+	}
+	for _, p := range podsThatLeftNodes(s.rec.Events(), start) {
+		if !planned[p.UID] {
+			t.Errorf("pod %s/%s (uid %s) left its node but is in no plan", p.Namespace, p.Name, p.UID)
+		}
+	}
+	count := map[types.UID]int{}
+	for _, uid := range accepted.all() {
+		count[uid]++
+	}
+	for uid, n := range count {
+		if n > 1 {
+			t.Errorf("the eviction of uid %s was accepted %d times", uid, n)
+		}
+	}
+	if sum := res.Summary(); sum.DomainsDone != s.nodes.UDs || sum.Phase1Evicted != s.lws.Groups || sum.Phase2Evicted != s.lws.Groups*(s.lws.Size-1) {
+		t.Errorf("summary %+v, want %d domains done, %d pods evicted in phase 1 and %d in phase 2", sum, s.nodes.UDs, s.lws.Groups, s.lws.Groups*(s.lws.Size-1))
+	}
+	checkUpgradedAndUncordoned(t, s, id)
+}
+
+// groupOfDomain maps each domain of the scenario to the index of the group
+// running there.
+func (s *scenario) groupOfDomain(t *testing.T) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for _, dom := range s.domains() {
+		out[dom] = s.groupIn(t, dom).Index
+	}
+	return out
+}
+
+// checkRecoveryLags asserts, per domain, that udrain reported it
+// recovered within bound of the pod recording seeing its group healthy
+// again after the domain was uncordoned, and logs the lags.
+func checkRecoveryLags(t *testing.T, s *scenario, events *eventLog, groupOf map[string]int, from time.Time, bound time.Duration) {
+	t.Helper()
+	recs := s.rec.Events()
+	var lines []string
+	for _, dom := range s.domains() {
+		i := slices.IndexFunc(events.all(), func(e eviction.Event) bool { return e.Type == eviction.EventUncordoned && e.Domain == dom })
+		j := slices.IndexFunc(events.all(), func(e eviction.Event) bool { return e.Type == eviction.EventRecovered && e.Domain == dom })
+		if i < 0 || j < 0 {
+			t.Errorf("domain %s: no Uncordoned or no Recovered event", dom)
+			continue
+		}
+		uncordoned, recovered := events.all()[i].Time, events.all()[j].Time
+		healthy := s.healthyAgain(recs, groupOf[dom], uncordoned)
+		if healthy.IsZero() {
+			t.Errorf("domain %s: the pod recording never saw group %d healthy after %s", dom, groupOf[dom], uncordoned.Format(time.TimeOnly))
+			continue
+		}
+		lag := recovered.Sub(healthy)
+		lines = append(lines, fmt.Sprintf("%s %s", dom, lag.Round(time.Millisecond)))
+		if lag > bound {
+			t.Errorf("domain %s: udrain saw the recovery %s after group %d was healthy again, want within %s", dom, lag.Round(time.Millisecond), groupOf[dom], bound)
+		}
+	}
+	sort.Strings(lines)
+	t.Logf("recovery seen after the group was healthy again: %v", lines)
+}
+
+// healthyAgain returns when the recording first shows group g healthy from
+// `after` on (zero if never), judging a relisted batch only after its last
+// event.
+func (s *scenario) healthyAgain(recs []fixture.PodEvent, g int, after time.Time) time.Time {
+	var at time.Time
+	replaySettled(recs, func(e fixture.PodEvent, pods []corev1.Pod, settled bool) bool {
+		if !settled || e.At.Before(after) {
+			return true
+		}
+		if now, _ := s.groupsHealthy(pods); now[g] {
+			at = e.At
+			return false
+		}
+		return true
+	})
+	return at
+}
+
+// cuttingProxy forwards TCP connections to an API server and cuts them all
+// on demand.
+type cuttingProxy struct {
+	url string
+
+	mu     sync.Mutex
+	conns  map[net.Conn]net.Conn
+	cuts   []string
+	opened int
+}
+
+// startCuttingProxy listens on 127.0.0.1 and forwards to the API server
+// of cfg until the test ends. TLS passes through: the client checks the
+// API server's own certificate.
+func startCuttingProxy(t *testing.T, cfg *rest.Config) *cuttingProxy {
+	t.Helper()
+	upstream, err := url.Parse(cfg.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cuttingProxy{url: "https://" + l.Addr().String(), conns: map[net.Conn]net.Conn{}}
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go p.forward(c, upstream.Host)
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		p.cut("end of test")
+	})
+	return p
+}
+
+func (p *cuttingProxy) forward(c net.Conn, upstream string) {
+	u, err := net.DialTimeout("tcp", upstream, 5*time.Second)
+	if err != nil {
+		c.Close()
+		return
+	}
+	p.mu.Lock()
+	p.conns[c] = u
+	p.opened++
+	p.mu.Unlock()
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); _, _ = io.Copy(u, c); u.Close() }()
+	go func() { defer wg.Done(); _, _ = io.Copy(c, u); c.Close() }()
+	wg.Wait()
+	p.mu.Lock()
+	delete(p.conns, c)
+	p.mu.Unlock()
+}
+
+// cut closes every open connection, both ways, and records why.
+func (p *cuttingProxy) cut(why string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c, u := range p.conns {
+		c.Close()
+		u.Close()
+	}
+	if len(p.conns) > 0 {
+		p.cuts = append(p.cuts, why)
+	}
+}
+
+// stats returns the cuts made (why each) and the connections opened.
+func (p *cuttingProxy) stats() ([]string, int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.cuts), p.opened
+}
