@@ -8,8 +8,12 @@ GO    ?= go
 # $(UDRAIN_CACHE_DIR) (default ~/.cache/udrain), so only the first run is slow.
 export GOFLAGS := -buildvcs=false
 export GOWORK  := off
+# Examples in Go modules of their own (so that the root module never
+# requires what they import, controller-runtime above all): vetted and
+# unit-tested with the rest.
+EXAMPLE_MODULES := examples/controller-runtime
 
-.PHONY: all build test unit e2e testbed-binaries lint vet fmt-check bench demo cluster cluster-down clean
+.PHONY: all build test unit release-test e2e testbed-binaries lint vet fmt-check bench demo cluster cluster-down clean image plugin
 
 all: lint test
 
@@ -19,25 +23,51 @@ build:
 
 ## test: every test, unit and end-to-end (the end-to-end tests start a
 ## local control plane, and tear it down, by themselves).
-test: lint unit e2e
+test: lint unit release-test e2e
 
 unit:
 	$(GO) test -race -count=1 ./...
+	@for m in $(EXAMPLE_MODULES); do echo "cd $$m && $(GO) test -race -count=1 ./..."; (cd $$m && $(GO) test -race -count=1 ./...) || exit 1; done
+
+## image: udrain's OCI image (linux/amd64 and linux/arm64) as an OCI layout
+## and Docker archives under _output/image, built in Go from an empty base
+## (hack/release); reproducible, and a no-op when nothing changed.
+image:
+	cd hack/release && $(GO) run . image
+
+## plugin: the kubectl plugin's archives and krew manifest under
+## _output/plugin.
+plugin:
+	cd hack/release && $(GO) run . plugin
+
+# The release artefacts' tests build them (cached in _output) and check
+# them: the image's files, user and labels, udrain run from it, two builds
+# giving the same digest; the krew manifest against krew's rules.
+release-test:
+	cd hack/release && $(GO) test -count=1 ./...
 
 # The control plane's binaries are built (once, then cached) before the
 # tests start, so that a cold run shows its progress instead of a silent
 # test binary.
+# Most end-to-end tests share the cluster in parallel (e2e/main_test.go
+# says which do not, and why).
+E2E_PARALLEL ?= 4
 e2e: testbed-binaries
-	cd e2e && $(GO) test -count=1 -timeout 60m ./...
+	cd e2e && $(GO) test -count=1 -timeout 60m -parallel $(E2E_PARALLEL) ./...
 
+# The KubeRay operator (hack/kuberay.sh) is a testbed binary too: the
+# end-to-end tests of real KubeRay clusters run it.
 testbed-binaries:
 	hack/testbed-binaries.sh >/dev/null
+	hack/kuberay.sh >/dev/null
 
 lint: vet fmt-check
 
 vet:
 	$(GO) vet ./...
 	cd e2e && $(GO) vet ./...
+	@for m in $(EXAMPLE_MODULES); do echo "cd $$m && $(GO) vet ./..."; (cd $$m && $(GO) vet ./...) || exit 1; done
+	cd hack/release && $(GO) vet ./...
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
@@ -49,7 +79,8 @@ bench:
 
 ## demo: start (or reuse) the local control plane, deploy a multi-host
 ## inference workload over three upgrade domains, and roll an upgrade over
-## them with live progress.
+## them with live progress. WORKLOAD=ray runs the same story on three
+## RayClusters of the real KubeRay operator (built once, then cached).
 demo:
 	hack/demo.sh
 

@@ -3,7 +3,7 @@
 # binary runtime (real etcd, kube-apiserver, kube-controller-manager,
 # kube-scheduler; kwok plays the kubelets), built from source by
 # hack/testbed-binaries.sh, bound to 127.0.0.1 only, with the project's kwok
-# Stages (hack/kwok/stages.yaml). Nothing is downloaded but Go modules.
+# Stages and audit policy (hack/kwok/). Nothing is downloaded but Go modules.
 #
 # Usage: hack/cluster.sh up [-- extra kwokctl create flags]
 #        hack/cluster.sh down | status | kubeconfig | start | kill COMPONENT
@@ -29,7 +29,8 @@
 #   KWOK_WORKDIR      kwokctl's work dir (default $UDRAIN_CACHE_DIR/kwok, not
 #                     ~/.kwok, so a user's own kwok clusters are not touched);
 #                     the cluster lives in $KWOK_WORKDIR/clusters/$UDRAIN_CLUSTER
-#                     (kubeconfig.yaml, logs/, pids/, kwok.yaml).
+#                     (kubeconfig.yaml, logs/ with the kube-apiserver's audit.log,
+#                     pids/, kwok.yaml).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -42,6 +43,7 @@ STAMP=$CLUSTER_DIR/udrain-testbed.stamp
 BIN_RECORD=$CLUSTER_DIR/udrain-testbed.bin
 CONFIG=$HERE/kwok/kwokctl.yaml
 STAGES=$HERE/kwok/stages.yaml
+AUDIT_POLICY=$HERE/kwok/audit-policy.yaml
 
 log() { echo "cluster.sh: $*" >&2; }
 die() { log "$*"; exit 1; }
@@ -71,12 +73,12 @@ serves() {
 exists() { [ -f "$CLUSTER_DIR/kwok.yaml" ]; }
 
 # What the cluster was made from: a cluster made from other binaries,
-# Stages or flags is recreated rather than silently reused.
+# Stages, audit policy or flags is recreated rather than silently reused.
 stamp() {
   {
     echo "$BIN"
     printf '%s\n' "$@"
-    cat "$CONFIG" "$STAGES"
+    cat "$CONFIG" "$STAGES" "$AUDIT_POLICY"
   } | sha256sum | cut -d' ' -f1
 }
 
@@ -124,7 +126,7 @@ up() {
   want=$(stamp "$@")
   if exists; then
     if [ "$(cat "$STAMP" 2>/dev/null)" != "$want" ]; then
-      log "cluster $NAME was made from other binaries, Stages or flags: recreating"
+      log "cluster $NAME was made from other binaries, Stages, audit policy or flags: recreating"
       delete_cluster
     elif serves; then
       log "reusing cluster $NAME"
@@ -157,6 +159,7 @@ up() {
     --kube-scheduler-binary "$BIN/kube-scheduler" \
     --etcd-binary "$BIN/etcd" \
     --kwok-controller-binary "$BIN/kwok" \
+    --kube-audit-policy "$AUDIT_POLICY" \
     --wait 2m \
     "$@" >&2; then
     log "create failed; logs in $CLUSTER_DIR/logs"

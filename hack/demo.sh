@@ -12,7 +12,16 @@
 # Run it again at will: it reuses the cluster and starts the workload anew.
 # "make cluster-down" deletes the cluster.
 #
+# WORKLOAD=ray (make demo WORKLOAD=ray) tells the same story on a real
+# KubeRay operator: it builds the operator (hack/kuberay.sh, cached; about
+# 3 minutes the first time), installs its CRDs, runs it in the background
+# like the gate controller, and the groups are three RayClusters (a head and
+# a two-host GPU replica each; the heads under the budget). KubeRay's pods
+# mount an emptyDir, so the rollout passes --delete-emptydir-data, as
+# kubectl drain would need.
+#
 # Environment:
+#   WORKLOAD               lws (default: LeaderWorkerSet-shaped groups) or ray
 #   UDRAIN_CLUSTER         cluster name (default udrain, as hack/cluster.sh)
 #   UDRAIN_DEMO_NAMESPACE  namespace of the workload (default udrain-demo)
 #   UDRAIN_DEMO_POOL       node pool, the prefix of node and domain names
@@ -31,6 +40,13 @@ CACHE_ROOT=${UDRAIN_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/udrain}
 OUT=$ROOT/_output/demo
 mkdir -p "$OUT"
 UDRAIN=$ROOT/bin/udrain
+WORKLOAD=${WORKLOAD:-lws}
+case "$WORKLOAD" in
+  lws | ray) ;;
+  *) printf 'demo: WORKLOAD=%s: give lws (the default) or ray\n' "$WORKLOAD" >&2; exit 2 ;;
+esac
+drainflags=()
+[ "$WORKLOAD" = ray ] && drainflags=(--delete-emptydir-data) # KubeRay's pods mount an emptyDir
 
 if [ -t 1 ]; then B=$'\033[1m' D=$'\033[2m' R=$'\033[0m'; else B='' D='' R=''; fi
 step=0
@@ -41,6 +57,7 @@ die() { printf '\ndemo: %s\n' "$*" >&2; exit 1; }
 took() { printf '  %s(%ds)%s\n' "$D" "$((SECONDS - $1))" "$R"; }
 
 GATE_PID=''
+OPERATOR_PID=''
 HEARTBEAT_PID=''
 WATCH_PID=''
 cleanup() {
@@ -51,6 +68,11 @@ cleanup() {
     kill "$GATE_PID" 2>/dev/null
     wait "$GATE_PID" 2>/dev/null || true
     printf '\n%sstopped the readiness-gate controller (its log: %s)%s\n' "$D" "${OUT#"$ROOT"/}/gate-controller.log" "$R"
+  fi
+  if [ -n "$OPERATOR_PID" ] && kill -0 "$OPERATOR_PID" 2>/dev/null; then
+    kill "$OPERATOR_PID" 2>/dev/null
+    wait "$OPERATOR_PID" 2>/dev/null || true
+    printf '%sstopped the KubeRay operator (its log: %s)%s\n' "$D" "${OUT#"$ROOT"/}/ray-operator.log" "$R"
   fi
   exit "$code"
 }
@@ -97,18 +119,41 @@ go build -o bin/udrain ./cmd/udrain
 ln -sf udrain bin/kubectl-udrain
 (cd e2e && go build -o ../bin/udrain-demo ./cmd/udrain-demo)
 say "built bin/udrain: $("$UDRAIN" version 2>/dev/null | head -1)"
+if [ "$WORKLOAD" = ray ]; then
+  if [ ! -x "$CACHE_ROOT/kuberay/v1.5.0/ray-operator" ]; then
+    say "${B}First run with WORKLOAD=ray: building the KubeRay operator from the Go module proxy"
+    say "(about 3 minutes on 2 cores; cached in $CACHE_ROOT/kuberay).${R}"
+  fi
+  KUBERAY_DIR=$(hack/kuberay.sh 2> >(sed -u 's/^kuberay: /  /' >&2)) || die "building the KubeRay operator failed"
+  say "KubeRay operator: $KUBERAY_DIR/ray-operator"
+fi
 took "$t0"
 
 # --- 3. workload --------------------------------------------------------------
-section "GPU nodes in 3 upgrade domains, a multi-host inference workload"
+if [ "$WORKLOAD" = ray ]; then
+  section "GPU nodes in 3 upgrade domains, three RayClusters on the real KubeRay operator"
+else
+  section "GPU nodes in 3 upgrade domains, a multi-host inference workload"
+fi
 t0=$SECONDS
-bin/udrain-demo deploy --namespace "$NS" --pool "$POOL"
+deploy=(bin/udrain-demo deploy --namespace "$NS" --pool "$POOL" --workload "$WORKLOAD")
+[ "$WORKLOAD" = ray ] && deploy+=(--kuberay-dir "$KUBERAY_DIR")
+"${deploy[@]}"
+if [ "$WORKLOAD" = ray ]; then
+  say "starting: the KubeRay operator v1.5.0   (in the background, until the demo ends; it makes the clusters' pods)"
+  "$KUBERAY_DIR/ray-operator" -kubeconfig "$KUBECONFIG" -enable-leader-election=false \
+    -metrics-addr 127.0.0.1:0 -health-probe-bind-address 127.0.0.1:0 \
+    -feature-gates RayMultiHostIndexing=true -log-stdout-encoder console >"$OUT/ray-operator.log" 2>&1 &
+  OPERATOR_PID=$!
+fi
 say "starting: udrain readiness-gate-controller -n $NS   (in the background, until the demo ends)"
 "$UDRAIN" readiness-gate-controller -n "$NS" >"$OUT/gate-controller.log" 2>&1 &
 GATE_PID=$!
 say "waiting until every group is whole and its leader Ready (model loading takes 2s per pod):"
-bin/udrain-demo wait --namespace "$NS" --timeout 3m ||
-  die "the workload did not become healthy; controller log: ${OUT#"$ROOT"/}/gate-controller.log"
+logs=${OUT#"$ROOT"/}/gate-controller.log
+[ "$WORKLOAD" = ray ] && logs="$logs, ${OUT#"$ROOT"/}/ray-operator.log"
+bin/udrain-demo wait --namespace "$NS" --workload "$WORKLOAD" --timeout 3m ||
+  die "the workload did not become healthy; logs: $logs"
 took "$t0"
 
 DOMAINS=$POOL-ud0,$POOL-ud1,$POOL-ud2
@@ -120,16 +165,16 @@ show "udrain domains"
 
 # --- 5. plan ------------------------------------------------------------------
 section "A plan before any action: what draining $POOL-ud0 would do"
-show "udrain plan $POOL-ud0"
-"$UDRAIN" plan "$POOL-ud0"
+show "udrain plan ${drainflags[*]:+${drainflags[*]} }$POOL-ud0"
+"$UDRAIN" plan "${drainflags[@]}" "$POOL-ud0"
 
 # --- 6. rollout ---------------------------------------------------------------
 section "The rolling upgrade: one domain at a time, leaders first, waiting for recovery"
 say "the upgrade command stands in for a node upgrade (reboot, new kubelet): 2 seconds per domain"
 UPGRADE='echo "upgrading $UDRAIN_DOMAIN: $UDRAIN_NODES"; sleep 2'
-show "udrain rollout --domains $DOMAINS --upgrade-command '$UPGRADE'"
+show "udrain rollout --domains $DOMAINS ${drainflags[*]:+${drainflags[*]} }--upgrade-command '$UPGRADE'"
 # An independent witness: a watch of the workload's pods, judged afterwards.
-bin/udrain-demo watch --namespace "$NS" --pool "$POOL" >"$OUT/watch.txt" 2>&1 &
+bin/udrain-demo watch --namespace "$NS" --pool "$POOL" --workload "$WORKLOAD" >"$OUT/watch.txt" 2>&1 &
 WATCH_PID=$!
 for _ in $(seq 1 100); do
   grep -q '^recording' "$OUT/watch.txt" 2>/dev/null && break
@@ -138,7 +183,7 @@ for _ in $(seq 1 100); do
 done
 t0=$SECONDS
 code=0
-rollout=("$UDRAIN" rollout --domains "$DOMAINS" --recovery-timeout 3m --upgrade-command "$UPGRADE")
+rollout=("$UDRAIN" rollout --domains "$DOMAINS" --recovery-timeout 3m "${drainflags[@]}" --upgrade-command "$UPGRADE")
 if [ -t 2 ]; then
   "${rollout[@]}" || code=$? # a live view on the terminal
 else

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/readiness/gate"
 )
 
@@ -81,7 +82,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, newClient
 	}
 	c, err := gate.New(client, opts)
 	if err != nil {
-		var ce *gate.ConfigError
+		var ce *udrain.ConfigError
 		if errors.As(err, &ce) {
 			return &usageError{err}
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"slices"
 	"testing"
 	"time"
 
@@ -31,6 +32,8 @@ type gateManifest struct {
 	serviceAccount corev1.ServiceAccount
 	role           rbacv1.ClusterRole
 	binding        rbacv1.ClusterRoleBinding
+	leaseRole      rbacv1.Role
+	leaseBinding   rbacv1.RoleBinding
 	deployment     appsv1.Deployment
 	pdb            policyv1.PodDisruptionBudget
 	lws            exampletest.LWS
@@ -48,6 +51,10 @@ func parseGateManifest(t *testing.T) gateManifest {
 			exampletest.Decode(t, o.Object, &m.role)
 		case "ClusterRoleBinding":
 			exampletest.Decode(t, o.Object, &m.binding)
+		case "Role":
+			exampletest.Decode(t, o.Object, &m.leaseRole)
+		case "RoleBinding":
+			exampletest.Decode(t, o.Object, &m.leaseBinding)
 		case "Deployment":
 			exampletest.Decode(t, o.Object, &m.deployment)
 		case "PodDisruptionBudget":
@@ -59,7 +66,7 @@ func parseGateManifest(t *testing.T) gateManifest {
 			m.lws = exampletest.DecodeLWS(t, o)
 		}
 	}
-	want := []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Deployment", "LeaderWorkerSet", "PodDisruptionBudget"}
+	want := []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "LeaderWorkerSet", "PodDisruptionBudget"}
 	if diff := cmp.Diff(want, m.kinds); diff != "" {
 		t.Fatalf("objects (-want +got):\n%s", diff)
 	}
@@ -67,26 +74,44 @@ func parseGateManifest(t *testing.T) gateManifest {
 }
 
 // TestManifestRBAC: the controller runs as a ServiceAccount bound to
-// exactly the rules of readiness/gate/rbac.yaml.
+// exactly the roles of readiness/gate/rbac.yaml: its ClusterRole
+// cluster-wide, its Lease Role in the namespace of --lease-namespace.
 func TestManifestRBAC(t *testing.T) {
 	m := parseGateManifest(t)
 	var want rbacv1.ClusterRole
+	var wantLease rbacv1.Role
 	objs := exampletest.ReadObjects(t, "../../readiness/gate/rbac.yaml")
-	if len(objs) != 1 {
-		t.Fatalf("readiness/gate/rbac.yaml holds %d objects, want its ClusterRole", len(objs))
+	if len(objs) != 2 || objs[0].GetKind() != "ClusterRole" || objs[1].GetKind() != "Role" {
+		t.Fatalf("readiness/gate/rbac.yaml holds %d objects, want its ClusterRole and its Role", len(objs))
 	}
 	exampletest.Decode(t, objs[0].Object, &want)
+	exampletest.Decode(t, objs[1].Object, &wantLease)
 	if diff := cmp.Diff(want.Rules, m.role.Rules); diff != "" || m.role.Name != want.Name {
 		t.Errorf("ClusterRole %s differs from readiness/gate/rbac.yaml's %s (-want +got):\n%s", m.role.Name, want.Name, diff)
 	}
-	b := m.binding
-	sa := m.deployment.Spec.Template.Spec.ServiceAccountName
-	if b.RoleRef.Kind != "ClusterRole" || b.RoleRef.Name != m.role.Name {
-		t.Errorf("ClusterRoleBinding refers to %s %s, want ClusterRole %s", b.RoleRef.Kind, b.RoleRef.Name, m.role.Name)
+	if diff := cmp.Diff(wantLease.Rules, m.leaseRole.Rules); diff != "" || m.leaseRole.Name != wantLease.Name || m.leaseRole.Namespace != wantLease.Namespace {
+		t.Errorf("Role %s/%s differs from readiness/gate/rbac.yaml's %s/%s (-want +got):\n%s", m.leaseRole.Namespace, m.leaseRole.Name, wantLease.Namespace, wantLease.Name, diff)
 	}
+	sa := m.deployment.Spec.Template.Spec.ServiceAccountName
 	wantSubject := []rbacv1.Subject{{Kind: "ServiceAccount", Name: m.serviceAccount.Name, Namespace: m.serviceAccount.Namespace}}
-	if diff := cmp.Diff(wantSubject, b.Subjects); diff != "" {
-		t.Errorf("ClusterRoleBinding subjects (-want +got):\n%s", diff)
+	for _, b := range []struct {
+		kind     string
+		ref      rbacv1.RoleRef
+		subjects []rbacv1.Subject
+		wantRef  rbacv1.RoleRef
+	}{
+		{"ClusterRoleBinding", m.binding.RoleRef, m.binding.Subjects, rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: m.role.Name}},
+		{"RoleBinding", m.leaseBinding.RoleRef, m.leaseBinding.Subjects, rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: m.leaseRole.Name}},
+	} {
+		if b.ref != b.wantRef {
+			t.Errorf("%s refers to %+v, want %+v", b.kind, b.ref, b.wantRef)
+		}
+		if diff := cmp.Diff(wantSubject, b.subjects); diff != "" {
+			t.Errorf("%s subjects (-want +got):\n%s", b.kind, diff)
+		}
+	}
+	if m.leaseBinding.Namespace != m.leaseRole.Namespace {
+		t.Errorf("the RoleBinding is in %q, its Role in %q", m.leaseBinding.Namespace, m.leaseRole.Namespace)
 	}
 	if sa != m.serviceAccount.Name || m.deployment.Namespace != m.serviceAccount.Namespace {
 		t.Errorf("the Deployment %s/%s runs as %q, want the ServiceAccount %s/%s", m.deployment.Namespace, m.deployment.Name, sa, m.serviceAccount.Namespace, m.serviceAccount.Name)
@@ -119,6 +144,16 @@ func TestManifestControllerSetsTheGate(t *testing.T) {
 	leaseNS, _ := cmd.Flags().GetString("lease-namespace")
 	if replicas := d.Spec.Replicas; replicas != nil && *replicas > 1 && leaseNS == "" {
 		t.Errorf("%d replicas without --lease-namespace: they would all write", *replicas)
+	}
+	// The Lease must be the one the Role grants, in the Role's namespace.
+	leaseName, _ := cmd.Flags().GetString("lease-name")
+	if leaseNS != m.leaseRole.Namespace {
+		t.Errorf("--lease-namespace %q, but the Lease Role is in %q", leaseNS, m.leaseRole.Namespace)
+	}
+	for _, r := range m.leaseRole.Rules {
+		if len(r.ResourceNames) > 0 && !slices.Contains(r.ResourceNames, leaseName) {
+			t.Errorf("the Lease Role grants %v on %v, not the controller's Lease %q", r.Verbs, r.ResourceNames, leaseName)
+		}
 	}
 
 	leader, worker := m.lws.Pod(0, 0), m.lws.Pod(0, 1)

@@ -234,6 +234,44 @@ func TestProbes(t *testing.T) {
 	}
 }
 
+// TestSidecarMemoryLimit: the sidecar's memory limit holds the most that
+// "udrain serve-readiness" with its flags, checking the group's members, can
+// hold whatever its clients do (app.ServeReadinessMemory, which
+// cmd/udrain's black-box test holds the process to under 3,000 hostile
+// connections); its request is not above its limit.
+func TestSidecarMemoryLimit(t *testing.T) {
+	w, _ := parseManifest(t)
+	sc := sidecar(t, w.Leader.Spec)
+	cmd := parseCommand(t, append(append([]string(nil), sc.Command[1:]...), sc.Args...))
+	var opts readiness.ServeOptions
+	opts.MaxConnections, _ = cmd.Flags().GetInt("max-connections")
+	opts.MaxHeaderBytes, _ = cmd.Flags().GetInt("max-header-bytes")
+	limit, request := sc.Resources.Limits.Memory(), sc.Resources.Requests.Memory()
+	if limit.IsZero() {
+		t.Fatal("the sidecar has no memory limit")
+	}
+	if err := memoryLimitHolds(limit.Value(), opts, w.Size); err != nil {
+		t.Error(err)
+	}
+	if request.Cmp(*limit) > 0 {
+		t.Errorf("memory request %s is above the limit %s", request, limit)
+	}
+	// The check is not vacuous: the same limit cannot hold a sidecar that
+	// keeps 2,000 connections open.
+	if err := memoryLimitHolds(limit.Value(), readiness.ServeOptions{MaxConnections: 2000}, w.Size); err == nil {
+		t.Errorf("a limit of %s holds 2,000 connections too: the bound checks nothing", limit)
+	}
+}
+
+// memoryLimitHolds returns an error if limit is below what serve-readiness
+// with opts and members can hold.
+func memoryLimitHolds(limit int64, opts readiness.ServeOptions, members int) error {
+	if need := app.ServeReadinessMemory(opts, members); limit < need {
+		return fmt.Errorf("memory limit %d MiB is below the %d MiB that serve-readiness can hold with --max-connections %d, --max-header-bytes %d and %d members", limit>>20, need>>20, opts.MaxConnections, opts.MaxHeaderBytes, members)
+	}
+	return nil
+}
+
 // TestTopology: leaders spread over the upgrade domains; each worker
 // requires the domain of its own group's leader.
 func TestTopology(t *testing.T) {

@@ -84,11 +84,15 @@ func (s *countingSink) Patch(e *corev1.Event, data []byte) (*corev1.Event, error
 
 // report is the eviction.Options.OnEvent callback. Calls are serialised by
 // package eviction; the recorder sends asynchronously, so it never holds a
-// drain up.
+// drain up. Pod events carry the pod's UID and node: the Kubernetes Event
+// names that pod, not a replacement of the same name.
 func (r *eventReporter) report(e eviction.Event) {
 	kv := []any{"event", e.Type, "domain", e.Domain}
-	if e.Pod != "" {
-		kv = append(kv, "pod", e.Pod)
+	if e.Phase != 0 {
+		kv = append(kv, "phase", int(e.Phase))
+	}
+	if e.Pod != nil {
+		kv = append(kv, "pod", klog.KRef(e.Pod.Namespace, e.Pod.Name), "podUID", e.Pod.UID)
 	}
 	if e.Node != "" {
 		kv = append(kv, "node", e.Node)
@@ -98,18 +102,26 @@ func (r *eventReporter) report(e eviction.Event) {
 	}
 	switch e.Type {
 	case eviction.EventCordoned, eviction.EventUncordoned, eviction.EventLeftCordoned:
-		r.eventf(nodeRef(e.Node), corev1.EventTypeNormal, "Udrain"+string(e.Type), "upgrade domain %s: %s", e.Domain, strings.ToLower(string(e.Type)))
+		r.eventf(nodeRef(e.Node), corev1.EventTypeNormal, "Udrain"+string(e.Type), "upgrade domain %s (%s): %s", e.Domain, e.ID, strings.ToLower(string(e.Type)))
 		r.logger.V(2).Info("Node", kv...)
 	case eviction.EventNodeGone:
-		r.eventf(nodeRef(e.Node), corev1.EventTypeWarning, "UdrainNodeGone", "upgrade domain %s: %s", e.Domain, e.Message)
+		r.eventf(nodeRef(e.Node), corev1.EventTypeWarning, "UdrainNodeGone", "upgrade domain %s (%s): %s", e.Domain, e.ID, e.Message)
 		r.logger.Info("Node gone during the drain", kv...)
+	case eviction.EventEvicted:
+		r.eventf(podRef(e.Pod), corev1.EventTypeNormal, "UdrainEvicted", "evicted from node %s in %s for the upgrade of domain %s (%s)", e.Pod.Node, e.Phase, e.Domain, e.ID)
+		r.logger.V(3).Info("Pod", kv...)
 	case eviction.EventBlocked:
-		if ref, ok := podRef(e.Pod); ok && e.Block != nil {
-			r.eventf(ref, corev1.EventTypeWarning, "UdrainEvictionBlocked", "%s", e.Block.String())
+		b := e.Block
+		r.eventf(podRef(e.Pod), corev1.EventTypeWarning, "UdrainEvictionBlocked", "upgrade domain %s (%s): %s", e.Domain, e.ID, b)
+		r.logger.Info("Eviction blocked by a PodDisruptionBudget", append(kv, "pdb", klog.KRef(b.Namespace, b.PDB),
+			"disruptionsAllowed", b.DisruptionsAllowed, "currentHealthy", b.CurrentHealthy, "desiredHealthy", b.DesiredHealthy)...)
+	case eviction.EventWaitingRecovery, eviction.EventRecovered:
+		// The message is a sentence; the health is the structure behind it
+		// (package health's judgment of each group and budget).
+		if h := e.Health; h != nil {
+			r.logger.Info(string(e.Type), "event", e.Type, "domain", e.Domain, "healthy", h.Healthy, "groups", len(h.Groups), "notRecovered", unhealthy(h))
 		}
-		r.logger.Info("Eviction blocked by a PodDisruptionBudget", append(kv, "pdb", e.Block.Namespace+"/"+e.Block.PDB,
-			"disruptionsAllowed", e.Block.DisruptionsAllowed, "currentHealthy", e.Block.CurrentHealthy, "desiredHealthy", e.Block.DesiredHealthy)...)
-	case eviction.EventEvicting, eviction.EventEvicted, eviction.EventGone, eviction.EventDryRun:
+	case eviction.EventEvicting, eviction.EventGone, eviction.EventDryRun:
 		r.logger.V(3).Info("Pod", kv...)
 	case eviction.EventRetrying:
 		r.logger.V(2).Info("Retrying", append(kv, "err", e.Err)...)
@@ -124,10 +136,7 @@ func nodeRef(name string) *corev1.ObjectReference {
 	return &corev1.ObjectReference{Kind: "Node", Name: name, UID: types.UID(name)}
 }
 
-func podRef(key string) (*corev1.ObjectReference, bool) {
-	ns, name, ok := strings.Cut(key, "/")
-	if !ok {
-		return nil, false
-	}
-	return &corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: ns, Name: name}, true
+// podRef refers to the pod udrain saw, by UID.
+func podRef(p *eviction.PodRef) *corev1.ObjectReference {
+	return &corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: p.Namespace, Name: p.Name, UID: p.UID}
 }

@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -38,8 +39,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "platform-controller:", err)
 		os.Exit(2)
 	default:
-		klog.FromContext(ctx).Error(err, "Rollout stopped; run again with the same --target-version to resume")
-		os.Exit(1)
+		os.Exit(1) // run logged why
 	}
 }
 
@@ -94,33 +94,96 @@ func parseFlags(args []string, stderr io.Writer) (*settings, error) {
 // returning a fake.
 type newClientFunc func(kubeconfig string) (kubernetes.Interface, error)
 
-// run parses the flags and rolls the upgrade over every domain.
+// run parses the flags, rolls the upgrade over every domain, and logs the
+// rollout's summary and, if it stopped, where and why. Usage errors are
+// returned without a log line.
 func run(ctx context.Context, args []string, stderr io.Writer, newClient newClientFunc) error {
 	s, err := parseFlags(args, stderr)
 	if err != nil {
 		return err
 	}
+	logger := klog.FromContext(ctx)
 	client, err := newClient(s.kubeconfig)
 	if err != nil {
+		logger.Error(err, "No client")
 		return err
 	}
 	res, err := rollout(ctx, client, s, http.DefaultClient)
+	var usage *usageError
+	if errors.As(err, &usage) {
+		return err
+	}
 	if res != nil {
-		t := res.Totals()
-		kv := []any{"id", res.ID, "domainsDone", t.DomainsDone, "domainsSkipped", t.DomainsSkipped,
-			"phase1Evicted", t.Phase1Evicted, "phase2Evicted", t.Phase2Evicted, "groupsDisrupted", t.GroupsDisrupted, "duration", res.Duration}
-		if b := t.LongestBlock; b.PDB != "" {
+		sum := res.Summary()
+		kv := []any{"id", res.ID, "domainsDone", sum.DomainsDone, "domainsSkipped", sum.DomainsSkipped,
+			"phase1Evicted", sum.Phase1Evicted, "phase2Evicted", sum.Phase2Evicted, "groupsDisrupted", sum.GroupsDisrupted, "duration", res.Duration}
+		if b := sum.LongestBlock; b != nil {
 			kv = append(kv, "longestBlock", b.Duration, "longestBlockPDB", b.Namespace+"/"+b.PDB)
 		}
-		klog.FromContext(ctx).Info("Rollout summary", kv...)
+		for _, d := range res.Domains {
+			kv = append(kv, "domain."+d.Domain, d.Status)
+		}
+		logger.Info("Rollout summary", kv...)
+	}
+	if err != nil {
+		logStop(logger, err)
 	}
 	return err
 }
 
-// rollout runs the rollout: events to the API server and the log, the
-// upgrade step labelling nodes and calling the webhook.
+// logStop logs why the rollout stopped, from the structured error: the
+// domain and stage, the pods still waiting, the budget blocking, the
+// groups that did not recover (with package health's reasons).
+func logStop(logger klog.Logger, err error) {
+	const msg = "Rollout stopped; run again with the same --target-version to resume"
+	var stop *eviction.DomainError
+	if !errors.As(err, &stop) {
+		logger.Error(err, msg)
+		return
+	}
+	kv := []any{"domain", stop.Domain, "stage", stop.Stage, "id", stop.ID}
+	switch {
+	case errors.Is(err, context.Canceled):
+		kv = append(kv, "cause", "cancelled")
+	case errors.Is(err, context.DeadlineExceeded):
+		kv = append(kv, "cause", "timeout", "timeout", stop.Timeout)
+	}
+	if n := len(stop.Pending); n > 0 {
+		kv = append(kv, "podsPending", n, "firstPodPending", stop.Pending[0].String())
+	}
+	if b := stop.Block; b != nil {
+		kv = append(kv, "blockedBy", b.Namespace+"/"+b.PDB, "blockedSince", b.Since, "disruptionsAllowed", b.DisruptionsAllowed)
+	}
+	if h := stop.Health; h != nil {
+		kv = append(kv, "notRecovered", unhealthy(h))
+	}
+	logger.Error(stop.Err, msg, kv...)
+}
+
+// unhealthy lists the groups and budgets of h that are not healthy, each
+// as "name: Reason", from package health's judgment.
+func unhealthy(h *eviction.DomainHealth) []string {
+	var out []string
+	u := h.Unhealthy()
+	for _, g := range u.Groups {
+		out = append(out, fmt.Sprintf("%s: %s", g.ID, g.Reason))
+	}
+	for _, b := range u.Budgets {
+		out = append(out, fmt.Sprintf("PodDisruptionBudget %s/%s: %s", b.Namespace, b.Name, b.Reason))
+	}
+	return out
+}
+
+// rollout runs the rollout over a shared informer factory, as a controller
+// that already watches the cluster would: udrain reads through the same
+// informers as the upgrade step (the nodes' lister), and adds no list or
+// watch of its own. Events go to the API server and the log; the upgrade
+// step labels the nodes and calls the webhook.
 func rollout(ctx context.Context, client kubernetes.Interface, s *settings, httpClient *http.Client) (*eviction.RolloutResult, error) {
 	logger := klog.FromContext(ctx)
+	factory := informers.NewSharedInformerFactory(client, 0)
+	shared := eviction.InformersFromFactory(factory) // registers udrain's informers with the factory
+	nodes := factory.Core().V1().Nodes().Lister()
 	// Events outlive a cancel: the last ones (what was done before Ctrl-C)
 	// matter most.
 	broadcaster := record.NewBroadcaster(record.WithContext(context.WithoutCancel(ctx)))
@@ -139,14 +202,27 @@ func rollout(ctx context.Context, client kubernetes.Interface, s *settings, http
 		Helper:      &drain.Helper{GracePeriodSeconds: -1, IgnoreAllDaemonSets: true, DeleteEmptyDirData: true, Timeout: s.drainTimeout},
 		DomainLabel: s.domainLabel,
 		OnEvent:     reporter.report,
+		Informers:   shared,
 	})
 	if err != nil {
 		return nil, &usageError{err}
 	}
+	informersCtx, stopInformers := context.WithCancel(ctx)
+	defer func() {
+		stopInformers()
+		factory.Shutdown()
+	}()
+	factory.Start(informersCtx.Done())
+	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return nil, fmt.Errorf("the %v informer did not sync: %w", typ, context.Cause(ctx))
+		}
+	}
+	logger.V(2).Info("Informers synced")
 	return d.Rollout(ctx, eviction.RolloutOptions{
 		ID:              "platform-" + s.version,
 		Domains:         s.domains,
-		Upgrade:         nodeUpgrade(client, s.version, s.webhook, httpClient),
+		Upgrade:         nodeUpgrade(client, nodes, s.version, s.webhook, httpClient),
 		RecoveryTimeout: s.recoveryTimeout,
 	})
 }

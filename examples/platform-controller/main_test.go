@@ -15,91 +15,15 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/udrain/udrain/eviction"
-	"github.com/udrain/udrain/topology"
+	"github.com/udrain/udrain/examples/internal/exampletest"
 )
-
-var podsGVR = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
-
-// fakeCluster has two upgrade domains of two nodes, one LeaderWorkerSet
-// group (leader and worker) per domain, and a PDB over the leaders that
-// allows `allowed` disruptions. Evicted pods come back at once with a new
-// UID, Running and Ready, as a StatefulSet and a kubelet would bring them
-// back; a budget allowing nothing answers 429.
-func fakeCluster(t *testing.T, allowed int32) *fake.Clientset {
-	t.Helper()
-	var objs []runtime.Object
-	yes := true
-	for d, nodes := range [][]string{{"node-a1", "node-a2"}, {"node-b1", "node-b2"}} {
-		domain := fmt.Sprintf("ud-%d", d+1)
-		for w, n := range nodes {
-			objs = append(objs, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: map[string]string{topology.DefaultDomainLabel: domain}}})
-			name := fmt.Sprintf("llm-%d", d)
-			if w > 0 {
-				name += fmt.Sprintf("-%d", w)
-			}
-			objs = append(objs, &corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Namespace: "serving", Name: name, UID: types.UID(name),
-					OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "llm", UID: "sts", Controller: &yes}},
-					Labels:          map[string]string{topology.LWSNameLabel: "llm", topology.LWSGroupIndexLabel: fmt.Sprint(d), topology.LWSWorkerIndexLabel: fmt.Sprint(w)},
-					Annotations:     map[string]string{topology.LWSSizeAnnotation: "2"}},
-				Spec:   corev1.PodSpec{NodeName: n},
-				Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
-			})
-		}
-	}
-	min := intstr.FromInt32(1)
-	objs = append(objs, &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "serving", Name: "llm-leaders"},
-		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &min, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{
-			topology.LWSNameLabel: "llm", topology.LWSWorkerIndexLabel: "0"}}},
-		Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: allowed, CurrentHealthy: 2, DesiredHealthy: 1, ExpectedPods: 2},
-	})
-	client := fake.NewClientset(objs...)
-	var mu sync.Mutex
-	seq := 0
-	client.PrependReactor("create", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
-		if action.GetSubresource() != "eviction" {
-			return false, nil, nil
-		}
-		ev := action.(k8stesting.CreateAction).GetObject().(*policyv1.Eviction)
-		tr := client.Tracker()
-		obj, err := tr.Get(podsGVR, ev.Namespace, ev.Name)
-		if err != nil {
-			return true, nil, err
-		}
-		pod := obj.(*corev1.Pod)
-		pdb, _ := tr.Get(schema.GroupVersionResource{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"}, "serving", "llm-leaders")
-		b := pdb.(*policyv1.PodDisruptionBudget)
-		if sel, _ := metav1.LabelSelectorAsSelector(b.Spec.Selector); sel.Matches(labels.Set(pod.Labels)) && b.Status.DisruptionsAllowed <= 0 {
-			return true, nil, apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
-		}
-		if err := tr.Delete(podsGVR, ev.Namespace, ev.Name); err != nil {
-			return true, nil, err
-		}
-		mu.Lock()
-		seq++
-		pod.UID, pod.ResourceVersion = types.UID(fmt.Sprintf("%s-%d", pod.Name, seq)), ""
-		mu.Unlock()
-		return true, nil, tr.Add(pod)
-	})
-	return client
-}
 
 // webhook records the upgrade requests; it fails for the domains in fail.
 type webhook struct {
@@ -142,7 +66,8 @@ func runController(t *testing.T, client kubernetes.Interface, args ...string) (s
 	return logger.GetSink().(ktesting.Underlier).GetBuffer().String(), err
 }
 
-// events lists the Events the recorder created, as "Kind/name reason".
+// events lists the Events the recorder created, as "Kind/name uid reason"
+// (a node's UID is its name, as kubectl records node events).
 func events(t *testing.T, client kubernetes.Interface) []string {
 	t.Helper()
 	list, err := client.CoreV1().Events("").List(context.Background(), metav1.ListOptions{})
@@ -151,7 +76,7 @@ func events(t *testing.T, client kubernetes.Interface) []string {
 	}
 	var out []string
 	for _, e := range list.Items {
-		out = append(out, e.InvolvedObject.Kind+"/"+e.InvolvedObject.Name+" "+e.Reason)
+		out = append(out, e.InvolvedObject.Kind+"/"+e.InvolvedObject.Name+" "+string(e.InvolvedObject.UID)+" "+e.Reason)
 	}
 	return out
 }
@@ -184,7 +109,7 @@ func waitForEvents(t *testing.T, client kubernetes.Interface, want ...string) {
 }
 
 func TestRolloutUpgradesEveryDomain(t *testing.T) {
-	client := fakeCluster(t, 1)
+	client := exampletest.FakeCluster(exampletest.ClusterOptions{Allowed: 1})
 	hook := &webhook{}
 	srv := httptest.NewServer(hook)
 	defer srv.Close()
@@ -210,10 +135,15 @@ func TestRolloutUpgradesEveryDomain(t *testing.T) {
 				n, node.Labels, node.Annotations, node.Spec.Unschedulable)
 		}
 	}
-	// run flushed the recorder before it returned: every event is there.
+	// run flushed the recorder before it returned: every event is there,
+	// those of the evicted pods with the UID of the pod that was evicted
+	// (its replacement has another).
 	var wantEvents []string
 	for _, n := range []string{"node-a1", "node-a2", "node-b1", "node-b2"} {
-		wantEvents = append(wantEvents, "Node/"+n+" UdrainCordoned", "Node/"+n+" UdrainUncordoned")
+		wantEvents = append(wantEvents, "Node/"+n+" "+n+" UdrainCordoned", "Node/"+n+" "+n+" UdrainUncordoned")
+	}
+	for _, p := range []string{"llm-0", "llm-0-1", "llm-1", "llm-1-1"} {
+		wantEvents = append(wantEvents, "Pod/"+p+" "+p+" UdrainEvicted")
 	}
 	got := events(t, client)
 	sort.Strings(got)
@@ -221,7 +151,8 @@ func TestRolloutUpgradesEveryDomain(t *testing.T) {
 	if diff := cmp.Diff(wantEvents, got); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
-	for _, want := range []string{`DomainDone event="DomainDone" domain="ud-2"`, `Upgrade webhook done domain="ud-1" status=200`, `Rollout summary id="platform-1.37.2" domainsDone=2`} {
+	for _, want := range []string{`DomainDone event="DomainDone" domain="ud-2"`, `Upgrade webhook done domain="ud-1" status=200`, `Rollout summary id="platform-1.37.2" domainsDone=2 domainsSkipped=0 phase1Evicted=2 phase2Evicted=2 groupsDisrupted=2`,
+		`domain.ud-1="Done" domain.ud-2="Done"`} {
 		if !strings.Contains(log, want) {
 			t.Errorf("log has no %q:\n%s", want, log)
 		}
@@ -239,7 +170,7 @@ func TestRolloutUpgradesEveryDomain(t *testing.T) {
 // TestUpgradeFailureStopsTheRollout: a failing webhook stops the rollout
 // at that domain, which stays cordoned; the next domain is not touched.
 func TestUpgradeFailureStopsTheRollout(t *testing.T) {
-	client := fakeCluster(t, 1)
+	client := exampletest.FakeCluster(exampletest.ClusterOptions{Allowed: 1})
 	hook := &webhook{fail: map[string]bool{"ud-1": true}}
 	srv := httptest.NewServer(hook)
 	defer srv.Close()
@@ -256,17 +187,53 @@ func TestUpgradeFailureStopsTheRollout(t *testing.T) {
 
 // TestBlockedEvictionBecomesAWarningEvent: a budget that allows nothing
 // blocks the leader's eviction; the pod gets a Warning event naming the
-// PDB, and the drain gives up at --drain-timeout with a BlockedError.
+// PDB, and the drain gives up at --drain-timeout with a DomainError in
+// phase 1 that unwraps to context.DeadlineExceeded and the BlockedError;
+// the log says where it stopped and which budget blocked.
 func TestBlockedEvictionBecomesAWarningEvent(t *testing.T) {
-	client := fakeCluster(t, 0)
+	client := exampletest.FakeCluster(exampletest.ClusterOptions{Allowed: 0})
 	log, err := runController(t, client, "--target-version", "1.37.2", "--drain-timeout", "300ms")
+	var stop *eviction.DomainError
 	var blocked *eviction.BlockedError
-	if !errors.As(err, &blocked) {
-		t.Fatalf("error %v, want a BlockedError", err)
+	if !errors.As(err, &stop) || !errors.As(err, &blocked) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("error %v, want a DomainError unwrapping to a BlockedError and context.DeadlineExceeded", err)
 	}
-	waitForEvents(t, client, "Pod/llm-0 UdrainEvictionBlocked")
-	if !strings.Contains(log, `Eviction blocked by a PodDisruptionBudget event="Blocked"`) || !strings.Contains(log, `pdb="serving/llm-leaders"`) {
-		t.Errorf("the block was not logged with its PDB:\n%s", log)
+	if stop.Domain != "ud-1" || stop.Stage != eviction.StagePhase1 || stop.Timeout != 300*time.Millisecond || blocked.Block.PDB != "llm-leaders" {
+		t.Errorf("stopped in %s at %s after %s, blocked by %s; want ud-1, %s, 300ms, llm-leaders", stop.Domain, stop.Stage, stop.Timeout, blocked.Block.PDB, eviction.StagePhase1)
+	}
+	waitForEvents(t, client, "Pod/llm-0 llm-0 UdrainEvictionBlocked")
+	for _, want := range []string{
+		`Eviction blocked by a PodDisruptionBudget event="Blocked"`, `pdb="serving/llm-leaders"`,
+		`Rollout stopped; run again with the same --target-version to resume`,
+		`domain="ud-1" stage="Phase1" id="platform-1.37.2" cause="timeout" timeout="300ms" podsPending=2 firstPodPending="serving/llm-0" blockedBy="serving/llm-leaders"`,
+	} {
+		if !strings.Contains(log, want) {
+			t.Errorf("log has no %q:\n%s", want, log)
+		}
+	}
+}
+
+// TestRecoveryTimeoutNamesTheGroups: replacements that never become Ready
+// stop the rollout at --recovery-timeout with a DomainError in the
+// recovery stage, whose health says which group is not healthy and why
+// (package health's reason), and the log says the same.
+func TestRecoveryTimeoutNamesTheGroups(t *testing.T) {
+	client := exampletest.FakeCluster(exampletest.ClusterOptions{Allowed: 1, Unready: true})
+	log, err := runController(t, client, "--target-version", "1.37.2", "--recovery-timeout", "300ms")
+	var stop *eviction.DomainError
+	if !errors.As(err, &stop) || !errors.Is(err, context.DeadlineExceeded) || stop.Stage != eviction.StageRecovery || stop.Health == nil {
+		t.Fatalf("error %v, want a DomainError in %s with the domain's health, unwrapping to context.DeadlineExceeded", err, eviction.StageRecovery)
+	}
+	var reasons []string
+	for _, g := range stop.Health.Groups {
+		reasons = append(reasons, fmt.Sprintf("%s %t %s", g.ID, g.Healthy, g.Reason))
+	}
+	if diff := cmp.Diff([]string{"serving/llm-0 false MemberNotReady"}, reasons); diff != "" {
+		t.Errorf("groups of the stopped domain (-want +got):\n%s", diff)
+	}
+	want := `domain="ud-1" stage="Recovery" id="platform-1.37.2" cause="timeout" timeout="300ms" notRecovered=["serving/llm-0: MemberNotReady"`
+	if !strings.Contains(log, want) {
+		t.Errorf("log has no %q:\n%s", want, log)
 	}
 }
 

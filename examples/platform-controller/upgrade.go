@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/udrain/udrain/eviction"
@@ -29,9 +30,10 @@ type upgradeRequest struct {
 }
 
 // nodeUpgrade returns the UpgradeFunc of the rollout: label the domain's
-// nodes with the target version, then, when webhook is set, ask the
-// upgrade service to upgrade them and wait for its answer.
-func nodeUpgrade(client kubernetes.Interface, version, webhook string, httpClient *http.Client) eviction.UpgradeFunc {
+// nodes with the target version (those the lister shows labelled already
+// are left alone), then, when webhook is set, ask the upgrade service to
+// upgrade them and wait for its answer.
+func nodeUpgrade(client kubernetes.Interface, nodes corelisters.NodeLister, version, webhook string, httpClient *http.Client) eviction.UpgradeFunc {
 	return func(ctx context.Context, dom topology.Domain) error {
 		logger := klog.FromContext(ctx).WithValues("domain", dom.Name)
 		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{TargetVersionLabel: version}}})
@@ -39,6 +41,9 @@ func nodeUpgrade(client kubernetes.Interface, version, webhook string, httpClien
 			return err
 		}
 		for _, n := range dom.Nodes {
+			if node, err := nodes.Get(n); err == nil && node.Labels[TargetVersionLabel] == version {
+				continue
+			}
 			if _, err := client.CoreV1().Nodes().Patch(ctx, n, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
 				return fmt.Errorf("labelling node %s with %s=%s: %w", n, TargetVersionLabel, version, err)
 			}

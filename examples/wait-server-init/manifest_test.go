@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/bootstrap"
 )
 
@@ -49,7 +50,8 @@ func TestManifestInitContainer(t *testing.T) {
 	cancel()
 	_, err = bootstrap.WaitForServer(ctx, init.Args[1], bootstrap.Options{})
 	var we *bootstrap.WaitError
-	if !errors.As(err, &we) || errors.Is(err, bootstrap.ErrInvalidInput) {
+	var invalid *udrain.ConfigError
+	if !errors.As(err, &we) || errors.As(err, &invalid) {
 		t.Errorf("WaitForServer rejects the manifest's target %q: %v", init.Args[1], err)
 	}
 	if d, err := time.ParseDuration(init.Args[3]); err != nil || d != 10*time.Minute {
