@@ -113,7 +113,10 @@ func runEmbedded(t *testing.T, s *scenario, name string, rules []rbacv1.PolicyRu
 	user := "system:serviceaccount:" + s.tt.Name + ":" + name
 	client := clientAs(t, s.tt, name, rules, true)
 	events := &eventLog{}
-	opts := eviction.Options{Helper: eviction.KubectlDefaults(), OnEvent: events.add}
+	// Scoped to the test's namespace: Health counts Pending groups of
+	// workloads placed anywhere in the layout, and tests running in
+	// parallel have theirs.
+	opts := eviction.Options{Helper: eviction.KubectlDefaults(), OnEvent: events.add, Namespace: s.tt.Name}
 	if shared {
 		factory := informers.NewSharedInformerFactory(client, 0)
 		opts.Informers = eviction.InformersFromFactory(factory)

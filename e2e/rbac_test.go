@@ -93,7 +93,14 @@ func TestLeastPrivilege(t *testing.T) {
 	if sum := res.Summary(); sum.DomainsDone != s.nodes.UDs || sum.Phase1Evicted != s.lws.Groups {
 		t.Errorf("summary %+v, want %d domains done and %d leaders evicted", sum, s.nodes.UDs, s.lws.Groups)
 	}
-	if report, err := d.WaitHealthy(ctx, s.domains()...); err != nil || !report.Healthy {
+	// Health counts Pending groups of workloads placed anywhere in the
+	// layout; tests running in parallel have theirs, so the wait is
+	// scoped to this test's namespace.
+	scoped, err := eviction.New(drainer, eviction.Options{Helper: helper, Namespace: tt.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if report, err := scoped.WaitHealthy(ctx, s.domains()...); err != nil || !report.Healthy {
 		t.Errorf("wait-healthy as the ServiceAccount: %v (report %+v)", err, report)
 	}
 	if _, err := d.Uncordon(ctx, s.nodes.UD(0)); err != nil {

@@ -19,8 +19,11 @@ type HealthReport struct {
 	Healthy bool           `json:"healthy"`
 	Domains []DomainHealth `json:"domains"`
 	// Unscheduled are the groups none of whose pods is on a node (Pending,
-	// waiting for room), of workloads placed in the domains: they are not
-	// healthy, and belong to no domain yet.
+	// waiting for room), of workloads with a pod on some node of the
+	// layout, named domain or not (a group drained from a named domain has
+	// no pod left there to tie it to it): they are not healthy, and belong
+	// to no domain yet. A Drainer scoped to a namespace sees only that
+	// namespace's.
 	Unscheduled []health.GroupStatus `json:"unscheduled,omitempty"`
 }
 
@@ -93,7 +96,9 @@ func (d *Drainer) healthNow(ctx context.Context, v *view, domains []string) (*He
 
 // WaitHealthy waits, on its watch, until Health would report every named
 // domain (every domain when none is named) healthy, and returns that
-// report. It changes nothing. A deadline or cancel of ctx ends the wait
+// report: groups that appear while it waits (another drain's replacements,
+// Pending) are waited for too, so a report returned without an error is
+// healthy. It changes nothing. A deadline or cancel of ctx ends the wait
 // with a *NotHealthyError saying what was still missing.
 func (d *Drainer) WaitHealthy(ctx context.Context, domains ...string) (*HealthReport, error) {
 	v, err := d.startView(ctx)
@@ -101,47 +106,62 @@ func (d *Drainer) WaitHealthy(ctx context.Context, domains ...string) (*HealthRe
 		return nil, err
 	}
 	defer v.stop()
-	r, err := d.healthNow(ctx, v, domains)
-	if err != nil || r.Healthy {
-		return r, err
-	}
-	// One wait over every domain, so that a domain that falls ill again
-	// while another recovers is not missed.
-	snap, err := v.snapshot(ctx)
-	if err != nil {
-		return nil, err
-	}
-	targets, unscheduled, err := d.healthTargets(snap, domains)
-	if err != nil {
-		return nil, err
-	}
-	all := recoveryTarget{domain: strings.Join(domains, ",")}
-	for _, t := range append(targets, unscheduled) {
-		for _, g := range t.groups {
-			if !all.has(g.id) {
-				all.groups = append(all.groups, g)
-			}
-		}
-		for _, nn := range t.pdbs {
-			all.addPDB(nn)
-		}
-	}
 	emit := func(e Event) {
 		e.Time = d.s.Clock.Now()
 		d.events.emit(e)
 	}
-	if _, err := d.waitRecovered(ctx, v, all, emit, 0); err != nil {
-		rctx := context.WithoutCancel(ctx)
-		r, rerr := d.healthNow(rctx, v, domains)
-		if rerr != nil {
-			return nil, errors.Join(err, rerr)
+	// Each round waits for what is not healthy now; groups that appear
+	// meanwhile (another drain's replacements, Pending) are seen by the
+	// next round, so the report returned is always a healthy one.
+	for round := 0; ; round++ {
+		changed := v.changed.wait()
+		r, err := d.healthNow(ctx, v, domains)
+		if err != nil || r.Healthy {
+			return r, err
 		}
-		if r.Healthy {
-			return r, nil
+		if round > 0 {
+			// What the last round waited for is healthy, the report is
+			// not: wait for the cluster to change before the next round
+			// rather than spin.
+			select {
+			case <-ctx.Done():
+				return r, &NotHealthyError{Report: r, Err: ctx.Err()}
+			case <-changed:
+			}
 		}
-		return r, &NotHealthyError{Report: r, Err: err}
+		snap, err := v.snapshot(ctx)
+		if err != nil {
+			return nil, err
+		}
+		targets, unscheduled, err := d.healthTargets(snap, domains)
+		if err != nil {
+			return nil, err
+		}
+		// One wait over every domain, so that a domain that falls ill
+		// again while another recovers is not missed.
+		all := recoveryTarget{domain: strings.Join(domains, ",")}
+		for _, t := range append(targets, unscheduled) {
+			for _, g := range t.groups {
+				if !all.has(g.id) {
+					all.groups = append(all.groups, g)
+				}
+			}
+			for _, nn := range t.pdbs {
+				all.addPDB(nn)
+			}
+		}
+		if _, err := d.waitRecovered(ctx, v, all, emit, 0); err != nil {
+			rctx := context.WithoutCancel(ctx)
+			r, rerr := d.healthNow(rctx, v, domains)
+			if rerr != nil {
+				return nil, errors.Join(err, rerr)
+			}
+			if r.Healthy {
+				return r, nil
+			}
+			return r, &NotHealthyError{Report: r, Err: err}
+		}
 	}
-	return d.healthNow(ctx, v, domains)
 }
 
 // WaitRecovered waits, on its watch, until the groups a plan disrupts are

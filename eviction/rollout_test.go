@@ -394,6 +394,62 @@ func TestHealthAndWaitHealthy(t *testing.T) {
 	}
 }
 
+// A group that appears unscheduled while WaitHealthy waits (another
+// drain's replacements, Pending) is waited for too: the report WaitHealthy
+// returns without an error is a healthy one.
+func TestWaitHealthyWaitsForGroupsThatAppearWhileWaiting(t *testing.T) {
+	ctx := testContext(t)
+	fc := newFakeCluster(t, lwsCluster(2, 1, 2)...)
+	if err := fc.client.CoreV1().Pods(testNS).Delete(ctx, "llm-1-1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := New(fc.client, Options{})
+	type result struct {
+		r   *HealthReport
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r, err := d.WaitHealthy(ctx, "ud-2")
+		done <- result{r, err}
+	}()
+	// WaitHealthy is waiting for llm-1-1; a new group of the same workload
+	// appears Pending, then llm-1-1 comes back.
+	time.Sleep(200 * time.Millisecond)
+	var pending []*corev1.Pod
+	for w := range 2 {
+		p := lwsPod(2, w, 2, "", fc.nextUID("pending"))
+		p.Status = corev1.PodStatus{Phase: corev1.PodPending}
+		created, err := fc.client.CoreV1().Pods(testNS).Create(ctx, p, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pending = append(pending, created)
+	}
+	if _, err := fc.client.CoreV1().Pods(testNS).Create(ctx, lwsPod(1, 1, 2, "node-2-1", "back"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-done:
+		t.Fatalf("WaitHealthy returned while group llm-2 was Pending: healthy %t, %v, waiting %q", got.r != nil && got.r.Healthy, got.err, got.r.waiting())
+	case <-time.After(500 * time.Millisecond):
+	}
+	// llm-2 lands on ud-1 and is Ready; the budget counts its leader.
+	fc.setBudget(ctx, 1, 3)
+	for _, p := range pending {
+		ready := lwsPod(2, 0, 2, "node-1-1", p.UID)
+		ready.Name = p.Name
+		ready.Labels = p.Labels
+		if _, err := fc.client.CoreV1().Pods(testNS).Update(ctx, ready, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := <-done
+	if got.err != nil || !got.r.Healthy || len(got.r.Unscheduled) != 0 {
+		t.Fatalf("WaitHealthy = %+v, %v; want a healthy report with no unscheduled group", got.r, got.err)
+	}
+}
+
 func TestRolloutRefusesADomainAnotherRolloutHolds(t *testing.T) {
 	ctx := testContext(t)
 	fc := newFakeCluster(t, lwsCluster(2, 1, 2)...)
