@@ -75,6 +75,16 @@ type DrainerReport struct {
 	Memory   Memory                  `json:"memory"`
 }
 
+// reportedEvent is e as the report keeps it: without its Health, which
+// the analysis does not read and which, kept for every one of a long
+// recovery's WaitingRecovery events, made the harness's event log most of
+// the drainer's measured heap (466 MiB in a fleet run with 15,603 of them,
+// each a domain's full health).
+func reportedEvent(e eviction.Event) eviction.Event {
+	e.Health = nil
+	return e
+}
+
 // RunDrainerJob runs the job in this process, counting every API request
 // of the drainer's client, and reports. Errors of the drain itself go into
 // the report; the error returned means the job could not start.
@@ -104,7 +114,7 @@ func RunDrainerJob(ctx context.Context, job DrainerJob) (*DrainerReport, error) 
 		Helper: helper,
 		OnEvent: func(e eviction.Event) {
 			mu.Lock()
-			rep.Events = append(rep.Events, e)
+			rep.Events = append(rep.Events, reportedEvent(e))
 			mu.Unlock()
 		},
 	})
