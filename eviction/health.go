@@ -71,11 +71,7 @@ func (d *Drainer) Health(ctx context.Context, domains ...string) (*HealthReport,
 }
 
 func (d *Drainer) healthNow(ctx context.Context, v *view, domains []string) (*HealthReport, error) {
-	snap, err := v.snapshot(ctx)
-	if err != nil {
-		return nil, err
-	}
-	targets, unscheduled, err := d.healthTargets(snap, domains)
+	snap, targets, unscheduled, err := d.healthTargetsNow(ctx, v, domains)
 	if err != nil {
 		return nil, err
 	}
@@ -129,11 +125,7 @@ func (d *Drainer) WaitHealthy(ctx context.Context, domains ...string) (*HealthRe
 			case <-changed:
 			}
 		}
-		snap, err := v.snapshot(ctx)
-		if err != nil {
-			return nil, err
-		}
-		targets, unscheduled, err := d.healthTargets(snap, domains)
+		_, targets, unscheduled, err := d.healthTargetsNow(ctx, v, domains)
 		if err != nil {
 			return nil, err
 		}
@@ -187,6 +179,16 @@ func (d *Drainer) WaitRecovered(ctx context.Context, plan *Plan) (*DomainHealth,
 		return h, &DomainError{Domain: plan.Domain, Stage: StageRecovery, Health: h, Err: err}
 	}
 	return h, nil
+}
+
+// healthTargetsNow is healthTargets of the view's snapshot now, with it.
+func (d *Drainer) healthTargetsNow(ctx context.Context, v *view, domains []string) (*Snapshot, []recoveryTarget, recoveryTarget, error) {
+	snap, err := v.snapshot(ctx)
+	if err != nil {
+		return nil, nil, recoveryTarget{}, err
+	}
+	targets, unscheduled, err := d.healthTargets(snap, domains)
+	return snap, targets, unscheduled, err
 }
 
 // healthTargets returns, per domain, its groups (every group with a pod on
