@@ -1,18 +1,11 @@
 package readiness
 
 import (
-	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
-	"os"
-	"strings"
-	"syscall"
 
 	"github.com/udrain/udrain"
+	"github.com/udrain/udrain/bootstrap"
 )
 
 // Reason is the class of a failed check in words that are safe to show to
@@ -54,9 +47,7 @@ func ReasonOf(err error) Reason {
 	var (
 		gone   *GoneError
 		config *udrain.ConfigError
-		dns    *net.DNSError
 		status *HTTPStatusError
-		netErr net.Error
 	)
 	switch {
 	case err == nil:
@@ -69,44 +60,23 @@ func ReasonOf(err error) Reason {
 		return ReasonInvalidConfiguration
 	case errors.As(err, &status):
 		return ReasonHTTPStatus
-	case errors.As(err, &dns) && dns.IsNotFound:
+	}
+	// The network failures are classified as bootstrap classifies a
+	// server's: one set of rules for DNS, refused, TLS and timeouts.
+	switch bootstrap.Classify(err) {
+	case bootstrap.ClassDNSNotFound:
 		return ReasonDNSNotFound
-	case errors.As(err, &dns):
+	case bootstrap.ClassDNSTemporary:
 		return ReasonDNS
-	case errors.Is(err, syscall.ECONNREFUSED):
+	case bootstrap.ClassConnectionRefused:
 		return ReasonRefused
-	case isTLSError(err):
+	case bootstrap.ClassTLSUnknownAuthority, bootstrap.ClassTLSNameMismatch, bootstrap.ClassTLSHandshake:
 		return ReasonTLS
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
+	case bootstrap.ClassTimeout:
 		return ReasonTimeout
 	default:
 		return ReasonOther
 	}
-}
-
-// isTLSError reports the failures of a TLS handshake: the typed ones of
-// crypto/tls and crypto/x509, an https:// URL answered in plain HTTP, and
-// the alerts crypto/tls reports as plain errors ("remote error: tls: ...").
-func isTLSError(err error) bool {
-	var (
-		verify   *tls.CertificateVerificationError
-		record   tls.RecordHeaderError
-		alert    tls.AlertError
-		unknown  x509.UnknownAuthorityError
-		hostname x509.HostnameError
-		invalid  x509.CertificateInvalidError
-	)
-	return errors.As(err, &verify) || errors.As(err, &record) || errors.As(err, &alert) ||
-		errors.As(err, &unknown) || errors.As(err, &hostname) || errors.As(err, &invalid) ||
-		errors.Is(err, http.ErrSchemeMismatch) || strings.HasPrefix(innermost(err).Error(), "tls: ")
-}
-
-// innermost follows a chain of single wrapped errors to its end.
-func innermost(err error) error {
-	for next := errors.Unwrap(err); next != nil; next = errors.Unwrap(err) {
-		err = next
-	}
-	return err
 }
 
 // describe is what /readyz/<member> says of a verdict: its reason, with
