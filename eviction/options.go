@@ -245,6 +245,13 @@ func (o Options) settle() (*settings, error) {
 	return s, nil
 }
 
+// slimPods reports whether udrain's own pod cache may keep slimPods
+// (podcache.go): not when Helper.AdditionalFilters or Options.Groupers,
+// which may read any field of a pod, are set.
+func (s *settings) slimPods() bool {
+	return len(s.filters.additional) == 0 && s.Groupers == nil
+}
+
 // layoutOptions are the options topology.BuildLayout needs.
 func (s *settings) layoutOptions() topology.LayoutOptions {
 	return topology.LayoutOptions{LabelKey: s.DomainLabel, Unlabeled: s.Unlabeled}

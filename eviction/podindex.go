@@ -51,8 +51,8 @@ func labelIndexKey(ns, key, value string) string {
 func newPodIndexFunc() cache.IndexFunc {
 	groupers := topology.Groupers(nil)
 	return func(obj interface{}) ([]string, error) {
-		pod, ok := obj.(*corev1.Pod)
-		if !ok {
+		pod := asPod(obj)
+		if pod == nil {
 			return nil, nil
 		}
 		var keys []string
@@ -90,12 +90,14 @@ func hasPodIndex(ix cache.Indexer) bool {
 
 // byPodIndex returns the cached pods indexed under value.
 func (v *view) byPodIndex(value string) []*corev1.Pod {
+	return podsOf(v.objectsByPodIndex(value))
+}
+
+// objectsByPodIndex returns the cached objects of the pods indexed under
+// value.
+func (v *view) objectsByPodIndex(value string) []interface{} {
 	objs, _ := v.groupIndex.ByIndex(podIndexName, value)
-	pods := make([]*corev1.Pod, len(objs))
-	for i, o := range objs {
-		pods[i] = o.(*corev1.Pod)
-	}
-	return pods
+	return objs
 }
 
 // groupsIn returns the groups of namespace ns that wants names, by ID.
@@ -171,20 +173,25 @@ func (v *view) planPods(nodes []string) (pods []*corev1.Pod, ok bool) {
 		return nil, false
 	}
 	index := newPodIndexFunc()
-	seen := map[*corev1.Pod]bool{}
-	add := func(ps []*corev1.Pod) {
-		for _, p := range ps {
-			if !seen[p] && v.inScope(p.Namespace) {
-				seen[p] = true
+	// Objects, not pods, are deduplicated: a slim cache materializes a new
+	// pod each time it is read.
+	seen := map[interface{}]bool{}
+	add := func(objs []interface{}) []*corev1.Pod {
+		var added []*corev1.Pod
+		for _, o := range objs {
+			if !seen[o] && v.inScope(namespaceOf(o)) {
+				seen[o] = true
+				p := asPod(o)
 				pods = append(pods, p)
+				added = append(added, p)
 			}
 		}
+		return added
 	}
 	var local []*corev1.Pod
 	for _, n := range nodes {
-		local = append(local, v.byPodIndex(nodeIndexKey(n))...)
+		local = append(local, add(v.objectsByPodIndex(nodeIndexKey(n)))...)
 	}
-	add(local)
 	groups := map[string]bool{}         // group keys of the domain's pods
 	workloads := map[string][]string{}  // workload (label key) -> its groups here
 	otherKinds := map[string][]string{} // namespace -> groups of other kinds here
@@ -209,16 +216,16 @@ func (v *view) planPods(nodes []string) (pods []*corev1.Pod, ok bool) {
 		}
 	}
 	for k := range groups {
-		add(v.byPodIndex(k))
+		add(v.objectsByPodIndex(k))
 	}
 	for w, gs := range workloads {
 		if len(gs) > 1 {
-			add(v.byPodIndex(w))
+			add(v.objectsByPodIndex(w))
 		}
 	}
 	for ns, gs := range otherKinds {
 		if len(gs) > 1 {
-			add(v.podsIn(ns))
+			add(v.podObjectsIn(ns))
 		}
 	}
 	return pods, true

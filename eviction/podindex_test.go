@@ -233,6 +233,7 @@ func TestInformersAddThePodIndex(t *testing.T) {
 }
 
 // A Drainer's plan over informers with the pod index reads only the pods
+// (over whole pods and over slimPods)
 // of the domain, of their groups and of their workloads (planPods): it must
 // be the plan NewPlan makes from every pod, also where the other pods
 // matter: a group packed badly (a member in another domain), two groups of
@@ -265,43 +266,47 @@ func TestPlanOfADomainReadsWhatEveryPodWouldSay(t *testing.T) {
 	for i := range extra {
 		snap.Pods = append(snap.Pods, &extra[i])
 	}
-	d := fleetDrainer(t, fleetInformers(t, snap))
-	ctx := testContext(t)
-	v, err := d.startView(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer v.stop()
-	for dom := 0; dom < 6; dom++ {
-		name := fmt.Sprintf("ud-%d", dom)
-		small, err := v.planSnapshot(ctx, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(small.Pods) >= len(snap.Pods)/2 {
-			t.Errorf("%s: the plan's snapshot holds %d of the %d pods, want only the domain's, its groups' and its workloads'", name, len(small.Pods), len(snap.Pods))
-		}
-		got, err := newPlan(name, small, d.s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		full := *snap
-		full.Now = small.Now
-		want, err := newPlan(name, &full, d.s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("plan of %s from its pods (-every pod +the domain's):\n%s", name, diff)
-		}
-		if dom == 1 {
-			codes := map[topology.FindingCode]bool{}
-			for _, f := range got.Findings {
-				codes[f.Code] = true
+	for _, c := range fleetCaches {
+		t.Run("cache="+c.name, func(t *testing.T) {
+			d := fleetDrainer(t, fleetInformers(t, snap, c.transform()))
+			ctx := testContext(t)
+			v, err := d.startView(ctx)
+			if err != nil {
+				t.Fatal(err)
 			}
-			if !codes[topology.FindingPack] || !codes[topology.FindingSpread] {
-				t.Errorf("plan of ud-1: findings %v, want the pack and spread violations the fixture holds", got.Findings)
+			defer v.stop()
+			for dom := 0; dom < 6; dom++ {
+				name := fmt.Sprintf("ud-%d", dom)
+				small, err := v.planSnapshot(ctx, name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(small.Pods) >= len(snap.Pods)/2 {
+					t.Errorf("%s: the plan's snapshot holds %d of the %d pods, want only the domain's, its groups' and its workloads'", name, len(small.Pods), len(snap.Pods))
+				}
+				got, err := newPlan(name, small, d.s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				full := *snap
+				full.Now = small.Now
+				want, err := newPlan(name, &full, d.s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("plan of %s from its pods (-every pod +the domain's):\n%s", name, diff)
+				}
+				if dom == 1 {
+					codes := map[topology.FindingCode]bool{}
+					for _, f := range got.Findings {
+						codes[f.Code] = true
+					}
+					if !codes[topology.FindingPack] || !codes[topology.FindingSpread] {
+						t.Errorf("plan of ud-1: findings %v, want the pack and spread violations the fixture holds", got.Findings)
+					}
+				}
 			}
-		}
+		})
 	}
 }

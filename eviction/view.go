@@ -232,13 +232,16 @@ func (v *view) pod(namespace, name string) (*corev1.Pod, bool) {
 	if err != nil || !ok {
 		return nil, false
 	}
-	return obj.(*corev1.Pod), true
+	return asPod(obj), true
 }
 
 // gone reports whether the pod with this UID no longer exists.
 func (v *view) gone(p PodRef) bool {
-	cur, ok := v.pod(p.Namespace, p.Name)
-	return !ok || cur.UID != p.UID
+	if !v.inScope(p.Namespace) {
+		return true
+	}
+	obj, ok, err := v.pods.GetByKey(p.Namespace + "/" + p.Name)
+	return err != nil || !ok || !hasUID(obj, p.UID)
 }
 
 func (v *view) pdb(namespace, name string) (*policyv1.PodDisruptionBudget, bool) {
@@ -275,19 +278,33 @@ func (v *view) podsIn(namespace string) []*corev1.Pod {
 	if !v.inScope(namespace) {
 		return nil
 	}
-	var objs []interface{}
+	return podsOf(v.podObjectsIn(namespace))
+}
+
+// podObjectsIn returns the cached objects of the pods of a namespace in
+// scope.
+func (v *view) podObjectsIn(namespace string) []interface{} {
+	if !v.inScope(namespace) {
+		return nil
+	}
 	if v.podIndex != nil {
-		objs, _ = v.podIndex.ByIndex(cache.NamespaceIndex, namespace)
-	} else {
-		for _, o := range v.pods.List() {
-			if o.(*corev1.Pod).Namespace == namespace {
-				objs = append(objs, o)
-			}
+		objs, _ := v.podIndex.ByIndex(cache.NamespaceIndex, namespace)
+		return objs
+	}
+	var objs []interface{}
+	for _, o := range v.pods.List() {
+		if namespaceOf(o) == namespace {
+			objs = append(objs, o)
 		}
 	}
+	return objs
+}
+
+// podsOf returns the pods of cached objects (asPod).
+func podsOf(objs []interface{}) []*corev1.Pod {
 	pods := make([]*corev1.Pod, len(objs))
 	for i, o := range objs {
-		pods[i] = o.(*corev1.Pod)
+		pods[i] = asPod(o)
 	}
 	return pods
 }
@@ -297,12 +314,7 @@ func (v *view) allPods() []*corev1.Pod {
 	if ns := v.d.s.Namespace; ns != "" {
 		return v.podsIn(ns)
 	}
-	objs := v.pods.List()
-	pods := make([]*corev1.Pod, len(objs))
-	for i, o := range objs {
-		pods[i] = o.(*corev1.Pod)
-	}
-	return pods
+	return podsOf(v.pods.List())
 }
 
 // snapshot returns the cluster state for planning. Objects are shared with
@@ -355,8 +367,7 @@ func (v *view) snapshotOf(ctx context.Context, nodes []corev1.Node, pods []*core
 // PodGroup (spec.schedulingGroup.podGroupName).
 func (v *view) anyPodGroupMember() bool {
 	for _, obj := range v.pods.List() {
-		p := obj.(*corev1.Pod)
-		if sg := p.Spec.SchedulingGroup; sg != nil && sg.PodGroupName != nil && *sg.PodGroupName != "" && v.inScope(p.Namespace) {
+		if podGroupNameOf(obj) != "" && v.inScope(namespaceOf(obj)) {
 			return true
 		}
 	}

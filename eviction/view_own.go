@@ -22,7 +22,11 @@ import (
 func (d *Drainer) ownView(parent context.Context) (*view, error) {
 	logger := klog.FromContext(parent)
 	ctx, cancel := context.WithCancel(parent)
-	opts := []informers.SharedInformerOption{informers.WithTransform(stripForCache)}
+	transform := stripForCache
+	if d.s.slimPods() {
+		transform = compactTransform()
+	}
+	opts := []informers.SharedInformerOption{informers.WithTransform(transform)}
 	if d.s.Namespace != "" {
 		opts = append(opts, informers.WithNamespace(d.s.Namespace))
 	}

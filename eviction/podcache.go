@@ -1,0 +1,500 @@
+package eviction
+
+import (
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"unique"
+	"weak"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// udrain's own pod cache (a Drainer without Options.Informers: the CLI's
+// case) keeps a slimPod per pod instead of a *corev1.Pod, whose struct
+// alone is 1.2 kB before any of its strings, maps and slices: a fleet of
+// 450,000 pods would hold gigabytes. A slimPod keeps what udrain and
+// kubectl drain's filters read of a pod, and shares what pods of one
+// template in one state have in common:
+//
+//   - per pod: name, namespace, UID, node, labels and annotations (but the
+//     last-applied configuration), deletion timestamp and grace period;
+//   - per shape, stored once for all pods that have it: owner references;
+//     the containers' and init containers' names and resource requests
+//     (with the init containers' restart policy), the pod's overhead and
+//     resources, its emptyDir volumes, readiness gates and scheduling
+//     group; the phase; the conditions' types and statuses (and the
+//     scheduler's reason and message while it cannot place the pod); the
+//     container statuses' names, readiness and waiting reasons.
+//
+// Strings that many pods repeat (namespaces, nodes, label keys and values)
+// are interned with package unique, so a pod holds an 8-byte handle of
+// each. Plans, health evaluations and callbacks read *corev1.Pod values
+// materialized from slimPods (asPod), holding exactly those fields; their
+// maps and slices may be shared and must not be modified.
+//
+// Helper.AdditionalFilters and Options.Groupers may read any field of a
+// pod, so with either the cache keeps whole pods (stripForCache).
+
+// slimPod is a pod as udrain's own cache holds it. It is immutable: an
+// update of the pod replaces it. It is a metav1.Object so that client-go's
+// stores key and index it; its setters do nothing.
+type slimPod struct {
+	name      string
+	uuid      [16]byte // the UID, when it is a canonical UUID (else in extra)
+	namespace unique.Handle[string]
+	node      unique.Handle[string]
+	// keys are the label keys then the annotation keys, shared by the pods
+	// of a template; values are their values, in that order.
+	keys   *podKeys
+	values []unique.Handle[string]
+	// shape is a pod holding the shared part (see above) but the owners,
+	// never modified; owners are shared by the pods of a controller.
+	shape  *corev1.Pod
+	owners *[]metav1.OwnerReference
+	// extra is nil but for a pod being deleted or with a UID that is not a
+	// canonical UUID.
+	extra *podExtra
+}
+
+// podKeys are a pod's label keys, sorted, then its annotation keys,
+// sorted.
+type podKeys struct {
+	keys   []string
+	labels int // keys[:labels] are the label keys
+}
+
+// podExtra is what few pods have.
+type podExtra struct {
+	deletedAt *metav1.Time
+	grace     *int64
+	otherUID  bool // the UID is not a canonical UUID: it is uid
+	uid       types.UID
+}
+
+// podShapes interns pod shapes and owner references by content. An entry
+// lives as long as a slimPod holds it: the tables hold weak pointers and
+// forget an entry once it is collected, so a long rollout does not
+// accumulate the shapes of pods long gone.
+type podShapes struct {
+	shapes interner[corev1.Pod]
+	owners interner[[]metav1.OwnerReference]
+	keys   interner[podKeys]
+}
+
+func newPodShapes() *podShapes {
+	return &podShapes{
+		shapes: interner[corev1.Pod]{entries: map[string]weak.Pointer[corev1.Pod]{}},
+		owners: interner[[]metav1.OwnerReference]{entries: map[string]weak.Pointer[[]metav1.OwnerReference]{}},
+		keys:   interner[podKeys]{entries: map[string]weak.Pointer[podKeys]{}},
+	}
+}
+
+// interner holds weak pointers to values by a key of their content.
+type interner[T any] struct {
+	mu      sync.Mutex
+	entries map[string]weak.Pointer[T]
+}
+
+// intern returns the value interned under key, or v, which it interns.
+func (t *interner[T]) intern(key string, v *T) *T {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if wp, ok := t.entries[key]; ok {
+		if have := wp.Value(); have != nil {
+			return have
+		}
+	}
+	t.entries[key] = weak.Make(v)
+	runtime.AddCleanup(v, t.forget, key)
+	return v
+}
+
+// forget drops a collected value's entry, unless a newer value took it.
+func (t *interner[T]) forget(key string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if wp, ok := t.entries[key]; ok && wp.Value() == nil {
+		delete(t.entries, key)
+	}
+}
+
+// len is the number of entries (collected ones included until their
+// cleanup runs).
+func (t *interner[T]) len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.entries)
+}
+
+// slim returns the slimPod of p; p is not modified, and the slimPod shares
+// only strings and immutable parts with it.
+func (t *podShapes) slim(p *corev1.Pod) *slimPod {
+	sp := &slimPod{
+		name:      p.Name,
+		namespace: unique.Make(p.Namespace),
+		node:      unique.Make(p.Spec.NodeName),
+	}
+	if !parseUUID(string(p.UID), &sp.uuid) {
+		sp.extra = &podExtra{otherUID: true, uid: p.UID}
+	}
+	if p.DeletionTimestamp != nil || p.DeletionGracePeriodSeconds != nil {
+		if sp.extra == nil {
+			sp.extra = &podExtra{}
+		}
+		sp.extra.deletedAt, sp.extra.grace = p.DeletionTimestamp, p.DeletionGracePeriodSeconds
+	}
+	sp.keys, sp.values = t.pairs(p)
+	shape := shapeOf(p)
+	if data, err := shape.Marshal(); err == nil { // it cannot fail for these fields; unshared is still correct
+		shape = t.shapes.intern(string(data), shape)
+	}
+	sp.shape = shape
+	if len(p.OwnerReferences) > 0 {
+		owners := p.OwnerReferences
+		sp.owners = &owners
+		if key, ok := ownersKey(owners); ok {
+			sp.owners = t.owners.intern(key, sp.owners)
+		}
+	}
+	return sp
+}
+
+// pairs returns p's label and annotation keys (interned as a list) and
+// values (each interned), without the last-applied configuration. A value
+// that is the pod's name (a StatefulSet's statefulset.kubernetes.io/pod-name
+// label) is stored as nameValue: interning it would cost a table entry per
+// pod.
+func (t *podShapes) pairs(p *corev1.Pod) (*podKeys, []unique.Handle[string]) {
+	n := len(p.Labels) + len(p.Annotations)
+	if n == 0 {
+		return nil, nil
+	}
+	keys := &podKeys{keys: make([]string, 0, n)}
+	for k := range p.Labels {
+		keys.keys = append(keys.keys, k)
+	}
+	slices.Sort(keys.keys)
+	keys.labels = len(keys.keys)
+	for k := range p.Annotations {
+		if k != corev1.LastAppliedConfigAnnotation {
+			keys.keys = append(keys.keys, k)
+		}
+	}
+	slices.Sort(keys.keys[keys.labels:])
+	self := unique.Make(nameValue)
+	values := make([]unique.Handle[string], len(keys.keys))
+	for i, k := range keys.keys {
+		v := p.Labels[k]
+		if i >= keys.labels {
+			v = p.Annotations[k]
+		}
+		if v == p.Name {
+			values[i] = self
+		} else {
+			values[i] = unique.Make(v)
+		}
+	}
+	key := strconv.Itoa(keys.labels) + "\x00" + strings.Join(keys.keys, "\x00")
+	return t.keys.intern(key, keys), values
+}
+
+// ownersKey is the key of owner references by content.
+func ownersKey(refs []metav1.OwnerReference) (string, bool) {
+	var b []byte
+	for i := range refs {
+		data, err := refs[i].Marshal()
+		if err != nil {
+			return "", false
+		}
+		b = append(b, byte(len(data)), byte(len(data)>>8))
+		b = append(b, data...)
+	}
+	return string(b), true
+}
+
+// shapeOf returns the part of p that slimPods share (see above).
+func shapeOf(p *corev1.Pod) *corev1.Pod {
+	s := &corev1.Pod{}
+	s.Spec.SchedulingGroup = p.Spec.SchedulingGroup
+	s.Spec.ReadinessGates = p.Spec.ReadinessGates
+	s.Spec.Overhead = p.Spec.Overhead
+	s.Spec.Resources = p.Spec.Resources
+	for _, v := range p.Spec.Volumes {
+		if v.EmptyDir != nil {
+			s.Spec.Volumes = append(s.Spec.Volumes, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{EmptyDir: v.EmptyDir}})
+		}
+	}
+	s.Spec.Containers = containerRequests(p.Spec.Containers)
+	s.Spec.InitContainers = containerRequests(p.Spec.InitContainers)
+	s.Status.Phase = p.Status.Phase
+	if n := len(p.Status.Conditions); n > 0 {
+		s.Status.Conditions = make([]corev1.PodCondition, n)
+		for i, c := range p.Status.Conditions {
+			s.Status.Conditions[i] = corev1.PodCondition{Type: c.Type, Status: c.Status}
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+				s.Status.Conditions[i].Reason, s.Status.Conditions[i].Message = c.Reason, c.Message
+			}
+		}
+	}
+	s.Status.ContainerStatuses = containerStates(p.Status.ContainerStatuses)
+	s.Status.InitContainerStatuses = containerStates(p.Status.InitContainerStatuses)
+	return s
+}
+
+// containerRequests keeps of each container its name, restart policy (an
+// init container's says whether it is a sidecar) and resource requests.
+func containerRequests(cs []corev1.Container) []corev1.Container {
+	if len(cs) == 0 {
+		return nil
+	}
+	out := make([]corev1.Container, len(cs))
+	for i, c := range cs {
+		out[i] = corev1.Container{Name: c.Name, RestartPolicy: c.RestartPolicy, Resources: corev1.ResourceRequirements{Requests: c.Resources.Requests}}
+	}
+	return out
+}
+
+// containerStates keeps of each container status its name, readiness and
+// waiting reason.
+func containerStates(cs []corev1.ContainerStatus) []corev1.ContainerStatus {
+	if len(cs) == 0 {
+		return nil
+	}
+	out := make([]corev1.ContainerStatus, len(cs))
+	for i, c := range cs {
+		out[i] = corev1.ContainerStatus{Name: c.Name, Ready: c.Ready}
+		if w := c.State.Waiting; w != nil {
+			out[i].State.Waiting = &corev1.ContainerStateWaiting{Reason: w.Reason}
+		}
+	}
+	return out
+}
+
+// nameValue stands for the pod's name among a slimPod's label and
+// annotation values; no label value can be it (it has a NUL byte).
+const nameValue = "\x00name"
+
+// pairsMap is the map of keys[from:to] and their values, for the pod
+// called name.
+func pairsMap(name string, keys *podKeys, values []unique.Handle[string], from, to int) map[string]string {
+	if to <= from {
+		return nil
+	}
+	m := make(map[string]string, to-from)
+	for i := from; i < to; i++ {
+		v := values[i].Value()
+		if v == nameValue {
+			v = name
+		}
+		m[keys.keys[i]] = v
+	}
+	return m
+}
+
+// labels and annotations are the slimPod's.
+func (sp *slimPod) labels() map[string]string {
+	if sp.keys == nil {
+		return nil
+	}
+	return pairsMap(sp.name, sp.keys, sp.values, 0, sp.keys.labels)
+}
+
+func (sp *slimPod) annotations() map[string]string {
+	if sp.keys == nil {
+		return nil
+	}
+	return pairsMap(sp.name, sp.keys, sp.values, sp.keys.labels, len(sp.keys.keys))
+}
+
+// uid returns the pod's UID.
+func (sp *slimPod) uid() types.UID {
+	if sp.extra != nil && sp.extra.otherUID {
+		return sp.extra.uid
+	}
+	return types.UID(formatUUID(&sp.uuid))
+}
+
+// hasUID reports whether the pod has uid, without formatting its own.
+func (sp *slimPod) hasUID(uid types.UID) bool {
+	if sp.extra != nil && sp.extra.otherUID {
+		return sp.extra.uid == uid
+	}
+	var u [16]byte
+	return parseUUID(string(uid), &u) && u == sp.uuid
+}
+
+// parseUUID parses a UUID in its canonical form (lower-case hex, 8-4-4-4-12)
+// into u; false for anything else, so that formatUUID gives back s.
+func parseUUID(s string, u *[16]byte) bool {
+	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
+		return false
+	}
+	j := 0
+	for i := 0; i < 36; {
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			i++
+			continue
+		}
+		hi, ok1 := hexDigit(s[i])
+		lo, ok2 := hexDigit(s[i+1])
+		if !ok1 || !ok2 {
+			return false
+		}
+		u[j] = hi<<4 | lo
+		j++
+		i += 2
+	}
+	return true
+}
+
+func hexDigit(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	}
+	return 0, false
+}
+
+// formatUUID is u in the canonical form.
+func formatUUID(u *[16]byte) string {
+	const digits = "0123456789abcdef"
+	var b [36]byte
+	j := 0
+	for i := 0; i < 36; {
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			b[i] = '-'
+			i++
+			continue
+		}
+		b[i], b[i+1] = digits[u[j]>>4], digits[u[j]&0xf]
+		j++
+		i += 2
+	}
+	return string(b[:])
+}
+
+// pod materializes the pod: a new *corev1.Pod whose maps are its own and
+// whose other slices are shared with every pod of its shape.
+func (sp *slimPod) pod() *corev1.Pod {
+	p := new(corev1.Pod)
+	*p = *sp.shape
+	p.Name, p.Namespace, p.UID = sp.name, sp.namespace.Value(), sp.uid()
+	p.Labels, p.Annotations = sp.labels(), sp.annotations()
+	if sp.extra != nil {
+		p.DeletionTimestamp, p.DeletionGracePeriodSeconds = sp.extra.deletedAt, sp.extra.grace
+	}
+	if sp.owners != nil {
+		p.OwnerReferences = *sp.owners
+	}
+	p.Spec.NodeName = sp.node.Value()
+	return p
+}
+
+// asPod returns the pod a store object is: a cached *corev1.Pod as it is,
+// a slimPod materialized. It returns nil for anything else.
+func asPod(obj interface{}) *corev1.Pod {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		return o
+	case *slimPod:
+		return o.pod()
+	}
+	return nil
+}
+
+// hasUID reports whether a cached pod has uid, without materializing it.
+func hasUID(obj interface{}, uid types.UID) bool {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		return o.UID == uid
+	case *slimPod:
+		return o.hasUID(uid)
+	}
+	return false
+}
+
+// namespaceOf returns the namespace of a cached pod without materializing
+// it.
+func namespaceOf(obj interface{}) string {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		return o.Namespace
+	case *slimPod:
+		return o.namespace.Value()
+	}
+	return ""
+}
+
+// podGroupNameOf returns the native PodGroup a cached pod names, if any.
+func podGroupNameOf(obj interface{}) string {
+	var sg *corev1.PodSchedulingGroup
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		sg = o.Spec.SchedulingGroup
+	case *slimPod:
+		sg = o.shape.Spec.SchedulingGroup
+	}
+	if sg == nil || sg.PodGroupName == nil {
+		return ""
+	}
+	return *sg.PodGroupName
+}
+
+// compactTransform returns the transform of udrain's own informers with
+// the slim pod cache: pods become slimPods, other objects go through
+// stripForCache. A slimPod given again is returned as it is.
+func compactTransform() func(interface{}) (interface{}, error) {
+	shapes := newPodShapes()
+	return func(obj interface{}) (interface{}, error) {
+		if p, ok := obj.(*corev1.Pod); ok {
+			return shapes.slim(p), nil
+		}
+		return stripForCache(obj)
+	}
+}
+
+// The metav1.Object methods client-go's key and index functions read.
+func (sp *slimPod) GetNamespace() string               { return sp.namespace.Value() }
+func (sp *slimPod) GetName() string                    { return sp.name }
+func (sp *slimPod) GetUID() types.UID                  { return sp.uid() }
+func (sp *slimPod) GetLabels() map[string]string       { return sp.labels() }
+func (sp *slimPod) GetAnnotations() map[string]string  { return sp.annotations() }
+func (sp *slimPod) GetDeletionTimestamp() *metav1.Time { return asPod(sp).DeletionTimestamp }
+func (sp *slimPod) GetDeletionGracePeriodSeconds() *int64 {
+	return asPod(sp).DeletionGracePeriodSeconds
+}
+func (sp *slimPod) GetOwnerReferences() []metav1.OwnerReference { return asPod(sp).OwnerReferences }
+
+// The rest of metav1.Object: a slimPod keeps none of it, and is never
+// changed in place.
+func (sp *slimPod) SetNamespace(string)                           {}
+func (sp *slimPod) SetName(string)                                {}
+func (sp *slimPod) GetGenerateName() string                       { return "" }
+func (sp *slimPod) SetGenerateName(string)                        {}
+func (sp *slimPod) SetUID(types.UID)                              {}
+func (sp *slimPod) GetResourceVersion() string                    { return "" }
+func (sp *slimPod) SetResourceVersion(string)                     {}
+func (sp *slimPod) GetGeneration() int64                          { return 0 }
+func (sp *slimPod) SetGeneration(int64)                           {}
+func (sp *slimPod) GetSelfLink() string                           { return "" }
+func (sp *slimPod) SetSelfLink(string)                            {}
+func (sp *slimPod) GetCreationTimestamp() metav1.Time             { return metav1.Time{} }
+func (sp *slimPod) SetCreationTimestamp(metav1.Time)              {}
+func (sp *slimPod) SetDeletionTimestamp(*metav1.Time)             {}
+func (sp *slimPod) SetDeletionGracePeriodSeconds(*int64)          {}
+func (sp *slimPod) SetLabels(map[string]string)                   {}
+func (sp *slimPod) SetAnnotations(map[string]string)              {}
+func (sp *slimPod) GetFinalizers() []string                       { return nil }
+func (sp *slimPod) SetFinalizers([]string)                        {}
+func (sp *slimPod) SetOwnerReferences([]metav1.OwnerReference)    {}
+func (sp *slimPod) GetManagedFields() []metav1.ManagedFieldsEntry { return nil }
+func (sp *slimPod) SetManagedFields([]metav1.ManagedFieldsEntry)  {}
+
+var _ metav1.Object = (*slimPod)(nil)

@@ -1,0 +1,241 @@
+package eviction
+
+import (
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+)
+
+// fullPod is a pod with most of what the API server sends, and what udrain
+// reads of it.
+func fullPod(name string, uid types.UID) *corev1.Pod {
+	created := metav1.NewTime(time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC))
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: "team-a", UID: uid, ResourceVersion: "42", CreationTimestamp: created,
+			Labels: map[string]string{"leaderworkerset.sigs.k8s.io/name": "llm", "statefulset.kubernetes.io/pod-name": name},
+			Annotations: map[string]string{
+				"leaderworkerset.sigs.k8s.io/size":     "8",
+				corev1.LastAppliedConfigAnnotation:     `{"big":"json"}`,
+				"example.com/same-as-the-name-by-luck": name,
+			},
+			OwnerReferences: ownedBy("StatefulSet", "llm"),
+			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubelet"}},
+			Finalizers:      []string{"example.com/keep"},
+		},
+		Spec: corev1.PodSpec{
+			NodeName: "gpu-1",
+			InitContainers: []corev1.Container{{Name: "sidecar", Image: "proxy", RestartPolicy: ptrTo(corev1.ContainerRestartPolicyAlways),
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}},
+			Containers: []corev1.Container{{Name: "vllm", Image: "vllm:1", Args: []string{"--tp", "8"}, Env: []corev1.EnvVar{{Name: "A", Value: "b"}},
+				Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")},
+					Limits:   corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")},
+				}}},
+			Volumes: []corev1.Volume{
+				{Name: "shm", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}},
+				{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}},
+			},
+			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: "udrain.dev/group-ready"}},
+			Tolerations:    []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists}},
+		},
+		Status: corev1.PodStatus{
+			Phase: corev1.PodRunning, PodIP: "10.0.0.1", StartTime: &created,
+			Conditions: []corev1.PodCondition{
+				{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: created},
+				{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, Reason: "", Message: "", LastTransitionTime: created},
+			},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "vllm", Ready: true, Image: "vllm:1", ImageID: "sha256:x",
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: created}}}},
+		},
+	}
+}
+
+// slimmed is what a slim cache gives back of fullPod.
+func slimmed(name string, uid types.UID) *corev1.Pod {
+	full := fullPod(name, uid)
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: "team-a", UID: uid, Labels: full.Labels,
+			Annotations:     map[string]string{"leaderworkerset.sigs.k8s.io/size": "8", "example.com/same-as-the-name-by-luck": name},
+			OwnerReferences: full.OwnerReferences,
+		},
+		Spec: corev1.PodSpec{
+			NodeName: "gpu-1",
+			InitContainers: []corev1.Container{{Name: "sidecar", RestartPolicy: ptrTo(corev1.ContainerRestartPolicyAlways),
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}},
+			Containers:     []corev1.Container{{Name: "vllm", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")}}}},
+			Volumes:        []corev1.Volume{{Name: "shm", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}}},
+			ReadinessGates: full.Spec.ReadinessGates,
+		},
+		Status: corev1.PodStatus{
+			Phase:             corev1.PodRunning,
+			Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}, {Type: corev1.PodScheduled, Status: corev1.ConditionTrue}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "vllm", Ready: true}},
+		},
+	}
+}
+
+const testUUID = "0b1e4c7d-2a5f-4e3b-9c9d-0a1e4f7b2c5d"
+
+func TestSlimPodKeepsWhatUdrainReads(t *testing.T) {
+	deleted := metav1.NewTime(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
+	grace := int64(30)
+	for _, tt := range []struct {
+		name   string
+		change func(*corev1.Pod) // of the full pod and of the expectation alike
+		full   func(*corev1.Pod) // of the full pod only
+		want   func(*corev1.Pod) // of the expectation only
+	}{
+		{name: "a running leader with a UUID"},
+		{name: "a UID that is not a UUID", change: func(p *corev1.Pod) { p.UID = "u-1" }},
+		{name: "an upper-case UUID stays as it is", change: func(p *corev1.Pod) { p.UID = "0B1E4C7D-2A5F-4E3B-9C9D-0A1E4F7B2C5D" }},
+		{name: "no UID", change: func(p *corev1.Pod) { p.UID = "" }},
+		{name: "being deleted", change: func(p *corev1.Pod) { p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &deleted, &grace }},
+		{name: "no labels or annotations", full: func(p *corev1.Pod) { p.Labels, p.Annotations = nil, nil },
+			want: func(p *corev1.Pod) { p.Labels, p.Annotations = nil, nil }},
+		{name: "only the last-applied annotation", full: func(p *corev1.Pod) {
+			p.Annotations = map[string]string{corev1.LastAppliedConfigAnnotation: "{}"}
+		}, want: func(p *corev1.Pod) { p.Annotations = nil }},
+		{name: "pending: the scheduler's verdict is kept", change: func(p *corev1.Pod) {
+			p.Spec.NodeName, p.Status.Phase, p.Status.ContainerStatuses = "", corev1.PodPending, nil
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/3 nodes are available"}}
+		}},
+		{name: "a container waiting", full: func(p *corev1.Pod) {
+			p.Status.ContainerStatuses[0].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 5m"}}
+		}, want: func(p *corev1.Pod) {
+			p.Status.ContainerStatuses[0].State.Waiting = &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}
+		}},
+		{name: "a native PodGroup member", change: func(p *corev1.Pod) {
+			p.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptrTo("gang-1")}
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			full, want := fullPod("llm-0-1", testUUID), slimmed("llm-0-1", testUUID)
+			for _, f := range []func(*corev1.Pod){tt.change} {
+				if f != nil {
+					f(full)
+					f(want)
+				}
+			}
+			if tt.full != nil {
+				tt.full(full)
+			}
+			if tt.want != nil {
+				tt.want(want)
+			}
+			before := full.DeepCopy()
+			obj, err := compactTransform()(full)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(before, full); diff != "" {
+				t.Errorf("the transform changed the pod it was given (-before +after):\n%s", diff)
+			}
+			if diff := cmp.Diff(want, asPod(obj)); diff != "" {
+				t.Errorf("materialized pod (-want +got):\n%s", diff)
+			}
+			if !hasUID(obj, want.UID) || (want.UID != "" && hasUID(obj, "other")) {
+				t.Errorf("hasUID(%q) is wrong", want.UID)
+			}
+			// client-go keys and indexes it as it would the pod.
+			for _, f := range []cache.KeyFunc{cache.MetaNamespaceKeyFunc, cache.DeletionHandlingMetaNamespaceKeyFunc} {
+				if key, err := f(obj); err != nil || key != "team-a/llm-0-1" {
+					t.Errorf("key = %q, %v; want team-a/llm-0-1", key, err)
+				}
+			}
+			if ns, err := cache.MetaNamespaceIndexFunc(obj); err != nil || !cmp.Equal(ns, []string{"team-a"}) {
+				t.Errorf("namespace index = %v, %v", ns, err)
+			}
+			want2, _ := newPodIndexFunc()(want)
+			got2, _ := newPodIndexFunc()(obj)
+			if diff := cmp.Diff(want2, got2); diff != "" {
+				t.Errorf("udrain's pod index (-of the pod +of the slimPod):\n%s", diff)
+			}
+			again, _ := compactTransform()(obj)
+			if again != obj {
+				t.Errorf("a slimPod given again was not returned as it is")
+			}
+		})
+	}
+}
+
+func TestSlimPodsShareTheirTemplate(t *testing.T) {
+	transform := compactTransform()
+	a, _ := transform(fullPod("llm-0-1", testUUID))
+	b, _ := transform(fullPod("llm-0-2", "1b1e4c7d-2a5f-4e3b-9c9d-0a1e4f7b2c5d"))
+	other := fullPod("llm-0-3", "2b1e4c7d-2a5f-4e3b-9c9d-0a1e4f7b2c5d")
+	other.Status.Conditions[0].Status = corev1.ConditionFalse
+	c, _ := transform(other)
+	sa, sb, sc := a.(*slimPod), b.(*slimPod), c.(*slimPod)
+	if sa.shape != sb.shape || sa.owners != sb.owners || sa.keys != sb.keys {
+		t.Errorf("two pods of one template in one state do not share shape, owners and keys")
+	}
+	if sa.shape == sc.shape {
+		t.Errorf("a pod that is not Ready shares the shape of Ready ones")
+	}
+	if sa.owners != sc.owners || sa.keys != sc.keys {
+		t.Errorf("pods of one controller do not share owners and keys across shapes")
+	}
+	// Each keeps its own name where the label said its name.
+	if got := asPod(b).Labels["statefulset.kubernetes.io/pod-name"]; got != "llm-0-2" {
+		t.Errorf("pod-name label of llm-0-2 = %q", got)
+	}
+}
+
+func TestPodShapesForgetShapesNoPodHolds(t *testing.T) {
+	shapes := newPodShapes()
+	kept := shapes.slim(fullPod("llm-0-1", testUUID))
+	for i := range 50 {
+		p := fullPod("llm-0-2", testUUID)
+		p.Status.Conditions[0].Message = string(rune('a' + i%26)) // only the PodScheduled=False message is kept: no new shape
+		p.Status.Phase = corev1.PodPhase("phase-" + string(rune('a'+i%26)) + string(rune('a'+i/26)))
+		shapes.slim(p)
+	}
+	if n := shapes.shapes.len(); n < 2 {
+		t.Fatalf("%d shapes after 51 pods of 51 phases", n)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for shapes.shapes.len() > 1 && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := shapes.shapes.len(); n != 1 {
+		t.Errorf("%d shapes left once only one pod holds one; want 1", n)
+	}
+	if got := asPod(kept).Status.Phase; got != corev1.PodRunning {
+		t.Errorf("the kept pod's phase is %q", got)
+	}
+}
+
+func TestUUIDRoundTrip(t *testing.T) {
+	for _, tt := range []struct {
+		in string
+		ok bool
+	}{
+		{testUUID, true},
+		{"00000000-0000-0000-0000-000000000000", true},
+		{"ffffffff-ffff-ffff-ffff-ffffffffffff", true},
+		{"0B1E4C7D-2A5F-4E3B-9C9D-0A1E4F7B2C5D", false},
+		{"0b1e4c7d2a5f4e3b9c9d0a1e4f7b2c5d", false},
+		{"0b1e4c7d-2a5f-4e3b-9c9d-0a1e4f7b2c5", false},
+		{"0b1e4c7d-2a5f-4e3b-9c9d-0a1e4f7b2c5g", false},
+		{"", false},
+	} {
+		var u [16]byte
+		ok := parseUUID(tt.in, &u)
+		if ok != tt.ok {
+			t.Errorf("parseUUID(%q) = %v, want %v", tt.in, ok, tt.ok)
+		}
+		if ok && formatUUID(&u) != tt.in {
+			t.Errorf("formatUUID(parseUUID(%q)) = %q", tt.in, formatUUID(&u))
+		}
+	}
+}
