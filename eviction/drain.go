@@ -56,7 +56,9 @@ func (d *Drainer) Plan(ctx context.Context, domain string) (*Plan, error) {
 // Options.Informers, or lists of its own; within Options.Namespace), for
 // callers that judge it with packages topology, health and gpu themselves
 // (an audit, a report of the domains). It changes nothing. The objects are
-// shared with the informers' caches: do not modify them.
+// shared with the informers' caches: do not modify them. Without
+// Options.Informers, pods hold what udrain reads of them (see
+// Options.Informers).
 func (d *Drainer) Snapshot(ctx context.Context) (*Snapshot, error) {
 	v, err := d.startView(ctx)
 	if err != nil {

@@ -115,7 +115,16 @@ type Options struct {
 	// through them and watches their events, and starts no list or watch
 	// of its own. The caller starts them; a call waits until they have
 	// synced. Nil means each call lists and watches the cluster itself
-	// while it runs (the CLI's case).
+	// while it runs (the CLI's case). Its own cache keeps of each pod only
+	// what udrain and kubectl drain's filters read, about 550 bytes a pod
+	// instead of the 9 kB of a whole one: name, namespace, UID, labels,
+	// annotations, owners, deletion, node, scheduling group, readiness
+	// gates, emptyDir volumes, the containers' names and resource
+	// requests, phase, the conditions' types and statuses, and the
+	// container statuses' readiness and waiting reasons. The pods a call
+	// hands out (Snapshot, plans' groups, Helper's callbacks) then hold
+	// those fields only. With Helper.AdditionalFilters or Groupers, which
+	// may read anything, it keeps whole pods.
 	Informers *Informers
 
 	// Namespace, if set, limits what udrain sees and evicts to the pods

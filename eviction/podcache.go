@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -311,6 +312,46 @@ func (sp *slimPod) annotations() map[string]string {
 	return pairsMap(sp.name, sp.keys, sp.values, sp.keys.labels, len(sp.keys.keys))
 }
 
+// slimLabels are a slimPod's labels as a labels.Labels, for selectors to
+// match without materializing the pod.
+type slimLabels struct{ sp *slimPod }
+
+func (l slimLabels) Lookup(key string) (string, bool) {
+	k := l.sp.keys
+	if k == nil {
+		return "", false
+	}
+	if i, ok := slices.BinarySearch(k.keys[:k.labels], key); ok {
+		v := l.sp.values[i].Value()
+		if v == nameValue {
+			v = l.sp.name
+		}
+		return v, true
+	}
+	return "", false
+}
+
+func (l slimLabels) Has(key string) bool {
+	_, ok := l.Lookup(key)
+	return ok
+}
+
+func (l slimLabels) Get(key string) string {
+	v, _ := l.Lookup(key)
+	return v
+}
+
+// labelsOf returns a cached pod's labels without materializing it.
+func labelsOf(obj interface{}) labels.Labels {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		return labels.Set(o.Labels)
+	case *slimPod:
+		return slimLabels{o}
+	}
+	return labels.Set(nil)
+}
+
 // uid returns the pod's UID.
 func (sp *slimPod) uid() types.UID {
 	if sp.extra != nil && sp.extra.otherUID {
@@ -407,6 +448,48 @@ func asPod(obj interface{}) *corev1.Pod {
 		return o.pod()
 	}
 	return nil
+}
+
+// podMemo keeps pods materialized from slimPods from one evaluation of a
+// recovery wait to the next: a slimPod is immutable, so its pod is the
+// same until an update replaces it. Only the pods read by the last
+// evaluation are kept. A nil *podMemo materializes every time.
+type podMemo struct {
+	last, next map[*slimPod]*corev1.Pod
+}
+
+func newPodMemo() *podMemo {
+	return &podMemo{last: map[*slimPod]*corev1.Pod{}, next: map[*slimPod]*corev1.Pod{}}
+}
+
+// pod is asPod through the memo.
+func (m *podMemo) pod(obj interface{}) *corev1.Pod {
+	sp, ok := obj.(*slimPod)
+	if !ok || m == nil {
+		return asPod(obj)
+	}
+	p, ok := m.next[sp]
+	if !ok {
+		if p, ok = m.last[sp]; !ok {
+			p = sp.pod()
+		}
+		m.next[sp] = p
+	}
+	return p
+}
+
+// pods is podsOf through the memo.
+func (m *podMemo) pods(objs []interface{}) []*corev1.Pod {
+	pods := make([]*corev1.Pod, len(objs))
+	for i, o := range objs {
+		pods[i] = m.pod(o)
+	}
+	return pods
+}
+
+// turn starts the next evaluation: it keeps what the last one read.
+func (m *podMemo) turn() {
+	m.last, m.next = m.next, make(map[*slimPod]*corev1.Pod, len(m.next))
 }
 
 // hasUID reports whether a cached pod has uid, without materializing it.

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 )
@@ -237,5 +238,60 @@ func TestUUIDRoundTrip(t *testing.T) {
 		if ok && formatUUID(&u) != tt.in {
 			t.Errorf("formatUUID(parseUUID(%q)) = %q", tt.in, formatUUID(&u))
 		}
+	}
+}
+
+func TestSlimLabelsMatchAsTheMap(t *testing.T) {
+	obj, _ := compactTransform()(fullPod("llm-0-1", testUUID))
+	full := fullPod("llm-0-1", testUUID)
+	for _, sel := range []string{
+		"leaderworkerset.sigs.k8s.io/name=llm",
+		"leaderworkerset.sigs.k8s.io/name=other",
+		"statefulset.kubernetes.io/pod-name=llm-0-1",
+		"statefulset.kubernetes.io/pod-name in (llm-0-2)",
+		"leaderworkerset.sigs.k8s.io/size", // an annotation, not a label
+		"!leaderworkerset.sigs.k8s.io/name",
+		"app notin (web)",
+		"",
+	} {
+		s, err := labels.Parse(sel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := s.Matches(labelsOf(obj)), s.Matches(labels.Set(full.Labels)); got != want {
+			t.Errorf("%q matches the slimPod: %v, the pod: %v", sel, got, want)
+		}
+	}
+}
+
+func TestPodMemoReadsEachSlimPodOnceUntilItChanges(t *testing.T) {
+	transform := compactTransform()
+	a, _ := transform(fullPod("llm-0-1", testUUID))
+	b, _ := transform(fullPod("llm-0-2", "1b1e4c7d-2a5f-4e3b-9c9d-0a1e4f7b2c5d"))
+	memo := newPodMemo()
+	pa, pb := memo.pod(a), memo.pod(b)
+	if memo.pod(a) != pa {
+		t.Errorf("a second read in one evaluation materialized again")
+	}
+	memo.turn()
+	if memo.pod(a) != pa {
+		t.Errorf("the next evaluation materialized an unchanged pod again")
+	}
+	memo.turn() // b was not read by the last evaluation: forgotten
+	if memo.pod(b) == pb {
+		t.Errorf("a pod the last evaluation did not read is still kept")
+	}
+	updated := fullPod("llm-0-1", testUUID)
+	updated.Status.Phase = corev1.PodFailed
+	a2, _ := transform(updated)
+	if got := memo.pod(a2).Status.Phase; got != corev1.PodFailed {
+		t.Errorf("after an update the memo gives phase %q", got)
+	}
+	var none *podMemo
+	if none.pod(a) == none.pod(a) {
+		t.Errorf("a nil memo kept a pod")
+	}
+	if p := (&corev1.Pod{}); memo.pod(p) != p {
+		t.Errorf("a whole pod is not given as it is")
 	}
 }

@@ -2,10 +2,12 @@ package eviction
 
 import (
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/udrain/udrain/topology"
@@ -50,9 +52,20 @@ func labelIndexKey(ns, key, value string) string {
 // say, so the PodGroups are not needed for it.
 func newPodIndexFunc() cache.IndexFunc {
 	groupers := topology.Groupers(nil)
+	// A slimPod is read through a scratch pod of its labels, annotations,
+	// node and scheduling group, what the index reads, without the cost
+	// of materializing it on each event.
+	scratch := sync.Pool{New: func() any { return &corev1.Pod{} }}
 	return func(obj interface{}) ([]string, error) {
-		pod := asPod(obj)
-		if pod == nil {
+		pod, ok := obj.(*corev1.Pod)
+		if sp, slim := obj.(*slimPod); slim {
+			pod, ok = scratch.Get().(*corev1.Pod), true
+			*pod = corev1.Pod{}
+			pod.Name, pod.Namespace, pod.Labels, pod.Annotations = sp.name, sp.namespace.Value(), sp.labels(), sp.annotations()
+			pod.Spec.NodeName, pod.Spec.SchedulingGroup = sp.node.Value(), sp.shape.Spec.SchedulingGroup
+			defer scratch.Put(pod)
+		}
+		if !ok {
 			return nil, nil
 		}
 		var keys []string
@@ -88,11 +101,6 @@ func hasPodIndex(ix cache.Indexer) bool {
 	return ok
 }
 
-// byPodIndex returns the cached pods indexed under value.
-func (v *view) byPodIndex(value string) []*corev1.Pod {
-	return podsOf(v.objectsByPodIndex(value))
-}
-
 // objectsByPodIndex returns the cached objects of the pods indexed under
 // value.
 func (v *view) objectsByPodIndex(value string) []interface{} {
@@ -104,10 +112,10 @@ func (v *view) objectsByPodIndex(value string) []interface{} {
 // With the pod index and the default groupers it groups only the pods
 // indexed under those groups: the same members, so the same groups, as
 // grouping the whole namespace.
-func (v *view) groupsIn(ns string, wants []wantedGroup, groupers []topology.Grouper) map[topology.GroupID]*topology.Group {
+func (v *view) groupsIn(ns string, wants []wantedGroup, groupers []topology.Grouper, memo *podMemo) map[topology.GroupID]*topology.Group {
 	byID := make(map[topology.GroupID]*topology.Group, len(wants))
 	if v.groupIndex == nil || v.d.s.Groupers != nil || !v.inScope(ns) {
-		groups := topology.FindGroups(v.podsIn(ns), groupers...)
+		groups := topology.FindGroups(memo.pods(v.podObjectsIn(ns)), groupers...)
 		for i := range groups {
 			byID[groups[i].ID] = &groups[i]
 		}
@@ -117,7 +125,7 @@ func (v *view) groupsIn(ns string, wants []wantedGroup, groupers []topology.Grou
 		if _, done := byID[want.id]; done {
 			continue
 		}
-		groups := topology.FindGroups(v.byPodIndex(groupIndexKey(want.id)), groupers...)
+		groups := topology.FindGroups(memo.pods(v.objectsByPodIndex(groupIndexKey(want.id))), groupers...)
 		for i := range groups {
 			if groups[i].ID == want.id {
 				byID[want.id] = &groups[i]
@@ -127,16 +135,41 @@ func (v *view) groupsIn(ns string, wants []wantedGroup, groupers []topology.Grou
 	return byID
 }
 
-// budgetPods returns cached pods of pdb's namespace among which are all
-// those it selects: with the pod index, the pods with the value of an
-// indexed label its selector requires; else the whole namespace.
-func (v *view) budgetPods(pdb *policyv1.PodDisruptionBudget) []*corev1.Pod {
+// budgetPods returns the cached pods of pdb's namespace it selects: with
+// the pod index, among those with the value of an indexed label its
+// selector requires; else among the whole namespace. Pods are matched
+// before they are read (a slim cache materializes only the selected
+// ones: a workload's leaders, not all its members).
+func (v *view) budgetPods(pdb *policyv1.PodDisruptionBudget, memo *podMemo) []*corev1.Pod {
+	var objs []interface{}
 	if v.groupIndex != nil && v.inScope(pdb.Namespace) {
 		if key, value, ok := indexedRequirement(pdb.Spec.Selector); ok {
-			return v.byPodIndex(labelIndexKey(pdb.Namespace, key, value))
+			objs = v.objectsByPodIndex(labelIndexKey(pdb.Namespace, key, value))
 		}
 	}
-	return v.podsIn(pdb.Namespace)
+	if objs == nil {
+		objs = v.podObjectsIn(pdb.Namespace)
+	}
+	// The selector is parsed for slimPods only (whole pods go as they are:
+	// health.Budget matches them itself).
+	var sel labels.Selector
+	pods := make([]*corev1.Pod, 0, len(objs))
+	for _, o := range objs {
+		if p, whole := o.(*corev1.Pod); whole {
+			pods = append(pods, p)
+			continue
+		}
+		if sel == nil {
+			var err error
+			if sel, err = metav1.LabelSelectorAsSelector(pdb.Spec.Selector); err != nil {
+				return memo.pods(objs) // health.Budget says what is wrong
+			}
+		}
+		if sel.Matches(labelsOf(o)) {
+			pods = append(pods, memo.pod(o))
+		}
+	}
+	return pods
 }
 
 // indexedRequirement returns an indexed label and the one value sel

@@ -192,6 +192,11 @@ func (h *DomainHealth) waiting() []string {
 // workloads its budgets select (see groupsIn and budgetPods), else the
 // whole namespaces of its groups and budgets.
 func (v *view) evaluate(t recoveryTarget, groupers []topology.Grouper, now time.Time) *DomainHealth {
+	return v.evaluateWith(t, groupers, now, nil)
+}
+
+// evaluateWith is evaluate reading slimPods through memo (nil: none).
+func (v *view) evaluateWith(t recoveryTarget, groupers []topology.Grouper, now time.Time, memo *podMemo) *DomainHealth {
 	h := &DomainHealth{Domain: t.domain, Healthy: true}
 	byNS := map[string][]wantedGroup{}
 	for _, g := range t.groups {
@@ -203,12 +208,12 @@ func (v *view) evaluate(t recoveryTarget, groupers []topology.Grouper, now time.
 	}
 	sort.Strings(namespaces)
 	for _, ns := range namespaces {
-		byID := v.groupsIn(ns, byNS[ns], groupers)
+		byID := v.groupsIn(ns, byNS[ns], groupers, memo)
 		for _, want := range byNS[ns] {
 			var st health.GroupStatus
 			if g := byID[want.id]; g != nil {
 				st = health.Evaluate(g, health.Options{MinSize: want.size, RequireLeader: want.leader != ""})
-			} else if want.stranded && len(v.podsIn(ns)) == 0 {
+			} else if want.stranded && len(v.podObjectsIn(ns)) == 0 {
 				// A stranded group is known from the Pending or incomplete
 				// pods it had when the rollout resumed, not from an
 				// eviction of this run: once no pod of its namespace is
@@ -227,7 +232,7 @@ func (v *view) evaluate(t recoveryTarget, groupers []topology.Grouper, now time.
 		if !ok {
 			continue // deleted: nothing to wait for
 		}
-		st := health.Budget(pdb, v.budgetPods(pdb), now)
+		st := health.Budget(pdb, v.budgetPods(pdb, memo), now)
 		h.Healthy = h.Healthy && st.Healthy
 		h.Budgets = append(h.Budgets, st)
 	}
@@ -260,9 +265,13 @@ func (d *Drainer) waitRecovered(ctx context.Context, v *view, t recoveryTarget, 
 		defer cancel()
 	}
 	var last string
+	// Evaluations follow each other, most pods unchanged between them: a
+	// slim cache's pods are materialized once for the whole wait.
+	memo := newPodMemo()
 	for {
 		changed := v.changed.wait()
-		h := v.evaluate(t, groupers, d.s.Clock.Now())
+		h := v.evaluateWith(t, groupers, d.s.Clock.Now(), memo)
+		memo.turn()
 		evaluated := time.Now()
 		if d.s.evaluated != nil {
 			d.s.evaluated()
@@ -302,7 +311,7 @@ func (d *Drainer) waitRecovered(ctx context.Context, v *view, t recoveryTarget, 
 			pause.Stop()
 		}
 		if err := ctx.Err(); err != nil {
-			return v.evaluate(t, groupers, d.s.Clock.Now()), err
+			return v.evaluateWith(t, groupers, d.s.Clock.Now(), memo), err
 		}
 	}
 }
