@@ -10,9 +10,10 @@
 #
 #   up          build the binaries if missing, then create the cluster, or
 #               reuse it when it runs, is healthy and was made from the same
-#               binaries, Stages and flags (a stale one is recreated). Prints
-#               `export KUBECONFIG=...` on stdout (eval "$(hack/cluster.sh up)"),
-#               everything else on stderr.
+#               binaries, Stages, flags and config files named by the flags
+#               (--config FILE, e.g. hack/kwok/kwok-bench.yaml); a stale one
+#               is recreated. Prints `export KUBECONFIG=...` on stdout
+#               (eval "$(hack/cluster.sh up)"), everything else on stderr.
 #   down        delete the cluster and stop its processes (no-op if absent).
 #   status      print the cluster's components; exit 0 only if it serves.
 #   kubeconfig  print the kubeconfig path.
@@ -79,6 +80,14 @@ stamp() {
     echo "$BIN"
     printf '%s\n' "$@"
     cat "$CONFIG" "$STAGES" "$AUDIT_POLICY"
+    # More config files among the flags (--config FILE, --config=FILE):
+    # their content too, not only their names.
+    local prev="" a
+    for a in "$@"; do
+      case "$a" in --config=*) cat "${a#--config=}" ;; esac
+      [ "$prev" = --config ] && cat "$a"
+      prev=$a
+    done
   } | sha256sum | cut -d' ' -f1
 }
 
