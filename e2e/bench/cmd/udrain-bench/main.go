@@ -35,6 +35,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -81,7 +82,7 @@ func drainer() int {
 
 type flags struct {
 	out, runList, cluster, scaleCluster, kubeconfig, scaleKubeconfig string
-	fleetCluster, fleetKubeconfig                                    string
+	fleetCluster, fleetKubeconfig, fleetKwokConfig                   string
 	goBench, goBenchCmd, outage, note, repo, render                  string
 	repeat                                                           int
 	quick, dumpPods, profile, fullFleet, noAudit, fleetQPSLimits     bool
@@ -106,6 +107,7 @@ func parseFlags() (*flags, error) {
 	fs.StringVar(&f.fleetCluster, "fleet-cluster", "udrain-bench-fleet", "kwok cluster of the fleet scenario (made and deleted here)")
 	fs.StringVar(&f.fleetKubeconfig, "fleet-kubeconfig", "", "use this existing cluster for fleet instead of making one (never deleted)")
 	fs.BoolVar(&f.fleetQPSLimits, "fleet-component-qps-limits", false, "fleet: keep kwokctl's default client limits of kube-controller-manager (20 QPS) and kube-scheduler (50 QPS) and the apiserver's inflight limits; by default the fleet's cluster is made with kwokctl --disable-qps-limits, as a cluster of thousands of nodes is tuned")
+	fs.StringVar(&f.fleetKwokConfig, "fleet-kwok-config", "hack/kwok/kwok-bench.yaml", "fleet: kwok's own configuration for the fleet's cluster (kwokctl --config; a path in the checkout or an absolute one); it lets kwok play 32 pod Stages at once instead of 4. Empty: kwok's defaults")
 	fs.BoolVar(&f.noAudit, "no-audit", false, "drainers use the admin's credentials, not ServiceAccounts of their own: no check against the audit log")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "use this existing cluster for api and rollout instead of making one (never deleted)")
 	fs.StringVar(&f.scaleKubeconfig, "scale-kubeconfig", "", "use this existing cluster for scale instead of making one (never deleted)")
@@ -324,15 +326,12 @@ func run() int {
 		}
 	}
 	if f.runs("fleet") && ctx.Err() == nil {
-		var flags []string
-		if !f.fleetQPSLimits {
-			flags = []string{"--disable-qps-limits"}
-		}
+		flags, shown := fleetKwokctlFlags(f)
 		err := withCluster(ctx, f, f.fleetCluster, f.fleetKubeconfig, flags, func(env *bench.Env) {
 			if r, err := env.RunFleet(ctx, f.fleet, f.upgradeStep, f.timeout); err != nil {
 				fail("fleet", err)
 			} else {
-				r.KwokctlFlags = flags
+				r.KwokctlFlags = shown
 				res.Fleet = r
 			}
 		})
@@ -428,6 +427,27 @@ func withCluster(ctx context.Context, f *flags, name, kubeconfig string, kwokctl
 	defer func() { err = errors.Join(err, stopGate()) }()
 	fn(env)
 	return nil
+}
+
+// fleetKwokctlFlags returns the extra kwokctl flags of the fleet's cluster,
+// and the same with a path in the checkout relative to it, for the report.
+func fleetKwokctlFlags(f *flags) (flags, shown []string) {
+	if !f.fleetQPSLimits {
+		flags = append(flags, "--disable-qps-limits")
+	}
+	shown = slices.Clone(flags)
+	if c := f.fleetKwokConfig; c != "" {
+		abs := c
+		if !filepath.IsAbs(c) {
+			abs = filepath.Join(f.repo, c)
+		}
+		flags = append(flags, "--config="+abs)
+		if rel, err := filepath.Rel(f.repo, abs); err == nil && filepath.IsLocal(rel) {
+			c = rel
+		}
+		shown = append(shown, "--config="+c)
+	}
+	return flags, shown
 }
 
 // saveOrLog saves the results so far; a failure is only logged, the
