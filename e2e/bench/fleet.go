@@ -44,6 +44,12 @@ type FleetShape struct {
 	OrdinaryReadyDelay time.Duration `json:"ordinaryReadyDelay"`
 	TerminateDelay     time.Duration `json:"terminateDelay"`
 	Grace              int64         `json:"gracePeriodSeconds"`
+	// OrdinaryStartReady has kwok start ordinary pods in one step, without
+	// Events ([fixture.StartReadyAnnotation]): nothing observes their
+	// start, and it spares the testbed a status write and two Events per
+	// ordinary pod. Unset, they start as group pods do (Running, then ready
+	// after the start-up delay, an Event for each step).
+	OrdinaryStartReady bool `json:"ordinaryStartReady,omitempty"`
 }
 
 // FullFleet is issue 15's fleet: 2,000 nodes in 20 domains, 250 groups of
@@ -52,7 +58,7 @@ type FleetShape struct {
 func FullFleet() FleetShape {
 	return FleetShape{Nodes: 2000, UDs: 20, Groups: 250, Size: 8, GPUsPerPod: 4, OrdinaryPods: 18000, DaemonSets: 2,
 		ReplicasPerDeployment: 100, Namespaces: 20, ReadyDelay: 5 * time.Second, OrdinaryReadyDelay: time.Second,
-		TerminateDelay: 3 * time.Second, Grace: 30}
+		TerminateDelay: 3 * time.Second, Grace: 30, OrdinaryStartReady: true}
 }
 
 // Quarter is the fleet scaled by 1/4 (the quick mode): a quarter of the
@@ -139,6 +145,9 @@ func OrdinaryObjects(pool string, f FleetShape) ([]*appsv1.Deployment, []*appsv1
 	annotations := map[string]string{
 		fixture.ReadyDelayAnnotation:     fmt.Sprintf("%dms", f.OrdinaryReadyDelay.Milliseconds()),
 		fixture.TerminateDelayAnnotation: fmt.Sprintf("%dms", f.TerminateDelay.Milliseconds()),
+	}
+	if f.OrdinaryStartReady {
+		annotations[fixture.StartReadyAnnotation] = "true"
 	}
 	template := func(app string) corev1.PodTemplateSpec {
 		grace := f.Grace

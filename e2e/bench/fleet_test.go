@@ -101,6 +101,14 @@ func TestOrdinaryObjects(t *testing.T) {
 	if a[fixture.TerminateDelayAnnotation] != "3000ms" || a[fixture.ReadyDelayAnnotation] != "1000ms" {
 		t.Errorf("kwok delays %v, want termination 3000ms, ready 1000ms", a)
 	}
+	if _, ok := a[fixture.StartReadyAnnotation]; !ok {
+		t.Errorf("annotations %v: the full fleet's ordinary pods do not start in one kwok step", a)
+	}
+	f.OrdinaryStartReady = false
+	deps, _ = OrdinaryObjects("fleet", f)
+	if _, ok := deps[0].Spec.Template.Annotations[fixture.StartReadyAnnotation]; ok {
+		t.Errorf("OrdinaryStartReady false: annotations %v, want a two-step start", deps[0].Spec.Template.Annotations)
+	}
 }
 
 func TestInstantTermination(t *testing.T) {

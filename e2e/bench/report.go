@@ -678,9 +678,13 @@ func mib(b uint64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
 func kib(b int64) string { return fmt.Sprintf("%.0f KiB", float64(b)/(1<<10)) }
 
 func (f FleetShape) describe() string {
+	ordinary := dur(f.OrdinaryReadyDelay)
+	if f.OrdinaryStartReady {
+		ordinary += ", started by kwok in one step without Events"
+	}
 	return fmt.Sprintf("%d nodes (8 GPUs each) in %d domains; %d groups of %d pods (%d GPUs each) in %d workloads, each with a PDB over its leaders; %d ordinary pods: %d DaemonSet pods (%d DaemonSets on every node) and %d Deployment pods (%d Deployments in %d namespaces); start-up delay %s (ordinary pods %s), termination delay %s",
 		f.Nodes, f.UDs, f.Groups, f.Size, f.GPUsPerPod, f.Workloads(), f.OrdinaryPods, f.DaemonSetPods(), f.DaemonSets, f.DeploymentPods(), f.Deployments(), f.Namespaces,
-		dur(f.ReadyDelay), dur(f.OrdinaryReadyDelay), dur(f.TerminateDelay))
+		dur(f.ReadyDelay), ordinary, dur(f.TerminateDelay))
 }
 
 func (m *mdWriter) fleetSummary(fl *FleetResult) {

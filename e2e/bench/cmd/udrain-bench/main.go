@@ -130,6 +130,7 @@ func parseFlags() (*flags, error) {
 	fs.IntVar(&f.fleet.OrdinaryPods, "fleet-ordinary-pods", quarter.OrdinaryPods, "fleet: pods in no group, DaemonSet pods included (-fleet: "+fmt.Sprint(full.OrdinaryPods)+")")
 	fs.IntVar(&f.fleet.DaemonSets, "fleet-daemonsets", full.DaemonSets, "fleet: DaemonSets, a pod on every node each (counted in -fleet-ordinary-pods)")
 	fs.IntVar(&f.fleet.Namespaces, "fleet-namespaces", quarter.Namespaces, "fleet: namespaces of the Deployments (-fleet: "+fmt.Sprint(full.Namespaces)+")")
+	ordinaryTwoStep := fs.Bool("fleet-ordinary-two-step", false, "fleet: kwok starts ordinary pods as group pods (Running, then ready after the start-up delay, an Event each); default: in one step, without Events")
 	fs.IntVar(&f.fleet.ReplicasPerDeployment, "fleet-replicas", full.ReplicasPerDeployment, "fleet: replicas per Deployment")
 	var ready, terminate time.Duration
 	var grace int64
@@ -179,6 +180,7 @@ func parseFlags() (*flags, error) {
 		s.GPUsPerPod, s.ReadyDelay, s.TerminateDelay, s.Grace = 4, ready, terminate, grace
 	}
 	f.fleet.GPUsPerPod, f.fleet.ReadyDelay, f.fleet.OrdinaryReadyDelay, f.fleet.TerminateDelay, f.fleet.Grace = 4, ready, full.OrdinaryReadyDelay, terminate, grace
+	f.fleet.OrdinaryStartReady = !*ordinaryTwoStep
 	f.small.Workloads = 1
 	f.api.UDs, f.api.Workloads = f.small.UDs, 1
 	if f.scale.UDs < 1 || f.scaleNodes%f.scale.UDs != 0 || f.scaleGroups%f.scale.UDs != 0 {
