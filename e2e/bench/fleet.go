@@ -126,10 +126,20 @@ func (f FleetShape) Validate() error {
 
 // NewFleetPool is the pool of the fleet's groups: [NewPool] of the
 // fleet's Shape with the last workload holding the remainder of Groups.
+// The remainder's groups, fewer than the domains, are kept each in a
+// domain of its own, spread evenly ([fixture.LWS] Domains), as the other
+// workloads' groups are by their spread: else a drained group may start
+// again in a domain not drained yet (the quick fleet's llm-12-1 went from
+// ud0 to ud3 and was disrupted twice), and the rollout's analysis, which
+// follows each domain's groups, loses it.
 func NewFleetPool(name string, f FleetShape) *Pool {
 	p := NewPool(name, f.Shape())
 	if rest := f.Groups % f.UDs; rest != 0 {
-		p.Workloads[len(p.Workloads)-1].Groups = rest
+		w := &p.Workloads[len(p.Workloads)-1]
+		w.Groups = rest
+		for g := range rest {
+			w.Domains = append(w.Domains, p.Nodes.UD(g*f.UDs/rest))
+		}
 	}
 	return p
 }

@@ -77,6 +77,26 @@ func TestNewFleetPool(t *testing.T) {
 	if got := ws[len(ws)-1]; got.Groups != 10 || got.MinAvailable != 9 {
 		t.Errorf("observed last workload %+v, want 10 groups, minAvailable 9", got)
 	}
+	// The remainder's 10 groups in every other of the 20 domains; the full
+	// workloads left to their spread.
+	if len(last.Domains) != 10 || last.Domains[0] != p.Nodes.UD(0) || last.Domains[1] != p.Nodes.UD(2) || last.Domains[9] != p.Nodes.UD(18) {
+		t.Errorf("the last workload's domains %v, want every other of %s..%s", last.Domains, p.Nodes.UD(0), p.Nodes.UD(19))
+	}
+	if d := p.Workloads[0].Domains; d != nil {
+		t.Errorf("a full workload is kept in domains %v, want its spread alone", d)
+	}
+	sets, err := last.StatefulSets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	na := sets[2].Spec.Template.Spec.Affinity // group 1's leader
+	if na == nil || na.NodeAffinity == nil || na.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions[0].Values[0] != p.Nodes.UD(2) {
+		t.Errorf("group 1's leader (%s) affinity %+v, want required in %s", sets[2].Name, na, p.Nodes.UD(2))
+	}
+	q := NewFleetPool("fleet", f.Quarter()) // 3 groups in 5 domains
+	if d := q.Workloads[len(q.Workloads)-1].Domains; len(d) != 3 || d[0] != q.Nodes.UD(0) || d[1] != q.Nodes.UD(1) || d[2] != q.Nodes.UD(3) {
+		t.Errorf("the quick fleet's remainder in %v, want ud0, ud1, ud3", d)
+	}
 }
 
 func TestOrdinaryObjects(t *testing.T) {
