@@ -142,12 +142,13 @@ func (v *view) groupsIn(ns string, wants []wantedGroup, groupers []topology.Grou
 // ones: a workload's leaders, not all its members).
 func (v *view) budgetPods(pdb *policyv1.PodDisruptionBudget, memo *podMemo) []*corev1.Pod {
 	var objs []interface{}
+	indexed := false
 	if v.groupIndex != nil && v.inScope(pdb.Namespace) {
 		if key, value, ok := indexedRequirement(pdb.Spec.Selector); ok {
-			objs = v.objectsByPodIndex(labelIndexKey(pdb.Namespace, key, value))
+			objs, indexed = v.objectsByPodIndex(labelIndexKey(pdb.Namespace, key, value)), true
 		}
 	}
-	if objs == nil {
+	if !indexed {
 		objs = v.podObjectsIn(pdb.Namespace)
 	}
 	// The selector is parsed for slimPods only (whole pods go as they are:
