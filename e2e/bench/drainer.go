@@ -40,7 +40,9 @@ type DrainerJob struct {
 	RolloutID       string        `json:"rolloutID,omitempty"`
 	UpgradeStep     time.Duration `json:"upgradeStep,omitempty"`
 	RecoveryTimeout time.Duration `json:"recoveryTimeout,omitempty"`
-	// CPUProfile, if set, is the file the job's CPU profile goes to.
+	// CPUProfile, if set, is the file the job's CPU profile goes to, and
+	// CPUProfile with ".heap" in place of ".cpu" (or appended) the heap
+	// profile written when the job ends: what the drainer still holds.
 	CPUProfile string `json:"cpuProfile,omitempty"`
 }
 
@@ -147,8 +149,33 @@ func RunDrainerJob(ctx context.Context, job DrainerJob) (*DrainerReport, error) 
 	if err != nil {
 		rep.Err = err.Error()
 	}
+	if job.CPUProfile != "" {
+		if err := writeHeapProfile(heapProfileName(job.CPUProfile)); err != nil {
+			return nil, err
+		}
+	}
 	rep.Requests = counter.Snapshot()
 	return rep, nil
+}
+
+// heapProfileName is the heap profile's file beside the CPU profile's.
+func heapProfileName(cpu string) string {
+	if strings.Contains(cpu, ".cpu.") {
+		return strings.Replace(cpu, ".cpu.", ".heap.", 1)
+	}
+	return cpu + ".heap"
+}
+
+// writeHeapProfile writes the heap profile after a collection, so that its
+// in-use figures are what is still held.
+func writeHeapProfile(name string) error {
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	runtime.GC()
+	return pprof.WriteHeapProfile(f)
 }
 
 // sampleMemory records the peaks of the Go heap until the returned

@@ -28,3 +28,14 @@ func TestReportedEventDropsHealthOnly(t *testing.T) {
 		t.Errorf("reportedEvent changed the event it was given")
 	}
 }
+
+func TestHeapProfileBesideTheCPUProfile(t *testing.T) {
+	for in, want := range map[string]string{
+		"logs/bench-fleet-1.cpu.pprof": "logs/bench-fleet-1.heap.pprof",
+		"cpu.out":                      "cpu.out.heap",
+	} {
+		if got := heapProfileName(in); got != want {
+			t.Errorf("heapProfileName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
