@@ -224,6 +224,9 @@ func (d *Drainer) Rollout(ctx context.Context, opts RolloutOptions) (_ *RolloutR
 		logger.Info("Contract findings", "findings", len(report.Findings), "errors", len(report.Errors()))
 		emit(Event{Type: EventContractFindings, Message: fmt.Sprintf("%d contract finding(s), %d error(s)", len(report.Findings), len(report.Errors()))})
 	}
+	// Only the nodes of this first look are read from here on, so that its
+	// pods (materialized from a slim cache) are not held for the rollout.
+	nodes := snap.Nodes
 	if lock.Namespace != "" {
 		held, lerr := d.acquireLock(ctx, id, lock)
 		if lerr != nil {
@@ -257,11 +260,11 @@ func (d *Drainer) Rollout(ctx context.Context, opts RolloutOptions) (_ *RolloutR
 	// recovering.
 	holding := false
 	for _, name := range domains {
-		holding = holding || cordonedBy(snap.Nodes, mustDomain(layout, name), id)
+		holding = holding || cordonedBy(nodes, mustDomain(layout, name), id)
 	}
 	for i := range res.Domains {
 		out := &res.Domains[i]
-		last := !holding && (i == len(domains)-1 || !upgradedBy(snap.Nodes, mustDomain(layout, domains[i+1]), id))
+		last := !holding && (i == len(domains)-1 || !upgradedBy(nodes, mustDomain(layout, domains[i+1]), id))
 		err := d.rolloutDomain(ctx, v, emit, out, id, opts, last)
 		if err != nil {
 			out.Status = DomainFailed
@@ -295,7 +298,10 @@ func (d *Drainer) rolloutDomain(ctx context.Context, v *view, emit func(Event), 
 		return &DomainError{ID: id, Domain: name, Stage: stage, Err: err}
 	}
 
-	snap, err := v.snapshot(ctx)
+	// The plan reads the domain's pods, their groups' and workloads' (a
+	// slim cache materializes those only); the whole cluster is read only
+	// to find the groups a stopped run left Pending.
+	snap, err := v.planSnapshot(ctx, name)
 	if err != nil {
 		return stop(StagePlan, err)
 	}
@@ -307,9 +313,13 @@ func (d *Drainer) rolloutDomain(ctx context.Context, v *view, emit func(Event), 
 	if err != nil {
 		return stop(StagePlan, err)
 	}
-	groupers := groupersFor(d.s, snap)
-	stranded := func(t *recoveryTarget) {
-		t.addStranded(topology.FindGroups(snap.Pods, groupers...), topology.NewPDBIndex(snap.PDBs), layout)
+	stranded := func(t *recoveryTarget) error {
+		all, err := v.snapshot(ctx)
+		if err != nil {
+			return err
+		}
+		t.addStranded(topology.FindGroups(all.Pods, groupersFor(d.s, all)...), topology.NewPDBIndex(all.PDBs), layout)
+		return nil
 	}
 
 	var target recoveryTarget
@@ -327,7 +337,9 @@ func (d *Drainer) rolloutDomain(ctx context.Context, v *view, emit func(Event), 
 		// included), or uncordoned but the last domain it upgraded. Its
 		// evicted groups may be Pending, on no node: wait for them too.
 		if cordonedBy(snap.Nodes, dom, id) || lastUpgraded {
-			stranded(&target)
+			if err := stranded(&target); err != nil {
+				return stop(StagePlan, err)
+			}
 		}
 		if cordonedBy(snap.Nodes, dom, id) {
 			if opts.Upgrade != nil {
@@ -379,7 +391,9 @@ func (d *Drainer) rolloutDomain(ctx context.Context, v *view, emit func(Event), 
 		}
 		target = targetFromPlan(plan)
 		if resumed {
-			stranded(&target)
+			if err := stranded(&target); err != nil {
+				return stop(StageRecovery, err)
+			}
 		}
 	}
 
