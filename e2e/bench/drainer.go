@@ -41,8 +41,9 @@ type DrainerJob struct {
 	UpgradeStep     time.Duration `json:"upgradeStep,omitempty"`
 	RecoveryTimeout time.Duration `json:"recoveryTimeout,omitempty"`
 	// CPUProfile, if set, is the file the job's CPU profile goes to, and
-	// CPUProfile with ".heap" in place of ".cpu" (or appended) the heap
-	// profile written when the job ends: what the drainer still holds.
+	// CPUProfile with ".heap" in place of ".cpu" (or appended) a heap
+	// profile taken at the job's highest heap in use (at most every 5 s,
+	// so near it): what the drainer held then.
 	CPUProfile string `json:"cpuProfile,omitempty"`
 }
 
@@ -134,7 +135,17 @@ func RunDrainerJob(ctx context.Context, job DrainerJob) (*DrainerReport, error) 
 		}
 		defer pprof.StopCPUProfile()
 	}
-	stopSampling := sampleMemory(&rep.Memory)
+	var onPeak func()
+	if job.CPUProfile != "" {
+		name, last := heapProfileName(job.CPUProfile), time.Time{}
+		onPeak = func() {
+			if time.Since(last) > 5*time.Second {
+				last = time.Now()
+				_ = writeHeapProfile(name) // a profile that cannot be written is left out
+			}
+		}
+	}
+	stopSampling := sampleMemory(&rep.Memory, onPeak)
 	rep.Started = time.Now()
 	if job.Drain != "" {
 		_, rep.Drain, err = d.Drain(ctx, job.Drain, eviction.DrainOptions{ID: job.RolloutID})
@@ -149,11 +160,7 @@ func RunDrainerJob(ctx context.Context, job DrainerJob) (*DrainerReport, error) 
 	if err != nil {
 		rep.Err = err.Error()
 	}
-	if job.CPUProfile != "" {
-		if err := writeHeapProfile(heapProfileName(job.CPUProfile)); err != nil {
-			return nil, err
-		}
-	}
+
 	rep.Requests = counter.Snapshot()
 	return rep, nil
 }
@@ -166,21 +173,21 @@ func heapProfileName(cpu string) string {
 	return cpu + ".heap"
 }
 
-// writeHeapProfile writes the heap profile after a collection, so that its
-// in-use figures are what is still held.
+// writeHeapProfile writes the heap profile (its in-use figures are those
+// of the last collection).
 func writeHeapProfile(name string) error {
 	f, err := os.Create(name)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	runtime.GC()
 	return pprof.WriteHeapProfile(f)
 }
 
 // sampleMemory records the peaks of the Go heap until the returned
-// function is called, which also records the final totals.
-func sampleMemory(m *Memory) func() {
+// function is called, which also records the final totals. onPeak, if set,
+// is called when the heap in use reaches a new peak.
+func sampleMemory(m *Memory, onPeak func()) func() {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -189,9 +196,13 @@ func sampleMemory(m *Memory) func() {
 		runtime.ReadMemStats(&ms)
 		mu.Lock()
 		defer mu.Unlock()
+		peak := ms.HeapInuse > m.PeakHeapInuse
 		m.PeakHeapAlloc = max(m.PeakHeapAlloc, ms.HeapAlloc)
 		m.PeakHeapInuse = max(m.PeakHeapInuse, ms.HeapInuse)
 		m.Sys, m.TotalAlloc, m.NumGC = ms.Sys, ms.TotalAlloc, ms.NumGC
+		if peak && onPeak != nil {
+			onPeak()
+		}
 	}
 	wg.Add(1)
 	go func() {
