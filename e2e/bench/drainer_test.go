@@ -1,6 +1,10 @@
 package bench
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -37,5 +41,51 @@ func TestHeapProfileBesideTheCPUProfile(t *testing.T) {
 		if got := heapProfileName(in); got != want {
 			t.Errorf("heapProfileName(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// Events written as JSON lines by the drainer come back as they were.
+func TestEventsFileRoundTrip(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "events.jsonl")
+	at := time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC)
+	want := []eviction.Event{
+		{Type: eviction.EventEvicted, Time: at, Domain: "ud-1", Pod: &eviction.PodRef{Namespace: "ns", Name: "llm-0", UID: "u1", Node: "n1"}},
+		{Type: eviction.EventRecovered, Time: at.Add(time.Second), Domain: "ud-1", Message: "ok"},
+	}
+	f, err := os.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc := json.NewEncoder(f)
+	for _, e := range want {
+		if err := enc.Encode(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.Close()
+	got, err := readEvents(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	if err := os.WriteFile(name, []byte("{\"type\":"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readEvents(name); err == nil {
+		t.Errorf("a cut line read without an error")
+	}
+}
+
+func TestJobRSSPrefersThePeakDuringTheJob(t *testing.T) {
+	if got := (Memory{JobMaxRSS: 100, MaxRSS: 300}).jobRSS(); got != 100 {
+		t.Errorf("jobRSS = %d, want 100", got)
+	}
+	if got := (Memory{MaxRSS: 300}).jobRSS(); got != 300 {
+		t.Errorf("jobRSS without JobMaxRSS = %d, want 300", got)
+	}
+	if runtime.GOOS == "linux" && peakRSS() <= 0 {
+		t.Errorf("peakRSS() = %d on Linux", peakRSS())
 	}
 }
