@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -45,6 +46,49 @@ func TestStripForCacheLeavesItsInputAlone(t *testing.T) {
 			got := *out.(metav1.ObjectMetaAccessor).GetObjectMeta().(*metav1.ObjectMeta)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("stripped metadata (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestStripForCacheDropsNodeImagesAndVolumes: udrain's own node cache keeps
+// a node's status but its images and volumes, which nothing in udrain reads
+// and which weigh most on a real node; the watch's object is left alone.
+func TestStripForCacheDropsNodeImagesAndVolumes(t *testing.T) {
+	status := func() corev1.NodeStatus {
+		return corev1.NodeStatus{
+			Capacity:        corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")},
+			Allocatable:     corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")},
+			Conditions:      []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+			Images:          []corev1.ContainerImage{{Names: []string{"registry.example/vllm:1"}, SizeBytes: 1 << 30}},
+			VolumesInUse:    []corev1.UniqueVolumeName{"kubernetes.io/csi/x"},
+			VolumesAttached: []corev1.AttachedVolume{{Name: "kubernetes.io/csi/x", DevicePath: "/dev/x"}},
+		}
+	}
+	kept := status()
+	kept.Images, kept.VolumesInUse, kept.VolumesAttached = nil, nil, nil
+	tests := []struct {
+		name string
+		in   *corev1.Node
+		want *corev1.Node
+	}{
+		{"images and volumes", &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-1"}, Status: status()},
+			&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-1"}, Status: kept}},
+		{"nothing to strip", &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-2"}, Status: kept},
+			&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-2"}, Status: kept}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := tt.in.DeepCopy()
+			out, err := stripForCache(tt.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(before, tt.in); diff != "" {
+				t.Errorf("input changed (-before +after):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.want, out); diff != "" {
+				t.Errorf("cached node (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -124,7 +124,8 @@ type Options struct {
 	// container statuses' readiness and waiting reasons. The pods a call
 	// hands out (Snapshot, plans' groups, Helper's callbacks) then hold
 	// those fields only. With Helper.AdditionalFilters or Groupers, which
-	// may read anything, it keeps whole pods.
+	// may read anything, it keeps whole pods. Its nodes lack their
+	// status's images and volumes.
 	Informers *Informers
 
 	// Namespace, if set, limits what udrain sees and evicts to the pods

@@ -85,9 +85,13 @@ func stripForCache(obj interface{}) (interface{}, error) {
 			return &c, nil
 		}
 	case *corev1.Node:
-		if needsStrip(&o.ObjectMeta) {
+		// A node's images (up to 50 on a real node, often its largest
+		// field) and volumes are read by nothing in udrain.
+		st := &o.Status
+		if needsStrip(&o.ObjectMeta) || len(st.Images) > 0 || len(st.VolumesInUse) > 0 || len(st.VolumesAttached) > 0 {
 			c := *o
 			stripMeta(&c.ObjectMeta)
+			c.Status.Images, c.Status.VolumesInUse, c.Status.VolumesAttached = nil, nil, nil
 			return &c, nil
 		}
 	case *policyv1.PodDisruptionBudget:
