@@ -35,14 +35,7 @@ func TestStripForCacheLeavesItsInputAlone(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			before := tt.in.DeepCopyObject()
-			out, err := stripForCache(tt.in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(before, tt.in); diff != "" {
-				t.Errorf("input changed (-before +after):\n%s", diff)
-			}
+			out := stripUnchanged(t, tt.in)
 			got := *out.(metav1.ObjectMetaAccessor).GetObjectMeta().(*metav1.ObjectMeta)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("stripped metadata (-want +got):\n%s", diff)
@@ -79,17 +72,23 @@ func TestStripForCacheDropsNodeImagesAndVolumes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			before := tt.in.DeepCopy()
-			out, err := stripForCache(tt.in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(before, tt.in); diff != "" {
-				t.Errorf("input changed (-before +after):\n%s", diff)
-			}
-			if diff := cmp.Diff(tt.want, out); diff != "" {
+			if diff := cmp.Diff(tt.want, stripUnchanged(t, tt.in)); diff != "" {
 				t.Errorf("cached node (-want +got):\n%s", diff)
 			}
 		})
 	}
+}
+
+// stripUnchanged returns stripForCache(in), failing t if it changed in.
+func stripUnchanged(t *testing.T, in runtime.Object) interface{} {
+	t.Helper()
+	before := in.DeepCopyObject()
+	out, err := stripForCache(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(before, in); diff != "" {
+		t.Errorf("input changed (-before +after):\n%s", diff)
+	}
+	return out
 }
