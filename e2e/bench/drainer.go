@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/pprof"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -181,32 +180,15 @@ func RunDrainerJob(ctx context.Context, job DrainerJob) (*DrainerReport, error) 
 	}
 	rep.Wall = time.Since(rep.Started)
 	stopSampling()
-	rep.Memory.JobMaxRSS = peakRSS()
+	if rss, err := processPeakRSS(os.Getpid()); err == nil { // Linux only
+		rep.Memory.JobMaxRSS = rss
+	}
 	if err != nil {
 		rep.Err = err.Error()
 	}
 
 	rep.Requests = counter.Snapshot()
 	return rep, nil
-}
-
-// peakRSS is this process's peak resident set so far (VmHWM of
-// /proc/self/status), 0 where that cannot be read.
-func peakRSS() int64 {
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			if err != nil {
-				return 0
-			}
-			return kb * 1024
-		}
-	}
-	return 0
 }
 
 // readEvents reads the events a job wrote to its EventsFile.
