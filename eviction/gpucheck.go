@@ -26,6 +26,8 @@ const DefaultGPUGrace = 5 * time.Minute
 // they had before the drain. An upgrade is when a bad driver, or a new
 // taint the device plugin does not tolerate, shows up; a node that comes
 // back without its GPUs would take its groups' pods but never run them.
+// The check reads the nodes once the rollout's view shows the mark it
+// writes after the upgrade step, so never as they were before the step.
 // The zero value checks, with DefaultGPUGrace.
 type GPUCheck struct {
 	// Disabled turns the check off.
@@ -112,10 +114,27 @@ func expectedGPUs(c gpu.Classification, before map[string]int64) int64 {
 	return max(c.LabelCount, c.Capacity)
 }
 
+// upgradeMark is the node markUpgraded patched after the upgrade step, and
+// the mark it wrote ("" node: none).
+type upgradeMark struct{ node, id string }
+
+// seen reports whether the view shows the mark: node events come in the
+// order they were written, so the view then also shows what the upgrade
+// step did to the domain's nodes before it.
+func (m upgradeMark) seen(v *view) bool {
+	if m.node == "" {
+		return true
+	}
+	n, ok := v.node(m.node)
+	return !ok || n.Annotations[UpgradedByAnnotation] == m.id
+}
+
 // checkGPUs waits, on the view's events, until every GPU node of the
 // domain advertises the GPUs it should, or the grace period passes; then
-// it returns a *GPULostError with package gpu's diagnosis.
-func (d *Drainer) checkGPUs(ctx context.Context, v *view, dom topology.Domain, before map[string]int64, check GPUCheck, emit func(Event)) error {
+// it returns a *GPULostError with package gpu's diagnosis. It judges the
+// nodes only once the view shows mark: before, it may still show them as
+// they were before the upgrade step.
+func (d *Drainer) checkGPUs(ctx context.Context, v *view, dom topology.Domain, before map[string]int64, mark upgradeMark, check GPUCheck, emit func(Event)) error {
 	if check.Disabled {
 		return nil
 	}
@@ -129,6 +148,16 @@ func (d *Drainer) checkGPUs(ctx context.Context, v *view, dom topology.Domain, b
 	reported := ""
 	for {
 		changed := v.changed.wait()
+		if !mark.seen(v) {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-changed:
+				continue
+			case <-deadline.C():
+				return fmt.Errorf("the view of the cluster did not show node %s's upgraded mark within the GPU check's grace period (%v): the node watch is behind; run the rollout again", mark.node, grace)
+			}
+		}
 		lost := d.gpuLosses(v, dom, before)
 		if len(lost) == 0 {
 			return nil

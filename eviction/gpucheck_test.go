@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/udrain/udrain/topology"
 )
@@ -152,6 +154,69 @@ func TestGPUCheckGraceAndDisabled(t *testing.T) {
 			}})
 			if _, err := d.Rollout(ctx, RolloutOptions{Upgrade: upgrade, GPUCheck: tc.check}); err != nil {
 				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// The GPU check judges a domain's nodes only once its view shows the
+// upgraded mark written after the upgrade step: a view that still shows
+// the nodes as they were before the step (its watch behind) would see the
+// GPUs there and let a domain that lost them go on.
+func TestGPUCheckWaitsForTheViewToShowTheUpgrade(t *testing.T) {
+	const id = "driver-580"
+	node := func(gpus int64, marked bool) *corev1.Node {
+		n := gpuNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1-1", Labels: map[string]string{}, Annotations: map[string]string{}}}, 8)
+		n.Status.Allocatable["nvidia.com/gpu"] = *resource.NewQuantity(gpus, resource.DecimalSI)
+		if marked {
+			n.Annotations[UpgradedByAnnotation] = id
+		}
+		return n
+	}
+	dom := topology.Domain{Name: "ud-1", Nodes: []string{"node-1-1"}}
+	tests := []struct {
+		name  string
+		mark  upgradeMark
+		later *corev1.Node // what the view shows 50 ms in, if anything
+		want  string       // "" (passes), "lost", "behind"
+	}{
+		{"the upgrade's loss arrives after the step", upgradeMark{"node-1-1", id}, node(0, true), "lost"},
+		{"the GPUs are there when the mark arrives", upgradeMark{"node-1-1", id}, node(8, true), ""},
+		{"the mark never arrives", upgradeMark{"node-1-1", id}, nil, "behind"},
+		{"no mark to wait for (a resumed rollout)", upgradeMark{}, nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := testContext(t)
+			d, err := New(fake.NewClientset(), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := d.newView()
+			v.nodes = cache.NewStore(cache.MetaNamespaceKeyFunc)
+			if err := v.nodes.Add(node(8, false)); err != nil { // as before the step
+				t.Fatal(err)
+			}
+			if tt.later != nil {
+				go func() {
+					time.Sleep(50 * time.Millisecond)
+					_ = v.nodes.Update(tt.later)
+					v.changed.notify()
+				}()
+			}
+			err = d.checkGPUs(ctx, v, dom, map[string]int64{"node-1-1": 8}, tt.mark, GPUCheck{Grace: time.Second}, func(Event) {})
+			var lost *GPULostError
+			got := ""
+			switch {
+			case errors.As(err, &lost):
+				got = "lost"
+			case err != nil && strings.Contains(err.Error(), "upgraded mark"):
+				got = "behind"
+			case err != nil:
+				t.Fatalf("checkGPUs: %v", err)
+			}
+			if got != tt.want {
+				t.Errorf("checkGPUs = %q (%v), want %q", got, err, tt.want)
 			}
 		})
 	}

@@ -180,15 +180,18 @@ func (d *Drainer) uncordonNodes(ctx context.Context, emit func(Event), names []s
 // finds the domain upgraded (upgradedBy: every node marked, or still
 // cordoned by the rollout beside a marked one) and only finishes the
 // uncordon and the recovery.
-func (d *Drainer) markUpgraded(ctx context.Context, emit func(Event), nodes []string, id string) error {
+func (d *Drainer) markUpgraded(ctx context.Context, emit func(Event), nodes []string, id string) (marked string, err error) {
 	patch := upgradedPatch(id)
 	for _, n := range nodes {
 		ok, err := d.patchNode(ctx, emit, "mark upgraded", n, patch, metav1.PatchOptions{})
-		if err != nil || ok {
-			return err
+		if err != nil {
+			return "", err
+		}
+		if ok {
+			return n, nil
 		}
 	}
-	return nil
+	return "", nil
 }
 
 // Uncordon makes every node of the domain schedulable again, like kubectl

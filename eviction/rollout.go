@@ -343,7 +343,7 @@ func (d *Drainer) rolloutDomain(ctx context.Context, v *view, emit func(Event), 
 		}
 		if cordonedBy(snap.Nodes, dom, id) {
 			if opts.Upgrade != nil {
-				if err := d.checkGPUs(ctx, v, dom, nil, opts.GPUCheck, emitDomain); err != nil {
+				if err := d.checkGPUs(ctx, v, dom, nil, upgradeMark{}, opts.GPUCheck, emitDomain); err != nil {
 					return stop(StageGPUCheck, err)
 				}
 			}
@@ -381,11 +381,12 @@ func (d *Drainer) rolloutDomain(ctx context.Context, v *view, emit func(Event), 
 			logger.Info("Upgrade step done", "took", out.Upgrade.Round(time.Millisecond))
 			emitDomain(Event{Type: EventUpgradeDone, Message: fmt.Sprintf("took %s", out.Upgrade.Round(time.Millisecond))})
 		}
-		if err := d.markUpgraded(ctx, emitDomain, dom.Nodes, id); err != nil {
+		marked, err := d.markUpgraded(ctx, emitDomain, dom.Nodes, id)
+		if err != nil {
 			return stop(StageUncordon, err)
 		}
 		if opts.Upgrade != nil {
-			if err := d.checkGPUs(ctx, v, dom, before, opts.GPUCheck, emitDomain); err != nil {
+			if err := d.checkGPUs(ctx, v, dom, before, upgradeMark{node: marked, id: id}, opts.GPUCheck, emitDomain); err != nil {
 				return stop(StageGPUCheck, err)
 			}
 		}
