@@ -9,10 +9,20 @@ import "fmt"
 // caller can tell "fix the configuration" from "the cluster said no" with
 // one errors.As.
 //
-// Field names the Go setting, qualified by its package and type, e.g.
-// "eviction.Options.Concurrency" or "readiness.Options.MemberTimeout"; a
-// command line maps it to its flag. Problem says what is wrong and what to
-// do instead.
+// Field names what is at fault as the package's documentation names it,
+// qualified by the package's name (as code that imports it writes it:
+// "gate", not "readiness/gate"), in one of two forms:
+//
+//   - a setting, as package.Type.Field, with a field of a field and an
+//     element of a slice written as in Go:
+//     "eviction.Options.Concurrency", "eviction.RolloutOptions.Lock.Namespace",
+//     "gate.Options.Groupers[0]";
+//   - an argument, as package.Func(arg) or package.Type.Method(arg), arg
+//     named as in the signature: "eviction.New(client)",
+//     "eviction.Drainer.Drain(domain)", "bootstrap.WaitForServer(target)".
+//
+// A command line maps Field to its flag or argument. Problem says what is
+// wrong and what to do instead.
 type ConfigError struct {
 	Field   string
 	Problem string

@@ -30,6 +30,9 @@
 //     nodes whose device plugin never advertised the GPUs.
 //   - [github.com/udrain/udrain/bootstrap]: wait until a server is reachable
 //     before starting (the worker-registration problem).
+//   - [github.com/udrain/udrain/upgrade]: ready-made upgrade steps for a
+//     rollout that need no shell: a Job per node from a template, a node
+//     label handshake with an agent, a webhook.
 //   - [github.com/udrain/udrain/redact]: the one rule for the credentials a
 //     URL carries, which every package that prints URLs applies.
 //
@@ -38,6 +41,6 @@
 // library, nothing more.
 //
 // Shared by every package: [ConfigError], the one shape of a configuration
-// error (naming the Go field; nothing changed because of it), and
-// [Severity], the one casing of a finding's severity.
+// error (naming the setting or argument at fault; nothing changed because
+// of it), and [Severity], the one casing of a finding's severity.
 package udrain

@@ -1,6 +1,7 @@
 package udrain_test
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -28,12 +29,55 @@ func releaseVersion(t *testing.T) string {
 	return v
 }
 
+// imageDigest is a content digest: sha256: and 64 lower-case hex digits.
+var imageDigest = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+
+// checkImageReference checks what follows ghcr.io/udrain/udrain in a
+// reference (ref: ":v0.1.0", ":v0.1.0@sha256:...") against the release
+// version: the release's tag, alone or with a digest (which pins the bytes
+// while the tag still says which release they are). A digest alone cannot
+// be told from another release's, and is refused as a wrong tag is.
+func checkImageReference(ref, version string) error {
+	tag, digest, hasDigest := strings.Cut(ref, "@")
+	if tag != ":"+version {
+		return fmt.Errorf("want ghcr.io/udrain/udrain:%s (VERSION), or that tag with a digest", version)
+	}
+	if hasDigest && !imageDigest.MatchString(digest) {
+		return fmt.Errorf("digest %q after the tag: want sha256: and 64 lower-case hex digits", digest)
+	}
+	return nil
+}
+
+// TestCheckImageReference: the tag of VERSION, with or without a digest;
+// nothing else.
+func TestCheckImageReference(t *testing.T) {
+	digest := "@sha256:" + strings.Repeat("0123456789abcdef", 4)
+	for _, c := range []struct {
+		ref string
+		ok  bool
+	}{
+		{":v0.1.0", true},
+		{":v0.1.0" + digest, true},
+		{":v0.2.0" + digest, false}, // a digest does not excuse another release's tag
+		{":v0.2.0", false},
+		{":latest", false},
+		{digest, false},               // no tag: which release is it?
+		{":v0.1.0@sha256:abc", false}, // not a digest
+		{":v0.1.0" + strings.ToUpper(digest), false},
+		{":v0.1.0" + digest + "0", false},
+	} {
+		if err := checkImageReference(c.ref, "v0.1.0"); (err == nil) != c.ok {
+			t.Errorf("ghcr.io/udrain/udrain%s: %v, want accepted %v", c.ref, err, c.ok)
+		}
+	}
+}
+
 // TestImageReferencesFollowVersion: every manifest, Dockerfile and
 // document that names udrain's image names the version the build stamps
-// (VERSION), never latest or another release, so that what a user applies
-// runs the binary the repository describes.
+// (VERSION), by tag or by tag and digest, never latest or another release,
+// so that what a user applies runs the binary the repository describes.
 func TestImageReferencesFollowVersion(t *testing.T) {
-	want := ":" + releaseVersion(t)
+	version := releaseVersion(t)
 	found := 0
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -65,8 +109,8 @@ func TestImageReferencesFollowVersion(t *testing.T) {
 				if m[1] == "" && filepath.Ext(path) == ".md" {
 					continue
 				}
-				if m[1] != want {
-					t.Errorf("%s:%d names %s, want ghcr.io/udrain/udrain%s (VERSION)", path, i+1, m[0], want)
+				if err := checkImageReference(m[1], version); err != nil {
+					t.Errorf("%s:%d names %s: %v", path, i+1, m[0], err)
 				}
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,6 +36,7 @@ import (
 
 // The kustomize bases users apply, and what they create.
 const (
+	namespaceBase  = "../deploy/namespace"
 	gateBase       = "../deploy/readiness-gate"
 	rolloutBase    = "../deploy/rollout"
 	udrainNS       = "udrain-system"
@@ -53,15 +55,18 @@ type bundle struct {
 }
 
 // TestDeployBundles renders deploy/readiness-gate and deploy/rollout with
-// kubectl kustomize, applies them with kubectl apply -k, and checks what
-// the API server accepted: every object; the Deployment's and the Job's
-// pods under Pod Security "restricted", enforced on their namespace. Then
+// kubectl kustomize, applies them after deploy/namespace with kubectl
+// apply -k, and checks what the API server accepted: every object; the
+// Deployment's and the Job's pods under Pod Security "restricted",
+// enforced on their namespace. Then
 // it runs the pods' command lines in process as their ServiceAccounts (a
 // client holding only the account's token): two replicas of the
 // readiness-gate controller elect a leader and make a workload's groups
 // healthy; the rollout Job's command line, with the ID and upgrade command
 // of its ConfigMap, upgrades every domain, and when interrupted mid-way,
-// resumes on the retry without upgrading a domain twice.
+// resumes on the retry without upgrading a domain twice. At the end, kubectl
+// delete -k of the two bases leaves the namespace, which is deploy/namespace's
+// alone, in place.
 func TestDeployBundles(t *testing.T) {
 	tt := bed.ForTest(t)
 	ctx := t.Context()
@@ -71,8 +76,9 @@ func TestDeployBundles(t *testing.T) {
 	checkRendered(t, gateB, rolloutB)
 
 	// The testbed made udrain-system (rollouts keep their Lease there):
-	// applying the bases labels it for Pod Security.
-	for _, base := range []string{gateBase, rolloutBase} {
+	// applying deploy/namespace labels it for Pod Security, as a user
+	// applies it once before the other bases.
+	for _, base := range []string{namespaceBase, gateBase, rolloutBase} {
 		run(t, kubectl, "apply", "-k", base)
 	}
 	t.Cleanup(func() {
@@ -82,11 +88,13 @@ func TestDeployBundles(t *testing.T) {
 				t.Logf("kubectl delete -k %s: %v\n%s", base, err, out)
 			}
 		}
-		// The next tests' rollouts need the namespace back.
-		waitNamespaceGone(t, tt, udrainNS)
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: udrainNS}}
-		if _, err := tt.Client.CoreV1().Namespaces().Create(context.WithoutCancel(t.Context()), ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Errorf("recreating namespace %s: %v", udrainNS, err)
+		// Deleting the bases leaves the namespace, and the Leases of the
+		// next tests' rollouts, in place: no base but deploy/namespace
+		// holds it (--wait=false: a namespace in a base would be
+		// terminating by now).
+		ns, err := tt.Client.CoreV1().Namespaces().Get(context.WithoutCancel(t.Context()), udrainNS, metav1.GetOptions{})
+		if err != nil || ns.DeletionTimestamp != nil {
+			t.Errorf("after kubectl delete -k %s and %s, namespace %s: %v, deleting %v; want it left in place", rolloutBase, gateBase, udrainNS, err, err == nil && ns.DeletionTimestamp != nil)
 		}
 	})
 
@@ -270,8 +278,9 @@ func render(t *testing.T, kubectl, base string) bundle {
 	return b
 }
 
-// checkRendered: each base holds what it needs to stand alone, and its
-// pods ask for what the image and the namespace require.
+// checkRendered: each base holds what it needs beside deploy/namespace (and
+// not the namespace, which kubectl delete -k of the base would delete), and
+// its pods ask for what the image and the namespace require.
 func checkRendered(t *testing.T, gateB, rolloutB bundle) {
 	t.Helper()
 	for _, c := range []struct {
@@ -279,8 +288,8 @@ func checkRendered(t *testing.T, gateB, rolloutB bundle) {
 		b    bundle
 		want []string
 	}{
-		{gateBase, gateB, []string{"ClusterRole", "ClusterRoleBinding", "Deployment", "Namespace", "PodDisruptionBudget", "Role", "RoleBinding", "ServiceAccount"}},
-		{rolloutBase, rolloutB, []string{"ClusterRole", "ClusterRole", "ClusterRoleBinding", "ConfigMap", "Job", "Namespace", "Role", "RoleBinding", "ServiceAccount"}},
+		{gateBase, gateB, []string{"ClusterRole", "ClusterRoleBinding", "Deployment", "PodDisruptionBudget", "PriorityClass", "Role", "RoleBinding", "ServiceAccount"}},
+		{rolloutBase, rolloutB, []string{"ClusterRole", "ClusterRole", "ClusterRoleBinding", "ConfigMap", "Job", "Role", "RoleBinding", "ServiceAccount"}},
 	} {
 		if !slices.Equal(c.b.kinds, c.want) {
 			t.Errorf("%s renders %v, want %v", c.base, c.b.kinds, c.want)
@@ -308,19 +317,6 @@ func checkRendered(t *testing.T, gateB, rolloutB bundle) {
 		if sc := c.SecurityContext; sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
 			t.Errorf("%s's container may write its root file system", name)
 		}
-	}
-}
-
-// waitNamespaceGone waits until a namespace being deleted is gone.
-func waitNamespaceGone(t *testing.T, tt *testbed.Test, name string) {
-	t.Helper()
-	// Also from a cleanup, when the test's context is done already.
-	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := tt.Client.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
-	})
-	if err != nil {
-		t.Errorf("namespace %s is still there: %v", name, err)
 	}
 }
 
@@ -389,7 +385,10 @@ func runInProcess(t *testing.T, tt *testbed.Test, name string, args []string, cl
 	}
 	done := make(chan int, 1)
 	go func() {
-		cfg := app.Config{Name: "udrain", NewClient: func(genericclioptions.RESTClientGetter) (kubernetes.Interface, error) { return client, nil }}
+		cfg := app.Config{Name: "udrain", NewClient: func(genericclioptions.RESTClientGetter) (kubernetes.Interface, error) { return client, nil },
+			// Replicas in one process cannot share the pod's port
+			// (--health-address :8081): each gets one of its own.
+			Listen: func(network, _ string) (net.Listener, error) { return net.Listen(network, "127.0.0.1:0") }}
 		done <- app.Run(ctx, args, genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: out, ErrOut: out}, cfg)
 	}()
 	tt.OnFailure(name+".log", func(w io.Writer) error { _, err := io.WriteString(w, logged()); return err })

@@ -19,10 +19,11 @@ import (
 // starts: the control-plane restarts (TestRolloutSurvivesAPIServerRestart,
 // TestRecoverySurvivesAPIServerRestart, TestAPIServerRestart, and
 // TestResumeWaitsForUnscheduledGroups, which stops the scheduler) and
-// TestDeployBundles, which deletes the udrain-system namespace where every
-// rollout keeps its Lease, and TestGPUDiagnosisMatchesDaemonSetController,
-// whose nodes have no upgrade-domain label (a plan of any other test would
-// refuse the layout while they exist).
+// TestDeployBundles, which applies and deletes the bases of deploy/ (the
+// udrain-system namespace, where every rollout keeps its Lease, stays),
+// and TestGPUDiagnosisMatchesDaemonSetController, whose nodes have no
+// upgrade-domain label (a plan of any other test would refuse the layout
+// while they exist).
 var bed *testbed.Testbed
 
 func TestMain(m *testing.M) {

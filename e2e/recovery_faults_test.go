@@ -37,13 +37,14 @@ import (
 // saw it) udrain may report the domain recovered: the disruption
 // controller's update of the budget's status and a loaded machine fit in
 // it; a missed event does not (recovery would wait until its timeout, 3
-// minutes here). With connections cut again and again, client-go's
+// minutes here, restartRecoveryTimeout across the restart). With connections cut again and again, client-go's
 // reflectors wait longer between reconnects (0.8 s doubling up to 30 s,
 // reset after 2 quiet minutes): a change made while a watch waits to
 // reconnect is seen that late.
 const (
-	recoveryLagBound    = 20 * time.Second
-	recoveryLagBoundCut = 45 * time.Second
+	recoveryLagBound       = 20 * time.Second
+	recoveryLagBoundCut    = 45 * time.Second
+	restartRecoveryTimeout = 7 * time.Minute
 )
 
 // TestRecoverySurvivesAPIServerRestart: the kube-apiserver is killed when
@@ -51,6 +52,16 @@ const (
 // with the API server down, and started again. The rollout must see the recovery
 // within recoveryLagBound, finish with scenario 1's guarantees, and evict
 // each pod once.
+//
+// The recovery may take up to restartRecoveryTimeout: the kill also cuts
+// the kube-scheduler and kube-controller-manager off the cluster just as
+// the node is uncordoned, and in one CI run (2 cores, busy) the group's
+// last two workers stayed Pending for the 3 minutes the test then gave,
+// "1 node(s) had untolerated taint(s)" on the uncordoned node. The
+// scheduler retries a pod left unschedulable after 5 minutes
+// (podMaxInUnschedulablePodsDuration) even when it missed the event that
+// made it schedulable; udrain is judged by recoveryLagBound, from the
+// moment the group is healthy, not by how long the scheduler took.
 func TestRecoverySurvivesAPIServerRestart(t *testing.T) {
 	s := deploy(t, defaultScenario())
 	ctx := t.Context()
@@ -98,7 +109,7 @@ func TestRecoverySurvivesAPIServerRestart(t *testing.T) {
 	bed.SuperviseControlPlane(t)
 	start := time.Now()
 	res, err := d.Rollout(ctx, eviction.RolloutOptions{
-		ID: "e2e-restart-recovery", Domains: s.domains(), RecoveryTimeout: 3 * time.Minute,
+		ID: "e2e-restart-recovery", Domains: s.domains(), RecoveryTimeout: restartRecoveryTimeout,
 		Upgrade: func(ctx context.Context, _ topology.Domain) error { return sleepCtx(ctx, upgradeStep) },
 	})
 	var r restart

@@ -38,15 +38,18 @@
 //   - Results are structured values: a Plan, a Result, a RolloutResult, a
 //     HealthReport of package health's GroupStatus and BudgetStatus. They
 //     are also the wire schema of udrain's JSON output (see result.go).
-//   - Events (Options.OnEvent, serialised per Drainer) carry the drain's or
-//     rollout's ID, a dry-run mark, the pod (namespace, name, UID, node) and
-//     its phase, the blocking budget, and what recovery waits for.
+//   - Events (Options.OnEvent, serialised per Drainer; DrainOptions.OnEvent
+//     and RolloutOptions.OnEvent, serialised per call and given its
+//     context, for sinks that write to the API server) carry the drain's
+//     or rollout's ID, a sequence number, a dry-run mark, the pod
+//     (namespace, name, UID, node) and its phase, the blocking budget, and
+//     what recovery waits for.
 //   - Errors: every stop of a domain is a *DomainError (domain, stage, the
 //     pods still waiting, the blocking budget) that unwraps to its cause:
 //     context.Canceled or context.DeadlineExceeded, a *BlockedError, the
 //     upgrade step's error, a *RefusedPodsError, a *topology.ContractError,
 //     an *EvictionError... Bad configuration is a *udrain.ConfigError naming
-//     the Go field, always before anything changed.
+//     the setting or argument at fault, always before anything changed.
 //   - Logging goes through the context's logger (klog.FromContext): at V(0)
 //     the decisions an operator needs (a domain started, blocked by a PDB,
 //     recovered, stopped and why), at V(2) each retry and eviction, at V(4)

@@ -2,6 +2,8 @@ package eviction
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -30,6 +32,13 @@ type DrainOptions struct {
 	// another ID refuses the domain until it is uncordoned. Empty means
 	// DefaultDrainID.
 	ID string
+
+	// OnEvent, if set, receives this drain's events, after
+	// Options.OnEvent. Its calls are serialised per drain, not per
+	// Drainer, and get the drain's context: a slow OnEvent (one that
+	// writes a status to the API server) holds back only this drain. It
+	// runs on the drain's goroutines, so the drain waits for it.
+	OnEvent func(context.Context, Event)
 }
 
 func (o DrainOptions) id() string {
@@ -40,16 +49,28 @@ func (o DrainOptions) id() string {
 }
 
 // Plan reads the cluster and plans the drain of domain. It changes nothing.
+// Its Planned event carries an ID of its own, PlanIDPrefix and 8 hex
+// digits, new for each call, that names no drain.
 func (d *Drainer) Plan(ctx context.Context, domain string) (*Plan, error) {
 	if domain == "" {
-		return nil, emptyDomainError()
+		return nil, emptyDomainError("Drainer.Plan(domain)")
 	}
 	v, err := d.startView(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer v.stop()
-	return d.planFrom(ctx, v, domain, "")
+	return d.planFrom(ctx, v, domain, planID())
+}
+
+// PlanIDPrefix starts the ID of the Planned event of Drainer.Plan.
+const PlanIDPrefix = "plan-"
+
+// planID returns a new ID for a Plan call.
+func planID() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return PlanIDPrefix + hex.EncodeToString(b[:])
 }
 
 // Snapshot reads the cluster as every call of the Drainer sees it (through
@@ -75,8 +96,9 @@ func (d *Drainer) Snapshot(ctx context.Context) (*Snapshot, error) {
 // an unknown domain are reported before anything changes.
 func (d *Drainer) Drain(ctx context.Context, domain string, opts DrainOptions) (*Plan, *Result, error) {
 	if domain == "" {
-		return nil, nil, emptyDomainError()
+		return nil, nil, emptyDomainError("Drainer.Drain(domain)")
 	}
+	ctx = withCallSink(ctx, opts.OnEvent)
 	v, err := d.startView(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -89,7 +111,7 @@ func (d *Drainer) Drain(ctx context.Context, domain string, opts DrainOptions) (
 	if err := d.checkNotHeld(v, plan, opts.id()); err != nil {
 		return plan, nil, err
 	}
-	res, err := d.execute(ctx, v, plan, opts.id())
+	res, err := d.execute(ctx, v, plan, opts.id(), nil)
 	return plan, res, err
 }
 
@@ -101,6 +123,7 @@ func (d *Drainer) Execute(ctx context.Context, plan *Plan, opts DrainOptions) (*
 	if err := plan.Err(); err != nil {
 		return nil, &DomainError{ID: opts.id(), Domain: plan.Domain, Stage: StagePlan, Err: err}
 	}
+	ctx = withCallSink(ctx, opts.OnEvent)
 	v, err := d.startView(ctx)
 	if err != nil {
 		return nil, err
@@ -109,7 +132,7 @@ func (d *Drainer) Execute(ctx context.Context, plan *Plan, opts DrainOptions) (*
 	if err := d.checkNotHeld(v, plan, opts.id()); err != nil {
 		return nil, err
 	}
-	return d.execute(ctx, v, plan, opts.id())
+	return d.execute(ctx, v, plan, opts.id(), nil)
 }
 
 func (d *Drainer) planFrom(ctx context.Context, v *view, domain, id string) (*Plan, error) {
@@ -121,7 +144,7 @@ func (d *Drainer) planFrom(ctx context.Context, v *view, domain, id string) (*Pl
 	if err != nil {
 		return nil, err
 	}
-	d.events.emit(Event{Time: d.s.Clock.Now(), Type: EventPlanned, ID: id, DryRun: d.s.dryRunName(), Domain: plan.Domain,
+	d.events.emit(callSinkFrom(ctx), Event{Time: d.s.Clock.Now(), Type: EventPlanned, ID: id, DryRun: d.s.dryRunName(), Domain: plan.Domain,
 		Progress: Progress{Phase1Total: len(plan.Phase1), Phase2Total: len(plan.Phase2)},
 		Message: plan.withFitWarning(ctx, fmt.Sprintf("%d node(s); phase 1: %d pod(s), phase 2: %d pod(s), %d skipped, %d blocker(s)",
 			len(plan.Nodes), len(plan.Phase1), len(plan.Phase2), len(plan.Skipped), len(plan.Blockers)))})
@@ -146,6 +169,7 @@ func (d *Drainer) checkNotHeld(v *view, plan *Plan, id string) error {
 // execution is the state of one domain drain.
 type execution struct {
 	d    *Drainer
+	sink *callSink // the call's OnEvent
 	v    *view
 	plan *Plan
 	id   string
@@ -158,6 +182,7 @@ type execution struct {
 	blocks   map[string]*openBlock // open blocks by PDB key
 	handled  map[PodRef]bool       // pods evicted, gone or terminating already
 	evicted  []evictedPod          // pods to wait for
+	observe  func(Event)           // nil: none
 }
 
 // openBlock is a block in progress: its record, and the pods still
@@ -167,13 +192,15 @@ type openBlock struct {
 	waiting []PodRef
 }
 
-func (d *Drainer) execute(ctx context.Context, v *view, plan *Plan, id string) (*Result, error) {
+// execute drains the plan's domain; observe, if set, sees each of the
+// drain's events before the caller's callback does.
+func (d *Drainer) execute(ctx context.Context, v *view, plan *Plan, id string, observe func(Event)) (*Result, error) {
 	if err := plan.Err(); err != nil {
 		return nil, &DomainError{ID: id, Domain: plan.Domain, Stage: StagePlan, Err: err}
 	}
 	clk := d.s.Clock
 	ex := &execution{
-		d: d, v: v, plan: plan, id: id, stage: StageCordon,
+		d: d, v: v, plan: plan, id: id, stage: StageCordon, observe: observe, sink: callSinkFrom(ctx),
 		log:     klog.FromContext(ctx).WithValues("domain", plan.Domain, "id", id),
 		res:     &Result{ID: id, Domain: plan.Domain, DryRun: d.s.dryRunName(), Started: clk.Now()},
 		blocks:  map[string]*openBlock{},
@@ -193,7 +220,9 @@ func (d *Drainer) execute(ctx context.Context, v *view, plan *Plan, id string) (
 		return ex.res, nil
 	case cmdutil.DryRunServer:
 		if err := ex.dryRunServer(ctx); err != nil {
-			return ex.res, ex.stopped(err, 0)
+			err = ex.stopped(err, 0)
+			ex.emitStopped(err)
+			return ex.res, err
 		}
 		ex.res.Completed = true
 		return ex.res, nil
@@ -216,11 +245,20 @@ func (d *Drainer) execute(ctx context.Context, v *view, plan *Plan, id string) (
 	ex.closeBlocks()
 	if err != nil {
 		ex.log.Info("Domain stopped", "stage", ex.stage, "err", err)
+		ex.emitStopped(err)
 		return ex.res, err
 	}
 	ex.res.Completed = true
 	ex.log.Info("Domain drained", "took", clk.Since(ex.res.Started).Round(time.Millisecond))
 	return ex.res, nil
+}
+
+// emitStopped reports that the drain stopped on err.
+func (ex *execution) emitStopped(err error) {
+	ex.mu.Lock()
+	stage := ex.stage
+	ex.mu.Unlock()
+	ex.emit(Event{Type: EventDrainStopped, Err: err, Message: fmt.Sprintf("stopped at stage %s", stage)})
 }
 
 // stopped wraps why the drain stopped into a *DomainError with the pods
@@ -309,7 +347,10 @@ func (ex *execution) emit(ev Event) {
 		ev.Time = ex.d.s.Clock.Now()
 	}
 	ev.ID, ev.Domain, ev.DryRun = ex.id, ex.plan.Domain, ex.d.s.dryRunName()
-	ex.d.events.emit(ev)
+	if ex.observe != nil {
+		ex.observe(ev)
+	}
+	ex.d.events.emit(ex.sink, ev)
 }
 
 // podEvent is an event about pod p in phase.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -375,7 +376,7 @@ func TestDomainErrorUnwrapsToTheCause(t *testing.T) {
 		name: "the context's deadline in phase 1",
 		run: func(ctx context.Context, _ context.CancelFunc, fc *fakeCluster) error {
 			fc.setBudget(ctx, 0, 2)
-			short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+			short, cancel := context.WithTimeout(ctx, 2*time.Second)
 			defer cancel()
 			d, _ := New(fc.client, Options{Backoff: slowBackoff})
 			_, _, err := d.Drain(short, "ud-1", DrainOptions{})
@@ -486,7 +487,7 @@ func TestLoggingOfStops(t *testing.T) {
 		}, []string{`"Domain drained"`, `"Upgrade step started"`, `"Rollout stopped"`, `domain="ud-1"`, `firmware flash failed`}},
 		{"drain times out on a spent budget", func(ctx context.Context, fc *fakeCluster) error {
 			fc.setBudget(ctx, 0, 2)
-			d, _ := New(fc.client, Options{Backoff: slowBackoff, Helper: &drain.Helper{GracePeriodSeconds: -1, Timeout: 300 * time.Millisecond}})
+			d, _ := New(fc.client, Options{Backoff: slowBackoff, Helper: &drain.Helper{GracePeriodSeconds: -1, Timeout: time.Second}})
 			_, _, err := d.Drain(ctx, "ud-1", DrainOptions{ID: "d"})
 			return err
 		}, []string{`"Blocked by PodDisruptionBudget"`, `"Domain stopped"`, `domain="ud-1"`, `pdb="inference/llm-leaders"`}},
@@ -562,6 +563,8 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{Options{BudgetRecheck: -time.Second}, "eviction.Options.BudgetRecheck"},
 		{Options{Helper: &drain.Helper{Timeout: -time.Second}}, "eviction.Options.Helper.Timeout"},
 		{Options{Namespace: "Not_A_Namespace"}, "eviction.Options.Namespace"},
+		{Options{DomainLabel: "not a label!"}, "eviction.Options.DomainLabel"},
+		{Options{DomainLabel: "topology.udrain.dev/"}, "eviction.Options.DomainLabel"},
 		{Options{Informers: &Informers{Nodes: cache.NewSharedIndexInformer(nil, &corev1.Node{}, 0, nil)}}, "eviction.Options.Informers.Pods"},
 	} {
 		_, err := New(fc.client, tc.opts)
@@ -662,5 +665,91 @@ func TestPodGroupsListedOnlyWhenAPodNamesOne(t *testing.T) {
 				t.Errorf("expected sizes of the PodGroup groups in the plan %v, want [3] (the gang's minCount, from the listed PodGroup)", sizes)
 			}
 		})
+	}
+}
+
+type ctxMark struct{}
+
+// A call's own OnEvent gets the call's events, in Seq order, with the
+// call's context, and a slow one holds back only its own call: a drain
+// whose sink is stuck does not stop another drain on the same Drainer.
+func TestCallOnEventHoldsBackOnlyItsCall(t *testing.T) {
+	ctx := testContext(t)
+	fc := newFakeCluster(t, lwsCluster(2, 2, 4)...)
+	fc.setBudget(ctx, 2, 2) // both drains may run at once
+	all := newEventLog()
+	d, err := New(fc.client, Options{Backoff: slowBackoff, OnEvent: all.add})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stuck, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	var slowEvents []Event
+	slowDone := make(chan error, 1)
+	go func() {
+		_, _, err := d.Drain(context.WithValue(ctx, ctxMark{}, "slow"), "ud-1", DrainOptions{ID: "slow", OnEvent: func(cctx context.Context, e Event) {
+			if cctx.Value(ctxMark{}) != "slow" {
+				t.Errorf("the slow drain's OnEvent got another context")
+			}
+			slowEvents = append(slowEvents, e)
+			if e.Type == EventEvicted {
+				once.Do(func() { close(stuck); <-release }) // a status write that hangs
+			}
+		}})
+		slowDone <- err
+	}()
+	select {
+	case <-stuck:
+	case <-ctx.Done():
+		t.Fatal("the slow drain evicted nothing")
+	}
+	var fastEvents []Event
+	var res *Result
+	fastDone := make(chan error, 1)
+	go func() {
+		var err error
+		_, res, err = d.Drain(context.WithValue(ctx, ctxMark{}, "fast"), "ud-2", DrainOptions{ID: "fast", OnEvent: func(cctx context.Context, e Event) {
+			if cctx.Value(ctxMark{}) != "fast" {
+				t.Errorf("the fast drain's OnEvent got another context")
+			}
+			fastEvents = append(fastEvents, e)
+		}})
+		fastDone <- err
+	}()
+	select {
+	case err := <-fastDone:
+		close(release)
+		if err != nil {
+			t.Fatalf("a drain beside one whose OnEvent hangs: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		close(release)
+		<-fastDone
+		t.Fatal("a drain did not end in 20 s while another drain's OnEvent hung")
+	}
+	if err := <-slowDone; err != nil {
+		t.Fatal(err)
+	}
+	if res.Phase2.Evicted == 0 {
+		t.Errorf("the fast drain evicted no worker: %+v", res)
+	}
+	for name, evs := range map[string][]Event{"slow": slowEvents, "fast": fastEvents} {
+		var want []Event
+		for _, e := range all.all() {
+			if e.ID == name {
+				want = append(want, e)
+			}
+		}
+		if len(evs) == 0 {
+			t.Fatalf("drain %s: its OnEvent got nothing", name)
+		}
+		if diff := cmp.Diff(want, evs, cmpopts.IgnoreFields(Event{}, "Err")); diff != "" {
+			t.Errorf("drain %s: its OnEvent's events differ from the Drainer's for its ID (-Drainer +call):\n%s", name, diff)
+		}
+		for i := 1; i < len(evs); i++ {
+			if evs[i].Seq <= evs[i-1].Seq {
+				t.Errorf("drain %s: event %d has Seq %d after %d", name, i, evs[i].Seq, evs[i-1].Seq)
+			}
+		}
 	}
 }

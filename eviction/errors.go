@@ -4,8 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
 	"strings"
+	"syscall"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/udrain/udrain/topology"
 )
 
 // Stage names the step of a domain's drain, upgrade and recovery.
@@ -251,13 +260,40 @@ func (e *PermissionError) Error() string {
 
 func (e *PermissionError) Unwrap() error { return e.Err }
 
-// UnreachableError reports an API server that did not answer within
-// Options.ConnectTimeout (connection refused, DNS, TLS, timeouts). Nothing
-// was changed.
+// ServerProblem says how an API server failed udrain (UnreachableError).
+type ServerProblem string
+
+// The ways an API server fails.
+const (
+	// ServerRefused: nothing listens at its address (connection refused).
+	ServerRefused ServerProblem = "Refused"
+	// ServerNoAnswer: it accepted the connection but did not answer in
+	// time, or stalled in the middle of an answer (a black hole: a dead
+	// load balancer, a firewall that drops).
+	ServerNoAnswer ServerProblem = "NoAnswer"
+	// ServerFailing: it answers every request with a 5xx status.
+	ServerFailing ServerProblem = "ServerError"
+	// ServerThrottled: it answers every request with 429 Too Many
+	// Requests (API Priority and Fairness rejecting udrain).
+	ServerThrottled ServerProblem = "Throttled"
+	// ServerUnreachable: any other network failure (DNS, TLS, a reset).
+	ServerUnreachable ServerProblem = "Unreachable"
+)
+
+// UnreachableError reports an API server that did not serve udrain within
+// Options.ConnectTimeout: it refused connections, did not answer, answered
+// every request with a 5xx status or with 429 Too Many Requests, or could
+// not be reached at all (DNS, TLS). Problem says which. Nothing was
+// changed.
 type UnreachableError struct {
 	// Server is the API server's address ("https://10.0.0.1:6443"), if
 	// known.
 	Server string
+	// Problem is how the server failed.
+	Problem ServerProblem
+	// Status is the HTTP status it answered with (ServerFailing,
+	// ServerThrottled), else 0.
+	Status int
 	Waited time.Duration
 	// Err is the last error seen.
 	Err error
@@ -268,10 +304,79 @@ func (e *UnreachableError) Error() string {
 	if server == "" {
 		server = "the API server"
 	}
-	return fmt.Sprintf("cannot reach %s (nothing was changed; gave up after %s): %v", server, e.Waited, e.Err)
+	var what string
+	switch e.Problem {
+	case ServerRefused:
+		what = fmt.Sprintf("cannot reach %s: connection refused", server)
+	case ServerNoAnswer:
+		what = fmt.Sprintf("the API server %s did not answer", server)
+	case ServerFailing:
+		what = fmt.Sprintf("the API server %s answers %d (server error) to every request", server, e.Status)
+	case ServerThrottled:
+		what = fmt.Sprintf("the API server %s throttles every request (429 Too Many Requests)", server)
+	default:
+		what = "cannot reach " + server
+	}
+	return fmt.Sprintf("%s (nothing was changed; gave up after %s): %v", what, e.Waited, e.Err)
 }
 
 func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// ServerProblemOf classifies an error of a request to the API server: how
+// the server failed (and the HTTP status it answered with), or "" when
+// err says nothing about the server's health (nil, NotFound, Forbidden, a
+// conflict, ...). A request that ran out of time, or whose context's
+// deadline passed, is ServerNoAnswer. Callers that make requests of their
+// own before calling a Drainer (the CLI lists nodes) use it to report the
+// same *UnreachableError.
+func ServerProblemOf(err error) (ServerProblem, int) {
+	if err == nil {
+		return "", 0
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		code := int(status.Status().Code)
+		switch {
+		case code == http.StatusTooManyRequests:
+			return ServerThrottled, code
+		case code >= 500 && code != http.StatusNotImplemented:
+			if apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) {
+				return ServerNoAnswer, code
+			}
+			return ServerFailing, code
+		}
+		return "", 0
+	}
+	var (
+		netErr net.Error
+		urlErr *url.Error
+	)
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return ServerRefused, 0
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
+		return ServerNoAnswer, 0
+	case errors.Is(err, context.Canceled):
+		return "", 0
+	case errors.As(err, &urlErr), errors.As(err, &netErr), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return ServerUnreachable, 0
+	}
+	return "", 0
+}
+
+// unreachableError returns the *UnreachableError of a request's err, or
+// nil when err is not about the server's health. server is used when err
+// names none.
+func unreachableError(server string, err error, waited time.Duration) *UnreachableError {
+	problem, code := ServerProblemOf(err)
+	if problem == "" {
+		return nil
+	}
+	if s := serverOf(err); s != "" {
+		server = s
+	}
+	return &UnreachableError{Server: server, Problem: problem, Status: code, Waited: waited.Round(time.Millisecond), Err: err}
+}
 
 // NotSyncedError reports informers given in Options.Informers that did not
 // sync within Options.ConnectTimeout: they were not started, or cannot
@@ -289,4 +394,46 @@ func abbreviate(s []string, max int) []string {
 		return s
 	}
 	return append(s[:max:max], fmt.Sprintf("and %d more", len(s)-max))
+}
+
+// StuckPod is a member of a recovering group whose container waits for a
+// reason that does not clear by itself (health.Stuck).
+type StuckPod struct {
+	Group  topology.GroupID `json:"group"`
+	Pod    string           `json:"pod"`
+	Node   string           `json:"node,omitempty"`
+	Reason string           `json:"reason"`
+	Since  time.Time        `json:"since"`
+}
+
+// StuckError stops a rollout's recovery before its timeout: members of the
+// domain's groups have waited RolloutOptions.StuckAfter for a reason that
+// needs somebody to act (the image cannot be pulled, the container cannot
+// be created). The domain is upgraded and uncordoned; run the rollout
+// again once the cause is fixed, and it waits for the recovery again.
+type StuckError struct {
+	Domain string
+	Pods   []StuckPod
+	After  time.Duration
+}
+
+func (e *StuckError) Error() string {
+	type key struct {
+		group  topology.GroupID
+		reason string
+	}
+	var order []key
+	pods := map[key][]string{}
+	for _, p := range e.Pods {
+		k := key{p.Group, p.Reason}
+		if _, ok := pods[k]; !ok {
+			order = append(order, k)
+		}
+		pods[k] = append(pods[k], p.Pod)
+	}
+	parts := make([]string, len(order))
+	for i, k := range order {
+		parts[i] = fmt.Sprintf("%d pod(s) of group %s cannot start: %s (%s)", len(pods[k]), k.group, k.reason, strings.Join(abbreviate(pods[k], 5), ", "))
+	}
+	return fmt.Sprintf("%s (the first for %s or longer)", strings.Join(parts, "; "), e.After)
 }

@@ -1,6 +1,7 @@
 package eviction
 
 import (
+	"context"
 	"sync"
 	"time"
 )
@@ -15,7 +16,7 @@ const (
 	EventPhaseStarted     EventType = "PhaseStarted"     // phase 1 or 2 begins
 	EventEvicting         EventType = "Evicting"         // an eviction (or deletion) request is sent
 	EventEvicted          EventType = "Evicted"          // the API accepted it; the pod is terminating
-	EventBlocked          EventType = "Blocked"          // a PDB refused (429); sent again when its counts change
+	EventBlocked          EventType = "Blocked"          // a PDB refused (429); sent on every refusal, and when its counts change while waiting
 	EventUnblocked        EventType = "Unblocked"        // the PDB let the pod go after a block
 	EventGone             EventType = "Gone"             // the pod (that UID) no longer exists
 	EventPhaseDone        EventType = "PhaseDone"        // every pod of the phase is evicted
@@ -36,6 +37,34 @@ const (
 	EventDomainStarted    EventType = "DomainStarted"    // a rollout starts a domain
 	EventDomainDone       EventType = "DomainDone"       // a rollout finished a domain
 	EventContractFindings EventType = "ContractFindings" // the audit found problems (warnings, or errors that were allowed)
+	EventEvictionFailed   EventType = "EvictionFailed"   // a pod's eviction failed for good (Err); its domain stops
+	EventRolloutStopped   EventType = "RolloutStopped"   // a rollout stopped on an error (Err) in Domain
+	EventRecoveryStarted  EventType = "RecoveryStarted"  // a domain is uncordoned; its recovery wait begins
+	EventDrainStopped     EventType = "DrainStopped"     // a domain's drain stopped on an error (Err) before every evicted pod was gone
+	EventLockAcquired     EventType = "LockAcquired"     // a rollout took its Lease
+	EventLockLost         EventType = "LockLost"         // a rollout lost its Lease (Err); it stops
+	EventLockReleased     EventType = "LockReleased"     // a rollout gave its Lease up (or let it expire)
+)
+
+// RequestResult is the answer to one eviction (or deletion) request, on
+// the event sent after it (Event.Request).
+type RequestResult string
+
+// The answers to an eviction request.
+const (
+	// RequestEvicted: the API accepted it (EventEvicted).
+	RequestEvicted RequestResult = "Evicted"
+	// RequestGone: the pod (that UID) no longer existed (EventGone).
+	RequestGone RequestResult = "Gone"
+	// RequestBudgetRefused: a PodDisruptionBudget refused it, 429
+	// (EventBlocked).
+	RequestBudgetRefused RequestResult = "BudgetRefused"
+	// RequestWebhookRefused: an admission webhook refused it
+	// (EventRetrying, or EventEvictionFailed after the last attempt).
+	RequestWebhookRefused RequestResult = "WebhookRefused"
+	// RequestError: any other failure, transient (EventRetrying) or not
+	// (EventEvictionFailed).
+	RequestError RequestResult = "Error"
 )
 
 // Progress counts the pods of a domain drain.
@@ -53,6 +82,12 @@ type Progress struct {
 // a Kubernetes Event on the pod or node, set a condition) without parsing
 // Message.
 type Event struct {
+	// Seq numbers the events of one Drainer, across all its calls: 1, 2,
+	// 3, ... in the order OnEvent receives them, so that a sink that
+	// stores events can drop one it has seen. A new Drainer (a restarted
+	// process) starts again at 1: de-duplicate on (Time, Seq) or (ID,
+	// Seq) across restarts.
+	Seq  uint64    `json:"seq"`
 	Time time.Time `json:"time"`
 	Type EventType `json:"type"`
 	// ID is the drain's or rollout's ID (empty for a health wait).
@@ -76,26 +111,88 @@ type Event struct {
 	// (Recovered): the domain's groups and budgets, judged by package
 	// health.
 	Health *DomainHealth `json:"health,omitempty"`
+	// Domains are a rollout's domains in the order it takes them, on
+	// RolloutStarted.
+	Domains []string `json:"domains,omitempty"`
 	// Progress is the state of the domain's drain after the event.
 	Progress Progress `json:"progress"`
+	// Request is the answer to the eviction (or deletion) request this
+	// event reports: set on the one event sent after each request (Evicted,
+	// Gone, Blocked, Retrying or EvictionFailed with a Pod), and on no
+	// other, so that counting events by Request counts the requests.
+	Request RequestResult `json:"request,omitempty"`
+	// Status is the rollout's status (as Drainer.RolloutStatus reads it)
+	// on the events RolloutStarted, DomainDone, RolloutStopped and
+	// RolloutDone of a rollout that is not a dry run: a controller can
+	// copy it into the status of its own resource.
+	Status *RolloutStatus `json:"status,omitempty"`
 	// Message is a human sentence about the event.
 	Message string `json:"message,omitempty"`
-	// Err is the error of Retrying events.
+	// Err is the error of Retrying, EvictionFailed, DrainStopped and
+	// LockLost events.
 	Err error `json:"-"`
+	// Error is Err's message, for events written out as JSON (an error
+	// value does not serialise); OnEvent receives it set whenever Err is.
+	Error string `json:"error,omitempty"`
 }
 
 // emitter serialises calls to the caller's callback: one per Drainer, so
 // that OnEvent never runs twice at once, whatever runs concurrently.
 type emitter struct {
-	mu sync.Mutex
-	fn func(Event)
+	mu  sync.Mutex
+	fn  func(Event)
+	seq uint64 // the last Event.Seq sent
 }
 
-func (e *emitter) emit(ev Event) {
-	if e == nil || e.fn == nil {
+// callSink is the OnEvent of one call (DrainOptions.OnEvent,
+// RolloutOptions.OnEvent): serialised per call, so a slow one holds back
+// only its own call, and given the call's context. It travels in the
+// call's context, so that every part of the call (its drains, its lock's
+// renewals, its recovery waits) reaches it.
+type callSink struct {
+	mu  sync.Mutex
+	ctx context.Context // the call's, without the sink: a callback that calls the Drainer again does not deadlock on its own sink
+	fn  func(context.Context, Event)
+}
+
+type callSinkKey struct{}
+
+// withCallSink returns ctx carrying fn as its call's sink; a nil fn leaves
+// ctx as it is (an outer call's sink, if any, still receives the events).
+func withCallSink(ctx context.Context, fn func(context.Context, Event)) context.Context {
+	if fn == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, callSinkKey{}, &callSink{ctx: ctx, fn: fn})
+}
+
+func callSinkFrom(ctx context.Context) *callSink {
+	s, _ := ctx.Value(callSinkKey{}).(*callSink)
+	return s
+}
+
+// emit numbers ev and hands it to the Drainer's callback, then to the
+// call's sink s (nil: none), and fills in Error from Err. The call's lock
+// is taken first, so that a call's sink receives its events in Seq order.
+func (e *emitter) emit(s *callSink, ev Event) {
+	if e == nil || (e.fn == nil && s == nil) {
 		return
 	}
+	if ev.Err != nil && ev.Error == "" {
+		ev.Error = ev.Err.Error()
+	}
+	if s != nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+	}
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.fn(ev)
+	e.seq++
+	ev.Seq = e.seq
+	if e.fn != nil {
+		e.fn(ev)
+	}
+	e.mu.Unlock()
+	if s != nil {
+		s.fn(s.ctx, ev)
+	}
 }

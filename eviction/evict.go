@@ -188,20 +188,24 @@ func (ex *execution) evictOne(ctx context.Context, phase Phase, p PlannedPod) (o
 			}
 			if kind == outcomeAccepted {
 				ex.log.V(2).Info("Evicted", "pod", p.PodRef, "phase", int(phase))
-				ex.emit(podEvent(EventEvicted, phase, p.PodRef))
+				ev := podEvent(EventEvicted, phase, p.PodRef)
+				ev.Request = RequestEvicted
+				ex.emit(ev)
 			} else {
 				ev := podEvent(EventGone, phase, p.PodRef)
-				ev.Message = "gone before eviction"
+				ev.Request, ev.Message = RequestGone, "gone before eviction"
 				ex.emit(ev)
 			}
 			finished(nil)
 			return kind, nil
 		case outcomeMultiPDB:
 			err := &MultiplePDBsError{Pod: p.PodRef, PDBs: p.PDBs}
+			ex.failed(phase, p, RequestError, err)
 			finished(err)
 			return 0, err
 		case outcomeFatal:
 			err := &EvictionError{Pod: p.PodRef, Err: err}
+			ex.failed(phase, p, RequestError, err)
 			finished(err)
 			return 0, err
 		case outcomeAdmission:
@@ -211,20 +215,21 @@ func (ex *execution) evictOne(ctx context.Context, phase Phase, p PlannedPod) (o
 			if admissionRefusals >= admissionAttempts {
 				err := &AdmissionError{Pod: p.PodRef, Webhook: webhookName(msg), Message: msg, Denied: denied, Attempts: admissionRefusals, Err: err}
 				ex.log.Info("Eviction refused by an admission webhook; stopping the domain", "pod", p.PodRef, "webhook", err.Webhook, "attempts", admissionRefusals, "message", msg)
+				ex.failed(phase, p, RequestWebhookRefused, err)
 				finished(err)
 				return 0, err
 			}
 			delay := backoff.Step()
 			ex.log.V(2).Info("Eviction refused by an admission webhook; retrying", "pod", p.PodRef, "attempt", admissionRefusals, "err", err, "delay", delay)
 			ev := podEvent(EventRetrying, phase, p.PodRef)
-			ev.Err, ev.Message = err, fmt.Sprintf("refused by admission (attempt %d of %d): %s; retrying in %s", admissionRefusals, admissionAttempts, msg, delay.Round(time.Millisecond))
+			ev.Err, ev.Request, ev.Message = err, RequestWebhookRefused, fmt.Sprintf("refused by admission (attempt %d of %d): %s; retrying in %s", admissionRefusals, admissionAttempts, msg, delay.Round(time.Millisecond))
 			ex.emit(ev)
 			if !sleep(ctx, ex.d.s, delay) {
 				finished(ctx.Err())
 				return 0, ctx.Err()
 			}
 		case outcomeBlocked:
-			blocked = ex.block(p, phase, err, blocked)
+			blocked = ex.block(p, phase, err)
 			if !ex.waitForBudget(ctx, p, phase, blocked, &backoff) {
 				finished(ctx.Err())
 				return 0, ctx.Err()
@@ -233,7 +238,7 @@ func (ex *execution) evictOne(ctx context.Context, phase Phase, p PlannedPod) (o
 			delay := backoff.Step()
 			ex.log.V(2).Info("Eviction failed; retrying", "pod", p.PodRef, "err", err, "delay", delay)
 			ev := podEvent(EventRetrying, phase, p.PodRef)
-			ev.Err, ev.Message = err, fmt.Sprintf("evicting: %v; retrying in %s", err, delay.Round(time.Millisecond))
+			ev.Err, ev.Request, ev.Message = err, RequestError, fmt.Sprintf("evicting: %v; retrying in %s", err, delay.Round(time.Millisecond))
 			ex.emit(ev)
 			if !sleep(ctx, ex.d.s, delay) {
 				finished(ctx.Err())
@@ -273,9 +278,8 @@ func (ex *execution) budgetCounts(info *BlockInfo) {
 	}
 }
 
-// block records that p is refused by its budget and reports it when the
-// block is new or the budget's counts changed.
-func (ex *execution) block(p PlannedPod, phase Phase, apiErr error, prev *BlockInfo) *BlockInfo {
+// block records that p is refused by its budget and reports the refusal.
+func (ex *execution) block(p PlannedPod, phase Phase, apiErr error) *BlockInfo {
 	info := ex.blockInfo(p, apiErr)
 	key := info.Namespace + "/" + info.PDB
 	now := ex.d.s.Clock.Now()
@@ -299,12 +303,21 @@ func (ex *execution) block(p PlannedPod, phase Phase, apiErr error, prev *BlockI
 		ex.log.Info("Blocked by PodDisruptionBudget", "pdb", key, "disruptionsAllowed", info.DisruptionsAllowed,
 			"currentHealthy", info.CurrentHealthy, "desiredHealthy", info.DesiredHealthy, "pod", p.PodRef)
 	}
-	if prev == nil || prev.BudgetCounts != info.BudgetCounts || prev.PDB != info.PDB {
-		ev := podEvent(EventBlocked, phase, p.PodRef)
-		ev.Block, ev.Message = &info, info.String()
-		ex.emit(ev)
-	}
+	// Every refusal is reported (Request counts requests), not only a
+	// new block or changed counts: a refusal follows a wait for the
+	// budget, so there are few.
+	ev := podEvent(EventBlocked, phase, p.PodRef)
+	ev.Block, ev.Request, ev.Message = &info, RequestBudgetRefused, info.String()
+	ex.emit(ev)
 	return &info
+}
+
+// failed reports that p's eviction failed for good with err, the answer
+// to its last request being r.
+func (ex *execution) failed(phase Phase, p PlannedPod, r RequestResult, err error) {
+	ev := podEvent(EventEvictionFailed, phase, p.PodRef)
+	ev.Err, ev.Request, ev.Message = err, r, err.Error()
+	ex.emit(ev)
 }
 
 func (ex *execution) unblock(p PlannedPod, info *BlockInfo, phase Phase) {

@@ -41,7 +41,7 @@ func exampleClient(spent bool) *fake.Clientset {
 func ExampleDomainError() {
 	client := exampleClient(true)
 	client.PrependReactor("create", "pods", refuseEvictions)
-	d, err := eviction.New(client, eviction.Options{Helper: &drain.Helper{GracePeriodSeconds: -1, Timeout: 100 * time.Millisecond}})
+	d, err := eviction.New(client, eviction.Options{Helper: &drain.Helper{GracePeriodSeconds: -1, Timeout: time.Second}})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -56,7 +56,7 @@ func ExampleDomainError() {
 		fmt.Println("deadline:", errors.Is(err, context.DeadlineExceeded))
 	}
 	// Output:
-	// ud-1 maint-42 Phase1 timeout 100ms
+	// ud-1 maint-42 Phase1 timeout 1s
 	// still waiting: inference/llama-0 and 1 more
 	// blocked by: llama-leaders allowing 0
 	// deadline: true

@@ -151,7 +151,7 @@ func TestBlockedPastTimeoutIsTypedError(t *testing.T) {
 	ctx := testContext(t)
 	fc := newFakeCluster(t, lwsCluster(3, 1, 2)...)
 	fc.setBudget(ctx, 0, 2)
-	d, err := New(fc.client, Options{Helper: &drain.Helper{GracePeriodSeconds: -1, Timeout: 200 * time.Millisecond}, Backoff: slowBackoff})
+	d, err := New(fc.client, Options{Helper: &drain.Helper{GracePeriodSeconds: -1, Timeout: time.Second}, Backoff: slowBackoff})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,8 +160,8 @@ func TestBlockedPastTimeoutIsTypedError(t *testing.T) {
 	if !errors.As(err, &de) {
 		t.Fatalf("err = %v, want *DomainError", err)
 	}
-	if de.Domain != "ud-2" || de.ID != "maint-7" || de.Stage != StagePhase1 || de.Timeout != 200*time.Millisecond {
-		t.Errorf("DomainError = %+v, want domain ud-2, ID maint-7, stage Phase1, timeout 200ms", de)
+	if de.Domain != "ud-2" || de.ID != "maint-7" || de.Stage != StagePhase1 || de.Timeout != time.Second {
+		t.Errorf("DomainError = %+v, want domain ud-2, ID maint-7, stage Phase1, timeout 1s", de)
 	}
 	if want := []string{"inference/llm-1", "inference/llm-1-1"}; !cmp.Equal(refStrings(de.Pending), want) {
 		t.Errorf("pending %v, want %v (the leader waiting, its worker not started)", refStrings(de.Pending), want)

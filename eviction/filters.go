@@ -69,6 +69,9 @@ func (c filterConfig) filterPod(pod *corev1.Pod, daemonSets DaemonSetLookup, now
 		status = mirrorPod(pod)
 	}
 	if status.Delete {
+		status = upgradeStepPod(pod)
+	}
+	if status.Delete {
 		status = c.localStorage(pod)
 	}
 	if status.Delete {
@@ -121,6 +124,15 @@ func (c filterConfig) daemonSet(pod *corev1.Pod, lookup DaemonSetLookup) drain.P
 
 func mirrorPod(pod *corev1.Pod) drain.PodDeleteStatus {
 	if _, ok := pod.Annotations[corev1.MirrorPodAnnotationKey]; ok {
+		return drain.MakePodDeleteStatusSkip()
+	}
+	return drain.MakePodDeleteStatusOkay()
+}
+
+// upgradeStepPod skips the pods of a rollout's own upgrade step (package
+// upgrade's Jobs): a rollout resumed while they run must not evict them.
+func upgradeStepPod(pod *corev1.Pod) drain.PodDeleteStatus {
+	if _, ok := pod.Labels[UpgradeStepLabel]; ok {
 		return drain.MakePodDeleteStatusSkip()
 	}
 	return drain.MakePodDeleteStatusOkay()

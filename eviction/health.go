@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -60,8 +61,12 @@ func (e *NotHealthyError) Unwrap() error { return e.Err }
 // the named domains (every domain when none is named), of the budgets over
 // their members, and of the groups of the same workloads that have no pod
 // on any node. It changes nothing. Every pod counts, whatever a drain
-// would do with it.
+// would do with it. An empty name among domains is a *udrain.ConfigError,
+// before any request.
 func (d *Drainer) Health(ctx context.Context, domains ...string) (*HealthReport, error) {
+	if slices.Contains(domains, "") {
+		return nil, emptyDomainError("Drainer.Health(domains)")
+	}
 	v, err := d.startView(ctx)
 	if err != nil {
 		return nil, err
@@ -95,8 +100,12 @@ func (d *Drainer) healthNow(ctx context.Context, v *view, domains []string) (*He
 // report: groups that appear while it waits (another drain's replacements,
 // Pending) are waited for too, so a report returned without an error is
 // healthy. It changes nothing. A deadline or cancel of ctx ends the wait
-// with a *NotHealthyError saying what was still missing.
+// with a *NotHealthyError saying what was still missing. An empty name
+// among domains is a *udrain.ConfigError, before any request.
 func (d *Drainer) WaitHealthy(ctx context.Context, domains ...string) (*HealthReport, error) {
+	if slices.Contains(domains, "") {
+		return nil, emptyDomainError("Drainer.WaitHealthy(domains)")
+	}
 	v, err := d.startView(ctx)
 	if err != nil {
 		return nil, err
@@ -104,7 +113,7 @@ func (d *Drainer) WaitHealthy(ctx context.Context, domains ...string) (*HealthRe
 	defer v.stop()
 	emit := func(e Event) {
 		e.Time = d.s.Clock.Now()
-		d.events.emit(e)
+		d.events.emit(callSinkFrom(ctx), e)
 	}
 	// Each round waits for what is not healthy now; groups that appear
 	// meanwhile (another drain's replacements, Pending) are seen by the
@@ -172,7 +181,7 @@ func (d *Drainer) WaitRecovered(ctx context.Context, plan *Plan) (*DomainHealth,
 	defer v.stop()
 	emit := func(e Event) {
 		e.Time, e.Domain = d.s.Clock.Now(), plan.Domain
-		d.events.emit(e)
+		d.events.emit(callSinkFrom(ctx), e)
 	}
 	h, err := d.waitRecovered(ctx, v, targetFromPlan(plan), emit, 0)
 	if err != nil {
@@ -204,9 +213,6 @@ func (d *Drainer) healthTargets(snap *Snapshot, domains []string) ([]recoveryTar
 		domains = layout.Names()
 	}
 	for _, name := range domains {
-		if name == "" {
-			return nil, unscheduled, emptyDomainError()
-		}
 		if _, err := layout.Domain(name); err != nil {
 			return nil, unscheduled, err
 		}

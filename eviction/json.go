@@ -134,3 +134,32 @@ func (r *RolloutResult) UnmarshalJSON(b []byte) error {
 	type plain RolloutResult
 	return readSeconds(b, (*plain)(r), secondsField{"durationSeconds", &r.Duration})
 }
+
+// MarshalJSON writes Duration as durationSeconds.
+func (l RolloutLockStatus) MarshalJSON() ([]byte, error) {
+	type plain RolloutLockStatus
+	return withSeconds(plain(l), secondsField{"durationSeconds", &l.Duration})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (l *RolloutLockStatus) UnmarshalJSON(b []byte) error {
+	type plain RolloutLockStatus
+	return readSeconds(b, (*plain)(l), secondsField{"durationSeconds", &l.Duration})
+}
+
+// MarshalJSON writes PerDomain and Remaining as perDomainSeconds and
+// remainingSeconds.
+func (e RolloutETA) MarshalJSON() ([]byte, error) {
+	type plain RolloutETA
+	return withSeconds(plain(e), e.secondsFields()...)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (e *RolloutETA) UnmarshalJSON(b []byte) error {
+	type plain RolloutETA
+	return readSeconds(b, (*plain)(e), e.secondsFields()...)
+}
+
+func (e *RolloutETA) secondsFields() []secondsField {
+	return []secondsField{{"perDomainSeconds", &e.PerDomain}, {"remainingSeconds", &e.Remaining}}
+}

@@ -5,12 +5,14 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -38,8 +40,13 @@ type RolloutLock struct {
 	// Disabled runs without a lock.
 	Disabled bool
 	// Namespace holds the Lease; empty means DefaultLockNamespace. It
-	// must exist.
+	// must exist, unless CreateNamespace.
 	Namespace string
+	// CreateNamespace creates Namespace (labelled as udrain's, Pod
+	// Security "restricted") when it does not exist, so that a first
+	// rollout on a new cluster needs no preparation; it needs the right
+	// to create namespaces.
+	CreateNamespace bool
 	// Identity names this holder in the Lease; empty means the host name,
 	// the process ID and a random suffix.
 	Identity string
@@ -128,6 +135,7 @@ func (l RolloutLock) settle() (RolloutLock, error) {
 // heldLock is a Lease this process holds.
 type heldLock struct {
 	d     *Drainer
+	sink  *callSink // the rollout's OnEvent
 	cfg   RolloutLock
 	id    string
 	name  string
@@ -135,8 +143,21 @@ type heldLock struct {
 }
 
 // acquireLock takes the rollout's Lease, or returns a *LockedError when
-// another holder has it.
+// another holder has it. It reports a LockAcquired event.
 func (d *Drainer) acquireLock(ctx context.Context, id string, cfg RolloutLock) (*heldLock, error) {
+	h, err := d.takeLease(ctx, id, cfg)
+	if err == nil {
+		h.report(EventLockAcquired, nil, fmt.Sprintf("holding Lease %s/%s as %s", cfg.Namespace, h.name, cfg.Identity))
+	}
+	return h, err
+}
+
+// report sends an event about the Lease.
+func (h *heldLock) report(t EventType, err error, msg string) {
+	h.d.events.emit(h.sink, Event{Time: h.d.s.Clock.Now(), Type: t, ID: h.id, Err: err, Message: msg})
+}
+
+func (d *Drainer) takeLease(ctx context.Context, id string, cfg RolloutLock) (*heldLock, error) {
 	leases := d.client.CoordinationV1().Leases(cfg.Namespace)
 	name := lockName(id)
 	for attempt := 0; ; attempt++ {
@@ -154,10 +175,16 @@ func (d *Drainer) acquireLock(ctx context.Context, id string, cfg RolloutLock) (
 			if apierrors.IsAlreadyExists(err) && attempt < 3 {
 				continue
 			}
+			if cfg.CreateNamespace && namespaceMissing(err) && attempt < 3 {
+				if err := d.createLockNamespace(ctx, cfg.Namespace); err != nil {
+					return nil, lockError(cfg, name, err)
+				}
+				continue
+			}
 			if err != nil {
 				return nil, lockError(cfg, name, err)
 			}
-			return &heldLock{d: d, cfg: cfg, id: id, name: name, lease: created}, nil
+			return &heldLock{d: d, sink: callSinkFrom(ctx), cfg: cfg, id: id, name: name, lease: created}, nil
 		case err != nil:
 			return nil, lockError(cfg, name, err)
 		}
@@ -180,8 +207,35 @@ func (d *Drainer) acquireLock(ctx context.Context, id string, cfg RolloutLock) (
 		if err != nil {
 			return nil, lockError(cfg, name, err)
 		}
-		return &heldLock{d: d, cfg: cfg, id: id, name: name, lease: updated}, nil
+		return &heldLock{d: d, sink: callSinkFrom(ctx), cfg: cfg, id: id, name: name, lease: updated}, nil
 	}
+}
+
+// namespaceMissing reports whether err says the namespace of the object
+// does not exist.
+func namespaceMissing(err error) bool {
+	var se apierrors.APIStatus
+	if !apierrors.IsNotFound(err) || !errors.As(err, &se) {
+		return false
+	}
+	d := se.Status().Details
+	return d != nil && d.Kind == "namespaces"
+}
+
+// createLockNamespace creates the namespace of the rollout Leases.
+func (d *Drainer) createLockNamespace(ctx context.Context, name string) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+		"app.kubernetes.io/managed-by":       "udrain",
+		"pod-security.kubernetes.io/enforce": "restricted",
+	}}}
+	_, err := d.client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	if err == nil {
+		klog.FromContext(ctx).Info("Created the namespace of the rollout Leases", "namespace", name)
+	}
+	return err
 }
 
 func lockError(cfg RolloutLock, name string, err error) error {
@@ -229,20 +283,29 @@ func (h *heldLock) keep(ctx context.Context, lost func(error)) {
 				h.lease = cur // our own write raced a read: try again at once
 				continue
 			}
-			lost(&LockLostError{ID: h.id, Namespace: h.cfg.Namespace, Lease: h.name, Err: fmt.Errorf("another holder took it over: %w", err)})
+			h.lost(lost, &LockLostError{ID: h.id, Namespace: h.cfg.Namespace, Lease: h.name, Err: fmt.Errorf("another holder took it over: %w", err)})
 			return
 		}
 		klog.FromContext(ctx).V(2).Info("Renewing the rollout's Lease failed; retrying", "lease", h.cfg.Namespace+"/"+h.name, "err", err)
 		if time.Since(lastRenew) > h.cfg.Duration-every {
-			lost(&LockLostError{ID: h.id, Namespace: h.cfg.Namespace, Lease: h.name, Err: err})
+			h.lost(lost, &LockLostError{ID: h.id, Namespace: h.cfg.Namespace, Lease: h.name, Err: err})
 			return
 		}
 	}
 }
 
+// lost reports the loss of the Lease and calls lost.
+func (h *heldLock) lost(lost func(error), err *LockLostError) {
+	h.report(EventLockLost, err, "the rollout's Lease is lost; the rollout stops")
+	lost(err)
+}
+
 // release gives the Lease up (empty holder), so that a next rollout with
-// the same ID need not wait for it to expire.
+// the same ID need not wait for it to expire. It reports a LockReleased
+// event whatever happens: this process no longer holds the Lease (a Lease
+// it could not clear expires by itself).
 func (h *heldLock) release(ctx context.Context) {
+	defer h.report(EventLockReleased, nil, "Lease "+h.cfg.Namespace+"/"+h.name+" released")
 	leases := h.d.client.CoordinationV1().Leases(h.cfg.Namespace)
 	for range 3 {
 		cur, err := leases.Get(ctx, h.name, metav1.GetOptions{})

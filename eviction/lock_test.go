@@ -3,11 +3,13 @@ package eviction
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -191,6 +193,34 @@ func TestRolloutLockForbidden(t *testing.T) {
 			}
 			if got := fc.mutations(); len(got) != 0 {
 				t.Errorf("the refused rollout changed the cluster: %v", got)
+			}
+		})
+	}
+}
+
+// With CreateNamespace, a rollout on a cluster without the Lease's
+// namespace creates it (labelled as udrain's) and runs; without it, it
+// stops at once and says to create the namespace.
+func TestRolloutCreatesTheLockNamespace(t *testing.T) {
+	for _, create := range []bool{false, true} {
+		t.Run(fmt.Sprint(create), func(t *testing.T) {
+			ctx := testContext(t)
+			fc := newFakeCluster(t, lwsCluster(1, 1, 1)...)
+			fc.client.PrependReactor("create", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				if _, err := fc.client.Tracker().Get(corev1.SchemeGroupVersion.WithResource("namespaces"), "", a.GetNamespace()); err != nil {
+					return true, nil, apierrors.NewNotFound(corev1.Resource("namespaces"), a.GetNamespace())
+				}
+				return false, nil, nil
+			})
+			d, _ := New(fc.client, Options{Backoff: slowBackoff})
+			_, err := d.Rollout(ctx, RolloutOptions{ID: "r", Domains: []string{"ud-1"}, Lock: RolloutLock{CreateNamespace: create},
+				Upgrade: func(ctx context.Context, dom topology.Domain) error { fc.recreateGroup(ctx, 0, 1, 1, 1, 1); return nil }})
+			ns, nsErr := fc.client.CoreV1().Namespaces().Get(ctx, DefaultLockNamespace, metav1.GetOptions{})
+			switch {
+			case create && (err != nil || nsErr != nil || ns.Labels["app.kubernetes.io/managed-by"] != "udrain"):
+				t.Errorf("err = %v, namespace %v (%v); want the rollout done in a namespace it made", err, ns, nsErr)
+			case !create && (err == nil || !strings.Contains(err.Error(), "create the namespace") || nsErr == nil):
+				t.Errorf("err = %v, namespace error %v; want a stop that says to create the namespace, and none made", err, nsErr)
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
@@ -59,24 +60,24 @@ func cordonPatch(id string) []byte {
 	return p
 }
 
-// uncordonPatch makes a node schedulable and removes udrain's cordon mark;
-// with an upgraded mark it records on the node, in the same patch, that
-// the rollout upgraded it (resume reads both marks: see upgradedBy).
-func uncordonPatch(upgradedBy string) []byte {
+// uncordonFields makes a node schedulable and removes udrain's cordon
+// mark; with an upgraded mark it records on the node, in the same patch,
+// that the rollout upgraded it (resume reads both marks: see upgradedBy).
+func uncordonFields(upgradedBy string, at time.Time) map[string]any {
 	ann := map[string]any{CordonedByAnnotation: nil}
 	if upgradedBy != "" {
 		ann[UpgradedByAnnotation] = upgradedBy
+		ann[UpgradedAtAnnotation] = at.UTC().Format(time.RFC3339Nano)
 	}
-	p, _ := json.Marshal(map[string]any{
+	return map[string]any{
 		"metadata": map[string]any{"annotations": ann},
 		"spec":     map[string]any{"unschedulable": false},
-	})
-	return p
+	}
 }
 
-func upgradedPatch(id string) []byte {
-	p, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{UpgradedByAnnotation: id}}})
-	return p
+func upgradedFields(id string, at time.Time) map[string]any {
+	return map[string]any{"metadata": map[string]any{"annotations": map[string]string{
+		UpgradedByAnnotation: id, UpgradedAtAnnotation: at.UTC().Format(time.RFC3339Nano)}}}
 }
 
 // cordon marks the domain's nodes unschedulable, recording that udrain did
@@ -147,14 +148,16 @@ func (ex *execution) cordon(ctx context.Context, dryRun bool) error {
 }
 
 // uncordonNodes makes nodes schedulable again and removes udrain's cordon
-// mark, concurrently, marking each upgraded by upgradedBy unless it is
-// empty; it reports each node uncordoned and returns them in the order
-// given.
-func (d *Drainer) uncordonNodes(ctx context.Context, emit func(Event), names []string, upgradedBy string) ([]string, error) {
+// mark and pending-upgrade taint, concurrently, marking each upgraded by
+// upgradedBy unless it is empty; it reports each node uncordoned and
+// returns them in the order given. One patch a node: the taint goes with
+// the uncordon.
+func (d *Drainer) uncordonNodes(ctx context.Context, emit func(Event), lookup nodeLookup, names []string, upgradedBy string, at time.Time) ([]string, error) {
 	ok := make([]bool, len(names))
-	patch := uncordonPatch(upgradedBy)
+	fields := uncordonFields(upgradedBy, at)
 	err := forEachNode(ctx, d.s.Concurrency, names, func(ctx context.Context, i int, name string) error {
-		done, err := d.patchNode(ctx, emit, "uncordon", name, patch, metav1.PatchOptions{})
+		n, _ := lookup(name)
+		done, err := d.patchTaints(ctx, emit, "uncordon", name, n, fields, withoutPendingTaint)
 		if err != nil {
 			return err
 		}
@@ -164,13 +167,7 @@ func (d *Drainer) uncordonNodes(ctx context.Context, emit func(Event), names []s
 		}
 		return nil
 	})
-	var out []string
-	for i, name := range names {
-		if ok[i] {
-			out = append(out, name)
-		}
-	}
-	return out, err
+	return selected(names, ok), err
 }
 
 // markUpgraded records that the rollout id upgraded the domain, on one of
@@ -180,8 +177,8 @@ func (d *Drainer) uncordonNodes(ctx context.Context, emit func(Event), names []s
 // finds the domain upgraded (upgradedBy: every node marked, or still
 // cordoned by the rollout beside a marked one) and only finishes the
 // uncordon and the recovery.
-func (d *Drainer) markUpgraded(ctx context.Context, emit func(Event), nodes []string, id string) (marked string, err error) {
-	patch := upgradedPatch(id)
+func (d *Drainer) markUpgraded(ctx context.Context, emit func(Event), nodes []string, id string, at time.Time) (marked string, err error) {
+	patch, _ := json.Marshal(upgradedFields(id, at))
 	for _, n := range nodes {
 		ok, err := d.patchNode(ctx, emit, "mark upgraded", n, patch, metav1.PatchOptions{})
 		if err != nil {
@@ -200,7 +197,7 @@ func (d *Drainer) markUpgraded(ctx context.Context, emit func(Event), nodes []st
 // released by hand.
 func (d *Drainer) Uncordon(ctx context.Context, domain string) ([]string, error) {
 	if domain == "" {
-		return nil, emptyDomainError()
+		return nil, emptyDomainError("Drainer.Uncordon(domain)")
 	}
 	nodes, err := d.listNodes(ctx)
 	if err != nil {
@@ -215,16 +212,18 @@ func (d *Drainer) Uncordon(ctx context.Context, domain string) ([]string, error)
 		return nil, err
 	}
 	var todo []string
+	byName := map[string]*corev1.Node{}
 	for _, n := range domainNodes(nodes, dom) {
-		if n.Spec.Unschedulable || n.Annotations[CordonedByAnnotation] != "" {
+		if n.Spec.Unschedulable || n.Annotations[CordonedByAnnotation] != "" || hasPendingTaint(n) {
 			todo = append(todo, n.Name)
+			byName[n.Name] = n
 		}
 	}
 	emit := func(e Event) {
 		e.Time, e.Domain = d.s.Clock.Now(), domain
-		d.events.emit(e)
+		d.events.emit(callSinkFrom(ctx), e)
 	}
-	done, err := d.uncordonNodes(ctx, emit, todo, "")
+	done, err := d.uncordonNodes(ctx, emit, func(name string) (*corev1.Node, bool) { n, ok := byName[name]; return n, ok }, todo, "", time.Time{})
 	klog.FromContext(ctx).Info("Uncordoned", "domain", domain, "nodes", len(done))
 	return done, err
 }
@@ -240,7 +239,11 @@ func (d *Drainer) listNodes(ctx context.Context) ([]corev1.Node, error) {
 		defer v.stop()
 		return v.nodeList(), nil
 	}
-	list, err := d.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	var list *corev1.NodeList
+	err := d.bounded(ctx, func(ctx context.Context) (err error) {
+		list, err = d.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		return err
+	})
 	if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
 		return nil, &PermissionError{Err: err}
 	}

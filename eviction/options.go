@@ -2,6 +2,7 @@ package eviction
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -99,7 +100,11 @@ type Options struct {
 
 	// OnEvent, if set, receives progress events. Calls are serialised per
 	// Drainer, across all its calls: OnEvent never runs twice at once.
-	// It runs on udrain's goroutines, so it should return quickly.
+	// It runs on udrain's goroutines and holds back every call of this
+	// Drainer while it runs, so it should return quickly (log, count,
+	// hand over to a channel). A sink that is slow (a status write to the
+	// API server) belongs in DrainOptions.OnEvent or
+	// RolloutOptions.OnEvent, which hold back only their own call.
 	OnEvent func(Event)
 
 	// Evictor performs evictions; nil means the Eviction API (or pod
@@ -206,6 +211,11 @@ func (o Options) settle() (*settings, error) {
 	default:
 		return nil, configError("Options.Helper.DryRunStrategy", "%d is not DryRunNone, DryRunClient or DryRunServer", h.DryRunStrategy)
 	}
+	if o.DomainLabel != "" {
+		if errs := validation.IsQualifiedName(o.DomainLabel); len(errs) > 0 {
+			return nil, configError("Options.DomainLabel", "%q is not a label key: %s; use e.g. %s", o.DomainLabel, strings.Join(errs, "; "), topology.DefaultDomainLabel)
+		}
+	}
 	if o.Namespace != "" {
 		if errs := validation.IsDNS1123Label(o.Namespace); len(errs) > 0 {
 			return nil, configError("Options.Namespace", "%q is not a namespace name: %v", o.Namespace, errs)
@@ -293,11 +303,21 @@ type Drainer struct {
 // Nothing is read from the cluster before a call.
 func New(client kubernetes.Interface, opts Options) (*Drainer, error) {
 	if client == nil {
-		return nil, configError("New", "the Kubernetes client is nil; pass a clientset, e.g. from kubernetes.NewForConfig")
+		return nil, configError("New(client)", "nil; pass a clientset, e.g. from kubernetes.NewForConfig")
 	}
 	s, err := opts.settle()
 	if err != nil {
 		return nil, err
 	}
 	return &Drainer{client: client, s: s, events: &emitter{fn: opts.OnEvent}}, nil
+}
+
+// Validate checks the options that need no cluster: the ID, the domains
+// (none empty, none named twice), the order and steering, the timeouts and
+// the lock's settings. It returns the *udrain.ConfigError that Rollout
+// would return for them, so that a caller (the CLI) can refuse bad input
+// before any request to the API server.
+func (o RolloutOptions) Validate() error {
+	_, err := o.withDefaults()
+	return err
 }

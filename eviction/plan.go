@@ -101,11 +101,16 @@ type PodReason struct {
 	Reason string `json:"reason"`
 }
 
+// UpgradeStepLabel marks the pods of a rollout's own upgrade step (package
+// upgrade's Jobs run on the drained nodes): plans skip them.
+const UpgradeStepLabel = "udrain.dev/upgrade-step"
+
 // Skip reasons udrain adds where kubectl has no text.
 const (
 	ReasonMirrorPod          = "mirror pod (managed by the kubelet, not by the API server)"
 	ReasonDeletedLongAgo     = "DeletionTimestamp older than --skip-wait-for-delete-timeout"
 	ReasonSkippedByFilter    = "skipped by an additional filter"
+	ReasonUpgradeStepPod     = "a pod of the rollout's own upgrade step (label " + UpgradeStepLabel + ")"
 	ReasonNotMatchedSelector = "" // pods outside --pod-selector are not listed at all, as in kubectl
 )
 
@@ -216,8 +221,8 @@ type planInput struct {
 
 // NewPlan computes the plan for draining domain from a snapshot, with the
 // drain settings of opts. It is a pure function: it calls no API. It fails
-// with a *udrain.ConfigError for invalid options, an empty domain name or a
-// snapshot without DaemonSets where pods need them, and a
+// with a *udrain.ConfigError for invalid options, an empty domain name, a
+// nil snapshot or a snapshot without DaemonSets where pods need them, and a
 // *topology.UnknownDomainError or *topology.UnlabeledNodesError for a bad
 // layout. Refused pods and contract findings do not make it fail: they
 // are in the plan, and Plan.Err reports them.
@@ -226,13 +231,16 @@ func NewPlan(domain string, snap *Snapshot, opts Options) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	if domain == "" {
+		return nil, emptyDomainError("NewPlan(domain)")
+	}
+	if snap == nil {
+		return nil, configError("NewPlan(snap)", "nil; pass the cluster's state, e.g. from Drainer.Snapshot, or a Snapshot you built")
+	}
 	return newPlan(domain, snap, s)
 }
 
 func newPlan(domain string, snap *Snapshot, s *settings) (*Plan, error) {
-	if domain == "" {
-		return nil, emptyDomainError()
-	}
 	layout := snap.layout
 	if layout == nil {
 		var err error
@@ -379,6 +387,8 @@ func skipReason(p *corev1.Pod, st drain.PodDeleteStatus, s *settings, now time.T
 		return ReasonDeletedLongAgo
 	case mirrorPod(p).Reason == drain.PodDeleteStatusTypeSkip:
 		return ReasonMirrorPod
+	case upgradeStepPod(p).Reason == drain.PodDeleteStatusTypeSkip:
+		return ReasonUpgradeStepPod
 	default:
 		return ReasonSkippedByFilter
 	}
@@ -445,7 +455,8 @@ func GPUCapacityOf(nodes []corev1.Node, nodeSet map[string]bool) []GPUCapacity {
 	return out
 }
 
-// emptyDomainError is the error for a call that names no domain.
-func emptyDomainError() error {
-	return configError("domain", "empty; give the value of the domain label of the nodes to drain")
+// emptyDomainError is the error for a call that names no domain; arg is
+// the call's domain argument, e.g. "Drainer.Drain(domain)".
+func emptyDomainError(arg string) error {
+	return configError(arg, "empty; give the value of the domain label of the nodes to drain")
 }

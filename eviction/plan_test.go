@@ -59,6 +59,10 @@ func TestPlan(t *testing.T) {
 	scratch := readyPod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "cache-0", OwnerReferences: ownedBy("ReplicaSet", "cache")},
 		Spec: corev1.PodSpec{NodeName: "node-1-2", Volumes: []corev1.Volume{{Name: "s", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}}})
 
+	step := readyPod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "udrain-upgrade", Name: "upgrade-node-1-1-x",
+		Labels: map[string]string{UpgradeStepLabel: "abc"}, OwnerReferences: ownedBy("Job", "upgrade-node-1-1")},
+		Spec: corev1.PodSpec{NodeName: "node-1-1"}})
+
 	type summary struct {
 		Phase1, Phase2 []string
 		Skipped        []PodReason
@@ -92,6 +96,16 @@ func TestPlan(t *testing.T) {
 				Phase2: []string{"inference/llm-0-2", "inference/llm-0-1"},
 				Groups: []string{"inference/llm-0"},
 				GPUs:   []GPUCapacity{{Vendor: "nvidia", Product: "NVIDIA-H100-80GB-HBM3", GPUs: 16, Nodes: 2}},
+			},
+		},
+		{
+			name: "the rollout's own upgrade step pods are skipped",
+			objs: func() []runtime.Object { return append(base(), step) },
+			want: summary{
+				Phase1:  []string{"inference/llm-0"},
+				Phase2:  []string{"inference/llm-0-2", "inference/llm-0-1"},
+				Skipped: []PodReason{{PodRef: PodRef{Namespace: "udrain-upgrade", Name: "upgrade-node-1-1-x", Node: "node-1-1"}, Reason: ReasonUpgradeStepPod}},
+				Groups:  []string{"inference/llm-0"},
 			},
 		},
 		{

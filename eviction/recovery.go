@@ -198,8 +198,28 @@ func (v *view) evaluate(t recoveryTarget, groupers []topology.Grouper, now time.
 // evaluateWith is evaluate reading slimPods through memo (nil: none).
 func (v *view) evaluateWith(t recoveryTarget, groupers []topology.Grouper, now time.Time, memo *podMemo) *DomainHealth {
 	h := &DomainHealth{Domain: t.domain, Healthy: true}
+	h.Groups = v.judgeGroups(t.groups, groupers, memo)
+	for _, st := range h.Groups {
+		h.Healthy = h.Healthy && st.Healthy
+	}
+	for _, nn := range t.pdbs {
+		pdb, ok := v.pdb(nn.Namespace, nn.Name)
+		if !ok {
+			continue // deleted: nothing to wait for
+		}
+		st := health.Budget(pdb, v.budgetPods(pdb, memo), now)
+		h.Healthy = h.Healthy && st.Healthy
+		h.Budgets = append(h.Budgets, st)
+	}
+	return h
+}
+
+// judgeGroups judges the wanted groups as they are now, wherever their
+// pods run, namespace by namespace; a stranded group whose namespace has
+// no pod left is not judged (see evaluate).
+func (v *view) judgeGroups(wants []wantedGroup, groupers []topology.Grouper, memo *podMemo) []health.GroupStatus {
 	byNS := map[string][]wantedGroup{}
-	for _, g := range t.groups {
+	for _, g := range wants {
 		byNS[g.id.Namespace] = append(byNS[g.id.Namespace], g)
 	}
 	namespaces := make([]string, 0, len(byNS))
@@ -207,6 +227,7 @@ func (v *view) evaluateWith(t recoveryTarget, groupers []topology.Grouper, now t
 		namespaces = append(namespaces, ns)
 	}
 	sort.Strings(namespaces)
+	var out []health.GroupStatus
 	for _, ns := range namespaces {
 		byID := v.groupsIn(ns, byNS[ns], groupers, memo)
 		for _, want := range byNS[ns] {
@@ -223,20 +244,10 @@ func (v *view) evaluateWith(t recoveryTarget, groupers []topology.Grouper, now t
 			} else {
 				st = health.Absent(want.id, want.workload, want.leader, want.size)
 			}
-			h.Healthy = h.Healthy && st.Healthy
-			h.Groups = append(h.Groups, st)
+			out = append(out, st)
 		}
 	}
-	for _, nn := range t.pdbs {
-		pdb, ok := v.pdb(nn.Namespace, nn.Name)
-		if !ok {
-			continue // deleted: nothing to wait for
-		}
-		st := health.Budget(pdb, v.budgetPods(pdb, memo), now)
-		h.Healthy = h.Healthy && st.Healthy
-		h.Budgets = append(h.Budgets, st)
-	}
-	return h
+	return out
 }
 
 // nextExpiry returns the earliest time a stale disruptedPods entry of h's
@@ -256,6 +267,13 @@ func nextExpiry(h *DomainHealth) time.Time {
 // changes. The error is ctx's, or context.DeadlineExceeded when timeout
 // (0: none) ran out.
 func (d *Drainer) waitRecovered(ctx context.Context, v *view, t recoveryTarget, emit func(Event), timeout time.Duration) (*DomainHealth, error) {
+	return d.waitRecoveredOrStuck(ctx, v, t, emit, timeout, -1)
+}
+
+// waitRecoveredOrStuck is waitRecovered that also stops, with a
+// *StuckError, once a member has waited stuckAfter (negative: never) for a
+// reason that does not clear by itself (health.Stuck).
+func (d *Drainer) waitRecoveredOrStuck(ctx context.Context, v *view, t recoveryTarget, emit func(Event), timeout, stuckAfter time.Duration) (*DomainHealth, error) {
 	logger := klog.FromContext(ctx).WithValues("domain", t.domain)
 	pgs, _ := v.listPodGroups(ctx)
 	groupers := groupersFor(d.s, &Snapshot{PodGroups: pgs})
@@ -265,6 +283,7 @@ func (d *Drainer) waitRecovered(ctx context.Context, v *view, t recoveryTarget, 
 		defer cancel()
 	}
 	var last string
+	stuck := stuckWatch{after: stuckAfter, since: map[types.UID]time.Time{}}
 	// Evaluations follow each other, most pods unchanged between them: a
 	// slim cache's pods are materialized once for the whole wait.
 	memo := newPodMemo()
@@ -286,9 +305,17 @@ func (d *Drainer) waitRecovered(ctx context.Context, v *view, t recoveryTarget, 
 			logger.V(2).Info("Waiting for recovery", "waiting", h.waiting())
 			emit(Event{Type: EventWaitingRecovery, Health: h, Message: strings.Join(h.waiting(), "; ")})
 		}
+		if err := stuck.check(t.domain, h, d.s.Clock.Now()); err != nil {
+			logger.Info("Recovery stopped: members cannot start by themselves", "err", err)
+			return h, err
+		}
 		var wake <-chan time.Time
 		var timer interface{ Stop() bool }
-		if at := nextExpiry(h); !at.IsZero() {
+		at := nextExpiry(h)
+		if s := stuck.next(); !s.IsZero() && (at.IsZero() || s.Before(at)) {
+			at = s
+		}
+		if !at.IsZero() {
 			tt := d.s.Clock.NewTimer(at.Sub(d.s.Clock.Now()) + 100*time.Millisecond)
 			timer, wake = tt, tt.C()
 		}
@@ -314,4 +341,60 @@ func (d *Drainer) waitRecovered(ctx context.Context, v *view, t recoveryTarget, 
 			return v.evaluateWith(t, groupers, d.s.Clock.Now(), memo), err
 		}
 	}
+}
+
+// stuckWatch follows, across a recovery's evaluations, the members whose
+// containers wait for a reason that does not clear by itself.
+type stuckWatch struct {
+	after time.Duration // negative: never stop
+	since map[types.UID]time.Time
+	first time.Time
+}
+
+// check records the stuck members of h and returns a *StuckError, naming
+// every stuck member, once one of them has been stuck for the watch's time.
+func (w *stuckWatch) check(domain string, h *DomainHealth, now time.Time) error {
+	if w.after < 0 {
+		return nil
+	}
+	seen := map[types.UID]bool{}
+	var all []StuckPod
+	due := false
+	w.first = time.Time{}
+	for _, g := range h.Groups {
+		for _, m := range g.Problems {
+			if !health.Stuck(m.Waiting) || m.UID == "" {
+				continue
+			}
+			seen[m.UID] = true
+			since, ok := w.since[m.UID]
+			if !ok {
+				since, w.since[m.UID] = now, now
+			}
+			all = append(all, StuckPod{Group: g.ID, Pod: m.Name, Node: m.Node, Reason: m.Waiting, Since: since})
+			if now.Sub(since) >= w.after {
+				due = true
+			} else if w.first.IsZero() || since.Before(w.first) {
+				w.first = since
+			}
+		}
+	}
+	for uid := range w.since {
+		if !seen[uid] {
+			delete(w.since, uid)
+		}
+	}
+	if !due {
+		return nil
+	}
+	// Once one is due, every stuck member is named: they share a cause.
+	return &StuckError{Domain: domain, Pods: all, After: w.after}
+}
+
+// next is when the earliest stuck member is due (zero: none).
+func (w *stuckWatch) next() time.Time {
+	if w.first.IsZero() {
+		return time.Time{}
+	}
+	return w.first.Add(w.after)
 }

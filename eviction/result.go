@@ -132,6 +132,12 @@ type Summary struct {
 	Phase2Evicted int `json:"phase2Evicted"`
 	// GroupsDisrupted counts distinct groups that lost pods.
 	GroupsDisrupted int `json:"groupsDisrupted"`
+	// GroupsDisruptedAgain counts, in a rollout, the groups disrupted in
+	// more than one domain: each landed on a domain not upgraded yet.
+	GroupsDisruptedAgain int `json:"groupsDisruptedAgain,omitempty"`
+	// LongestDowntime is, in a rollout, the group that was down longest
+	// (see GroupDowntime); nil if none was disrupted.
+	LongestDowntime *GroupDowntime `json:"longestDowntime,omitempty"`
 	// LongestBlock is the longest time a PDB refused evictions (the first
 	// of the longest); nil if none did.
 	LongestBlock *BlockRecord  `json:"longestBlock,omitempty"`

@@ -3,11 +3,11 @@ package eviction
 import (
 	"context"
 	"errors"
-	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
@@ -18,6 +18,17 @@ import (
 // succeeded, with the rollout's ID as value. A rollout run again with the
 // same ID skips those domains: they are never drained twice.
 const UpgradedByAnnotation = "udrain.dev/upgraded-by"
+
+// UpgradedAtAnnotation records, beside UpgradedByAnnotation and in the
+// same patch, when the rollout marked the node's domain upgraded (RFC 3339):
+// a resumed rollout keeps the order in which its domains were upgraded.
+const UpgradedAtAnnotation = "udrain.dev/upgraded-at"
+
+// DefaultStuckAfter is how long a recovering member may wait for a reason
+// that does not clear by itself before the rollout stops (see
+// RolloutOptions.StuckAfter): a kubelet retries an image pull with a
+// back-off of up to 5 minutes, and a registry that is down for two is down.
+const DefaultStuckAfter = 2 * time.Minute
 
 // DefaultRolloutID is the ID of a rollout whose options name none.
 const DefaultRolloutID = "udrain"
@@ -34,17 +45,34 @@ type RolloutOptions struct {
 	// ID names the rollout. It is recorded on the nodes of each upgraded
 	// domain, and a rollout run again with the same ID (after a crash, a
 	// cancel, a failure) continues where the first stopped. Use a new ID for
-	// a new upgrade. Empty means DefaultRolloutID.
+	// a new upgrade. Empty means DefaultRolloutID. It must be a valid label
+	// value (at most 63 characters: letters, digits, '-', '_', '.').
 	ID string
-	// Domains limits and orders the domains; empty means every domain in
-	// natural order.
+	// OnEvent, if set, receives this rollout's events (its drains', its
+	// lock's, its recovery waits'), after Options.OnEvent. Its calls are
+	// serialised per rollout, not per Drainer, and get the rollout's
+	// context: a sink that writes a status to the API server holds back
+	// only this rollout. It runs on the rollout's goroutines, so the
+	// rollout waits for it.
+	OnEvent func(context.Context, Event)
+	// Domains limits the domains, in this order unless Order says
+	// otherwise; empty means every domain, in OrderSpareFirst.
 	Domains []string
+	// Order orders the domains; empty means OrderSpareFirst without
+	// Domains, OrderGiven with them.
+	Order RolloutOrder
 	// Upgrade is the upgrade step; nil means none (drain, uncordon,
 	// recover: useful to exercise a rollout or to move workloads).
 	Upgrade UpgradeFunc
 	// RecoveryTimeout bounds the wait for a domain's groups to be healthy
 	// again; zero means no limit.
 	RecoveryTimeout time.Duration
+	// StuckAfter stops a domain's recovery with a *StuckError once a
+	// member of its groups has waited that long for a reason that does
+	// not clear by itself (health.Stuck: ImagePullBackOff, ErrImagePull,
+	// CreateContainerConfigError, …), instead of waiting out
+	// RecoveryTimeout. Zero means DefaultStuckAfter; negative, never.
+	StuckAfter time.Duration
 	// GPUCheck checks, after each upgrade step, that the domain's GPU
 	// nodes advertise their GPUs again; on by default.
 	GPUCheck GPUCheck
@@ -52,7 +80,26 @@ type RolloutOptions struct {
 	// runs (in DefaultLockNamespace unless set), so that the same rollout
 	// never runs twice at once; on by default, except for dry runs.
 	Lock RolloutLock
+	// Steering says how evicted pods are kept off the domains not
+	// upgraded yet; empty means SteerPreferUpgraded.
+	Steering Steering
 }
+
+// RolloutOrder says in which order a rollout takes its domains.
+type RolloutOrder string
+
+// The orders of a rollout.
+const (
+	// OrderSpareFirst takes the domains an earlier run of the rollout
+	// upgraded first (in the order it upgraded them), then those whose
+	// plan evicts nothing (spare or empty domains, so that the first
+	// evicted groups find upgraded room instead of a domain still to
+	// drain), then the others, each in the order of
+	// RolloutOptions.Domains (natural order without them).
+	OrderSpareFirst RolloutOrder = "SpareFirst"
+	// OrderGiven takes them in the order of RolloutOptions.Domains.
+	OrderGiven RolloutOrder = "Given"
+)
 
 // DomainStatus is where a rollout left a domain.
 type DomainStatus string
@@ -82,10 +129,14 @@ type DomainOutcome struct {
 	// Drain is the drain's result (nil when skipped or not reached).
 	Drain *Result `json:"drain,omitempty"`
 	// Recovery is the health of the domain's groups when recovery ended.
-	Health   *DomainHealth `json:"health,omitempty"`
-	Upgrade  time.Duration `json:"-"`
-	Recovery time.Duration `json:"-"`
-	Duration time.Duration `json:"-"`
+	Health *DomainHealth `json:"health,omitempty"`
+	// Groups are the groups the domain's drain disrupted, each with its
+	// downtime: from its first pod's eviction until it was healthy again,
+	// wherever it runs now.
+	Groups   []GroupDowntime `json:"groups,omitempty"`
+	Upgrade  time.Duration   `json:"-"`
+	Recovery time.Duration   `json:"-"`
+	Duration time.Duration   `json:"-"`
 }
 
 // RolloutResult is what a rollout did: an outcome for every domain it was
@@ -98,6 +149,16 @@ type RolloutResult struct {
 	// Findings are the contract warnings (and allowed errors) found before
 	// the rollout started.
 	Findings []topology.Finding `json:"findings,omitempty"`
+	// Destinations say, per group each domain's drain evicts, where it
+	// can go once evicted (see GroupDestination), as a simulation of the
+	// rollout found it before anything was touched; the groups disrupted
+	// again or without room are in Findings too.
+	Destinations []GroupDestination `json:"destinations,omitempty"`
+	// Status is the rollout's status when it returned (as
+	// Drainer.RolloutStatus reads it, Running false), for a controller to
+	// copy into its resource's status; nil for dry runs, and for a
+	// rollout that stopped before it started its first domain.
+	Status *RolloutStatus `json:"status,omitempty"`
 	// Completed is true when every domain is done, skipped or dry-run.
 	Completed bool          `json:"completed"`
 	Started   time.Time     `json:"started"`
@@ -116,7 +177,21 @@ func (r *RolloutResult) Summary() Summary {
 			s.DomainsDone++
 		}
 		if d.Drain != nil {
+			again := map[topology.GroupID]bool{}
+			for _, g := range d.Drain.GroupsDisrupted {
+				again[g] = seen[g]
+			}
 			s.add(d.Drain, seen)
+			for _, a := range again {
+				if a {
+					s.GroupsDisruptedAgain++
+				}
+			}
+		}
+		for i := range d.Groups {
+			if g := d.Groups[i]; s.LongestDowntime == nil || g.Downtime > s.LongestDowntime.Downtime {
+				s.LongestDowntime = &g
+			}
 		}
 	}
 	return s
@@ -125,325 +200,161 @@ func (r *RolloutResult) Summary() Summary {
 // Rollout drains, upgrades and recovers every domain in turn: plan, execute,
 // upgrade step, mark upgraded (one node, then every node with its uncordon
 // patch: two patches per node), uncordon, wait until the domain's groups are
-// healthy and their budgets caught up, then the next domain. It stops at the
-// first error, a *DomainError naming the domain and the stage. Run again
-// with the same ID, it continues from the cluster's state: domains marked
-// upgraded are skipped, a half-drained domain is planned again from what is
-// left on it, and only pods its new plan names are evicted. The recovery of
-// the domain a stopped run was in also waits for the groups that run left
-// Pending or incomplete (of workloads placed in the domains, with no member
-// in another domain): the cluster does not say which domain a Pending pod
-// came from, so a group that is down elsewhere for another reason is waited
-// for too, unless every pod of its namespace is gone (its workload was
-// deleted). With a dry-run strategy it plans and dry-runs each domain and
-// changes nothing.
-func (d *Drainer) Rollout(ctx context.Context, opts RolloutOptions) (_ *RolloutResult, err error) {
-	id := opts.ID
-	if id == "" {
-		id = DefaultRolloutID
+// healthy and their budgets caught up, then the next domain. While it runs,
+// the nodes of the domains it has not upgraded yet carry the
+// PendingUpgradeTaint (see Steering), so that evicted pods land on upgraded
+// nodes and are not moved again; without an explicit order, the domains
+// that evict nothing (spare, empty) come first, so that the first groups
+// evicted find upgraded room. It stops at the first error, a *DomainError
+// naming the domain and the stage, and takes its taint off the nodes it is
+// still on. Run again with the same ID, it continues from the cluster's
+// state: domains marked upgraded are skipped, a half-drained domain is
+// planned again from what is left on it, and only pods its new plan names
+// are evicted. The recovery of the domain a stopped run was in also waits
+// for the groups that run left Pending or incomplete (of workloads placed
+// in the domains, with no member in another domain): the cluster does not
+// say which domain a Pending pod came from, so a group that is down
+// elsewhere for another reason is waited for too, unless every pod of its
+// namespace is gone (its workload was deleted). With a dry-run strategy it
+// plans and dry-runs each domain and changes nothing.
+func (d *Drainer) Rollout(ctx context.Context, opts RolloutOptions) (*RolloutResult, error) {
+	opts, err := opts.settle(d.s)
+	if err != nil {
+		return nil, err
 	}
-	if opts.RecoveryTimeout < 0 {
-		return nil, configError("RolloutOptions.RecoveryTimeout", "%v is negative; use 0 for no limit", opts.RecoveryTimeout)
+	ctx = withCallSink(ctx, opts.OnEvent)
+	r := &rollout{d: d, opts: opts, id: opts.ID, sink: callSinkFrom(ctx),
+		res:    &RolloutResult{ID: opts.ID, DryRun: d.s.dryRunName(), Started: d.s.Clock.Now()},
+		logger: klog.FromContext(ctx).WithValues("rollout", opts.ID)}
+	err = r.run(ctx)
+	r.res.Duration = d.s.Clock.Since(r.res.Started)
+	return r.res, err
+}
+
+// RolloutPlan is what a rollout would do, as its first look at the
+// cluster finds it: its domains in order, the contract's findings, and
+// where each group it evicts can go. Nothing is touched to make it.
+type RolloutPlan struct {
+	ID string `json:"id"`
+	// Order is how the rollout is ordered (RolloutOptions.Order, settled).
+	Order RolloutOrder `json:"order"`
+	// Steering is how it keeps evicted pods off pending domains.
+	Steering Steering `json:"steering"`
+	// Domains are the rollout's domains, in the order it takes them.
+	Domains []string `json:"domains"`
+	// Upgraded are the domains of Domains that a run with the same ID
+	// upgraded already: the rollout skips their drain.
+	Upgraded []string `json:"upgraded,omitempty"`
+	// Findings are the contract's findings over Domains, then those of
+	// the destinations (FindingDisruptedAgain, FindingNoRoom).
+	Findings []topology.Finding `json:"findings,omitempty"`
+	// Destinations say where each group each domain's drain evicts can
+	// go once evicted (see GroupDestination).
+	Destinations []GroupDestination `json:"destinations,omitempty"`
+}
+
+// PlanRollout looks at the cluster as Rollout(ctx, opts) would before it
+// touches anything, and says what the rollout would do: the order of its
+// domains, the contract's findings, and where each evicted group can go,
+// without a lock, a taint, a cordon or an eviction. A plan with findings
+// of severity Error (a violated contract, or with SteerStrict a group
+// that finds no room anywhere) comes with a *topology.ContractError
+// holding them, unless Options.AllowViolations is set, the same error
+// Rollout would stop on; other errors (bad options, a domain that does
+// not exist, one held by another rollout) come without a plan.
+func (d *Drainer) PlanRollout(ctx context.Context, opts RolloutOptions) (*RolloutPlan, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
 	}
-	if opts.GPUCheck.Grace < 0 {
-		return nil, configError("RolloutOptions.GPUCheck.Grace", "%v is negative; use 0 for the default (%v)", opts.GPUCheck.Grace, DefaultGPUGrace)
+	r := &rollout{d: d, opts: opts, id: opts.ID, planning: true,
+		res:    &RolloutResult{ID: opts.ID, Started: d.s.Clock.Now()},
+		logger: klog.FromContext(ctx).WithValues("rollout", opts.ID)}
+	v, err := d.startView(ctx)
+	if err != nil {
+		return nil, err
 	}
-	if opts.Upgrade != nil && d.s.Namespace != "" {
-		return nil, configError("Options.Namespace", "%q set for a rollout with an upgrade step: the step needs the whole domain drained; drop the namespace scope, or the upgrade step", d.s.Namespace)
+	defer v.stop()
+	r.v = v
+	err = r.check(ctx)
+	if err != nil && !errors.As(err, new(*topology.ContractError)) {
+		return nil, err
+	}
+	p := &RolloutPlan{ID: opts.ID, Order: opts.Order, Steering: opts.Steering, Domains: r.domains,
+		Findings: r.res.Findings, Destinations: r.res.Destinations}
+	for _, name := range r.domains {
+		if upgradedBy(r.nodes, mustDomain(r.layout, name), r.id) {
+			p.Upgraded = append(p.Upgraded, name)
+		}
+	}
+	return p, err
+}
+
+// settle checks the options against the Drainer's settings and fills in
+// their defaults; the lock is settled only where it is taken (not for dry
+// runs).
+func (o RolloutOptions) settle(s *settings) (RolloutOptions, error) {
+	lock := o.Lock
+	o, err := o.withDefaults()
+	if err != nil {
+		return o, err
+	}
+	if o.Upgrade != nil && s.Namespace != "" {
+		return o, configError("Options.Namespace", "%q set for a rollout with an upgrade step: the step needs the whole domain drained; drop the namespace scope, or the upgrade step", s.Namespace)
+	}
+	if lock.Disabled || s.dryRun != cmdutil.DryRunNone {
+		o.Lock = RolloutLock{Disabled: true}
+	}
+	return o, nil
+}
+
+// withDefaults checks what needs no cluster and fills in the defaults.
+func (o RolloutOptions) withDefaults() (RolloutOptions, error) {
+	if o.ID == "" {
+		o.ID = DefaultRolloutID
+	}
+	if errs := validation.IsValidLabelValue(o.ID); len(errs) > 0 {
+		return o, configError("RolloutOptions.ID", "%q cannot name a rollout (it is written into node annotations, taints and a Lease's name): %s", o.ID, strings.Join(errs, "; "))
+	}
+	if o.RecoveryTimeout < 0 {
+		return o, configError("RolloutOptions.RecoveryTimeout", "%v is negative; use 0 for no limit", o.RecoveryTimeout)
+	}
+	if o.StuckAfter == 0 {
+		o.StuckAfter = DefaultStuckAfter
+	}
+	if o.GPUCheck.Grace < 0 {
+		return o, configError("RolloutOptions.GPUCheck.Grace", "%v is negative; use 0 for the default (%v)", o.GPUCheck.Grace, DefaultGPUGrace)
 	}
 	seen := map[string]bool{}
-	for _, name := range opts.Domains {
+	for _, name := range o.Domains {
 		if name == "" {
-			return nil, emptyDomainError()
+			return o, configError("RolloutOptions.Domains", "holds an empty name; name each domain by the value of the domain label of its nodes")
 		}
 		if seen[name] {
-			return nil, configError("RolloutOptions.Domains", "%q is named twice", name)
+			return o, configError("RolloutOptions.Domains", "%q is named twice", name)
 		}
 		seen[name] = true
 	}
-	var lock RolloutLock
-	if !opts.Lock.Disabled && d.s.dryRun == cmdutil.DryRunNone {
-		var err error
-		if lock, err = opts.Lock.settle(); err != nil {
-			return nil, err
+	switch o.Order {
+	case "":
+		o.Order = OrderGiven
+		if len(o.Domains) == 0 {
+			o.Order = OrderSpareFirst
+		}
+	case OrderGiven, OrderSpareFirst:
+	default:
+		return o, configError("RolloutOptions.Order", "%q is not an order; use %s or %s", o.Order, OrderSpareFirst, OrderGiven)
+	}
+	var err error
+	if o.Steering, err = o.Steering.settle(); err != nil {
+		return o, err
+	}
+	if !o.Lock.Disabled {
+		if o.Lock, err = o.Lock.settle(); err != nil {
+			return o, err
 		}
 	}
-	clk := d.s.Clock
-	logger := klog.FromContext(ctx).WithValues("rollout", id)
-	emit := func(e Event) {
-		if e.Time.IsZero() {
-			e.Time = clk.Now()
-		}
-		e.ID, e.DryRun = id, d.s.dryRunName()
-		d.events.emit(e)
-	}
-	res := &RolloutResult{ID: id, DryRun: d.s.dryRunName(), Started: clk.Now()}
-	defer func() { res.Duration = clk.Since(res.Started) }()
-
-	v, err := d.startView(ctx)
-	if err != nil {
-		return res, err
-	}
-	defer v.stop()
-
-	// Check everything before touching anything: the domains exist, no
-	// other rollout holds them, and the contract holds.
-	snap, err := v.snapshot(ctx)
-	if err != nil {
-		return res, err
-	}
-	layout, err := topology.BuildLayout(snap.Nodes, d.s.layoutOptions())
-	if err != nil {
-		return res, err
-	}
-	domains := opts.Domains
-	if len(domains) == 0 {
-		domains = layout.Names()
-	}
-	for _, name := range domains {
-		dom, err := layout.Domain(name)
-		if err != nil {
-			return res, err
-		}
-		if err := cordonedByOther(snap.Nodes, dom, id); err != nil {
-			return res, &DomainError{ID: id, Domain: name, Stage: StagePlan, Err: err}
-		}
-	}
-	for _, name := range domains {
-		res.Domains = append(res.Domains, DomainOutcome{Domain: name, Status: DomainPending})
-	}
-	// Audit what this rollout will drain: findings about other domains
-	// (other pools, other teams' workloads) do not stop it.
-	report := topology.Audit(topology.AuditInput{Layout: layout, Groups: topology.FindGroups(snap.Pods, groupersFor(d.s, snap)...),
-		PDBs: snap.PDBs, Pods: snap.Pods, Only: domains})
-	res.Findings = report.Findings
-	if err := report.Err(); err != nil && !d.s.AllowViolations {
-		return res, err
-	}
-	if len(report.Findings) > 0 {
-		logger.Info("Contract findings", "findings", len(report.Findings), "errors", len(report.Errors()))
-		emit(Event{Type: EventContractFindings, Message: fmt.Sprintf("%d contract finding(s), %d error(s)", len(report.Findings), len(report.Errors()))})
-	}
-	// Only the nodes of this first look are read from here on, so that its
-	// pods (materialized from a slim cache) are not held for the rollout.
-	nodes := snap.Nodes
-	if lock.Namespace != "" {
-		held, lerr := d.acquireLock(ctx, id, lock)
-		if lerr != nil {
-			return res, lerr
-		}
-		logger.V(2).Info("Holding the rollout's Lease", "lease", lock.Namespace+"/"+held.name, "identity", lock.Identity)
-		var cancel context.CancelCauseFunc
-		ctx, cancel = context.WithCancelCause(ctx)
-		go held.keep(ctx, cancel)
-		defer func() {
-			cancel(nil)
-			rctx, stop := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			defer stop()
-			held.release(rctx)
-		}()
-		defer func() {
-			// A lost Lease stopped the rollout: say so, not "canceled".
-			var lost *LockLostError
-			var de *DomainError
-			if errors.As(context.Cause(ctx), &lost) && errors.As(err, &de) && errors.Is(de.Err, context.Canceled) {
-				de.Err = lost
-			}
-		}()
-	}
-
-	logger.Info("Rollout started", "domains", len(domains))
-	emit(Event{Type: EventRolloutStarted, Message: fmt.Sprintf("rollout %s over %d domain(s)", id, len(domains))})
-
-	// A domain this rollout still holds cordoned is the one a stopped run
-	// was in; without one, the last domain it upgraded may have been
-	// recovering.
-	holding := false
-	for _, name := range domains {
-		holding = holding || cordonedBy(nodes, mustDomain(layout, name), id)
-	}
-	for i := range res.Domains {
-		out := &res.Domains[i]
-		last := !holding && (i == len(domains)-1 || !upgradedBy(nodes, mustDomain(layout, domains[i+1]), id))
-		err := d.rolloutDomain(ctx, v, emit, out, id, opts, last)
-		if err != nil {
-			out.Status = DomainFailed
-			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-				out.Status = DomainInterrupted
-			}
-			logger.Info("Rollout stopped", "domain", out.Domain, "err", err)
-			return res, err
-		}
-	}
-	res.Completed = true
-	s := res.Summary()
-	logger.Info("Rollout done", "domainsDone", s.DomainsDone, "domainsSkipped", s.DomainsSkipped, "groupsDisrupted", s.GroupsDisrupted)
-	emit(Event{Type: EventRolloutDone, Message: fmt.Sprintf("%d domain(s) done, %d skipped, %d group(s) disrupted",
-		s.DomainsDone, s.DomainsSkipped, s.GroupsDisrupted)})
-	return res, nil
-}
-
-func (d *Drainer) rolloutDomain(ctx context.Context, v *view, emit func(Event), out *DomainOutcome, id string, opts RolloutOptions, lastUpgraded bool) error {
-	clk := d.s.Clock
-	name := out.Domain
-	logger := klog.FromContext(ctx).WithValues("rollout", id, "domain", name)
-	start := clk.Now()
-	defer func() { out.Duration = clk.Since(start) }()
-	emitDomain := func(e Event) {
-		e.Domain = name
-		emit(e)
-	}
-	emitDomain(Event{Type: EventDomainStarted})
-	stop := func(stage Stage, err error) error {
-		return &DomainError{ID: id, Domain: name, Stage: stage, Err: err}
-	}
-
-	// The plan reads the domain's pods, their groups' and workloads' (a
-	// slim cache materializes those only); the whole cluster is read only
-	// to find the groups a stopped run left Pending.
-	snap, err := v.planSnapshot(ctx, name)
-	if err != nil {
-		return stop(StagePlan, err)
-	}
-	layout, err := topology.BuildLayout(snap.Nodes, d.s.layoutOptions())
-	if err != nil {
-		return stop(StagePlan, err)
-	}
-	dom, err := layout.Domain(name)
-	if err != nil {
-		return stop(StagePlan, err)
-	}
-	stranded := func(t *recoveryTarget) error {
-		all, err := v.snapshot(ctx)
-		if err != nil {
-			return err
-		}
-		t.addStranded(topology.FindGroups(all.Pods, groupersFor(d.s, all)...), topology.NewPDBIndex(all.PDBs), layout)
-		return nil
-	}
-
-	var target recoveryTarget
-	if upgradedBy(snap.Nodes, dom, id) {
-		out.Status = DomainSkipped
-		logger.Info("Domain already upgraded by this rollout; skipping its drain")
-		emitDomain(Event{Type: EventDomainSkipped, Message: fmt.Sprintf("already upgraded by rollout %s", id)})
-		plan, err := newPlan(name, snap, d.s)
-		if err != nil {
-			return stop(StagePlan, err)
-		}
-		target = targetFromPlan(plan)
-		// The previous run stopped between the upgrade and the end of
-		// this domain's recovery: still cordoned (its GPU check
-		// included), or uncordoned but the last domain it upgraded. Its
-		// evicted groups may be Pending, on no node: wait for them too.
-		if cordonedBy(snap.Nodes, dom, id) || lastUpgraded {
-			if err := stranded(&target); err != nil {
-				return stop(StagePlan, err)
-			}
-		}
-		if cordonedBy(snap.Nodes, dom, id) {
-			if opts.Upgrade != nil {
-				if err := d.checkGPUs(ctx, v, dom, nil, upgradeMark{}, opts.GPUCheck, emitDomain); err != nil {
-					return stop(StageGPUCheck, err)
-				}
-			}
-		}
-	} else {
-		resumed := cordonedBy(snap.Nodes, dom, id)
-		plan, err := newPlan(name, snap, d.s)
-		if err != nil {
-			return stop(StagePlan, err)
-		}
-		out.Plan = plan
-		before := gpusBefore(snap.Nodes, dom)
-		emitDomain(Event{Type: EventPlanned, Progress: Progress{Phase1Total: len(plan.Phase1), Phase2Total: len(plan.Phase2)},
-			Message: plan.withFitWarning(ctx, fmt.Sprintf("%d node(s); phase 1: %d pod(s), phase 2: %d pod(s)", len(plan.Nodes), len(plan.Phase1), len(plan.Phase2)))})
-		drained, err := d.execute(ctx, v, plan, id)
-		out.Drain = drained
-		if err != nil {
-			return err
-		}
-		if d.s.dryRun != cmdutil.DryRunNone {
-			// A dry run shows each domain's plan and what the API would
-			// say; it runs no upgrade step and changes no node.
-			out.Status = DomainDryRun
-			emitDomain(Event{Type: EventDomainDone, Message: "dry run"})
-			return nil
-		}
-		if opts.Upgrade != nil {
-			t0 := clk.Now()
-			logger.Info("Upgrade step started", "nodes", len(dom.Nodes))
-			emitDomain(Event{Time: t0, Type: EventUpgradeStarted})
-			if err := opts.Upgrade(ctx, dom); err != nil {
-				return stop(StageUpgrade, err)
-			}
-			out.Upgrade = clk.Since(t0)
-			logger.Info("Upgrade step done", "took", out.Upgrade.Round(time.Millisecond))
-			emitDomain(Event{Type: EventUpgradeDone, Message: fmt.Sprintf("took %s", out.Upgrade.Round(time.Millisecond))})
-		}
-		marked, err := d.markUpgraded(ctx, emitDomain, dom.Nodes, id)
-		if err != nil {
-			return stop(StageUncordon, err)
-		}
-		if opts.Upgrade != nil {
-			if err := d.checkGPUs(ctx, v, dom, before, upgradeMark{node: marked, id: id}, opts.GPUCheck, emitDomain); err != nil {
-				return stop(StageGPUCheck, err)
-			}
-		}
-		target = targetFromPlan(plan)
-		if resumed {
-			if err := stranded(&target); err != nil {
-				return stop(StageRecovery, err)
-			}
-		}
-	}
-
-	// Uncordon what udrain cordoned; leave nodes cordoned by others.
-	var ours, others []string
-	for _, n := range dom.Nodes {
-		node, ok := v.node(n)
-		if !ok {
-			continue
-		}
-		if _, mine := node.Annotations[CordonedByAnnotation]; mine {
-			ours = append(ours, n)
-			continue
-		}
-		if node.Spec.Unschedulable {
-			emitDomain(Event{Type: EventLeftCordoned, Node: n, Message: "cordoned before udrain came; left cordoned"})
-		}
-		if node.Annotations[UpgradedByAnnotation] != id {
-			others = append(others, n)
-		}
-	}
-	// The uncordon patches carry the upgraded mark; the nodes udrain does
-	// not uncordon get the mark alone.
-	if err := forEachNode(ctx, d.s.Concurrency, others, func(ctx context.Context, _ int, n string) error {
-		_, err := d.patchNode(ctx, emitDomain, "mark upgraded", n, upgradedPatch(id), metav1.PatchOptions{})
-		return err
-	}); err != nil {
-		return stop(StageUncordon, err)
-	}
-	if _, err := d.uncordonNodes(ctx, emitDomain, ours, id); err != nil {
-		return stop(StageUncordon, err)
-	}
-
-	t0 := clk.Now()
-	h, err := d.waitRecovered(ctx, v, target, emitDomain, opts.RecoveryTimeout)
-	out.Health = h
-	out.Recovery = clk.Since(t0)
-	if err != nil {
-		e := &DomainError{ID: id, Domain: name, Stage: StageRecovery, Health: h, Err: err}
-		if ctx.Err() == nil {
-			e.Timeout = opts.RecoveryTimeout
-		}
-		return e
-	}
-	if out.Status != DomainSkipped {
-		out.Status = DomainDone
-	}
-	emitDomain(Event{Type: EventDomainDone, Message: fmt.Sprintf("done in %s", clk.Since(start).Round(time.Millisecond))})
-	return nil
+	return o, nil
 }
 
 // cordonedByOther returns an *InProgressError when a node of the domain
@@ -494,4 +405,44 @@ func upgradedBy(nodes []corev1.Node, dom topology.Domain, id string) bool {
 func mustDomain(l *topology.Layout, name string) topology.Domain {
 	d, _ := l.Domain(name)
 	return d
+}
+
+// lastUpgraded returns the domains of a rollout that it upgraded last: the
+// one marked latest (UpgradedAtAnnotation), or, on nodes marked without a
+// time, each upgraded domain that the next in order is not.
+func lastUpgraded(nodes []corev1.Node, layout *topology.Layout, domains []string, id string) map[string]bool {
+	out := map[string]bool{}
+	var latest time.Time
+	var latestName string
+	for i, name := range domains {
+		dom := mustDomain(layout, name)
+		if !upgradedBy(nodes, dom, id) {
+			continue
+		}
+		if at := upgradedAt(nodes, dom); !at.IsZero() {
+			if at.After(latest) {
+				latest, latestName = at, name
+			}
+			continue
+		}
+		if i == len(domains)-1 || !upgradedBy(nodes, mustDomain(layout, domains[i+1]), id) {
+			out[name] = true
+		}
+	}
+	if latestName != "" {
+		return map[string]bool{latestName: true}
+	}
+	return out
+}
+
+// upgradedAt returns the latest time a node of the domain was marked
+// upgraded at (zero if none says).
+func upgradedAt(nodes []corev1.Node, dom topology.Domain) time.Time {
+	var at time.Time
+	for _, n := range domainNodes(nodes, dom) {
+		if t, err := time.Parse(time.RFC3339Nano, n.Annotations[UpgradedAtAnnotation]); err == nil && t.After(at) {
+			at = t
+		}
+	}
+	return at
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -35,7 +36,8 @@ func TestRolloutDrainsEachDomainOnceAndRecovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	var upgraded []string
-	res, err := d.Rollout(ctx, RolloutOptions{ID: "kubelet-1.37", Upgrade: func(ctx context.Context, dom topology.Domain) error {
+	var own []Event // the rollout's own OnEvent
+	res, err := d.Rollout(ctx, RolloutOptions{ID: "kubelet-1.37", OnEvent: func(_ context.Context, e Event) { own = append(own, e) }, Upgrade: func(ctx context.Context, dom topology.Domain) error {
 		upgraded = append(upgraded, dom.Name)
 		// The nodes come back and the StatefulSets recreate the group.
 		idx := domainIndex(dom.Name)
@@ -69,6 +71,15 @@ func TestRolloutDrainsEachDomainOnceAndRecovers(t *testing.T) {
 	}
 	tot := res.Summary()
 	tot.Duration = 0
+	if tot.LongestDowntime == nil || tot.LongestDowntime.Healthy == nil || tot.LongestDowntime.Downtime <= 0 {
+		t.Errorf("longest downtime %+v, want a group seen healthy again after its eviction", tot.LongestDowntime)
+	}
+	tot.LongestDowntime = nil
+	for _, d := range res.Domains {
+		if len(d.Groups) != 1 || d.Groups[0].Healthy == nil || d.Groups[0].From != d.Domain || d.Groups[0].To != d.Domain {
+			t.Errorf("domain %s: group downtimes %+v, want its one group, back in its domain", d.Domain, d.Groups)
+		}
+	}
 	want := Summary{DomainsDone: 3, DomainsTotal: 3, Phase1Evicted: 3, Phase2Evicted: 9, GroupsDisrupted: 3}
 	if diff := cmp.Diff(want, tot); diff != "" {
 		t.Errorf("totals (-want +got):\n%s", diff)
@@ -79,8 +90,47 @@ func TestRolloutDrainsEachDomainOnceAndRecovers(t *testing.T) {
 			t.Errorf("node %s after rollout: unschedulable=%v annotations=%v", n.Name, n.Spec.Unschedulable, n.Annotations)
 		}
 	}
+	// The rollout's OnEvent got every event of the rollout: its lock's,
+	// its drains', its recoveries'.
+	if diff := cmp.Diff(log.all(), own, cmpopts.IgnoreFields(Event{}, "Err")); diff != "" {
+		t.Errorf("RolloutOptions.OnEvent's events and Options.OnEvent's (-Drainer +rollout):\n%s", diff)
+	}
 	if got := len(log.ofType(EventRecovered)); got != 3 {
 		t.Errorf("%d Recovered events, want 3", got)
+	}
+	// The status the rollout carries is the one RolloutStatus reads: each
+	// DomainDone one domain further, the result's all done, not running.
+	var done []int
+	for _, e := range log.ofType(EventDomainDone) {
+		if e.Status == nil {
+			t.Fatalf("DomainDone of %s without a status", e.Domain)
+		}
+		done = append(done, e.Status.Done)
+		if !e.Status.Running || e.Status.Lock == nil || !e.Status.Lock.Held || e.Status.Lock.Name == "" {
+			t.Errorf("DomainDone of %s: running %v, lock %+v; want running, holding its Lease", e.Domain, e.Status.Running, e.Status.Lock)
+		}
+	}
+	if diff := cmp.Diff([]int{1, 2, 3}, done); diff != "" {
+		t.Errorf("domains done in the DomainDone events' statuses (-want +got):\n%s", diff)
+	}
+	if started := log.ofType(EventRolloutStarted); len(started) != 1 || started[0].Status == nil || started[0].Status.Done != 0 {
+		t.Errorf("RolloutStarted %+v, want a status with nothing done", started)
+	}
+	read, err := d.RolloutStatus(ctx, "kubelet-1.37", RolloutStatusOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status == nil {
+		t.Fatal("the result has no status")
+	}
+	for _, st := range []*RolloutStatus{res.Status, read} {
+		st.Time, st.Lock, st.ETA = time.Time{}, nil, nil
+	}
+	if diff := cmp.Diff(read, res.Status); diff != "" {
+		t.Errorf("the result's status and RolloutStatus's after the rollout (-read +result):\n%s", diff)
+	}
+	if !res.Status.Completed || res.Status.Running || res.Status.Done != 3 {
+		t.Errorf("the result's status: completed %v, running %v, %d done; want completed, not running, 3 done", res.Status.Completed, res.Status.Running, res.Status.Done)
 	}
 }
 
@@ -166,6 +216,21 @@ func TestRolloutCancelledInPhase2ResumesWithoutEvictingOutsideItsPlans(t *testin
 		t.Fatalf("run 1: err = %v, want context.Canceled", err)
 	}
 	collect(res1)
+	// The stopped run's status says where it stopped, as RolloutStatus
+	// would read it once its Lease is gone.
+	if st := res1.Status; st == nil {
+		t.Error("run 1: no status in its result")
+	} else {
+		var states []DomainState
+		for _, p := range st.Domains {
+			states = append(states, p.State)
+		}
+		// Phase 1 or 2: the view may not show the last evictions yet.
+		if diff := cmp.Diff([]DomainState{StateDone, StateStopped, StatePending}, states); diff != "" || st.Running ||
+			st.Domains[1].Stage != StagePhase2 && st.Domains[1].Stage != StagePhase1 {
+			t.Errorf("run 1's status: running %v, ud-2 at %q, states (-want +got):\n%s", st.Running, st.Domains[1].Stage, diff)
+		}
+	}
 	fc.onEvict = nil
 	before := len(fc.uids)
 	n, _ := fc.client.CoreV1().Nodes().Get(context.Background(), "node-2-1", metav1.GetOptions{})
@@ -638,5 +703,66 @@ func TestRolloutSummaryLongestBlock(t *testing.T) {
 				t.Errorf("longest block (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestRolloutWaitsForTheUnschedulableTaintToGo: after a domain's uncordon,
+// the next domain's evictions wait until the node lifecycle controller
+// (played here, 300 ms late) has taken its node.kubernetes.io/unschedulable
+// taint off the uncordoned nodes, so that the groups evicted next can land
+// there.
+func TestRolloutWaitsForTheUnschedulableTaintToGo(t *testing.T) {
+	ctx := testContext(t)
+	const domains, nodesPer, size = 2, 1, 2
+	objs := lwsCluster(domains, nodesPer, size)
+	for _, o := range objs {
+		if n, ok := o.(*corev1.Node); ok && n.Name == "node-1-1" {
+			n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule})
+		}
+	}
+	fc := newFakeCluster(t, objs...)
+	var mu sync.Mutex
+	var removed, firstEviction time.Time
+	fc.onEvict = func(_, name string, dryRun bool) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if !dryRun && strings.HasPrefix(name, "llm-1-") && firstEviction.IsZero() {
+			firstEviction = time.Now()
+		}
+		return nil
+	}
+	// The node lifecycle controller: the taint goes 300 ms after the
+	// node is uncordoned.
+	go func() {
+		for ctx.Err() == nil {
+			n, err := fc.client.CoreV1().Nodes().Get(ctx, "node-1-1", metav1.GetOptions{})
+			if err == nil && !n.Spec.Unschedulable && n.Annotations[UpgradedByAnnotation] != "" {
+				time.Sleep(300 * time.Millisecond)
+				n, _ = fc.client.CoreV1().Nodes().Get(ctx, "node-1-1", metav1.GetOptions{})
+				n.Spec.Taints = nil
+				mu.Lock()
+				removed = time.Now()
+				mu.Unlock()
+				if _, err := fc.client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+					t.Errorf("removing the taint: %v", err)
+				}
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	d, _ := New(fc.client, Options{Backoff: slowBackoff})
+	_, err := d.Rollout(ctx, RolloutOptions{ID: "r1", Order: OrderGiven, Domains: []string{"ud-1", "ud-2"}, Upgrade: func(ctx context.Context, dom topology.Domain) error {
+		idx := domainIndex(dom.Name)
+		fc.recreateGroup(ctx, idx-1, size, idx, nodesPer, domains)
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if removed.IsZero() || firstEviction.IsZero() || firstEviction.Before(removed) {
+		t.Errorf("the taint went at %v, ud-2's first eviction at %v: want the eviction after", removed, firstEviction)
 	}
 }

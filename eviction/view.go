@@ -144,8 +144,8 @@ func (v *view) handler() cache.ResourceEventHandler {
 func (d *Drainer) sharedView(ctx context.Context) (*view, error) {
 	in := d.s.Informers
 	v := d.newView()
-	v.nodes = in.Nodes.(storer).GetStore()
-	v.pods = in.Pods.(storer).GetStore()
+	v.nodes = in.Nodes.GetStore()
+	v.pods = in.Pods.GetStore()
 	if ix, ok := in.Pods.(indexer); ok {
 		if _, has := ix.GetIndexer().GetIndexers()[cache.NamespaceIndex]; has {
 			v.podIndex = ix.GetIndexer()
@@ -154,12 +154,12 @@ func (d *Drainer) sharedView(ctx context.Context) (*view, error) {
 			v.groupIndex = ix.GetIndexer()
 		}
 	}
-	v.pdbs = in.PodDisruptionBudgets.(storer).GetStore()
+	v.pdbs = in.PodDisruptionBudgets.GetStore()
 	if in.DaemonSets != nil {
-		v.dsStore = in.DaemonSets.(storer).GetStore()
+		v.dsStore = in.DaemonSets.GetStore()
 	}
 	if in.PodGroups != nil {
-		v.pgStore = in.PodGroups.(storer).GetStore()
+		v.pgStore = in.PodGroups.GetStore()
 	}
 	type registration struct {
 		inf Informer
@@ -458,5 +458,25 @@ func (v *view) daemonSetLookup(ctx context.Context) DaemonSetLookup {
 		v.daemonSets[key] = err
 		v.mu.Unlock()
 		return err
+	}
+}
+
+// waitFor waits on the view's events until cond holds, at most timeout
+// (real time), and reports whether it held.
+func (v *view) waitFor(ctx context.Context, timeout time.Duration, cond func() bool) bool {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		changed := v.changed.wait()
+		if cond() {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-deadline.C:
+			return cond()
+		case <-changed:
+		}
 	}
 }

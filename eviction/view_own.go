@@ -77,10 +77,10 @@ func (d *Drainer) ownView(parent context.Context) (*view, error) {
 	}()
 	// A list that fails on the network is retried by client-go for a long
 	// time without a word: GETs of /version, without retries, tell an API
-	// server that cannot be reached from one that is slow to list a large
-	// cluster. They start when a list fails or after probeAfter without
-	// the lists done (a server that answers them costs no probe), and stop
-	// at the first answer.
+	// server that cannot be reached (or answers only 5xx or 429) from one
+	// that is slow to list a large cluster. They start when a list fails
+	// or after probeAfter without the lists done (a server that answers
+	// them costs no probe), and stop at the first answer.
 	probed := make(chan error, 1)
 	probing := false
 	startProbe := func() {
@@ -91,19 +91,42 @@ func (d *Drainer) ownView(parent context.Context) (*view, error) {
 	}
 	probeTimer := time.NewTimer(probeAfter)
 	defer probeTimer.Stop()
-	var unreachable error
+	// Lists that still fail after ConnectTimeout (a server that answers
+	// /version but fails every list with a 5xx or 429) end the wait too,
+	// with their last error: the reflectors would retry them forever.
+	connectTimer := time.NewTimer(d.s.ConnectTimeout)
+	defer connectTimer.Stop()
+	var unreachable, lastListErr error
+	answered := false // the probe got an answer
+	fail := func(err error) (*view, error) {
+		go v.stop() // a list in flight may take a while to notice
+		if ue := unreachableError(d.server(), err, time.Since(start)); ue != nil {
+			return nil, ue
+		}
+		return nil, &UnreachableError{Server: d.server(), Problem: ServerUnreachable, Waited: time.Since(start).Round(time.Millisecond), Err: err}
+	}
 	for {
 		select {
 		case <-probeTimer.C:
 			startProbe()
 		case ok := <-synced:
 			if !ok {
-				go v.stop()
 				// A deadline that ends the wait for a server that cannot
 				// be reached says so; a cancel is a cancel.
-				if unreachable != nil && errors.Is(parent.Err(), context.DeadlineExceeded) {
-					return nil, &UnreachableError{Server: serverOf(unreachable), Waited: time.Since(start).Round(time.Millisecond), Err: unreachable}
+				if errors.Is(parent.Err(), context.DeadlineExceeded) {
+					for _, err := range []error{unreachable, lastListErr} {
+						if ue := unreachableError(d.server(), err, time.Since(start)); ue != nil {
+							go v.stop()
+							return nil, ue
+						}
+					}
+					if probing && !answered {
+						// Neither the lists nor the probe got an answer.
+						go v.stop()
+						return nil, &UnreachableError{Server: d.server(), Problem: ServerNoAnswer, Waited: time.Since(start).Round(time.Millisecond), Err: parent.Err()}
+					}
 				}
+				go v.stop()
 				return nil, parent.Err()
 			}
 			logger.V(4).Info("Listed the cluster", "nodes", len(v.nodes.ListKeys()), "pods", len(v.pods.ListKeys()),
@@ -114,13 +137,19 @@ func (d *Drainer) ownView(parent context.Context) (*view, error) {
 				go v.stop()
 				return nil, &PermissionError{Err: err}
 			}
+			lastListErr = err
 			startProbe()
 		case err := <-probed:
 			if err != nil && parent.Err() == nil {
-				go v.stop() // a list in flight may take a while to notice
-				return nil, &UnreachableError{Server: serverOf(err), Waited: time.Since(start).Round(time.Millisecond), Err: err}
+				return fail(err)
 			}
-			unreachable = err
+			unreachable, answered = err, err == nil
+		case <-connectTimer.C:
+			if lastListErr != nil && parent.Err() == nil {
+				if problem, _ := ServerProblemOf(lastListErr); problem != "" {
+					return fail(lastListErr)
+				}
+			}
 		}
 	}
 }
@@ -130,8 +159,10 @@ func (d *Drainer) ownView(parent context.Context) (*view, error) {
 const probeAfter = time.Second
 
 // probeUntil asks the API server for its version, once a second, until it
-// answers (nil), the deadline passes or ctx ends (the last network error).
+// answers (nil), the deadline passes or ctx ends (the last error).
 func (d *Drainer) probeUntil(ctx context.Context, deadline time.Time) error {
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
 	for {
 		err := d.probe(ctx)
 		if err == nil || ctx.Err() != nil || !time.Now().Add(time.Second).Before(deadline) {
@@ -146,9 +177,11 @@ func (d *Drainer) probeUntil(ctx context.Context, deadline time.Time) error {
 	}
 }
 
-// probe asks the API server for its version: nil when it answers at all
-// (even with an error status), the network error when it cannot be
-// reached.
+// probe asks the API server for its version: nil when it answers, even
+// with an error status that says nothing of its health (401, 403, 404);
+// the error when it cannot be reached, does not answer within
+// ConnectTimeout (or ctx's deadline), or answers 5xx or 429 (it is up,
+// but does not serve).
 func (d *Drainer) probe(ctx context.Context) error {
 	rc := d.client.Discovery().RESTClient()
 	if rc == nil || reflect.ValueOf(rc).IsNil() {
@@ -157,9 +190,39 @@ func (d *Drainer) probe(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, d.s.ConnectTimeout)
 	defer cancel()
 	err := rc.Get().AbsPath("/version").MaxRetries(0).Do(ctx).Error()
-	var status apierrors.APIStatus
-	if err == nil || errors.As(err, &status) {
+	if problem, _ := ServerProblemOf(err); problem == "" {
 		return nil
+	}
+	return err
+}
+
+// server returns scheme://host of the API server the Drainer's client
+// talks to, or "" (a fake clientset).
+func (d *Drainer) server() string {
+	rc := d.client.Discovery().RESTClient()
+	if rc == nil || reflect.ValueOf(rc).IsNil() {
+		return ""
+	}
+	u := rc.Get().URL()
+	if u == nil || u.Host == "" {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
+}
+
+// bounded runs a request of the Drainer's own (not through a view) within
+// ConnectTimeout, and reports an API server that does not serve it as an
+// *UnreachableError.
+func (d *Drainer) bounded(ctx context.Context, request func(context.Context) error) error {
+	rctx, cancel := context.WithTimeout(ctx, d.s.ConnectTimeout)
+	defer cancel()
+	start := time.Now()
+	err := request(rctx)
+	if err == nil || ctx.Err() != nil {
+		return err
+	}
+	if ue := unreachableError(d.server(), err, time.Since(start)); ue != nil {
+		return ue
 	}
 	return err
 }

@@ -14,8 +14,16 @@
 #   hack/bench.sh -quick                 the scale scenario at 100 nodes (the fleet stays quick)
 #   hack/bench.sh -fleet                 the fleet scenario at issue 15's full size: 2,000
 #                                        nodes in 20 domains, 250 groups of 8, 18,000 ordinary
-#                                        pods (DaemonSet pods included); about an hour on 2 cores
+#                                        pods (DaemonSet pods included), a spare domain of 100
+#                                        nodes; about 40 minutes per mode on 2 cores
 #   hack/bench.sh -run fleet -fleet      only the full fleet
+#   hack/bench.sh -run fleet -fleet-modes new
+#                                        the fleet in udrain's default mode only; by default
+#                                        (old,new) it is rolled twice, each on a fresh cluster:
+#                                        with the old behaviour (no steering taint, natural
+#                                        order) and with udrain's steering and order, side by side;
+#                                        strict (-fleet-modes old,new,strict) adds a third run
+#                                        with pending domains tainted NoSchedule
 #   hack/bench.sh -run api -repeat 5     only the API cost (one domain, 4 pods, 30 s block,
 #                                        at 0 s and 3 s of termination), five times, for the p95
 #                                        of the reaction to the budget freeing

@@ -32,6 +32,8 @@
 #                     the cluster lives in $KWOK_WORKDIR/clusters/$UDRAIN_CLUSTER
 #                     (kubeconfig.yaml, logs/ with the kube-apiserver's audit.log,
 #                     pids/, kwok.yaml).
+#   UDRAIN_CLUSTER_WAIT  seconds to wait for a new or restarted cluster to be
+#                     usable (default 300)
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -63,8 +65,9 @@ use_bin() {
   export KWOK_KUBECTL_BINARY=$BIN/kubectl
 }
 
-# 9>&-: the servers kwokctl forks must not inherit (and hold) our lock.
-kwokctl() { "$BIN/kwokctl" --name "$NAME" "$@" </dev/null 9>&-; }
+# 8>&- 9>&-: the servers kwokctl forks must not inherit (and hold) our
+# locks.
+kwokctl() { "$BIN/kwokctl" --name "$NAME" "$@" </dev/null 8>&- 9>&-; }
 
 serves() {
   [ -f "$KUBECONFIG_PATH" ] &&
@@ -97,6 +100,34 @@ lock() {
   flock 9
 }
 
+# lock_ports is held by one cluster creation at a time, across clusters,
+# until its components listen: kwokctl picks each component's port as the
+# highest free one below 32767, so two clusters created at once (the
+# e2e packages, which `go test ./...` runs in parallel) picked the same
+# ports, and one cluster's apiserver and etcd failed with "address already
+# in use".
+lock_ports() {
+  mkdir -p "$KWOK_WORKDIR"
+  exec 8>"$KWOK_WORKDIR/.ports.lock"
+  flock 8
+}
+unlock_ports() { exec 8>&-; }
+
+# exited_component names a component of the cluster whose process has
+# exited (its pid file names no live process), if any.
+exited_component() {
+  local f
+  for f in "$CLUSTER_DIR"/pids/*.pid; do
+    [ -f "$f" ] || continue
+    case $(pid_state "$(cat "$f")") in Z | gone)
+      basename "$f" .pid
+      return 0
+      ;;
+    esac
+  done
+  return 1
+}
+
 delete_cluster() {
   # kwokctl removes the cluster's context from --kubeconfig (default
   # ~/.kube/config, which create left alone): name the cluster's own file.
@@ -114,18 +145,43 @@ remove_leftovers() {
   rm -rf "$CLUSTER_DIR"
 }
 
+# wait_usable waits until the apiserver is ready and the default
+# ServiceAccount exists, up to UDRAIN_CLUSTER_WAIT seconds. On a busy 2-core
+# CI machine a fresh controller manager has taken more than 60 s to make that
+# ServiceAccount; when the wait runs out, what was missing and the last lines
+# of the components' logs go to stderr, which the e2e tests put in their error.
 wait_usable() {
   # The apiserver serves before the controller manager has made the default
   # ServiceAccount, and pods are refused until it exists.
-  local i
-  for i in $(seq 1 120); do
-    if serves && "$BIN/kubectl" --kubeconfig "$KUBECONFIG_PATH" --request-timeout=5s \
+  local limit=${UDRAIN_CLUSTER_WAIT:-300} start=$SECONDS missing="(not checked yet)"
+  while [ $((SECONDS - start)) -lt "$limit" ]; do
+    local gone
+    if gone=$(exited_component); then
+      missing="$gone, which has exited (see its log below)"
+      break
+    fi
+    if ! serves; then
+      missing="the apiserver's /readyz"
+    elif ! "$BIN/kubectl" --kubeconfig "$KUBECONFIG_PATH" --request-timeout=5s \
       -n default get serviceaccount default >/dev/null 2>&1; then
+      missing="the default ServiceAccount (made by kube-controller-manager)"
+    else
       return 0
     fi
     sleep 0.5
   done
-  die "cluster $NAME does not serve after 60s; logs in $CLUSTER_DIR/logs"
+  log "cluster $NAME is not usable after $((SECONDS - start))s (UDRAIN_CLUSTER_WAIT=${limit}): still missing $missing"
+  if [ -f "$KUBECONFIG_PATH" ]; then
+    "$BIN/kubectl" --kubeconfig "$KUBECONFIG_PATH" --request-timeout=5s \
+      get --raw '/readyz?verbose' 2>&1 | grep -v ' ok$' | sed 's/^/cluster.sh: readyz: /' >&2 || true
+  fi
+  local c
+  for c in kube-controller-manager kube-apiserver etcd; do
+    [ -f "$CLUSTER_DIR/logs/$c.log" ] || continue
+    tail -n 8 "$CLUSTER_DIR/logs/$c.log" | sed "s/^/cluster.sh: $c: /" >&2
+  done
+  uptime | sed 's/^/cluster.sh: load: /' >&2 || true
+  die "cluster $NAME does not serve after $((SECONDS - start))s; logs in $CLUSTER_DIR/logs"
 }
 
 up() {
@@ -157,6 +213,7 @@ up() {
     log "removing what is left of a half-made cluster $NAME"
     remove_leftovers
   fi
+  lock_ports
   local start=$SECONDS
   log "creating cluster $NAME in $CLUSTER_DIR"
   if ! kwokctl create cluster \
@@ -178,6 +235,7 @@ up() {
   echo "$want" >"$STAMP"
   echo "$BIN" >"$BIN_RECORD"
   wait_usable
+  unlock_ports
   log "created cluster $NAME in $((SECONDS - start))s"
   report
 }

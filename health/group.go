@@ -94,7 +94,23 @@ type MemberStatus struct {
 	// "container vllm waiting: CrashLoopBackOff", "readiness gate
 	// udrain.dev/group-ready not True", "missing". Empty when healthy.
 	Detail string `json:"detail,omitempty"`
+	// Waiting is the reason its first waiting container (init containers
+	// first) gives, past starting up: "ImagePullBackOff",
+	// "CrashLoopBackOff". Empty when none waits. See Stuck.
+	Waiting string `json:"waiting,omitempty"`
 }
+
+// stuckReasons are the waiting reasons that do not clear by themselves.
+var stuckReasons = map[string]bool{
+	"ErrImagePull": true, "ImagePullBackOff": true, "InvalidImageName": true, "ErrImageNeverPull": true,
+	"CreateContainerConfigError": true, "CreateContainerError": true,
+}
+
+// Stuck reports whether a container's waiting reason is one that does not
+// clear by itself while nobody acts: its image cannot be pulled (a registry
+// down, a tag gone) or it cannot be created from its configuration. A
+// crash loop is not: a model server may crash while it loads.
+func Stuck(waiting string) bool { return stuckReasons[waiting] }
 
 // GroupStatus is the judgment of one group.
 type GroupStatus struct {
@@ -242,8 +258,10 @@ func judgeMember(pod *corev1.Pod, byContainers bool) MemberStatus {
 		if w := waiting(pod); w != "" {
 			m.Detail += "; " + w
 		}
+		_, m.Waiting = waitingContainer(pod)
 	case !conditionTrue(pod, ready):
 		m.Reason, m.Detail = ReasonMemberNotReady, notReadyDetail(pod, ready)
+		_, m.Waiting = waitingContainer(pod)
 	default:
 		m.Healthy = true
 	}
@@ -273,14 +291,23 @@ func notReadyDetail(pod *corev1.Pod, ready corev1.PodConditionType) string {
 // for a reason other than starting up, e.g. "container vllm waiting:
 // CrashLoopBackOff".
 func waiting(pod *corev1.Pod) string {
+	if name, reason := waitingContainer(pod); reason != "" {
+		return fmt.Sprintf("container %s waiting: %s", name, reason)
+	}
+	return ""
+}
+
+// waitingContainer returns the first container (init containers first)
+// that waits for a reason other than starting up, and the reason.
+func waitingContainer(pod *corev1.Pod) (name, reason string) {
 	for _, statuses := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
 		for _, cs := range statuses {
 			if w := cs.State.Waiting; w != nil && w.Reason != "" && w.Reason != "ContainerCreating" && w.Reason != "PodInitializing" {
-				return fmt.Sprintf("container %s waiting: %s", cs.Name, w.Reason)
+				return cs.Name, w.Reason
 			}
 		}
 	}
-	return ""
+	return "", ""
 }
 
 func condition(pod *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {

@@ -165,7 +165,7 @@ func TestEvaluateEdgeCases(t *testing.T) {
 		want: health.GroupStatus{Reason: health.ReasonMemberTerminating, Message: "vllm-0-2 terminating, vllm-0-1 not ready; container vllm waiting: CrashLoopBackOff; 2/4 members healthy", Size: 4, Members: 4, ReadyMembers: 2, Leader: "vllm-0", LeaderState: health.LeaderReady,
 			Problems: []health.MemberStatus{
 				problem("vllm-0-2", false, health.ReasonMemberTerminating, "terminating"),
-				problem("vllm-0-1", false, health.ReasonMemberNotReady, "not ready; container vllm waiting: CrashLoopBackOff"),
+				withWaiting(problem("vllm-0-1", false, health.ReasonMemberNotReady, "not ready; container vllm waiting: CrashLoopBackOff"), "CrashLoopBackOff"),
 			}},
 	}, {
 		name: "a missing worker is named from the LWS indexes",
@@ -248,6 +248,24 @@ func TestMemberHealthy(t *testing.T) {
 	} {
 		if got := health.MemberHealthy(tc.pod); got != tc.want {
 			t.Errorf("%s: MemberHealthy = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func withWaiting(m health.MemberStatus, reason string) health.MemberStatus {
+	m.Waiting = reason
+	return m
+}
+
+// Stuck names the waiting reasons that need somebody to act; a crash loop,
+// a pull in progress or a container being created do not.
+func TestStuck(t *testing.T) {
+	for reason, want := range map[string]bool{
+		"ImagePullBackOff": true, "ErrImagePull": true, "InvalidImageName": true, "CreateContainerConfigError": true,
+		"CrashLoopBackOff": false, "ContainerCreating": false, "": false,
+	} {
+		if got := health.Stuck(reason); got != want {
+			t.Errorf("Stuck(%q) = %t, want %t", reason, got, want)
 		}
 	}
 }

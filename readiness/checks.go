@@ -91,7 +91,7 @@ func HTTPCheck(rawURL string, opts ...HTTPOption) CheckFunc {
 	}
 	switch {
 	case c.client != nil && c.tlsConfig != nil:
-		config := &udrain.ConfigError{Field: "readiness.WithTLSConfig", Problem: "has no effect together with WithHTTPClient: set the TLS configuration of that client's transport instead"}
+		config := &udrain.ConfigError{Field: "readiness.WithTLSConfig(config)", Problem: "has no effect together with WithHTTPClient: set the TLS configuration of that client's transport instead"}
 		return func(context.Context) error { return config }
 	case c.client == nil:
 		c.client = newProbeClient(c.tlsConfig)
@@ -175,6 +175,11 @@ func checkHTTPURL(u *url.URL) error {
 	}
 	if u.Host == "" {
 		return errors.New("no host: want e.g. http://worker-1.group.ns:8000/health")
+	}
+	if port := u.Port(); port != "" {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("port %q: want a number from 1 to 65535", port)
+		}
 	}
 	return nil
 }

@@ -238,6 +238,9 @@ func TestParseMember(t *testing.T) {
 		{spec: "w-1=tcp://x", wantError: "want HOST:PORT"},
 		{spec: "w-1=tcp://x:1/health", wantError: "only tcp://HOST:PORT"},
 		{spec: "w-1=x:1", wantError: "want http or https"},
+		// Issue 24: a port out of range used to start serving.
+		{spec: "a=http://u:p@127.0.0.1:99999/", wantError: `port "99999": want a number from 1 to 65535`},
+		{spec: "a=https://127.0.0.1:0/", wantError: `port "0"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.spec, func(t *testing.T) {

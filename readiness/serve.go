@@ -20,6 +20,9 @@ const (
 	DefaultMaxConnections = 64
 	// DefaultMaxHeaderBytes bounds a request's header.
 	DefaultMaxHeaderBytes = 4 << 10
+	// MaxHeaderBytesLimit is the largest ServeOptions.MaxHeaderBytes
+	// accepted.
+	MaxHeaderBytesLimit = 1 << 20
 	// DefaultReadTimeout bounds reading a request, header and body.
 	DefaultReadTimeout = 2 * time.Second
 	// DefaultIdleTimeout bounds a kept-alive connection between requests.
@@ -89,6 +92,9 @@ func (o ServeOptions) withDefaults(timeout time.Duration) (ServeOptions, error) 
 		if f.value < 0 {
 			return o, &udrain.ConfigError{Field: "readiness.ServeOptions." + f.name, Problem: fmt.Sprintf("%v is negative; use 0 for the default", f.value)}
 		}
+	}
+	if o.MaxHeaderBytes > MaxHeaderBytesLimit {
+		return o, &udrain.ConfigError{Field: "readiness.ServeOptions.MaxHeaderBytes", Problem: fmt.Sprintf("%d is above the limit of %d (1 MiB): a probe's header is a few hundred bytes, and every connection may hold this much", o.MaxHeaderBytes, MaxHeaderBytesLimit)}
 	}
 	if o.MaxConnections == 0 {
 		o.MaxConnections = DefaultMaxConnections

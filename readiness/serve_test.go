@@ -249,6 +249,8 @@ func TestServeOptionsErrors(t *testing.T) {
 	}{
 		{readiness.ServeOptions{MaxConnections: -1}, "readiness.ServeOptions.MaxConnections"},
 		{readiness.ServeOptions{ReadTimeout: -1}, "readiness.ServeOptions.ReadTimeout"},
+		// Issue 24: --max-header-bytes=2000000000 used to start serving.
+		{readiness.ServeOptions{MaxHeaderBytes: 2000000000}, "readiness.ServeOptions.MaxHeaderBytes"},
 		{readiness.ServeOptions{WriteTimeout: readiness.DefaultTimeout}, "readiness.ServeOptions.WriteTimeout"},
 	} {
 		_, err = c.NewServer(tt.opts)

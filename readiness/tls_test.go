@@ -1,6 +1,7 @@
 package readiness_test
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -74,36 +75,40 @@ func TestHTTPSMemberWithPrivateCA(t *testing.T) {
 	t.Cleanup(srv.Close)
 	caFile := writePEM(t, dir, "ca.crt", "CERTIFICATE", srv.Certificate().Raw)
 	url := srv.URL + "/health"
+	// A deadline of its own: the default member timeout (1s) can pass in a
+	// TLS handshake on a loaded machine, and the reason is then "timeout".
+	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
+	defer cancel()
 
-	if got := readiness.ReasonOf(readiness.HTTPCheck(url)(t.Context())); got != readiness.ReasonTLS {
+	if got := readiness.ReasonOf(readiness.HTTPCheck(url)(ctx)); got != readiness.ReasonTLS {
 		t.Errorf("without a CA: reason %q, want %q", got, readiness.ReasonTLS)
 	}
 	onlyCA, err := readiness.TLSOptions{CAFile: caFile}.Config()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := readiness.ReasonOf(readiness.HTTPCheck(url, readiness.WithTLSConfig(onlyCA))(t.Context())); got != readiness.ReasonTLS {
+	if got := readiness.ReasonOf(readiness.HTTPCheck(url, readiness.WithTLSConfig(onlyCA))(ctx)); got != readiness.ReasonTLS {
 		t.Errorf("without a client certificate: reason %q, want %q", got, readiness.ReasonTLS)
 	}
 	wrongName, err := readiness.TLSOptions{CAFile: caFile, ServerName: "w-1.g.ns", ClientCertFile: certFile, ClientKeyFile: keyFile}.Config()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := readiness.ReasonOf(readiness.HTTPCheck(url, readiness.WithTLSConfig(wrongName))(t.Context())); got != readiness.ReasonTLS {
+	if got := readiness.ReasonOf(readiness.HTTPCheck(url, readiness.WithTLSConfig(wrongName))(ctx)); got != readiness.ReasonTLS {
 		t.Errorf("with a server name the certificate is not for: reason %q, want %q", got, readiness.ReasonTLS)
 	}
 	full, err := readiness.TLSOptions{CAFile: caFile, ServerName: "example.com", ClientCertFile: certFile, ClientKeyFile: keyFile}.Config()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := readiness.HTTPCheck(url, readiness.WithTLSConfig(full))(t.Context()); err != nil {
+	if err := readiness.HTTPCheck(url, readiness.WithTLSConfig(full))(ctx); err != nil {
 		t.Errorf("with CA, client certificate and server name: %v", err)
 	}
 	m, err := readiness.ParseMember("w-1="+url, readiness.WithTLSConfig(full))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Check(t.Context()); err != nil {
+	if err := m.Check(ctx); err != nil {
 		t.Errorf("ParseMember with WithTLSConfig: %v", err)
 	}
 }
@@ -134,7 +139,7 @@ func TestTLSOptionsErrors(t *testing.T) {
 	// A TLS configuration would be ignored by a client of the caller's own.
 	check := readiness.HTTPCheck("https://w-1:8443/", readiness.WithHTTPClient(http.DefaultClient), readiness.WithTLSConfig(&tls.Config{}))
 	var ce *udrain.ConfigError
-	if err := check(t.Context()); !errors.As(err, &ce) || ce.Field != "readiness.WithTLSConfig" {
+	if err := check(t.Context()); !errors.As(err, &ce) || ce.Field != "readiness.WithTLSConfig(config)" {
 		t.Errorf("WithTLSConfig with WithHTTPClient: %v, want a *udrain.ConfigError", err)
 	}
 }

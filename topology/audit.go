@@ -121,8 +121,9 @@ func (e *ContractError) Error() string {
 
 // Audit checks the placement contract: each group packed in one domain,
 // groups of a workload spread over domains, every leader under exactly one
-// PDB, no worker under a PDB, no pod under two PDBs, and no domain holding
-// enough control-plane nodes to lose etcd quorum. Findings come in a
+// PDB, no worker under a PDB, no pod under two PDBs, no domain holding
+// enough control-plane nodes to lose etcd quorum, and no group member
+// that tolerates every taint (so ignores a cordon). Findings come in a
 // deterministic order.
 func Audit(in AuditInput) Report {
 	var r Report
@@ -158,6 +159,9 @@ func Audit(in AuditInput) Report {
 		r.add(scope, f)
 	}
 	for _, f := range auditPDBs(in.Layout, idx, groups, pods) {
+		r.add(scope, f)
+	}
+	for _, f := range auditTolerations(in.Layout, groups) {
 		r.add(scope, f)
 	}
 	return r

@@ -555,6 +555,15 @@ current-context: test
 		{[]string{"drain", "ud-1", "--domain-label", "bad key!"}, "is not a label key"},
 		{[]string{"domains", "--request-timeout", "abc"}, "--request-timeout"},
 		{[]string{"domains", "--context", "nosuch"}, `--context="nosuch": the kubeconfig has no such context (it has: test)`},
+		// Issue 24: these exited 1 after requests.
+		{[]string{"rollout", "--domains", ""}, "--domains is empty"},
+		{[]string{"rollout", "--domains", ",,,"}, "invalid --domains: holds an empty name"},
+		{[]string{"rollout", "--domains", "ud-1,ud-1"}, `--domains: "ud-1" is named twice`},
+		{[]string{"rollout", "--lock-namespace", "BAD NS"}, `--lock-namespace: "BAD NS" is not a namespace name`},
+		// Issue 22/23: steering, order and IDs are checked before any request.
+		{[]string{"rollout", "--steering", "Sometimes"}, `--steering: "Sometimes" is not a steering mode`},
+		{[]string{"rollout", "--order", "Random"}, `--order: "Random" is not an order`},
+		{[]string{"rollout", "--id", "has spaces / slashes"}, `--id="has spaces / slashes": a valid label`},
 	} {
 		requests.Store(0)
 		r := run(t, bin, append(tc.args, "--kubeconfig", kubeconfig)...)
@@ -564,6 +573,62 @@ current-context: test
 		if n := requests.Load(); n > 0 {
 			t.Errorf("udrain %q: %d requests reached the API server before the usage error", tc.args, n)
 		}
+	}
+	// Issue 24: these started serving.
+	for _, tc := range []struct {
+		args       []string
+		wantStderr string
+	}{
+		{[]string{"serve-readiness", "--listen", "127.0.0.1:0", "--member", "a=http://u:p@127.0.0.1:99999/"}, `port "99999"`},
+		{[]string{"serve-readiness", "--listen", "127.0.0.1:0", "--member", "a=http://127.0.0.1:1/", "--max-header-bytes=2000000000"}, "--max-header-bytes"},
+	} {
+		r := run(t, bin, tc.args...)
+		if r.code != 2 || !strings.Contains(r.stderr, tc.wantStderr) {
+			t.Errorf("udrain %q: exit code %d, stderr %q; want 2 and %q", tc.args, r.code, r.stderr, tc.wantStderr)
+		}
+	}
+}
+
+// TestNoShellForUpgradeCommand: the binary with no sh in PATH (as in
+// udrain's image) refuses --upgrade-command with exit code 2 before it
+// sends any request, so nothing is cordoned or drained.
+func TestNoShellForUpgradeCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := udrainBinary(t)
+	var requests atomic.Int32
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		http.Error(w, "not a real API server", http.StatusInternalServerError)
+	}))
+	defer api.Close()
+	kubeconfig := filepath.Join(t.TempDir(), "config")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: test, cluster: {server: "`+api.URL+`"}}]
+users: [{name: test, user: {token: t}}]
+contexts: [{name: test, context: {cluster: test, user: test}}]
+current-context: test
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "rollout", "--kubeconfig", kubeconfig, "--upgrade-command", "./upgrade.sh")
+	cmd.Env = []string{"PATH=" + t.TempDir(), "HOME=" + t.TempDir()}
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 {
+		t.Fatalf("exit: %v, want exit code 2; stderr:\n%s", err, errOut.String())
+	}
+	if want := "--upgrade-command runs through sh, and no sh was found in PATH"; !strings.Contains(errOut.String(), want) {
+		t.Errorf("stderr does not have %q:\n%s", want, errOut.String())
+	}
+	if n := requests.Load(); n > 0 {
+		t.Errorf("%d requests reached the API server before the refusal", n)
 	}
 }
 

@@ -10,6 +10,13 @@ import (
 	"os/signal"
 	"syscall"
 
+	// Mozilla's roots, used only where the system has none (udrain's
+	// image is distroless static without CA certificates): https targets
+	// of wait-server, serve-readiness members and the upgrade webhook are
+	// then verified against these. A system store, where there is one,
+	// still wins. Only the binary imports it: the library leaves the
+	// choice to the program that embeds it.
+	_ "golang.org/x/crypto/x509roots/fallback"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/udrain/udrain/cmd/udrain/app"

@@ -1,20 +1,31 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 )
 
 // buildUdrain builds the binary under test into dir.
+// $UDRAIN_BINARY, if set, is used instead (an older build, to measure
+// what changed).
 func buildUdrain(t *testing.T, dir string) string {
 	t.Helper()
+	if bin := os.Getenv("UDRAIN_BINARY"); bin != "" {
+		return bin
+	}
 	bin := filepath.Join(dir, "udrain")
 	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
 	if err != nil {
@@ -34,6 +45,13 @@ func closedPortKubeconfig(t *testing.T, dir string) (string, string) {
 	addr := ln.Addr().String()
 	ln.Close()
 	server := "https://" + addr
+	return writeKubeconfig(t, dir, server), server
+}
+
+// writeKubeconfig writes a kubeconfig for the API server at server and
+// returns its path.
+func writeKubeconfig(t *testing.T, dir, server string) string {
+	t.Helper()
 	kc := filepath.Join(dir, "kubeconfig")
 	config := `apiVersion: v1
 kind: Config
@@ -51,7 +69,7 @@ users:
 	if err := os.WriteFile(kc, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return kc, server
+	return kc
 }
 
 // Against an API server that cannot be reached, the commands that read the
@@ -110,4 +128,202 @@ func TestUnreachableAPIServer(t *testing.T) {
 			t.Errorf("exit code %d after SIGTERM, want 130; stderr:\n%s", code, stderr.String())
 		}
 	})
+}
+
+// sickServer is an API server that misbehaves in one way, on a real TCP
+// listener on 127.0.0.1.
+type sickServer struct {
+	name string
+	// start listens and returns the server's URL.
+	start func(t *testing.T, s *sickServer) string
+	// cause is what the error must say of the server (case-insensitive).
+	cause string
+	// writes counts the requests other than GET that reached it: a server
+	// that fails every request must see no attempt to change anything.
+	writes atomic.Int32
+}
+
+// serveForever accepts connections on ln until the test ends and hands
+// each to handle; every connection is closed at the end.
+func serveForever(t *testing.T, ln net.Listener, handle func(net.Conn)) {
+	var mu sync.Mutex
+	var conns []net.Conn
+	done := make(chan struct{})
+	t.Cleanup(func() {
+		close(done)
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			go handle(c)
+		}
+	}()
+}
+
+func listen(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
+}
+
+// answerStatus answers every request with an API Status of code.
+func answerStatus(code int, header http.Header) func(t *testing.T, s *sickServer) string {
+	return func(t *testing.T, s *sickServer) string {
+		ln := listen(t)
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodGet {
+				s.writes.Add(1)
+			}
+			for k, v := range header {
+				w.Header()[k] = v
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(code)
+			fmt.Fprintf(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"sick server","code":%d}`, code)
+		})}
+		go srv.Serve(ln)
+		t.Cleanup(func() { srv.Close() })
+		return "http://" + ln.Addr().String()
+	}
+}
+
+// sickServers are the four behaviours of issue 24 (500 and 429 counted
+// apart).
+func sickServers() []*sickServer {
+	return []*sickServer{
+		{name: "closed port", cause: "refused", start: func(t *testing.T, s *sickServer) string {
+			ln := listen(t)
+			ln.Close()
+			return "http://" + ln.Addr().String()
+		}},
+		// Accepts connections, reads requests, never answers: a dead load
+		// balancer, a firewall that drops.
+		{name: "black hole", cause: "did not answer", start: func(t *testing.T, s *sickServer) string {
+			ln := listen(t)
+			serveForever(t, ln, func(c net.Conn) { io.Copy(io.Discard, c) })
+			return "http://" + ln.Addr().String()
+		}},
+		// Answers 200 a byte at a time, and stalls in the middle of the body.
+		{name: "slow trickle", cause: "did not answer", start: func(t *testing.T, s *sickServer) string {
+			ln := listen(t)
+			serveForever(t, ln, func(c net.Conn) {
+				r := bufio.NewReader(c)
+				for {
+					req, err := http.ReadRequest(r)
+					if err != nil {
+						return
+					}
+					if req.Method != http.MethodGet {
+						s.writes.Add(1)
+					}
+					resp := "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n" + `{"kind":"NodeList","apiVersion":"v1","metadata":{},"items":[`
+					for i := range len(resp) {
+						if _, err := c.Write([]byte{resp[i]}); err != nil {
+							return
+						}
+						time.Sleep(time.Duration(min(i, 200)) * time.Millisecond)
+					}
+					time.Sleep(time.Hour)
+				}
+			})
+			return "http://" + ln.Addr().String()
+		}},
+		{name: "500 forever", cause: "500", start: answerStatus(http.StatusInternalServerError, nil)},
+		{name: "429 forever", cause: "429", start: answerStatus(http.StatusTooManyRequests, http.Header{"Retry-After": {"1"}})},
+	}
+}
+
+// Issue 24: against an API server that refuses connections, never
+// answers, trickles its answers or fails every request with 500 or 429,
+// every command that reads the cluster exits 1 within its --timeout, or
+// within the default of 15s, saying which server fails and how, and tries
+// to change nothing. Every run starts at once (t.Parallel would run two at
+// a time on two cores), so the table takes about 20s. -v logs the figures.
+func TestSickAPIServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and waits for timeouts")
+	}
+	bin := buildUdrain(t, t.TempDir())
+	const slack = 4 * time.Second // process start and exit on a busy machine
+	commands := []struct {
+		args   []string
+		within time.Duration
+	}{
+		{[]string{"domains"}, 15 * time.Second},
+		{[]string{"audit"}, 15 * time.Second},
+		{[]string{"gpu"}, 15 * time.Second},
+		{[]string{"uncordon", "ud-1"}, 15 * time.Second},
+		{[]string{"plan", "ud-1", "--timeout", "3s"}, 3 * time.Second},
+		{[]string{"drain", "ud-1", "--timeout", "3s"}, 3 * time.Second},
+		{[]string{"wait-healthy", "--timeout", "3s"}, 3 * time.Second},
+		{[]string{"rollout", "--timeout", "3s"}, 3 * time.Second},
+	}
+	type outcome struct {
+		server string
+		code   int
+		took   time.Duration
+		stderr string
+	}
+	servers := sickServers()
+	outcomes := make([][]outcome, len(servers))
+	var wg sync.WaitGroup
+	for i, s := range servers {
+		server := s.start(t, s)
+		kc := writeKubeconfig(t, t.TempDir(), server)
+		outcomes[i] = make([]outcome, len(commands))
+		for j, c := range commands {
+			wg.Go(func() {
+				var stderr bytes.Buffer
+				cmd := exec.Command(bin, append([]string{"--kubeconfig", kc}, c.args...)...)
+				cmd.Stderr = &stderr
+				start := time.Now()
+				if err := cmd.Start(); err != nil {
+					outcomes[i][j] = outcome{server: server, code: -2, stderr: err.Error()}
+					return
+				}
+				// A hang is killed, and reported as exit code -1.
+				limit := time.AfterFunc(c.within+30*time.Second, func() { cmd.Process.Kill() })
+				defer limit.Stop()
+				_ = cmd.Wait()
+				outcomes[i][j] = outcome{server: server, code: cmd.ProcessState.ExitCode(), took: time.Since(start), stderr: stderr.String()}
+			})
+		}
+	}
+	wg.Wait()
+	for i, s := range servers {
+		for j, c := range commands {
+			t.Run(s.name+"/"+strings.Join(c.args, " "), func(t *testing.T) {
+				o := outcomes[i][j]
+				t.Logf("exit %d after %s: %s", o.code, o.took.Round(10*time.Millisecond), strings.TrimSpace(o.stderr))
+				if o.code != 1 {
+					t.Errorf("exit code %d, want 1", o.code)
+				}
+				if o.took > c.within+slack {
+					t.Errorf("took %s, want at most %s", o.took.Round(time.Millisecond), c.within+slack)
+				}
+				msg := strings.ToLower(o.stderr)
+				if !strings.Contains(msg, strings.TrimPrefix(o.server, "http://")) || !strings.Contains(msg, s.cause) {
+					t.Errorf("stderr does not name the server %s and say %q", o.server, s.cause)
+				}
+			})
+		}
+		if n := s.writes.Load(); n > 0 {
+			t.Errorf("%s: %d requests other than GET reached the server", s.name, n)
+		}
+	}
 }

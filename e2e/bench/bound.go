@@ -39,9 +39,11 @@ type DomainTimes struct {
 	// marking the nodes upgraded and uncordoning them.
 	Uncordon time.Duration `json:"uncordon"`
 	// GroupsReady is the last Uncordoned to the moment the pod recording
-	// shows every group of the domain healthy again: scheduling, start-up
-	// delay, the readiness-gate controller. Negative if a group did not
-	// recover in the recording.
+	// shows every group evicted from the domain healthy again (each at
+	// its first healthy turn after its eviction, wherever it runs; 0 if
+	// all were before the uncordon): scheduling, start-up delay, the
+	// readiness-gate controller. Negative if a group did not recover in
+	// the recording.
 	GroupsReady time.Duration `json:"groupsReady"`
 	// RecoveryLag is GroupsReady's moment to udrain's Recovered event: the
 	// PDBs' status catching up and udrain seeing it.
@@ -151,10 +153,13 @@ func Analyze(events []eviction.Event, o *Observation, d Delays, rolloutStart tim
 		dt.Finish = done.Sub(recovered)
 		dt.EvictionRoundTrip = roundTrip(evs)
 
-		groups := map[GroupKey]bool{}
+		// Each group evicted here, with its first pod seen terminating.
+		groups := map[GroupKey]time.Time{}
 		for _, p := range o.Evicted {
 			if !p.At.Before(started) && (done.IsZero() || p.At.Before(done)) && p.Domain == name {
-				groups[p.Group] = true
+				if at, ok := groups[p.Group]; !ok || p.At.Before(at) {
+					groups[p.Group] = p.At
+				}
 			}
 			// The pods this drain evicted: terminating before Drained.
 			if !p.At.Before(started) && !p.At.After(drained) && p.Domain == name && !p.Gone.IsZero() {
@@ -162,9 +167,13 @@ func Analyze(events []eviction.Event, o *Observation, d Delays, rolloutStart tim
 			}
 		}
 		dt.Groups = len(groups)
+		// A group is ready again when it first turns healthy after its
+		// eviction here: in its own domain after the uncordon, or, moved
+		// to a domain with room (a spare, an upgraded one), maybe before
+		// it, which counts as ready at the uncordon.
 		ready := uncordoned
-		for g := range groups {
-			at, ok := o.HealthyAgain(g, uncordoned)
+		for g, evicted := range groups {
+			at, ok := o.HealthyAgain(g, evicted)
 			if !ok {
 				ready = time.Time{}
 				break

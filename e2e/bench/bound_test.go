@@ -96,3 +96,38 @@ func TestAnalyzeUnfinishedDomain(t *testing.T) {
 		t.Fatalf("domains %+v, want ud0 with a total of 40s", b.Domains)
 	}
 }
+
+// A group that finds room elsewhere (a spare or upgraded domain) is
+// healthy again before its old domain is uncordoned: it counts as ready at
+// the uncordon, not at its next recovery after it (a later disruption, in
+// the old behaviour when it moved to a domain still to be drained).
+func TestAnalyzeGroupRecoveredBeforeUncordon(t *testing.T) {
+	ms, s := time.Millisecond, time.Second
+	evs := domainEvents("ud0", map[eviction.EventType]time.Duration{
+		eviction.EventDomainStarted: 500 * ms, eviction.EventPhaseStarted: 600 * ms, eviction.EventPhaseDone: 1100 * ms,
+		eviction.EventDrained: 4200 * ms, eviction.EventUpgradeStarted: 4200 * ms, eviction.EventUpgradeDone: 6200 * ms,
+		eviction.EventUncordoned: 6300 * ms, eviction.EventRecovered: 6400 * ms, eviction.EventDomainDone: 6400 * ms,
+	}, map[string][2]time.Duration{"ns/llm-0-0": {600 * ms, 640 * ms}})
+	opts := ObserveOptions{UDOf: map[string]string{"ud0-0": "ud0", "ud1-0": "ud1", "ud2-0": "ud2"},
+		Workloads: []Workload{{Name: "llm", Groups: 3, MinAvailable: 2}}, From: t0}
+	for _, tc := range []struct {
+		name  string
+		steps [][]step
+		want  time.Duration
+	}{
+		{"healthy elsewhere at 5s, never disrupted again", [][]step{healthyGroups(3), evict(0, 0, 1*s, 4*s)}, 0},
+		{"healthy elsewhere at 5s, disrupted again at 20s", [][]step{healthyGroups(3), evict(0, 0, 1*s, 4*s), evict(0, 1, 20*s, 5*s)}, 0},
+		{"healthy at 14s, after the uncordon at 6.3s", [][]step{healthyGroups(3), evict(0, 0, 1*s, 13*s)}, 7700 * ms},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := Analyze(evs, Observe(events(tc.steps...), opts), Delays{Terminate: 3 * s, UpgradeStep: 2 * s}, t0, 30*s)
+			if len(b.Domains) != 1 {
+				t.Fatalf("domains %+v, want ud0", b.Domains)
+			}
+			got := b.Domains[0]
+			if diff := cmp.Diff([2]any{1, tc.want}, [2]any{got.Groups, got.GroupsReady}); diff != "" {
+				t.Errorf("groups, GroupsReady (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -37,6 +37,10 @@ type DrainerJob struct {
 	// otherwise the job is a rollout over Domains (Drainer.Rollout).
 	Drain   string   `json:"drain,omitempty"`
 	Domains []string `json:"domains,omitempty"`
+	// Order and Steering are the rollout's (eviction.RolloutOptions);
+	// empty means the library's defaults.
+	Order    eviction.RolloutOrder `json:"order,omitempty"`
+	Steering eviction.Steering     `json:"steering,omitempty"`
 	// RolloutID is the ID of the rollout, or of the drain
 	// (DrainOptions.ID); empty means the library's default.
 	RolloutID       string        `json:"rolloutID,omitempty"`
@@ -87,6 +91,8 @@ type DrainerReport struct {
 	Events   []eviction.Event        `json:"events"`
 	Requests Requests                `json:"requests"`
 	Memory   Memory                  `json:"memory"`
+	// Metrics sizes package metrics' Recorder fed with the job's events.
+	Metrics *MetricsSize `json:"metrics,omitempty"`
 }
 
 // reportedEvent is e as the report keeps it: without its Health, which
@@ -136,9 +142,14 @@ func RunDrainerJob(ctx context.Context, job DrainerJob) (*DrainerReport, error) 
 	// runs DaemonSet pods (the fleet scenario's) that no drain evicts.
 	helper := eviction.KubectlDefaults()
 	helper.IgnoreAllDaemonSets = true
+	mc, err := newMetricsCounter()
+	if err != nil {
+		return nil, err
+	}
 	d, err := eviction.New(client, eviction.Options{
 		Helper: helper,
 		OnEvent: func(e eviction.Event) {
+			mc.rec.Record(e)
 			mu.Lock()
 			keep(reportedEvent(e))
 			mu.Unlock()
@@ -174,7 +185,7 @@ func RunDrainerJob(ctx context.Context, job DrainerJob) (*DrainerReport, error) 
 		_, rep.Drain, err = d.Drain(ctx, job.Drain, eviction.DrainOptions{ID: job.RolloutID})
 	} else {
 		rep.Rollout, err = d.Rollout(ctx, eviction.RolloutOptions{
-			ID: job.RolloutID, Domains: job.Domains, RecoveryTimeout: job.RecoveryTimeout,
+			ID: job.RolloutID, Domains: job.Domains, Order: job.Order, Steering: job.Steering, RecoveryTimeout: job.RecoveryTimeout,
 			Upgrade: func(ctx context.Context, _ topology.Domain) error { return sleep(ctx, job.UpgradeStep) },
 		})
 	}
@@ -188,6 +199,9 @@ func RunDrainerJob(ctx context.Context, job DrainerJob) (*DrainerReport, error) 
 	}
 
 	rep.Requests = counter.Snapshot()
+	if rep.Metrics, err = mc.size(); err != nil {
+		return nil, err
+	}
 	return rep, nil
 }
 

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,16 +19,19 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/udrain/udrain/e2e/fixture"
+	"github.com/udrain/udrain/eviction"
 )
 
 // FleetShape is the fleet scenario's cluster (issue 15): Nodes 8-GPU nodes
 // in UDs domains, Groups LeaderWorkerSet-like groups of Size pods (in
-// workloads of UDs groups, one group per domain, each with a PDB over its
-// leaders keeping all but one available; the last workload takes the
-// remainder), and OrdinaryPods pods that belong to no group: DaemonSets
-// DaemonSets with a pod on every node, counted in OrdinaryPods, and
-// Deployments of ReplicasPerDeployment replicas spread over Namespaces
-// namespaces for the rest.
+// workloads of UDs groups, each with a PDB over its leaders keeping all
+// but one available; the last workload takes the remainder), and
+// OrdinaryPods pods that belong to no group: DaemonSets DaemonSets with a
+// pod on every node, counted in OrdinaryPods, and Deployments of
+// ReplicasPerDeployment replicas spread over Namespaces namespaces for the
+// rest. Spare more domains of the same size, empty, come once all that
+// runs (issue 22: a buffer pool; their DaemonSet pods are not counted in
+// OrdinaryPods).
 type FleetShape struct {
 	Nodes                 int `json:"nodes"`
 	UDs                   int `json:"uds"`
@@ -37,6 +42,7 @@ type FleetShape struct {
 	DaemonSets            int `json:"daemonSets"`
 	ReplicasPerDeployment int `json:"replicasPerDeployment"`
 	Namespaces            int `json:"namespaces"`
+	Spare                 int `json:"spareDomains"`
 	// ReadyDelay and TerminateDelay are the group pods' kwok delays, Grace
 	// their grace period; ordinary pods get OrdinaryReadyDelay and the
 	// same termination.
@@ -54,10 +60,10 @@ type FleetShape struct {
 
 // FullFleet is issue 15's fleet: 2,000 nodes in 20 domains, 250 groups of
 // 8, and 18,000 ordinary pods (2 DaemonSets: 4,000 pods; 14,000 Deployment
-// pods).
+// pods), with issue 22's spare domain of 100 nodes.
 func FullFleet() FleetShape {
 	return FleetShape{Nodes: 2000, UDs: 20, Groups: 250, Size: 8, GPUsPerPod: 4, OrdinaryPods: 18000, DaemonSets: 2,
-		ReplicasPerDeployment: 100, Namespaces: 20, ReadyDelay: 5 * time.Second, OrdinaryReadyDelay: time.Second,
+		ReplicasPerDeployment: 100, Namespaces: 20, Spare: 1, ReadyDelay: 5 * time.Second, OrdinaryReadyDelay: time.Second,
 		TerminateDelay: 3 * time.Second, Grace: 30, OrdinaryStartReady: true}
 }
 
@@ -81,6 +87,10 @@ func (f FleetShape) DeploymentPods() int { return f.OrdinaryPods - f.DaemonSetPo
 func (f FleetShape) Deployments() int {
 	return (f.DeploymentPods() + f.ReplicasPerDeployment - 1) / max(f.ReplicasPerDeployment, 1)
 }
+
+// SpareDaemonSetPods is the number of DaemonSet pods on the spare
+// domains' nodes.
+func (f FleetShape) SpareDaemonSetPods() int { return f.DaemonSets * f.Spare * f.PerUD() }
 
 // Workloads is the number of group workloads: UDs groups each, the last
 // one the remainder.
@@ -108,6 +118,9 @@ func (f FleetShape) Validate() error {
 	if f.DeploymentPods() < 0 {
 		bad("%d ordinary pods are fewer than the %d DaemonSet pods (%d DaemonSets on %d nodes)", f.OrdinaryPods, f.DaemonSetPods(), f.DaemonSets, f.Nodes)
 	}
+	if f.Spare < 0 {
+		bad("spare domains (%d) must not be negative", f.Spare)
+	}
 	if f.ReplicasPerDeployment < 1 || f.Namespaces < 1 {
 		bad("replicas per Deployment (%d) and namespaces (%d) must be at least 1", f.ReplicasPerDeployment, f.Namespaces)
 	}
@@ -126,22 +139,87 @@ func (f FleetShape) Validate() error {
 
 // NewFleetPool is the pool of the fleet's groups: [NewPool] of the
 // fleet's Shape with the last workload holding the remainder of Groups.
-// The remainder's groups, fewer than the domains, are kept each in a
-// domain of its own, spread evenly ([fixture.LWS] Domains), as the other
-// workloads' groups are by their spread: else a drained group may start
-// again in a domain not drained yet (the quick fleet's llm-12-1 went from
-// ud0 to ud3 and was disrupted twice), and the rollout's analysis, which
-// follows each domain's groups, loses it.
+// No group is pinned to a domain (issue 22): each workload has
+// LeaderWorkerSet's exclusive topology on the domain key, within itself
+// ([fixture.LWS] Exclusive, see exclusiveWithin): a group's pods attract
+// each other and repel the workload's other groups, and the scheduler
+// alone picks the domain. A full workload thus fills every domain once; a
+// group evicted from its domain may go to any domain without one of its
+// workload's groups (the spare, an upgraded one, or, unsteered, one
+// still to be drained). The groups tolerate no taint: no keyless
+// toleration lets them ignore udrain's.
 func NewFleetPool(name string, f FleetShape) *Pool {
 	p := NewPool(name, f.Shape())
+	for i := range p.Workloads {
+		p.Workloads[i].Exclusive = true
+	}
 	if rest := f.Groups % f.UDs; rest != 0 {
-		w := &p.Workloads[len(p.Workloads)-1]
-		w.Groups = rest
-		for g := range rest {
-			w.Domains = append(w.Domains, p.Nodes.UD(g*f.UDs/rest))
-		}
+		p.Workloads[len(p.Workloads)-1].Groups = rest
 	}
 	return p
+}
+
+// FleetMode is how the fleet's rollout is run: the behaviour before
+// issue 22, or udrain's default.
+type FleetMode string
+
+// The fleet's modes.
+const (
+	// FleetOld is the behaviour before issue 22: no steering taint, the
+	// domains in natural order (the spare last).
+	FleetOld FleetMode = "old"
+	// FleetNew is udrain's default: pending domains tainted
+	// PreferNoSchedule, the domains that evict nothing first; limited
+	// to the pool's domains.
+	FleetNew FleetMode = "new"
+	// FleetStrict is udrain's order with the strict steering: pending
+	// domains tainted NoSchedule, so that nothing evicted lands on them
+	// (what does not fit in upgraded room waits, Pending, for its own
+	// domain); limited to the pool's domains.
+	FleetStrict FleetMode = "strict"
+)
+
+// ParseFleetModes reads a comma-separated list of modes ("old,new").
+func ParseFleetModes(s string) ([]FleetMode, error) {
+	var out []FleetMode
+	for _, x := range strings.Split(s, ",") {
+		m := FleetMode(strings.TrimSpace(x))
+		switch m {
+		case FleetOld, FleetNew, FleetStrict:
+			if slices.Contains(out, m) {
+				return nil, fmt.Errorf("fleet mode %q given twice", m)
+			}
+			out = append(out, m)
+		default:
+			return nil, fmt.Errorf("unknown fleet mode %q: use %s, %s or %s, or several (%s,%s)", x, FleetOld, FleetNew, FleetStrict, FleetOld, FleetNew)
+		}
+	}
+	return out, nil
+}
+
+// Job is the rollout of domains (in natural order) in mode m.
+func (m FleetMode) Job(domains []string) DrainerJob {
+	job := DrainerJob{Domains: domains, RolloutID: "bench"}
+	switch m {
+	case FleetOld:
+		job.Order, job.Steering = eviction.OrderGiven, eviction.SteerOff
+	case FleetStrict:
+		job.Order, job.Steering = eviction.OrderSpareFirst, eviction.SteerStrict
+	default:
+		job.Order = eviction.OrderSpareFirst
+	}
+	return job
+}
+
+// Describe says what the mode does, for the report.
+func (m FleetMode) Describe() string {
+	switch m {
+	case FleetOld:
+		return "the old behaviour: no steering taint (Steering Off), the domains in natural order (Order Given), the spare last"
+	case FleetStrict:
+		return "udrain's strict steering: pending domains tainted NoSchedule (Steering Strict), the domains that evict nothing first (Order SpareFirst)"
+	}
+	return "udrain's default: pending domains tainted PreferNoSchedule (Steering PreferUpgraded), the domains that evict nothing first (Order SpareFirst)"
 }
 
 // ordinaryNamespace and daemonNamespace name the namespaces of a fleet's
@@ -230,16 +308,17 @@ func createOrdinary(ctx context.Context, c kubernetes.Interface, pool string, f 
 }
 
 // ordinaryReady says how far the ordinary pods are from all ready: "" when
-// every Deployment and DaemonSet reports all its pods ready and current.
-func ordinaryReady(ctx context.Context, c kubernetes.Interface, pool string, f FleetShape) (string, error) {
-	want, ready := 0, 0
+// every Deployment and DaemonSet reports all its pods ready and current,
+// and they are want.
+func ordinaryReady(ctx context.Context, c kubernetes.Interface, pool string, f FleetShape, want int) (string, error) {
+	wanted, ready := 0, 0
 	for _, ns := range fleetNamespaces(pool, f) {
 		deps, err := c.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return "", err
 		}
 		for _, d := range deps.Items {
-			want += int(*d.Spec.Replicas)
+			wanted += int(*d.Spec.Replicas)
 			ready += int(min(d.Status.ReadyReplicas, d.Status.UpdatedReplicas))
 		}
 		dss, err := c.AppsV1().DaemonSets(ns).List(ctx, metav1.ListOptions{})
@@ -247,15 +326,15 @@ func ordinaryReady(ctx context.Context, c kubernetes.Interface, pool string, f F
 			return "", err
 		}
 		for _, d := range dss.Items {
-			want += int(d.Status.DesiredNumberScheduled)
+			wanted += int(d.Status.DesiredNumberScheduled)
 			ready += int(d.Status.NumberReady)
 		}
 	}
-	if want != f.OrdinaryPods {
-		return fmt.Sprintf("%d of %d ordinary pods wanted so far", want, f.OrdinaryPods), nil
+	if wanted != want {
+		return fmt.Sprintf("%d of %d ordinary pods wanted so far", wanted, want), nil
 	}
-	if ready < want {
-		return fmt.Sprintf("%d of %d ordinary pods ready", ready, want), nil
+	if ready < wanted {
+		return fmt.Sprintf("%d of %d ordinary pods ready", ready, wanted), nil
 	}
 	return "", nil
 }
@@ -274,8 +353,22 @@ func deleteOrdinary(ctx context.Context, c kubernetes.Interface, pool string, f 
 // FleetResult is a udrain rollout over a fleet, with what the testbed
 // itself cost.
 type FleetResult struct {
-	Shape       FleetShape    `json:"shape"`
-	UpgradeStep time.Duration `json:"upgradeStep"`
+	Shape FleetShape `json:"shape"`
+	// Mode is how the rollout ran; Order and Steering what udrain was
+	// asked (empty: its default), over Domains in this order.
+	Mode        FleetMode             `json:"mode,omitempty"`
+	Order       eviction.RolloutOrder `json:"order,omitempty"`
+	Steering    eviction.Steering     `json:"steering,omitempty"`
+	Domains     []string              `json:"domains,omitempty"`
+	UpgradeStep time.Duration         `json:"upgradeStep"`
+	// SpareDomains are the empty domains added once the workloads ran;
+	// SpareReady the time from their creation to their DaemonSet pods
+	// ready.
+	SpareDomains []string      `json:"spareDomains,omitempty"`
+	SpareReady   time.Duration `json:"spareReady,omitempty"`
+	// DomainOrder is the order the rollout took the domains in (its
+	// DomainStarted events).
+	DomainOrder []string `json:"domainOrder,omitempty"`
 	// Deploy is the time from the first create to every group healthy
 	// (GroupsHealthy) and every ordinary pod ready (OrdinaryReady).
 	Deploy        time.Duration `json:"deploy"`
@@ -293,30 +386,39 @@ type FleetResult struct {
 	PodsAtStart int  `json:"podsAtStart"`
 	Udrain      Side `json:"udrain"`
 	// GroupPodsEvicted and OrdinaryPodsEvicted split the evictions the API
-	// server accepted (by namespace, from the audit log; -1 without one).
+	// server accepted (by namespace, from the audit log; -1 without one);
+	// EvictionsPerOrdinaryPod is OrdinaryPodsEvicted over the Deployment
+	// pods (1 when each is moved once; DaemonSet pods are never evicted).
 	// GroupPodsTerminated is the group pods the recording saw terminating,
 	// whoever deleted them; GroupPodsDeletedByOthers the difference: pods
 	// the testbed deleted on its own (kwok deletes by name, so a stale
 	// termination job can delete a StatefulSet's replacement pod, see
 	// docs/PERFORMANCE.md, testbed artifacts).
-	GroupPodsEvicted         int `json:"groupPodsEvicted"`
-	OrdinaryPodsEvicted      int `json:"ordinaryPodsEvicted"`
-	GroupPodsTerminated      int `json:"groupPodsTerminated"`
-	GroupPodsDeletedByOthers int `json:"groupPodsDeletedByOthers"`
+	GroupPodsEvicted         int     `json:"groupPodsEvicted"`
+	OrdinaryPodsEvicted      int     `json:"ordinaryPodsEvicted"`
+	EvictionsPerOrdinaryPod  float64 `json:"evictionsPerOrdinaryPod"`
+	GroupPodsTerminated      int     `json:"groupPodsTerminated"`
+	GroupPodsDeletedByOthers int     `json:"groupPodsDeletedByOthers"`
+	// GroupPodsOnPending counts the group pods the recording saw start on
+	// a domain the rollout had not reached yet (see [PlacedOnPending]);
+	// PendingExamples names a few.
+	GroupPodsOnPending int      `json:"groupPodsOnPending"`
+	PendingExamples    []string `json:"pendingExamples,omitempty"`
 	// DeployLoad and RolloutLoad are what the machine spent while the
 	// fleet was deployed and while it was rolled.
 	DeployLoad  *Load `json:"deployLoad,omitempty"`
 	RolloutLoad *Load `json:"rolloutLoad,omitempty"`
 }
 
-// RunFleet deploys a fleet on a cluster of its own and rolls an upgrade
-// over every domain with udrain (in a child process), observing the groups
-// and measuring what the testbed's components spend meanwhile.
-func (e *Env) RunFleet(ctx context.Context, f FleetShape, upgradeStep, timeout time.Duration) (*FleetResult, error) {
+// RunFleet deploys a fleet on a cluster of its own, adds its spare
+// domains once the workloads run, and rolls an upgrade over every domain
+// with udrain (in a child process) in the given mode, observing the
+// groups and measuring what the testbed's components spend meanwhile.
+func (e *Env) RunFleet(ctx context.Context, f FleetShape, mode FleetMode, upgradeStep, timeout time.Duration) (*FleetResult, error) {
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}
-	p := NewFleetPool(e.poolName("bench-fleet"), f)
+	p := NewFleetPool(e.poolName("bench-fleet-"+string(mode)), f)
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer cancel()
@@ -324,9 +426,9 @@ func (e *Env) RunFleet(ctx context.Context, f FleetShape, upgradeStep, timeout t
 			e.logf("cleanup of %s: %v", p.Name, err)
 		}
 	}()
-	res := &FleetResult{Shape: f, UpgradeStep: upgradeStep, QPS: e.QPS, Udrain: Side{Tool: "udrain"}}
-	e.logf("fleet: creating %d nodes in %d domains, %d groups of %d pods, %d ordinary pods (%d DaemonSet pods, %d Deployment pods)",
-		f.Nodes, f.UDs, f.Groups, f.Size, f.OrdinaryPods, f.DaemonSetPods(), f.DeploymentPods())
+	res := &FleetResult{Shape: f, Mode: mode, UpgradeStep: upgradeStep, QPS: e.QPS, Udrain: Side{Tool: "udrain"}}
+	e.logf("fleet (%s): creating %d nodes in %d domains, %d groups of %d pods, %d ordinary pods (%d DaemonSet pods, %d Deployment pods); then %d spare domain(s)",
+		mode, f.Nodes, f.UDs, f.Groups, f.Size, f.OrdinaryPods, f.DaemonSetPods(), f.DeploymentPods(), f.Spare)
 	meter := e.startLoad(ctx)
 	t := time.Now()
 	if err := p.Create(ctx, e.Client, 32); err != nil {
@@ -347,19 +449,7 @@ func (e *Env) RunFleet(ctx context.Context, f FleetShape, upgradeStep, timeout t
 	}()
 	go func() {
 		defer wg.Done()
-		var last string
-		oerr = wait.PollUntilContextTimeout(ctx, 2*time.Second, timeout, true, func(ctx context.Context) (bool, error) {
-			msg, err := ordinaryReady(ctx, e.Client, p.Name, f)
-			if err != nil {
-				last = err.Error()
-				return false, nil
-			}
-			last = msg
-			return msg == "", nil
-		})
-		if oerr != nil {
-			oerr = fmt.Errorf("ordinary pods not ready within %s: %s", timeout, last)
-		} else {
+		if oerr = e.waitOrdinary(ctx, p.Name, f, f.OrdinaryPods, timeout); oerr == nil {
 			res.OrdinaryReady = time.Since(t)
 		}
 	}()
@@ -369,16 +459,36 @@ func (e *Env) RunFleet(ctx context.Context, f FleetShape, upgradeStep, timeout t
 	}
 	res.Deploy = time.Since(t)
 	res.DeployLoad = meter.stop()
+	// The spare capacity comes once the workloads are placed, empty but
+	// for its DaemonSet pods.
+	ts := time.Now()
+	for range f.Spare {
+		d, err := p.AddSpare(ctx, e.Client, 32)
+		if err != nil {
+			return nil, err
+		}
+		res.SpareDomains = append(res.SpareDomains, d)
+	}
+	if f.Spare > 0 {
+		if err := e.waitOrdinary(ctx, p.Name, f, f.OrdinaryPods+f.SpareDaemonSetPods(), timeout); err != nil {
+			return nil, fmt.Errorf("spare domains %v: %w", res.SpareDomains, err)
+		}
+		res.SpareReady = time.Since(ts)
+	}
 	if pods, err := e.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{ResourceVersion: "0"}); err == nil {
 		res.PodsAtStart = len(pods.Items)
 	}
-	e.logf("fleet: groups healthy after %s, ordinary pods ready after %s (%d pods); rolling", res.GroupsHealthy.Round(time.Second), res.OrdinaryReady.Round(time.Second), res.PodsAtStart)
+	e.logf("fleet: groups healthy after %s, ordinary pods ready after %s, spare domains %v ready after %s more (%d pods); rolling (%s)",
+		res.GroupsHealthy.Round(time.Second), res.OrdinaryReady.Round(time.Second), res.SpareDomains, res.SpareReady.Round(time.Second), res.PodsAtStart, mode)
 	if err := p.Record(ctx, e.Client); err != nil {
 		return nil, err
 	}
+	job := mode.Job(p.Domains())
+	job.UpgradeStep, job.RecoveryTimeout = upgradeStep, timeout
+	res.Order, res.Steering, res.Domains = job.Order, job.Steering, job.Domains
 	meter = e.startLoad(ctx)
 	start := time.Now()
-	rep, user, err := e.runDrainer(ctx, p.Name, DrainerJob{Domains: p.Domains(), RolloutID: "bench", UpgradeStep: upgradeStep, RecoveryTimeout: timeout})
+	rep, user, err := e.runDrainer(ctx, p.Name, job)
 	if err != nil {
 		return nil, err
 	}
@@ -389,27 +499,71 @@ func (e *Env) RunFleet(ctx context.Context, f FleetShape, upgradeStep, timeout t
 		res.Udrain.HealthyAfter = e.healthyAfter(ctx, p, start, timeout)
 	}
 	e.saveTimeline(p.Name, p, rep.Events)
-	res.Udrain.Wall, res.Udrain.Requests, res.Udrain.Err, res.Udrain.Memory = rep.Wall, rep.Requests, rep.Err, &rep.Memory
-	o := Observe(p.Recorder.Events(), ObserveOptions{UDOf: p.UDOf, Workloads: p.ObservedWorkloads(), From: start})
+	res.Udrain.Wall, res.Udrain.Requests, res.Udrain.Err, res.Udrain.Memory, res.Udrain.Metrics = rep.Wall, rep.Requests, rep.Err, &rep.Memory, rep.Metrics
+	events := p.Recorder.Events()
+	o := Observe(events, ObserveOptions{UDOf: p.UDOf, Workloads: p.ObservedWorkloads(), From: start})
 	res.Udrain.finish(o, AllGroups(p.ObservedWorkloads()))
 	res.Udrain.Audit = e.audit(ctx, user, res.Udrain.Requests)
 	res.GroupPodsTerminated = len(o.Evicted)
-	res.GroupPodsEvicted = -1
+	reached := DomainsReached(rep.Events)
+	for _, d := range rep.Events {
+		if d.Type == eviction.EventDomainStarted {
+			res.DomainOrder = append(res.DomainOrder, d.Domain)
+		}
+	}
+	pending := PlacedOnPending(events, p.UDOf, reached, start)
+	res.GroupPodsOnPending = len(pending)
+	for _, x := range pending[:min(len(pending), 5)] {
+		res.PendingExamples = append(res.PendingExamples, x.String())
+	}
+	res.GroupPodsEvicted, res.OrdinaryPodsEvicted = -1, -1
 	if e.AuditLog != nil && user != "" {
 		if reqs, err := e.AuditLog(ctx, user); err == nil {
 			res.GroupPodsEvicted = EvictionsIn(reqs, p.Name)
+			res.OrdinaryPodsEvicted = 0
+			for _, ns := range fleetNamespaces(p.Name, f) {
+				res.OrdinaryPodsEvicted += EvictionsIn(reqs, ns)
+			}
 		}
 	}
 	if res.GroupPodsEvicted >= 0 {
-		res.OrdinaryPodsEvicted = max(res.Udrain.EvictedPods-res.GroupPodsEvicted, 0)
 		res.GroupPodsDeletedByOthers = max(res.GroupPodsTerminated-res.GroupPodsEvicted, 0)
+		res.EvictionsPerOrdinaryPod = perOrdinaryPod(res.OrdinaryPodsEvicted, f)
 	}
 	if rep.Rollout != nil {
 		b := Analyze(rep.Events, o, Delays{Terminate: f.TerminateDelay, UpgradeStep: upgradeStep}, rep.Rollout.Started, rep.Rollout.Duration)
 		res.Udrain.Breakdown = &b
-		e.logf("fleet: rollout %s (bound %s, ratio %.2f), %d requests for %d evicted pods (%.2f each; audit %s), watches %s, peak heap %s, RSS %s",
-			b.Wall.Round(time.Second), b.Bound.Round(time.Second), b.Ratio, rep.Requests.Total(), res.Udrain.EvictedPods, res.Udrain.RequestsPerEvictedPod,
+		e.logf("fleet (%s): rollout %s (bound %s, ratio %.2f), order %v; groups disrupted more than once %d; group pods started on pending domains %d; ordinary evictions %d (%.2f per Deployment pod); %d requests for %d evicted pods (%.2f each; audit %s), watches %s, peak heap %s, RSS %s",
+			mode, b.Wall.Round(time.Second), b.Bound.Round(time.Second), b.Ratio, res.DomainOrder, res.Udrain.Safety.DisruptedMore, res.GroupPodsOnPending,
+			res.OrdinaryPodsEvicted, res.EvictionsPerOrdinaryPod, rep.Requests.Total(), res.Udrain.EvictedPods, res.Udrain.RequestsPerEvictedPod,
 			res.Udrain.Audit.brief(), mib(uint64(res.Udrain.WatchBytes)), mib(rep.Memory.PeakHeapAlloc), mib(uint64(rep.Memory.MaxRSS)))
 	}
 	return res, nil
+}
+
+// perOrdinaryPod is evictions of ordinary pods per Deployment pod (the
+// ordinary pods a drain moves); 0 without any.
+func perOrdinaryPod(evictions int, f FleetShape) float64 {
+	if f.DeploymentPods() <= 0 || evictions < 0 {
+		return 0
+	}
+	return float64(evictions) / float64(f.DeploymentPods())
+}
+
+// waitOrdinary waits until want ordinary pods are ready.
+func (e *Env) waitOrdinary(ctx context.Context, pool string, f FleetShape, want int, timeout time.Duration) error {
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		msg, err := ordinaryReady(ctx, e.Client, pool, f, want)
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		last = msg
+		return msg == "", nil
+	})
+	if err != nil {
+		return fmt.Errorf("ordinary pods not ready within %s: %s", timeout, last)
+	}
+	return nil
 }

@@ -2,14 +2,19 @@ package bench
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/udrain/udrain/e2e/fixture"
+	"github.com/udrain/udrain/eviction"
 )
 
 func TestFleetShapes(t *testing.T) {
@@ -60,42 +65,233 @@ func TestFleetShapeValidate(t *testing.T) {
 }
 
 func TestNewFleetPool(t *testing.T) {
-	f := FullFleet()
-	p := NewFleetPool("fleet", f)
-	total := 0
-	for _, w := range p.Workloads {
-		total += w.Groups
+	type workloads struct {
+		Count, Groups, First, Last, LastMinAvailable int
 	}
-	last := p.Workloads[len(p.Workloads)-1]
-	if total != 250 || len(p.Workloads) != 13 || last.Groups != 10 || p.Workloads[0].Groups != 20 {
-		t.Errorf("%d workloads, %d groups, first %d, last %d; want 13, 250, 20, 10", len(p.Workloads), total, p.Workloads[0].Groups, last.Groups)
+	for _, tc := range []struct {
+		name string
+		f    FleetShape
+		want workloads
+	}{
+		{"full", FullFleet(), workloads{13, 250, 20, 10, 9}},
+		{"quarter", FullFleet().Quarter(), workloads{13, 63, 5, 3, 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := NewFleetPool("fleet", tc.f)
+			last := p.Workloads[len(p.Workloads)-1]
+			got := workloads{Count: len(p.Workloads), First: p.Workloads[0].Groups, Last: last.Groups,
+				LastMinAvailable: last.PodDisruptionBudget().Spec.MinAvailable.IntValue()}
+			for _, w := range p.Workloads {
+				got.Groups += w.Groups
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("workloads (-want +got):\n%s", diff)
+			}
+			if ws := p.ObservedWorkloads(); ws[len(ws)-1].MinAvailable != tc.want.LastMinAvailable {
+				t.Errorf("observed last workload %+v, want minAvailable %d", ws[len(ws)-1], tc.want.LastMinAvailable)
+			}
+			// Issue 22: placed by the scheduler alone. No group is pinned
+			// to a domain, every workload is exclusive within itself, and
+			// no pod selects a domain or tolerates every taint.
+			for _, w := range p.Workloads {
+				if !w.Exclusive || w.Domains != nil {
+					t.Errorf("%s: Exclusive %v, Domains %v; want exclusive and no domains", w.Name, w.Exclusive, w.Domains)
+				}
+				sets, err := p.statefulSets(w)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, s := range sets {
+					if err := unpinned(s.Spec.Template.Spec, w.Name); err != nil {
+						t.Errorf("%s: %v", s.Name, err)
+					}
+				}
+			}
+		})
 	}
-	if mina := last.PodDisruptionBudget().Spec.MinAvailable.IntValue(); mina != 9 {
-		t.Errorf("the last workload's PDB keeps %d leaders, want 9 of its 10", mina)
+}
+
+// unpinned says what in a group pod's spec places it other than by the
+// scheduler's choice among the pool's domains, or lets it ignore
+// udrain's taint.
+func unpinned(spec corev1.PodSpec, workload string) error {
+	var errs []error
+	for k := range spec.NodeSelector {
+		if k != fixture.PoolLabel {
+			errs = append(errs, fmt.Errorf("node selector on %s", k))
+		}
 	}
-	ws := p.ObservedWorkloads()
-	if got := ws[len(ws)-1]; got.Groups != 10 || got.MinAvailable != 9 {
-		t.Errorf("observed last workload %+v, want 10 groups, minAvailable 9", got)
+	if spec.Affinity == nil || spec.Affinity.PodAntiAffinity == nil {
+		return errors.Join(append(errs, errors.New("no pod anti-affinity: not exclusive"))...)
 	}
-	// The remainder's 10 groups in every other of the 20 domains; the full
-	// workloads left to their spread.
-	if len(last.Domains) != 10 || last.Domains[0] != p.Nodes.UD(0) || last.Domains[1] != p.Nodes.UD(2) || last.Domains[9] != p.Nodes.UD(18) {
-		t.Errorf("the last workload's domains %v, want every other of %s..%s", last.Domains, p.Nodes.UD(0), p.Nodes.UD(19))
+	if spec.Affinity.NodeAffinity != nil {
+		errs = append(errs, fmt.Errorf("node affinity %v", spec.Affinity.NodeAffinity))
 	}
-	if d := p.Workloads[0].Domains; d != nil {
-		t.Errorf("a full workload is kept in domains %v, want its spread alone", d)
+	if len(spec.TopologySpreadConstraints) > 0 {
+		errs = append(errs, fmt.Errorf("spread %v", spec.TopologySpreadConstraints))
 	}
-	sets, err := last.StatefulSets()
+	for _, tol := range spec.Tolerations {
+		if tol.Key == "" || tol.Operator == corev1.TolerationOpExists {
+			errs = append(errs, fmt.Errorf("toleration %v: keyed, Equal tolerations only", tol))
+		}
+	}
+	for _, term := range spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+		if term.TopologyKey != fixture.UpgradeDomainLabel || !slices.ContainsFunc(term.LabelSelector.MatchExpressions, func(r metav1.LabelSelectorRequirement) bool {
+			return r.Key == fixture.LWSNameLabel && r.Operator == metav1.LabelSelectorOpIn && slices.Equal(r.Values, []string{workload})
+		}) {
+			errs = append(errs, fmt.Errorf("anti-affinity %v: not on the domain key within workload %s", term, workload))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func TestExclusiveWithin(t *testing.T) {
+	w := fixture.LWS{Namespace: "ns", Name: "llm", Groups: 2, Size: 2, Exclusive: true}
+	sets, err := w.StatefulSets()
 	if err != nil {
 		t.Fatal(err)
 	}
-	na := sets[2].Spec.Template.Spec.Affinity // group 1's leader
-	if na == nil || na.NodeAffinity == nil || na.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions[0].Values[0] != p.Nodes.UD(2) {
-		t.Errorf("group 1's leader (%s) affinity %+v, want required in %s", sets[2].Name, na, p.Nodes.UD(2))
+	leader, worker := sets[0].Spec.Template.Spec, sets[1].Spec.Template.Spec
+	spread, err := fixture.LWS{Namespace: "ns", Name: "llm", Groups: 2, Size: 1}.StatefulSets()
+	if err != nil {
+		t.Fatal(err)
 	}
-	q := NewFleetPool("fleet", f.Quarter()) // 3 groups in 5 domains
-	if d := q.Workloads[len(q.Workloads)-1].Domains; len(d) != 3 || d[0] != q.Nodes.UD(0) || d[1] != q.Nodes.UD(1) || d[2] != q.Nodes.UD(3) {
-		t.Errorf("the quick fleet's remainder in %v, want ud0, ud1, ud3", d)
+	scope := metav1.LabelSelectorRequirement{Key: fixture.LWSNameLabel, Operator: metav1.LabelSelectorOpIn, Values: []string{"llm"}}
+	scoped := func(spec corev1.PodSpec) *corev1.Affinity {
+		a := spec.Affinity.DeepCopy()
+		term := &a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[0]
+		term.LabelSelector.MatchExpressions = append(term.LabelSelector.MatchExpressions, scope)
+		return a
+	}
+	for _, tc := range []struct {
+		name string
+		spec corev1.PodSpec
+		want *corev1.Affinity
+	}{
+		// The anti-affinity to other groups gains the workload; the
+		// affinity to the own group (and a worker's to its leader) stays.
+		{"leader", leader, scoped(leader)},
+		{"worker", worker, scoped(worker)},
+		{"no affinity", corev1.PodSpec{}, nil},
+		{"spread leader", spread[0].Spec.Template.Spec, spread[0].Spec.Template.Spec.Affinity},
+		{"anti-affinity on another label", corev1.PodSpec{Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{LabelSelector: metav1.SetAsLabelSelector(map[string]string{"app": "x"}), TopologyKey: "k"}}}}},
+			&corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+				RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{LabelSelector: metav1.SetAsLabelSelector(map[string]string{"app": "x"}), TopologyKey: "k"}}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := *tc.spec.DeepCopy()
+			exclusiveWithin(&spec, "llm")
+			if diff := cmp.Diff(tc.want, spec.Affinity); diff != "" {
+				t.Errorf("affinity (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestFleetModes(t *testing.T) {
+	domains := []string{"p-ud0", "p-ud1", "p-ud2"}
+	for _, tc := range []struct {
+		in      string
+		want    []FleetMode
+		wantErr string
+	}{
+		{"old,new", []FleetMode{FleetOld, FleetNew}, ""},
+		{"new", []FleetMode{FleetNew}, ""},
+		{" old ", []FleetMode{FleetOld}, ""},
+		{"old,new,strict", []FleetMode{FleetOld, FleetNew, FleetStrict}, ""},
+		{"new,new", nil, "given twice"},
+		{"steered", nil, `unknown fleet mode "steered"`},
+		{"", nil, "unknown fleet mode"},
+	} {
+		got, err := ParseFleetModes(tc.in)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("ParseFleetModes(%q) error %v, want %q", tc.in, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("ParseFleetModes(%q): %v", tc.in, err)
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("ParseFleetModes(%q) (-want +got):\n%s", tc.in, diff)
+		}
+	}
+	for _, tc := range []struct {
+		mode FleetMode
+		want DrainerJob
+	}{
+		// The old behaviour: no taint, natural order.
+		{FleetOld, DrainerJob{Domains: domains, RolloutID: "bench", Order: eviction.OrderGiven, Steering: eviction.SteerOff}},
+		// udrain's default steering, its order, still limited to the pool.
+		{FleetNew, DrainerJob{Domains: domains, RolloutID: "bench", Order: eviction.OrderSpareFirst}},
+		// The same order, pending domains closed to new pods.
+		{FleetStrict, DrainerJob{Domains: domains, RolloutID: "bench", Order: eviction.OrderSpareFirst, Steering: eviction.SteerStrict}},
+	} {
+		if diff := cmp.Diff(tc.want, tc.mode.Job(domains)); diff != "" {
+			t.Errorf("%s: job (-want +got):\n%s", tc.mode, diff)
+		}
+		// Whatever the mode asks, the library must take.
+		if err := (eviction.RolloutOptions{Domains: domains, Order: tc.want.Order, Steering: tc.want.Steering}).Validate(); err != nil {
+			t.Errorf("%s: the rollout options are refused: %v", tc.mode, err)
+		}
+	}
+}
+
+func TestPoolAddSpare(t *testing.T) {
+	f := FullFleet().Quarter()
+	p := NewFleetPool("p", f)
+	c := fake.NewClientset()
+	// The pool's own nodes are not needed to add a spare domain after them.
+	spare, err := p.AddSpare(t.Context(), c, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"p-ud0", "p-ud1", "p-ud2", "p-ud3", "p-ud4", "p-ud5"}, p.Domains()); diff != "" {
+		t.Errorf("domains (-want +got):\n%s", diff)
+	}
+	nodes, err := c.CoreV1().Nodes().List(t.Context(), metav1.ListOptions{LabelSelector: fixture.UpgradeDomainLabel + "=p-ud5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type spareState struct {
+		Spare                      string
+		SpareNodes, NodeList, UDOf int
+		FirstNode, ItsDomain       string
+		Cordoned, Tainted          bool
+	}
+	got := spareState{Spare: spare, SpareNodes: len(nodes.Items), NodeList: len(p.NodeList), UDOf: len(p.UDOf),
+		FirstNode: p.NodeList[0].Name, ItsDomain: p.UDOf[p.NodeList[0].Name], Cordoned: p.NodeList[0].Spec.Unschedulable, Tainted: len(p.NodeList[0].Spec.Taints) > 0}
+	if diff := cmp.Diff(spareState{"p-ud5", 100, 100, 100, "p-ud5-0", "p-ud5", false, false}, got); diff != "" {
+		t.Errorf("spare (-want +got):\n%s", diff)
+	}
+	if _, err := p.AddSpare(t.Context(), c, 8); err != nil {
+		t.Errorf("a second spare: %v", err)
+	}
+	if d := p.Domains(); len(d) != 7 || d[6] != "p-ud6" {
+		t.Errorf("domains %v, want p-ud6 last of 7", d)
+	}
+	// Creating a node that exists is an error: a spare is new capacity.
+	q := NewFleetPool("p", f)
+	if _, err := q.AddSpare(t.Context(), c, 8); err == nil || !strings.Contains(err.Error(), "create spare node p-ud5-") {
+		t.Errorf("a spare over existing nodes: %v, want the create error", err)
+	}
+}
+
+func TestPerOrdinaryPod(t *testing.T) {
+	f := FullFleet() // 14,000 Deployment pods
+	for _, tc := range []struct {
+		evictions int
+		want      float64
+	}{{14000, 1}, {21422, 1.5301428571428572}, {0, 0}, {-1, 0}} {
+		if got := perOrdinaryPod(tc.evictions, f); got != tc.want {
+			t.Errorf("perOrdinaryPod(%d) = %v, want %v", tc.evictions, got, tc.want)
+		}
+	}
+	f.OrdinaryPods = f.DaemonSetPods()
+	if got := perOrdinaryPod(5, f); got != 0 {
+		t.Errorf("no Deployment pods: %v, want 0", got)
 	}
 }
 

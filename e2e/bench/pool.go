@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -102,9 +103,10 @@ func NewPool(name string, s Shape) *Pool {
 	return p
 }
 
-// Domains lists the pool's upgrade domains in order.
+// Domains lists the pool's upgrade domains in natural order, the spare
+// ones ([Pool.AddSpare]) last.
 func (p *Pool) Domains() []string {
-	out := make([]string, p.Shape.UDs)
+	out := make([]string, max(p.Nodes.UDs, p.Shape.UDs))
 	for d := range out {
 		out[d] = p.Nodes.UD(d)
 	}
@@ -181,12 +183,9 @@ func (p *Pool) Create(ctx context.Context, c kubernetes.Interface, limit int) er
 			_, err := c.PolicyV1().PodDisruptionBudgets(p.Name).Create(ctx, pdb, metav1.CreateOptions{})
 			return err
 		})
-		sets, err := w.StatefulSets()
+		sets, err := p.statefulSets(w)
 		if err != nil {
 			return err
-		}
-		for _, s := range sets {
-			instantTermination(&s.Spec.Template, p.Shape.TerminateDelay)
 		}
 		for _, s := range sets {
 			creates = append(creates, func() error {
@@ -199,6 +198,87 @@ func (p *Pool) Create(ctx context.Context, c kubernetes.Interface, limit int) er
 		}
 	}
 	return parallel(ctx, len(creates), limit, func(i int) error { return creates[i]() })
+}
+
+// statefulSets are workload w's StatefulSets as the pool creates them.
+func (p *Pool) statefulSets(w fixture.LWS) ([]*appsv1.StatefulSet, error) {
+	sets, err := w.StatefulSets()
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range sets {
+		instantTermination(&s.Spec.Template, p.Shape.TerminateDelay)
+		if w.Exclusive {
+			exclusiveWithin(&s.Spec.Template.Spec, w.Name)
+		}
+	}
+	return sets, nil
+}
+
+// exclusiveWithin narrows the exclusive topology of a pod of workload
+// name ([fixture.LWS] Exclusive) to that workload: its anti-affinity to
+// other groups' pods selects only the workload's pods. LeaderWorkerSet's exclusive topology repels the
+// groups of every LWS in the namespace; a cluster with several models
+// runs each in a namespace of its own, where the same terms repel only
+// the model's own groups. The pool keeps all its workloads in one
+// namespace (one recording, one audit count), so the terms name the
+// workload instead: each domain may hold one group of each workload.
+func exclusiveWithin(spec *corev1.PodSpec, name string) {
+	if spec.Affinity == nil || spec.Affinity.PodAntiAffinity == nil {
+		return
+	}
+	scope := metav1.LabelSelectorRequirement{Key: fixture.LWSNameLabel, Operator: metav1.LabelSelectorOpIn, Values: []string{name}}
+	terms := spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	for i := range terms {
+		if sel := terms[i].LabelSelector; sel != nil && selects(sel, fixture.LWSGroupKeyLabel) {
+			sel.MatchExpressions = append(sel.MatchExpressions, scope)
+		}
+	}
+}
+
+// selects says whether a selector has a requirement on label key.
+func selects(sel *metav1.LabelSelector, key string) bool {
+	if _, ok := sel.MatchLabels[key]; ok {
+		return true
+	}
+	for _, r := range sel.MatchExpressions {
+		if r.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// AddSpare adds an empty domain of the pool's size after its last (the
+// spare capacity of a cluster: a buffer pool, a domain emptied earlier),
+// creating its nodes (limit requests in flight). Nothing is placed there
+// until the scheduler puts something there.
+func (p *Pool) AddSpare(ctx context.Context, c kubernetes.Interface, limit int) (string, error) {
+	more := p.Nodes
+	more.UDs++
+	all, err := more.Build()
+	if err != nil {
+		return "", err
+	}
+	nodes := all[len(all)-more.PerUD:]
+	created := make([]corev1.Node, len(nodes))
+	err = parallel(ctx, len(nodes), limit, func(i int) error {
+		n, err := c.CoreV1().Nodes().Create(ctx, nodes[i], metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("create spare node %s: %w", nodes[i].Name, err)
+		}
+		created[i] = *n
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	p.Nodes = more
+	p.NodeList = append(p.NodeList, created...)
+	for _, n := range created {
+		p.UDOf[n.Name] = n.Labels[fixture.UpgradeDomainLabel]
+	}
+	return p.Nodes.UD(more.UDs - 1), nil
 }
 
 // instantTermination gives a pod template a termination delay of 0 when

@@ -30,6 +30,9 @@ const (
 	GoalFleetHeap             = 150 << 20
 	GoalFleetRSS              = 300 << 20
 	GoalFleetRequestsPerEvict = 3.0
+	// Goals of issue 22 for the fleet with udrain's steering: evictions
+	// per ordinary pod, and no group disrupted more than once.
+	GoalEvictionsPerOrdinaryPod = 1.05
 )
 
 // GoalRequestRatioAt is the goal of the API-cost ratio for pods that
@@ -85,7 +88,13 @@ type Results struct {
 	APICost  []*Comparison `json:"apiCost,omitempty"`
 	Rollout  []*Comparison `json:"rollout,omitempty"`
 	Scale    *ScaleResult  `json:"scale,omitempty"`
-	Fleet    *FleetResult  `json:"fleet,omitempty"`
+	// Fleet is the fleet's rollout in udrain's default mode (or in the
+	// only mode run before issue 22); FleetOld the same fleet with the old
+	// behaviour (FleetOld), on a cluster of its own, for the side by side.
+	// FleetStrict is the same fleet with the strict steering.
+	Fleet       *FleetResult `json:"fleet,omitempty"`
+	FleetOld    *FleetResult `json:"fleetOld,omitempty"`
+	FleetStrict *FleetResult `json:"fleetStrict,omitempty"`
 	// GoBench are the packages' Go benchmarks (hack/bench.sh runs them).
 	GoBench []GoBenchmark `json:"goBenchmarks,omitempty"`
 	// GoBenchCommand is the command that produced GoBench.
@@ -118,8 +127,8 @@ func WriteMarkdown(w io.Writer, r *Results) error {
 	if r.Scale != nil {
 		m.scale(r.Scale)
 	}
-	if r.Fleet != nil {
-		m.fleet(r.Fleet)
+	if len(r.fleetRuns()) > 0 {
+		m.fleets(r)
 	}
 	if len(r.GoBench) > 0 || len(r.BootstrapOutage) > 0 {
 		m.goBench(r)
@@ -230,7 +239,7 @@ func (m *mdWriter) summary(r *Results) {
 		}
 		m.row(label+": API requests per evicted pod", fmt.Sprintf("%.2f", u.RequestsPerEvictedPod), "", "", "", "")
 	}
-	if fl := r.Fleet; fl != nil {
+	for _, fl := range r.fleetRuns() {
 		m.fleetSummary(fl)
 	}
 	m.f("\n")
@@ -682,32 +691,168 @@ func (f FleetShape) describe() string {
 	if f.OrdinaryStartReady {
 		ordinary += ", started by kwok in one step without Events"
 	}
-	return fmt.Sprintf("%d nodes (8 GPUs each) in %d domains; %d groups of %d pods (%d GPUs each) in %d workloads, each with a PDB over its leaders; %d ordinary pods: %d DaemonSet pods (%d DaemonSets on every node) and %d Deployment pods (%d Deployments in %d namespaces); start-up delay %s (ordinary pods %s), termination delay %s",
-		f.Nodes, f.UDs, f.Groups, f.Size, f.GPUsPerPod, f.Workloads(), f.OrdinaryPods, f.DaemonSetPods(), f.DaemonSets, f.DeploymentPods(), f.Deployments(), f.Namespaces,
+	spare := ""
+	if f.Spare > 0 {
+		spare = fmt.Sprintf(", and %d spare domain(s) of %d nodes added empty once the workloads ran", f.Spare, f.PerUD())
+	}
+	return fmt.Sprintf("%d nodes (8 GPUs each) in %d domains%s; %d groups of %d pods (%d GPUs each) in %d workloads, each with a PDB over its leaders; %d ordinary pods: %d DaemonSet pods (%d DaemonSets on every node) and %d Deployment pods (%d Deployments in %d namespaces); start-up delay %s (ordinary pods %s), termination delay %s",
+		f.Nodes, f.UDs, spare, f.Groups, f.Size, f.GPUsPerPod, f.Workloads(), f.OrdinaryPods, f.DaemonSetPods(), f.DaemonSets, f.DeploymentPods(), f.Deployments(), f.Namespaces,
 		dur(f.ReadyDelay), ordinary, dur(f.TerminateDelay))
+}
+
+// SetFleet keeps a fleet result in its place: FleetOld for the old mode,
+// FleetStrict for the strict one, Fleet otherwise.
+func (r *Results) SetFleet(fl *FleetResult) {
+	switch fl.Mode {
+	case FleetOld:
+		r.FleetOld = fl
+	case FleetStrict:
+		r.FleetStrict = fl
+	default:
+		r.Fleet = fl
+	}
+}
+
+// fleetRuns lists the fleet results, old first, strict last.
+func (r *Results) fleetRuns() []*FleetResult {
+	var out []*FleetResult
+	for _, fl := range []*FleetResult{r.FleetOld, r.Fleet, r.FleetStrict} {
+		if fl != nil {
+			out = append(out, fl)
+		}
+	}
+	return out
+}
+
+// modeLabel names a fleet run's mode in the report.
+func (fl *FleetResult) modeLabel() string {
+	switch fl.Mode {
+	case FleetOld:
+		return "old behaviour"
+	case FleetNew:
+		return "udrain's default"
+	case FleetStrict:
+		return "strict steering"
+	}
+	return ""
 }
 
 func (m *mdWriter) fleetSummary(fl *FleetResult) {
 	u := fl.Udrain
-	label := fmt.Sprintf("fleet (%d nodes, %d domains, %d groups of %d, %d ordinary pods)", fl.Shape.Nodes, fl.Shape.UDs, fl.Shape.Groups, fl.Shape.Size, fl.Shape.OrdinaryPods)
+	label := fmt.Sprintf("fleet (%d nodes, %d domains, %d groups of %d, %d ordinary pods", fl.Shape.Nodes, fl.Shape.UDs, fl.Shape.Groups, fl.Shape.Size, fl.Shape.OrdinaryPods)
+	if fl.Shape.Spare > 0 {
+		label += fmt.Sprintf(", %d spare domain(s)", fl.Shape.Spare)
+	}
+	if ml := fl.modeLabel(); ml != "" {
+		label += "; " + ml
+	}
+	label += ")"
+	// The old behaviour is the comparison, not a promise: no goal.
+	goal := func(g string, ok bool) (string, string) {
+		if fl.Mode == FleetOld {
+			return "", ""
+		}
+		return g, met(ok)
+	}
 	safe := u.Safety.EachOnce() && u.Safety.MinMargin >= 0 && u.Safety.WorkersBeforeLeaders == 0 && u.Err == ""
-	m.row(label+": completes, each group once, never below minAvailable, leaders first", fmt.Sprintf("%s in %s", yesNo(safe), dur(u.Wall)), "not run", "", "same guarantees", met(safe))
+	g, ok := goal("same guarantees", safe)
+	m.row(label+": completes, each group once, never below minAvailable, leaders first", fmt.Sprintf("%s in %s", yesNo(safe), dur(u.Wall)), "not run", "", g, ok)
+	if fl.Mode != "" {
+		g, ok = goal("0", u.Safety.DisruptedMore == 0)
+		m.row(label+": groups disrupted more than once (the harness's pod recording)", fmt.Sprint(u.Safety.DisruptedMore), "", "", g, ok)
+		g, ok = goal(fmt.Sprintf("≤ %.2f", GoalEvictionsPerOrdinaryPod), fl.OrdinaryPodsEvicted >= 0 && fl.EvictionsPerOrdinaryPod <= GoalEvictionsPerOrdinaryPod)
+		m.row(label+": evictions per ordinary pod (audit log / Deployment pods)", evictionsPerOrdinary(fl), "", "", g, ok)
+	}
 	if b := u.Breakdown; b != nil {
-		m.row(label+": rollout time over its lower bound (configured termination / as observed)", fmt.Sprintf("%.2f / %.2f", b.Ratio, b.RatioObserved), "", "", fmt.Sprintf("≤ %.2f", GoalBoundRatio), met(b.Ratio <= GoalBoundRatio))
+		g, ok = goal(fmt.Sprintf("≤ %.2f", GoalBoundRatio), b.Ratio <= GoalBoundRatio)
+		m.row(label+": rollout time over its lower bound (configured termination / as observed)", fmt.Sprintf("%.2f / %.2f", b.Ratio, b.RatioObserved), "", "", g, ok)
 	}
 	if mem := u.Memory; mem != nil {
-		m.row(label+": drainer peak Go heap", mib(mem.PeakHeapAlloc), "", "", "≤ "+mib(GoalFleetHeap), met(mem.PeakHeapAlloc <= GoalFleetHeap))
-		m.row(label+": drainer peak RSS", mib(uint64(mem.jobRSS())), "", "", "≤ "+mib(GoalFleetRSS), met(mem.jobRSS() > 0 && mem.jobRSS() <= GoalFleetRSS))
+		g, ok = goal("≤ "+mib(GoalFleetHeap), mem.PeakHeapAlloc <= GoalFleetHeap)
+		m.row(label+": drainer peak Go heap", mib(mem.PeakHeapAlloc), "", "", g, ok)
+		g, ok = goal("≤ "+mib(GoalFleetRSS), mem.jobRSS() > 0 && mem.jobRSS() <= GoalFleetRSS)
+		m.row(label+": drainer peak RSS", mib(uint64(mem.jobRSS())), "", "", g, ok)
 	}
-	ok := u.RequestsPerEvictedPod > 0 && u.RequestsPerEvictedPod <= GoalFleetRequestsPerEvict && u.Audit != nil && u.Audit.Agrees
-	m.row(label+": API requests per evicted pod (group and ordinary pods; audit log)", fmt.Sprintf("%.2f (%d / %d; audit %s)", u.RequestsPerEvictedPod, u.Requests.Total(), u.EvictedPods, auditCell(u.Audit)), "", "", fmt.Sprintf("≤ %.0f", GoalFleetRequestsPerEvict), met(ok))
+	g, ok = goal(fmt.Sprintf("≤ %.0f", GoalFleetRequestsPerEvict), u.RequestsPerEvictedPod > 0 && u.RequestsPerEvictedPod <= GoalFleetRequestsPerEvict && u.Audit != nil && u.Audit.Agrees)
+	m.row(label+": API requests per evicted pod (group and ordinary pods; audit log)", fmt.Sprintf("%.2f (%d / %d; audit %s)", u.RequestsPerEvictedPod, u.Requests.Total(), u.EvictedPods, auditCell(u.Audit)), "", "", g, ok)
 	m.row(label+": bytes received from watches by the drainer", mib(uint64(u.WatchBytes)), "", "", "reported", "")
 }
 
-func (m *mdWriter) fleet(fl *FleetResult) {
-	u := fl.Udrain
+// evictionsPerOrdinary is the evictions per ordinary pod, with the counts.
+func evictionsPerOrdinary(fl *FleetResult) string {
+	if fl.OrdinaryPodsEvicted < 0 {
+		return "no audit log"
+	}
+	return fmt.Sprintf("%.2f (%d / %d)", fl.EvictionsPerOrdinaryPod, fl.OrdinaryPodsEvicted, fl.Shape.DeploymentPods())
+}
+
+// fleets writes section 6: the modes side by side, then each in full.
+func (m *mdWriter) fleets(r *Results) {
+	runs := r.fleetRuns()
 	m.f("## 6. Fleet\n\n")
-	m.f("%s; on a kwok cluster of its own; upgrade step %s per domain. A full rollout by udrain in a child process (peak RSS and CPU from getrusage); the groups observed from a pod recording of their namespace.\n\n", fl.Shape.describe(), dur(fl.UpgradeStep))
+	m.f("%s; on a kwok cluster of its own per run; upgrade step %s per domain. A full rollout by udrain in a child process (peak RSS and CPU from getrusage); the groups observed from a pod recording of their namespace.\n\n", runs[0].Shape.describe(), dur(runs[0].UpgradeStep))
+	if len(runs) > 1 {
+		m.f("The same fleet rolled in each mode (issue 22), each on a fresh cluster:\n\n")
+		head := []string{"figure"}
+		for _, fl := range runs {
+			head = append(head, fmt.Sprintf("%s (%s)", fl.Mode, fl.modeLabel()))
+		}
+		m.header(head...)
+		for _, x := range []struct {
+			name string
+			cell func(*FleetResult) string
+		}{
+			{"evictions per ordinary pod (ordinary evictions, audit log / Deployment pods)", evictionsPerOrdinary},
+			{"groups disrupted more than once (pod recording)", func(fl *FleetResult) string {
+				return fmt.Sprintf("%d of %d", fl.Udrain.Safety.DisruptedMore, fl.Udrain.Safety.Groups)
+			}},
+			{"group pods started on a domain not upgraded yet (pod recording)", func(fl *FleetResult) string { return fmt.Sprint(fl.GroupPodsOnPending) }},
+			{"rollout; lower bound; ratio (termination observed)", func(fl *FleetResult) string {
+				if b := fl.Udrain.Breakdown; b != nil {
+					return fmt.Sprintf("%s; %s; %.2f (%.2f)", dur(b.Wall), dur(b.Bound), b.Ratio, b.RatioObserved)
+				}
+				return dur(fl.Udrain.Wall)
+			}},
+			{"Σ evict (udrain's eviction phases)", func(fl *FleetResult) string {
+				var evict time.Duration
+				if b := fl.Udrain.Breakdown; b != nil {
+					for _, d := range b.Domains {
+						evict += d.Evict
+					}
+				}
+				return dur(evict)
+			}},
+			{"evictions accepted: group pods / ordinary pods (audit log)", func(fl *FleetResult) string {
+				return fmt.Sprintf("%d / %d", fl.GroupPodsEvicted, fl.OrdinaryPodsEvicted)
+			}},
+			{"fewest healthy − minAvailable", func(fl *FleetResult) string { return margin(fl.Udrain.Safety) }},
+			{"domain order", func(fl *FleetResult) string { return strings.Join(fl.DomainOrder, ", ") }},
+			{"error", func(fl *FleetResult) string { return fl.Udrain.Err }},
+		} {
+			row := []string{x.name}
+			for _, fl := range runs {
+				row = append(row, x.cell(fl))
+			}
+			m.row(row...)
+		}
+		m.f("\n")
+	}
+	for _, fl := range runs {
+		m.fleet(fl, len(runs) > 1)
+	}
+}
+
+func (m *mdWriter) fleet(fl *FleetResult, sub bool) {
+	u := fl.Udrain
+	if sub {
+		m.f("### %s: %s\n\n", fl.Mode, fl.Mode.Describe())
+	} else if fl.Mode != "" {
+		m.f("Mode %s: %s.\n\n", fl.Mode, fl.Mode.Describe())
+	}
+	if len(fl.SpareDomains) > 0 {
+		m.f("Spare domain(s) %s, empty, added once the workloads ran (their DaemonSet pods ready %s later); the rollout over %s, order %q, steering %q (empty: udrain's default).\n\n",
+			strings.Join(fl.SpareDomains, ", "), dur(fl.SpareReady), strings.Join(fl.Domains, ", "), fl.Order, fl.Steering)
+	}
 	if len(fl.KwokctlFlags) > 0 {
 		m.f("The cluster was made with `kwokctl create cluster %s`.\n\n", strings.Join(fl.KwokctlFlags, " "))
 	}
@@ -715,6 +860,9 @@ func (m *mdWriter) fleet(fl *FleetResult) {
 	m.row("deploy: every group healthy / every ordinary pod ready (from the first create)", fmt.Sprintf("%s / %s", dur(fl.GroupsHealthy), dur(fl.OrdinaryReady)))
 	m.row("pods in the cluster when the rollout started", fmt.Sprint(fl.PodsAtStart))
 	m.row("rollout wall time", dur(u.Wall))
+	if len(fl.DomainOrder) > 0 {
+		m.row("domain order", strings.Join(fl.DomainOrder, ", "))
+	}
 	if b := u.Breakdown; b != nil {
 		m.row("lower bound; ratio", fmt.Sprintf("%s; %.2f", dur(b.Bound), b.Ratio))
 		m.row("lower bound with the termination observed; ratio", fmt.Sprintf("%s; %.2f", dur(b.BoundObserved), b.RatioObserved))
@@ -738,6 +886,14 @@ func (m *mdWriter) fleet(fl *FleetResult) {
 	m.row("fewest healthy − minAvailable (worst workload)", margin(sf))
 	m.row("group pods other than leaders seen terminating before the last leader of their domain (whoever deleted them)", fmt.Sprint(sf.WorkersBeforeLeaders))
 	m.row("glitches (kwok stage races)", fmt.Sprint(sf.Glitches))
+	if fl.Mode != "" {
+		pending := fmt.Sprint(fl.GroupPodsOnPending)
+		if len(fl.PendingExamples) > 0 {
+			pending += " (" + strings.Join(fl.PendingExamples, "; ") + ")"
+		}
+		m.row("group pods started on a domain the rollout had not reached (pod recording)", pending)
+		m.row("evictions per ordinary pod (audit log / Deployment pods)", evictionsPerOrdinary(fl))
+	}
 	m.row("evictions accepted: group pods / ordinary pods (audit log, by namespace)", fmt.Sprintf("%d / %d", fl.GroupPodsEvicted, fl.OrdinaryPodsEvicted))
 	m.row("group pods seen terminating; of them deleted by the testbed itself (kwok), not evicted", fmt.Sprintf("%d; %d", fl.GroupPodsTerminated, fl.GroupPodsDeletedByOthers))
 	m.row("API requests; per evicted pod", fmt.Sprintf("%d (%d × 429); %.2f for %d evictions", u.Requests.Total(), u.Requests.TooMany(), u.RequestsPerEvictedPod, u.EvictedPods))
@@ -781,6 +937,9 @@ func (m *mdWriter) drainerRows(u Side) {
 		m.row("drainer peak Go heap (sampled) / heap in use", fmt.Sprintf("%s / %s", mib(mem.PeakHeapAlloc), mib(mem.PeakHeapInuse)))
 		m.row("drainer peak RSS during the rollout; over the process's life (its report included); memory from the OS", fmt.Sprintf("%s; %s; %s", mib(uint64(mem.jobRSS())), mib(uint64(mem.MaxRSS)), mib(mem.Sys)))
 		m.row("drainer CPU time (user + system); allocated; GCs", fmt.Sprintf("%s + %s; %s; %d", dur(mem.UserCPU), dur(mem.SystemCPU), mib(mem.TotalAlloc), mem.NumGC))
+	}
+	if ms := u.Metrics; ms != nil {
+		m.row("udrain's Prometheus metrics after the run: series; samples a scrape returns", fmt.Sprintf("%d; %d", ms.Series, ms.Samples))
 	}
 	if u.Err != "" {
 		m.row("error", u.Err)

@@ -19,6 +19,25 @@ func comparison(run int, terminate time.Duration, u, k Side) *Comparison {
 	return c
 }
 
+// fleetRun is a fleet result of the given mode with the figures issue 22
+// compares.
+func fleetRun(mode FleetMode, ordinary int, sf Safety, pending int, ratio float64) *FleetResult {
+	order := []string{"ud20", "ud0", "ud1"}
+	if mode == FleetOld {
+		order = []string{"ud0", "ud1", "ud20"}
+	}
+	fl := &FleetResult{Shape: FullFleet(), Mode: mode, UpgradeStep: 2 * time.Second, GroupPodsEvicted: 2000, OrdinaryPodsEvicted: ordinary,
+		EvictionsPerOrdinaryPod: perOrdinaryPod(ordinary, FullFleet()), GroupPodsOnPending: pending, DomainOrder: order, SpareDomains: []string{"ud20"},
+		Udrain: Side{Tool: "udrain", Wall: 20 * time.Minute, RequestsPerEvictedPod: 1.2, EvictedPods: 2000 + ordinary,
+			Audit: &AuditCheck{AuditTotal: 16000, Agrees: true}, Safety: sf, Memory: &Memory{PeakHeapAlloc: 100 << 20, MaxRSS: 200 << 20},
+			Breakdown: &Breakdown{Wall: 20 * time.Minute, Bound: time.Duration(float64(20*time.Minute) / ratio), Ratio: ratio, BoundObserved: 19 * time.Minute, RatioObserved: 1.05}},
+	}
+	if pending > 0 {
+		fl.PendingExamples = []string{"ns/llm-0-0 on n1 (ud1) at 10:00:31.000"}
+	}
+	return fl
+}
+
 func TestWriteMarkdown(t *testing.T) {
 	once := Safety{Groups: 3, Disruptions: 3, DisruptedOnce: 3}
 	twice := Safety{Groups: 3, Disruptions: 4, DisruptedOnce: 2, DisruptedMore: 1, MaxDisruptions: 2, MinMargin: -1, MinMarginRaw: -1}
@@ -98,14 +117,52 @@ func TestWriteMarkdown(t *testing.T) {
 				RolloutLoad: &Load{Wall: 10 * time.Second, CPUs: 2, MachineBusy: 0.95, CPU: map[string]time.Duration{"kube-apiserver": 8 * time.Second}, PeakRSS: map[string]int64{"kube-apiserver": 2 << 30}},
 			}},
 			want: []string{
-				"| fleet (2000 nodes, 20 domains, 250 groups of 8, 18000 ordinary pods): completes, each group once, never below minAvailable, leaders first | yes in 1200.0s | not run |  | same guarantees | yes |",
-				"| fleet (2000 nodes, 20 domains, 250 groups of 8, 18000 ordinary pods): rollout time over its lower bound (configured termination / as observed) | 1.11 / 1.05 |  |  | ≤ 1.25 | yes |",
-				"| fleet (2000 nodes, 20 domains, 250 groups of 8, 18000 ordinary pods): drainer peak Go heap | 100.0 MiB |  |  | ≤ 150.0 MiB | yes |",
-				"| fleet (2000 nodes, 20 domains, 250 groups of 8, 18000 ordinary pods): drainer peak RSS | 400.0 MiB |  |  | ≤ 300.0 MiB | **no** |",
-				"| fleet (2000 nodes, 20 domains, 250 groups of 8, 18000 ordinary pods): API requests per evicted pod (group and ordinary pods; audit log) | 2.50 (16000 / 16000; audit 16000 (0.0% apart)) |  |  | ≤ 3 | yes |",
-				"| fleet (2000 nodes, 20 domains, 250 groups of 8, 18000 ordinary pods): bytes received from watches by the drainer | 300.0 MiB |  |  | reported |  |",
+				"| fleet (2000 nodes, 20 domains, 250 groups of 8, 18000 ordinary pods, 1 spare domain(s)): completes, each group once, never below minAvailable, leaders first | yes in 1200.0s | not run |  | same guarantees | yes |",
+				"| fleet (2000 nodes, 20 domains, 250 groups of 8, 18000 ordinary pods, 1 spare domain(s)): rollout time over its lower bound (configured termination / as observed) | 1.11 / 1.05 |  |  | ≤ 1.25 | yes |",
+				"| fleet (2000 nodes, 20 domains, 250 groups of 8, 18000 ordinary pods, 1 spare domain(s)): drainer peak Go heap | 100.0 MiB |  |  | ≤ 150.0 MiB | yes |",
+				"| fleet (2000 nodes, 20 domains, 250 groups of 8, 18000 ordinary pods, 1 spare domain(s)): drainer peak RSS | 400.0 MiB |  |  | ≤ 300.0 MiB | **no** |",
+				"| fleet (2000 nodes, 20 domains, 250 groups of 8, 18000 ordinary pods, 1 spare domain(s)): API requests per evicted pod (group and ordinary pods; audit log) | 2.50 (16000 / 16000; audit 16000 (0.0% apart)) |  |  | ≤ 3 | yes |",
+				"| fleet (2000 nodes, 20 domains, 250 groups of 8, 18000 ordinary pods, 1 spare domain(s)): bytes received from watches by the drainer | 300.0 MiB |  |  | reported |  |",
 				"| evictions accepted: group pods / ordinary pods (audit log, by namespace) | 2000 / 14000 |",
 				"| kube-apiserver | 8.0s | 0.80 | 2048.0 MiB |",
+			},
+		},
+		{
+			name: "fleet, old and new side by side",
+			res: Results{
+				FleetOld: fleetRun(FleetOld, 21000, Safety{Groups: 250, Disruptions: 263, DisruptedOnce: 237, DisruptedMore: 13, MaxDisruptions: 2}, 104, 1.6),
+				Fleet:    fleetRun(FleetNew, 14350, Safety{Groups: 250, Disruptions: 250, DisruptedOnce: 250}, 0, 1.2),
+			},
+			want: []string{
+				"| figure | old (old behaviour) | new (udrain's default) |",
+				"| evictions per ordinary pod (ordinary evictions, audit log / Deployment pods) | 1.50 (21000 / 14000) | 1.02 (14350 / 14000) |",
+				"| groups disrupted more than once (pod recording) | 13 of 250 | 0 of 250 |",
+				"| group pods started on a domain not upgraded yet (pod recording) | 104 | 0 |",
+				"| rollout; lower bound; ratio (termination observed) | 1200.0s; 750.0s; 1.60 (1.05) | 1200.0s; 1000.0s; 1.20 (1.05) |",
+				"| domain order | ud0, ud1, ud20 | ud20, ud0, ud1 |",
+				"### old: the old behaviour: no steering taint (Steering Off), the domains in natural order (Order Given), the spare last",
+				"### new: udrain's default: pending domains tainted PreferNoSchedule (Steering PreferUpgraded), the domains that evict nothing first (Order SpareFirst)",
+				"| fleet (2000 nodes, 20 domains, 250 groups of 8, 18000 ordinary pods, 1 spare domain(s); old behaviour): groups disrupted more than once (the harness's pod recording) | 13 |  |  |  |  |",
+				"| fleet (2000 nodes, 20 domains, 250 groups of 8, 18000 ordinary pods, 1 spare domain(s); udrain's default): groups disrupted more than once (the harness's pod recording) | 0 |  |  | 0 | yes |",
+				"| fleet (2000 nodes, 20 domains, 250 groups of 8, 18000 ordinary pods, 1 spare domain(s); udrain's default): evictions per ordinary pod (audit log / Deployment pods) | 1.02 (14350 / 14000) |  |  | ≤ 1.05 | yes |",
+				"| fleet (2000 nodes, 20 domains, 250 groups of 8, 18000 ordinary pods, 1 spare domain(s); udrain's default): rollout time over its lower bound (configured termination / as observed) | 1.20 / 1.05 |  |  | ≤ 1.25 | yes |",
+				"| fleet (2000 nodes, 20 domains, 250 groups of 8, 18000 ordinary pods, 1 spare domain(s); old behaviour): completes, each group once, never below minAvailable, leaders first | no in 1200.0s | not run |  |  |  |",
+				"| group pods started on a domain the rollout had not reached (pod recording) | 104 (ns/llm-0-0 on n1 (ud1) at 10:00:31.000) |",
+			},
+			not: []string{"**no**"},
+		},
+		{
+			name: "fleet, three modes side by side, strict last",
+			res: Results{
+				FleetStrict: fleetRun(FleetStrict, 14000, Safety{Groups: 250, Disruptions: 250, DisruptedOnce: 250}, 0, 1.3),
+				FleetOld:    fleetRun(FleetOld, 21000, Safety{Groups: 250, Disruptions: 263, DisruptedOnce: 237, DisruptedMore: 13, MaxDisruptions: 2}, 104, 1.6),
+				Fleet:       fleetRun(FleetNew, 14350, Safety{Groups: 250, Disruptions: 250, DisruptedOnce: 250}, 0, 1.2),
+			},
+			want: []string{
+				"| figure | old (old behaviour) | new (udrain's default) | strict (strict steering) |",
+				"| evictions per ordinary pod (ordinary evictions, audit log / Deployment pods) | 1.50 (21000 / 14000) | 1.02 (14350 / 14000) | 1.00 (14000 / 14000) |",
+				"### strict: udrain's strict steering: pending domains tainted NoSchedule (Steering Strict), the domains that evict nothing first (Order SpareFirst)",
+				"| fleet (2000 nodes, 20 domains, 250 groups of 8, 18000 ordinary pods, 1 spare domain(s); strict steering): rollout time over its lower bound (configured termination / as observed) | 1.30 / 1.05 |  |  | ≤ 1.25 | **no** |",
 			},
 		},
 		{

@@ -53,6 +53,9 @@ type Side struct {
 	// WatchBytes is the bytes read from watch responses (the drainer's
 	// informers' streams).
 	WatchBytes int64 `json:"watchBytes,omitempty"`
+	// Metrics sizes udrain's Prometheus metrics after the run (udrain
+	// only).
+	Metrics *MetricsSize `json:"metrics,omitempty"`
 }
 
 // leaderTerminating returns when the recording first saw the group's
@@ -266,7 +269,7 @@ func (e *Env) RunAPICost(ctx context.Context, cfg ComparisonConfig, run int) (*C
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	res.Udrain.Wall, res.Udrain.Requests, res.Udrain.Err, res.Udrain.Memory = rep.Wall, rep.Requests, rep.Err, &rep.Memory
+	res.Udrain.Wall, res.Udrain.Requests, res.Udrain.Err, res.Udrain.Memory, res.Udrain.Metrics = rep.Wall, rep.Requests, rep.Err, &rep.Memory, rep.Metrics
 	res.Kubectl.Requests = kcounter.Snapshot()
 	e.saveTimeline(u.Name, u, rep.Events)
 	e.saveTimeline(k.Name, k, nil)
@@ -349,7 +352,7 @@ func (e *Env) RunRollout(ctx context.Context, cfg ComparisonConfig, run int) (*C
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	res.Udrain.Wall, res.Udrain.Requests, res.Udrain.Err, res.Udrain.Memory = rep.Wall, rep.Requests, rep.Err, &rep.Memory
+	res.Udrain.Wall, res.Udrain.Requests, res.Udrain.Err, res.Udrain.Memory, res.Udrain.Metrics = rep.Wall, rep.Requests, rep.Err, &rep.Memory, rep.Metrics
 	res.Kubectl.Requests = kcounter.Snapshot()
 	e.saveTimeline(u.Name, u, rep.Events)
 	e.saveTimeline(k.Name, k, nil)
@@ -420,7 +423,7 @@ func (e *Env) RunScale(ctx context.Context, s Shape, upgradeStep, timeout time.D
 	}
 	res.Udrain.HealthyAfter = e.healthyAfter(ctx, p, start, timeout)
 	e.saveTimeline(p.Name, p, rep.Events)
-	res.Udrain.Wall, res.Udrain.Requests, res.Udrain.Err, res.Udrain.Memory = rep.Wall, rep.Requests, rep.Err, &rep.Memory
+	res.Udrain.Wall, res.Udrain.Requests, res.Udrain.Err, res.Udrain.Memory, res.Udrain.Metrics = rep.Wall, rep.Requests, rep.Err, &rep.Memory, rep.Metrics
 	o := Observe(p.Recorder.Events(), ObserveOptions{UDOf: p.UDOf, Workloads: p.ObservedWorkloads(), From: start})
 	res.Udrain.finish(o, AllGroups(p.ObservedWorkloads()))
 	res.Udrain.Audit = e.audit(ctx, user, res.Udrain.Requests)

@@ -64,7 +64,7 @@ func (k *kwokCluster) run(ctx context.Context, args ...string) (string, error) {
 	_ = pw.Close()
 	<-done
 	if err != nil {
-		return "", fmt.Errorf("hack/cluster.sh %s (UDRAIN_CLUSTER=%s): %w\n%s", strings.Join(args, " "), k.name, err, lastLines(tail.String(), 20))
+		return "", fmt.Errorf("hack/cluster.sh %s (UDRAIN_CLUSTER=%s): %w\n%s", strings.Join(args, " "), k.name, err, lastLines(tail.String(), 60))
 	}
 	return stdout.String(), nil
 }

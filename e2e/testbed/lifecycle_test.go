@@ -206,3 +206,49 @@ func TestTeardownOnSIGTERM(t *testing.T) {
 		t.Errorf("cluster.sh calls (-want +got):\n%s", diff)
 	}
 }
+
+// failUps makes the fake cluster.sh's first n `up` calls fail, as a control
+// plane that does not become usable in time does.
+func (r fakeRepo) failUps(t *testing.T, n int) {
+	t.Helper()
+	count := filepath.Join(r.root, "ups")
+	script := fmt.Sprintf(`#!/bin/sh
+echo "$* $UDRAIN_CLUSTER" >>%q
+case "$1" in
+  up)
+    echo x >>%q
+    if [ "$(wc -l <%q)" -le %d ]; then echo "cluster.sh: cluster does not serve after 300s" >&2; exit 1; fi
+    echo "export KUBECONFIG=%s" ;;
+  kubeconfig) echo %q ;;
+esac
+`, r.log, count, count, n, r.kubeconfig, r.kubeconfig)
+	must(t, os.WriteFile(filepath.Join(r.root, "hack", "cluster.sh"), []byte(script), 0o755))
+}
+
+func TestStartRemakesAClusterThatDidNotComeUpOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		fails   int
+		wantErr bool
+		want    []string
+	}{
+		{name: "up at once", fails: 0, want: []string{"kubeconfig c1", "up c1", "down c1"}},
+		{name: "up on the second try", fails: 1, want: []string{"kubeconfig c1", "up c1", "kubeconfig c1", "down c1", "up c1", "down c1"}},
+		{name: "two failures fail Start", fails: 2, wantErr: true, want: []string{"kubeconfig c1", "up c1", "kubeconfig c1", "down c1", "up c1", "kubeconfig c1", "down c1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			repo := newFakeRepo(t)
+			repo.failUps(t, tc.fails)
+			b := New(repo.options("c1"))
+			err := b.Start(t.Context())
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("Start: %v, want error %v", err, tc.wantErr)
+			}
+			if err != nil && !strings.Contains(err.Error(), "does not serve after 300s") {
+				t.Errorf("Start's error does not carry cluster.sh's reason: %v", err)
+			}
+			must(t, b.Stop(t.Context()))
+			repo.waitCalls(t, tc.want)
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -114,6 +115,7 @@ func (tt *Test) dumpIfFailed() {
 	// The test's context is over by now.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	tt.logPoolNodes(ctx)
 	dir := tt.ArtifactsDir()
 	errs := []error{tt.bed.DumpArtifacts(ctx, dir)}
 	tt.mu.Lock()
@@ -130,6 +132,20 @@ func (tt *Test) dumpIfFailed() {
 		return
 	}
 	tt.t.Logf("testbed: artifacts of this failure in %s", dir)
+}
+
+// logPoolNodes writes the test's nodes (readiness, cordon, taints) into
+// the test's log, where a CI run shows them: the artifacts stay on the
+// machine that ran the test.
+func (tt *Test) logPoolNodes(ctx context.Context) {
+	nodes, err := tt.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: fixture.PoolLabel + "=" + tt.Name})
+	if err != nil || len(nodes.Items) == 0 {
+		return
+	}
+	var b strings.Builder
+	if err := nodeTable(&b, nodes.Items); err == nil {
+		tt.t.Logf("testbed: the test's nodes at its failure:\n%s", b.String())
+	}
 }
 
 // cleanup deletes the namespace and the pool's nodes without waiting.

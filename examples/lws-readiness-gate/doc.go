@@ -21,4 +21,11 @@
 //	  - conditionType: udrain.dev/group-ready
 //
 // and the controller needs the permissions of readiness/gate/rbac.yaml.
+//
+// manifest.yaml (the controller's Deployment and a multi-node vLLM
+// LeaderWorkerSet gated on it) passes Pod Security "restricted", as every
+// example does (e2e/manifests checks them): vLLM runs as uid 1000 with USER
+// and HOME set, as in examples/lws-serve-readiness; RDMA's IPC_LOCK
+// capability, where a cluster needs it, is admitted only at "privileged".
+// The vLLM image is pinned to a release (v0.11.0).
 package main

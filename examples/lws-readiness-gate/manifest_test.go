@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -35,6 +37,7 @@ type gateManifest struct {
 	leaseRole      rbacv1.Role
 	leaseBinding   rbacv1.RoleBinding
 	deployment     appsv1.Deployment
+	priorityClass  schedulingv1.PriorityClass
 	pdb            policyv1.PodDisruptionBudget
 	lws            exampletest.LWS
 }
@@ -57,6 +60,8 @@ func parseGateManifest(t *testing.T) gateManifest {
 			exampletest.Decode(t, o.Object, &m.leaseBinding)
 		case "Deployment":
 			exampletest.Decode(t, o.Object, &m.deployment)
+		case "PriorityClass":
+			exampletest.Decode(t, o.Object, &m.priorityClass)
 		case "PodDisruptionBudget":
 			exampletest.Decode(t, o.Object, &m.pdb)
 		case "LeaderWorkerSet":
@@ -66,7 +71,7 @@ func parseGateManifest(t *testing.T) gateManifest {
 			m.lws = exampletest.DecodeLWS(t, o)
 		}
 	}
-	want := []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "LeaderWorkerSet", "PodDisruptionBudget"}
+	want := []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "PriorityClass", "LeaderWorkerSet", "PodDisruptionBudget"}
 	if diff := cmp.Diff(want, m.kinds); diff != "" {
 		t.Fatalf("objects (-want +got):\n%s", diff)
 	}
@@ -118,6 +123,39 @@ func TestManifestRBAC(t *testing.T) {
 	}
 }
 
+// TestManifestControllerIsTheDeployBase: the example's controller is
+// deploy/readiness-gate's Deployment and PriorityClass, object for object
+// (probes, required spread, priority, resources), so that the example runs
+// the production controller and the two never drift apart.
+func TestManifestControllerIsTheDeployBase(t *testing.T) {
+	m := parseGateManifest(t)
+	var dep appsv1.Deployment
+	var prio schedulingv1.PriorityClass
+	for _, f := range []struct {
+		file string
+		into any
+	}{{"../../deploy/readiness-gate/deployment.yaml", &dep}, {"../../deploy/readiness-gate/priorityclass.yaml", &prio}} {
+		objs := exampletest.ReadObjects(t, f.file)
+		if len(objs) != 1 {
+			t.Fatalf("%s holds %d objects, want 1", f.file, len(objs))
+		}
+		exampletest.Decode(t, objs[0].Object, f.into)
+	}
+	if diff := cmp.Diff(dep, m.deployment); diff != "" {
+		t.Errorf("the example's Deployment differs from deploy/readiness-gate/deployment.yaml (-deploy +example):\n%s", diff)
+	}
+	if diff := cmp.Diff(prio, m.priorityClass); diff != "" {
+		t.Errorf("the example's PriorityClass differs from deploy/readiness-gate/priorityclass.yaml (-deploy +example):\n%s", diff)
+	}
+	spec := m.deployment.Spec.Template.Spec
+	c := spec.Containers[0]
+	if spec.PriorityClassName != m.priorityClass.Name || c.LivenessProbe == nil || c.ReadinessProbe == nil ||
+		spec.Affinity == nil || spec.Affinity.PodAntiAffinity == nil || len(spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) == 0 {
+		t.Errorf("the controller has priority %q (the manifest's class: %q), probes %v/%v, affinity %+v; want the class, both probes and a required spread",
+			spec.PriorityClassName, m.priorityClass.Name, c.LivenessProbe != nil, c.ReadinessProbe != nil, spec.Affinity)
+	}
+}
+
 // TestManifestControllerSetsTheGate runs the Deployment's command line, as
 // parsed by udrain's own command tree, against a fake cluster holding one
 // group made from the LeaderWorkerSet's templates: the controller must
@@ -129,10 +167,27 @@ func TestManifestControllerSetsTheGate(t *testing.T) {
 		t.Fatalf("the Deployment has %d containers, want the controller", len(d.Spec.Template.Spec.Containers))
 	}
 	c := d.Spec.Template.Spec.Containers[0]
-	if len(c.Command) == 0 || c.Command[0] != "udrain" {
-		t.Fatalf("the Deployment runs %q, want udrain", c.Command)
+	if len(c.Command) != 0 {
+		t.Fatalf("the Deployment runs %q, want the image's entrypoint, udrain", c.Command)
 	}
-	args := append(append([]string(nil), c.Command[1:]...), c.Args...)
+	// $(VAR) from the pod's fields as the kubelet expands them, and the
+	// health checks on a free port of this machine.
+	fields := map[string]string{"metadata.namespace": d.Namespace, "metadata.name": d.Name + "-0"}
+	var pairs []string
+	for _, e := range c.Env {
+		if e.ValueFrom == nil || e.ValueFrom.FieldRef == nil {
+			t.Fatalf("env %s is not a pod field", e.Name)
+		}
+		pairs = append(pairs, "$("+e.Name+")", fields[e.ValueFrom.FieldRef.FieldPath])
+	}
+	expand := strings.NewReplacer(pairs...)
+	var args []string
+	for i, a := range c.Args {
+		if i > 0 && c.Args[i-1] == "--health-address" {
+			a = "127.0.0.1:0"
+		}
+		args = append(args, expand.Replace(a))
+	}
 	root := app.NewCommand(genericiooptions.NewTestIOStreamsDiscard(), app.Config{Name: "udrain"})
 	cmd, rest, err := root.Find(args)
 	if err != nil || cmd.Name() != "readiness-gate-controller" {

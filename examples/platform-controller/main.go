@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -31,7 +32,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ctx = klog.NewContext(ctx, klog.Background().WithName("platform-controller"))
-	err := run(ctx, os.Args[1:], os.Stderr, clientFromKubeconfig)
+	err := run(ctx, os.Args[1:], os.Stderr, clientsFromKubeconfig)
 	var usage *usageError
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
@@ -58,6 +59,7 @@ type settings struct {
 	domains         []string
 	drainTimeout    time.Duration
 	recoveryTimeout time.Duration
+	statusResource  bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (*settings, error) {
@@ -72,6 +74,7 @@ func parseFlags(args []string, stderr io.Writer) (*settings, error) {
 	fs.Func("domain", "upgrade only this domain (repeatable, in order); default all", func(v string) error { s.domains = append(s.domains, v); return nil })
 	fs.DurationVar(&s.drainTimeout, "drain-timeout", time.Hour, "give up a domain's drain after this long (0: never)")
 	fs.DurationVar(&s.recoveryTimeout, "recovery-timeout", 30*time.Minute, "give up waiting for a domain's groups to recover after this long (0: never)")
+	fs.BoolVar(&s.statusResource, "status-resource", false, "keep the rollout's progress in the status of a NodeUpgrade named after it (kubectl get nodeupgrades); needs the resource of crd.yaml")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
@@ -90,25 +93,32 @@ func parseFlags(args []string, stderr io.Writer) (*settings, error) {
 	return s, nil
 }
 
-// newClientFunc builds a clientset from a kubeconfig path; tests pass one
-// returning a fake.
-type newClientFunc func(kubeconfig string) (kubernetes.Interface, error)
+// clients are the program's API clients: a clientset, and a dynamic
+// client for its NodeUpgrade resource.
+type clients struct {
+	kube    kubernetes.Interface
+	dynamic dynamic.Interface
+}
+
+// newClientsFunc builds the clients from a kubeconfig path; tests pass one
+// returning fakes.
+type newClientsFunc func(kubeconfig string) (*clients, error)
 
 // run parses the flags, rolls the upgrade over every domain, and logs the
 // rollout's summary and, if it stopped, where and why. Usage errors are
 // returned without a log line.
-func run(ctx context.Context, args []string, stderr io.Writer, newClient newClientFunc) error {
+func run(ctx context.Context, args []string, stderr io.Writer, newClients newClientsFunc) error {
 	s, err := parseFlags(args, stderr)
 	if err != nil {
 		return err
 	}
 	logger := klog.FromContext(ctx)
-	client, err := newClient(s.kubeconfig)
+	c, err := newClients(s.kubeconfig)
 	if err != nil {
 		logger.Error(err, "No client")
 		return err
 	}
-	res, err := rollout(ctx, client, s, http.DefaultClient)
+	res, err := rollout(ctx, c, s, http.DefaultClient)
 	var usage *usageError
 	if errors.As(err, &usage) {
 		return err
@@ -179,8 +189,10 @@ func unhealthy(h *eviction.DomainHealth) []string {
 // informers as the upgrade step (the nodes' lister), and adds no list or
 // watch of its own. Events go to the API server and the log; the upgrade
 // step labels the nodes and calls the webhook.
-func rollout(ctx context.Context, client kubernetes.Interface, s *settings, httpClient *http.Client) (*eviction.RolloutResult, error) {
+func rollout(ctx context.Context, c *clients, s *settings, httpClient *http.Client) (*eviction.RolloutResult, error) {
 	logger := klog.FromContext(ctx)
+	client := c.kube
+	id := "platform-" + s.version
 	factory := informers.NewSharedInformerFactory(client, 0)
 	shared := eviction.InformersFromFactory(factory) // registers udrain's informers with the factory
 	nodes := factory.Core().V1().Nodes().Lister()
@@ -196,12 +208,26 @@ func rollout(ctx context.Context, client kubernetes.Interface, s *settings, http
 		logger:   logger,
 	}
 	defer reporter.flush(context.WithoutCancel(ctx), 5*time.Second)
+	onEvent := reporter.report
+	var d *eviction.Drainer
+	var status *statusWriter
+	if s.statusResource {
+		// The status, read afresh, comes from the Drainer's view of the
+		// same informers: no list or watch, one GET of the rollout's Lease.
+		status = newStatusWriter(c.dynamic, id, func(ctx context.Context) (*eviction.RolloutStatus, error) {
+			return d.RolloutStatus(ctx, id, eviction.RolloutStatusOptions{Domains: s.domains})
+		}, logger)
+		onEvent = func(e eviction.Event) {
+			reporter.report(e)
+			status.observe(e)
+		}
+	}
 	d, err := eviction.New(client, eviction.Options{
 		// kubectl drain --ignore-daemonsets --delete-emptydir-data --timeout: a
 		// platform's usual settings, as a drain.Helper.
 		Helper:      &drain.Helper{GracePeriodSeconds: -1, IgnoreAllDaemonSets: true, DeleteEmptyDirData: true, Timeout: s.drainTimeout},
 		DomainLabel: s.domainLabel,
-		OnEvent:     reporter.report,
+		OnEvent:     onEvent,
 		Informers:   shared,
 	})
 	if err != nil {
@@ -219,17 +245,29 @@ func rollout(ctx context.Context, client kubernetes.Interface, s *settings, http
 		}
 	}
 	logger.V(2).Info("Informers synced")
-	return d.Rollout(ctx, eviction.RolloutOptions{
-		ID:              "platform-" + s.version,
+	if status != nil {
+		// Before the rollout changes anything, the resource shows where
+		// the rollout stands: where a previous run stopped, if one did.
+		if err := status.begin(ctx, s.version, s.domains); err != nil {
+			return nil, err
+		}
+		defer status.stop(5 * time.Second)
+	}
+	res, err := d.Rollout(ctx, eviction.RolloutOptions{
+		ID:              id,
 		Domains:         s.domains,
 		Upgrade:         nodeUpgrade(client, nodes, s.version, s.webhook, httpClient),
 		RecoveryTimeout: s.recoveryTimeout,
 	})
+	if status != nil && res != nil && res.Status != nil {
+		status.set(res.Status)
+	}
+	return res, err
 }
 
-// clientFromKubeconfig loads a kubeconfig as kubectl does, falling back to
-// the pod's service account, with rate limits fit for a drain.
-func clientFromKubeconfig(path string) (kubernetes.Interface, error) {
+// clientsFromKubeconfig loads a kubeconfig as kubectl does, falling back
+// to the pod's service account, with rate limits fit for a drain.
+func clientsFromKubeconfig(path string) (*clients, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = path
 	config, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
@@ -238,5 +276,13 @@ func clientFromKubeconfig(path string) (kubernetes.Interface, error) {
 	}
 	config.QPS, config.Burst = 50, 100
 	config.UserAgent = "platform-controller"
-	return kubernetes.NewForConfig(config)
+	kube, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(config)
+	if err != nil {
+		return nil, err
+	}
+	return &clients{kube: kube, dynamic: dyn}, nil
 }

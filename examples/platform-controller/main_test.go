@@ -59,10 +59,16 @@ func (w *webhook) got() []upgradeRequest {
 // logger; it returns run's error and what was logged.
 func runController(t *testing.T, client kubernetes.Interface, args ...string) (string, error) {
 	t.Helper()
+	return runWithClients(t, &clients{kube: client, dynamic: fakeDynamic()}, args...)
+}
+
+// runWithClients is runController with the dynamic client too.
+func runWithClients(t *testing.T, c *clients, args ...string) (string, error) {
+	t.Helper()
 	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true), ktesting.Verbosity(2)))
 	ctx, cancel := context.WithTimeout(klog.NewContext(t.Context(), logger), 30*time.Second)
 	defer cancel()
-	err := run(ctx, args, io.Discard, func(string) (kubernetes.Interface, error) { return client, nil })
+	err := run(ctx, args, io.Discard, func(string) (*clients, error) { return c, nil })
 	return logger.GetSink().(ktesting.Underlier).GetBuffer().String(), err
 }
 

@@ -15,4 +15,10 @@
 // It exits 0 once registered, 3 if the server did not become reachable in
 // --timeout (the error says the last failure class and what to check), 1 on
 // other errors. It is an example, not a GPUStack client.
+//
+// worker.yaml passes Pod Security "restricted" (e2e/manifests checks every
+// example): GPUStack's image runs as root unless told otherwise, so the
+// worker runs as uid 1000 with USER and HOME set and its data directory on
+// a volume. Its images are pinned to releases (GPUStack v0.7.1): move
+// them to the ones you run.
 package main

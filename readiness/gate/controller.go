@@ -3,6 +3,7 @@ package gate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 
@@ -20,6 +21,8 @@ import (
 )
 
 // groupIndex names the pod informer's index from group key to member pods.
+// On a caller's informer (Options.Pods), which several controllers may
+// share, each controller's index has a name of its own (groupIndex/<n>).
 const groupIndex = "udrain.dev/group"
 
 // ErrAlreadyRun is returned by [Controller.Run] when called a second time:
@@ -33,14 +36,18 @@ type Controller struct {
 	client   kubernetes.Interface
 	opts     Options
 	selector labels.Selector
-	factory  informers.SharedInformerFactory
+	factory  informers.SharedInformerFactory // nil with Options.Pods
 	pods     cache.SharedIndexInformer
+	index    string                                 // the name of this controller's group index on pods
+	handler  cache.ResourceEventHandlerRegistration // this controller's event handler on pods
 
 	mu    sync.Mutex
 	queue workqueue.TypedRateLimitingInterface[topology.GroupID] // the current term's; nil while not leading
 	ran   bool
 
 	changeMu sync.Mutex // serializes OnChange
+
+	progress progress // for the health checks
 
 	// afterSync, if set (by tests), is called after each reconcile of a
 	// group with what it did.
@@ -62,25 +69,32 @@ func New(client kubernetes.Interface, opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Controller{client: client, opts: opts, selector: sel}
+	c := &Controller{client: client, opts: opts, selector: sel, index: groupIndex}
 
-	var factoryOpts []informers.SharedInformerOption
-	if opts.Namespace != "" {
-		factoryOpts = append(factoryOpts, informers.WithNamespace(opts.Namespace))
+	if opts.Pods != nil {
+		c.pods = opts.Pods
+		// Another controller may index the same informer.
+		c.index = fmt.Sprintf("%s/%p", groupIndex, c)
+	} else {
+		var factoryOpts []informers.SharedInformerOption
+		if opts.Namespace != "" {
+			factoryOpts = append(factoryOpts, informers.WithNamespace(opts.Namespace))
+		}
+		if !sel.Empty() {
+			s := sel.String()
+			factoryOpts = append(factoryOpts, informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = s }))
+		}
+		c.factory = informers.NewSharedInformerFactoryWithOptions(client, opts.ResyncPeriod, factoryOpts...)
+		c.pods = c.factory.Core().V1().Pods().Informer()
+		if err := c.pods.SetTransform(stripManagedFields); err != nil {
+			return nil, err
+		}
 	}
-	if !sel.Empty() {
-		s := sel.String()
-		factoryOpts = append(factoryOpts, informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = s }))
+	if err := c.pods.AddIndexers(cache.Indexers{c.index: c.indexGroup}); err != nil {
+		return nil, configError("Options.Pods", fmt.Sprintf("cannot index it: %v; pass a running or new informer, not a stopped one", err))
 	}
-	c.factory = informers.NewSharedInformerFactoryWithOptions(client, opts.ResyncPeriod, factoryOpts...)
-	c.pods = c.factory.Core().V1().Pods().Informer()
-	if err := c.pods.SetTransform(stripManagedFields); err != nil {
-		return nil, err
-	}
-	if err := c.pods.AddIndexers(cache.Indexers{groupIndex: c.indexGroup}); err != nil {
-		return nil, err
-	}
-	if _, err := c.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	var err2 error
+	c.handler, err2 = c.pods.AddEventHandlerWithResyncPeriod(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { c.enqueuePod(obj) },
 		UpdateFunc: func(oldObj, newObj any) {
 			c.enqueuePod(newObj)
@@ -91,8 +105,9 @@ func New(client kubernetes.Interface, opts Options) (*Controller, error) {
 			}
 		},
 		DeleteFunc: func(obj any) { c.enqueuePod(obj) },
-	}); err != nil {
-		return nil, err
+	}, opts.ResyncPeriod) // 0: no resync
+	if err2 != nil {
+		return nil, configError("Options.Pods", fmt.Sprintf("cannot watch it: %v; pass a running or new informer, not a stopped one", err2))
 	}
 	return c, nil
 }
@@ -114,15 +129,26 @@ func (c *Controller) Run(ctx context.Context) error {
 
 	logger := klog.FromContext(ctx)
 	ctx, cancel := context.WithCancel(ctx)
+	c.progress.setRunning(true)
 	defer func() {
 		cancel()
-		c.factory.Shutdown() // waits for the informers, which stop with ctx
+		if c.factory != nil {
+			c.factory.Shutdown() // waits for the informers, which stop with ctx
+		} else {
+			// The caller's informer goes on; this controller's handler
+			// does not.
+			_ = c.pods.RemoveEventHandler(c.handler)
+		}
+		c.progress.setRunning(false)
 	}()
-	c.factory.Start(ctx.Done())
-	logger.V(2).Info("Waiting for the pod cache", "namespace", c.opts.Namespace, "selector", c.selector.String())
-	if !cache.WaitForCacheSync(ctx.Done(), c.pods.HasSynced) {
+	if c.factory != nil {
+		c.factory.Start(ctx.Done())
+	}
+	logger.V(2).Info("Waiting for the pod cache", "namespace", c.opts.Namespace, "selector", c.selector.String(), "shared", c.factory == nil)
+	if !cache.WaitForCacheSync(ctx.Done(), c.pods.HasSynced, c.handler.HasSynced) {
 		return nil // ctx done before the cache filled: nothing was written
 	}
+	c.progress.setSynced()
 	if c.opts.LeaderElection == nil {
 		c.runTerm(ctx)
 		return nil
@@ -139,7 +165,8 @@ func (c *Controller) runTerm(ctx context.Context) {
 	c.mu.Lock()
 	c.queue = queue
 	c.mu.Unlock()
-	keys := c.pods.GetIndexer().ListIndexFuncValues(groupIndex)
+	c.progress.startTerm(queue, c.opts.Clock.Now())
+	keys := c.pods.GetIndexer().ListIndexFuncValues(c.index)
 	for _, key := range keys {
 		if id, ok := parseGroupKey(key); ok {
 			queue.Add(id)
@@ -164,6 +191,7 @@ func (c *Controller) runTerm(ctx context.Context) {
 	c.mu.Unlock()
 	queue.ShutDown()
 	wg.Wait()
+	c.progress.endTerm()
 	logger.Info("Stopped reconciling groups")
 }
 
@@ -179,8 +207,14 @@ func (c *Controller) processNext(ctx context.Context, queue workqueue.TypedRateL
 	if ctx.Err() != nil {
 		return true
 	}
+	if id == syncProbe {
+		c.progress.probeReached(c.opts.Clock.Now())
+		return true
+	}
 	logger := klog.FromContext(ctx).WithValues("group", id.String(), "kind", id.Kind)
+	c.progress.reconcileStarted(id, c.opts.Clock.Now())
 	result, err := c.sync(klog.NewContext(ctx, logger), id)
+	c.progress.reconcileDone(id, c.opts.Clock.Now(), err)
 	if c.afterSync != nil {
 		c.afterSync(id, result, err)
 	}
@@ -231,10 +265,10 @@ func (c *Controller) groupOfObject(obj any) (topology.GroupID, bool) {
 }
 
 // groupOf returns the group that the first claiming grouper puts pod in, as
-// topology.FindGroups does. Pods outside the selector belong to none, even
-// if a watch delivers them.
+// topology.FindGroups does. Pods outside Namespace and Selector belong to
+// none, even if a watch or a caller's informer delivers them.
 func (c *Controller) groupOf(pod *corev1.Pod) (topology.GroupID, bool) {
-	if !c.selector.Empty() && !c.selector.Matches(labels.Set(pod.Labels)) {
+	if !c.inScope(pod) {
 		return topology.GroupID{}, false
 	}
 	for _, grouper := range c.opts.Groupers {
@@ -273,6 +307,14 @@ func parseGroupKey(key string) (topology.GroupID, bool) {
 
 // stripManagedFields drops what the controller never reads and a large
 // cluster would pay for in memory.
+// inScope reports whether pod is one of Namespace and Selector: always so
+// for the controller's own informer, which lists no other; a caller's
+// informer (Options.Pods) may hold any pod.
+func (c *Controller) inScope(pod *corev1.Pod) bool {
+	return (c.opts.Namespace == "" || pod.Namespace == c.opts.Namespace) &&
+		(c.selector.Empty() || c.selector.Matches(labels.Set(pod.Labels)))
+}
+
 func stripManagedFields(obj any) (any, error) {
 	if pod, ok := obj.(*corev1.Pod); ok {
 		pod.ManagedFields = nil

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
 	clienttesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -362,15 +363,24 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		mod(l)
 		return l
 	}
+	// A caller's informer that was stopped cannot be indexed or watched.
+	factory := informers.NewSharedInformerFactory(newFakeCluster(t).client, 0)
+	stopped := factory.Core().V1().Pods().Informer()
+	stop := make(chan struct{})
+	factory.Start(stop)
+	close(stop)
+	factory.Shutdown()
 	tests := []struct {
 		name      string
 		opts      Options
 		wantField string
 	}{
+		{"stopped informer", Options{Pods: stopped}, "gate.Options.Pods"},
 		{"bad selector", Options{Selector: "app in (a"}, "gate.Options.Selector"},
 		{"bad namespace", Options{Namespace: "Not_A_Namespace"}, "gate.Options.Namespace"},
 		{"negative workers", Options{Workers: -1}, "gate.Options.Workers"},
 		{"negative resync", Options{ResyncPeriod: -time.Second}, "gate.Options.ResyncPeriod"},
+		{"negative max sync age", Options{MaxSyncAge: -time.Second}, "gate.Options.MaxSyncAge"},
 		{"nil grouper", Options{Groupers: []topology.Grouper{topology.LeaderWorkerSet(), nil}}, "gate.Options.Groupers[1]"},
 		{"lease without namespace", Options{LeaderElection: &LeaderElection{}}, "gate.LeaderElection.Namespace"},
 		{"bad lease name", Options{LeaderElection: le(func(l *LeaderElection) { l.Name = "Bad Name" })}, "gate.LeaderElection.Name"},
@@ -493,5 +503,60 @@ func TestTerminatingLeaderWrittenOnce(t *testing.T) {
 	}
 	if got := fc.statusPatches(); got != len(want) {
 		t.Errorf("%d status patches, want %d", got, len(want))
+	}
+}
+
+// TestSharedPodInformer: over the caller's pod informer (Options.Pods) the
+// controller lists and watches nothing itself, reconciles only the pods of
+// its scope among the informer's, shares the informer with another
+// controller, and leaves it serving the other when it stops.
+func TestSharedPodInformer(t *testing.T) {
+	inScope := withLabel("app", "vllm")
+	pods := lwsGroup("a", 0, 2, map[int][]podOption{0: {inScope}, 1: {inScope}})
+	pods = append(pods, lwsGroup("b", 0, 2, nil)...) // no label
+	fc := newFakeCluster(t, pods...)
+	factory := informers.NewSharedInformerFactory(fc.client, 0)
+	shared := factory.Core().V1().Pods().Informer()
+	labelled := fc.start(Options{Pods: shared, Selector: "app=vllm", Workers: 1})
+	others := fc.start(Options{Pods: shared, Selector: "!app", Workers: 1})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(func() { cancel(); factory.Shutdown() })
+	factory.Start(ctx.Done()) // after Run: Run waits for it to sync
+
+	seen := func(r *running, name string) bool {
+		return r.rec.count(name, syncWritten)+r.rec.count(name, syncUnchanged) > 0
+	}
+	fc.waitFor("groups a and b", func() bool { return seen(labelled, "a-0") && seen(others, "b-0") })
+	for _, p := range lwsGroup("d", 0, 2, nil) { // through the watch
+		fc.create(p)
+	}
+	fc.waitFor("group d", func() bool { return seen(others, "d-0") })
+	labelled.stop()
+	for _, p := range lwsGroup("e", 0, 2, nil) {
+		fc.create(p)
+	}
+	fc.waitFor("group e, after the other controller stopped", func() bool { return seen(others, "e-0") })
+
+	for _, tc := range []struct {
+		r       *running
+		outside []string
+	}{
+		{labelled, []string{"b-0", "d-0", "e-0"}},
+		{others, []string{"a-0"}},
+	} {
+		for _, name := range tc.outside {
+			if seen(tc.r, name) {
+				t.Errorf("group %s, outside the controller's selector, was reconciled", name)
+			}
+		}
+	}
+	listWatch := map[string]int{}
+	for _, a := range fc.client.Actions() {
+		if a.GetResource().Resource == "pods" && (a.GetVerb() == "list" || a.GetVerb() == "watch") {
+			listWatch[a.GetVerb()]++
+		}
+	}
+	if diff := cmp.Diff(map[string]int{"list": 1, "watch": 1}, listWatch); diff != "" {
+		t.Errorf("pod lists and watches: only the caller's informer's (-want +got):\n%s", diff)
 	}
 }

@@ -16,7 +16,9 @@
 // condition), its ContainersReady is. Its reason and message are health's.
 //
 // How it works: a shared pod informer (optionally limited to a namespace and
-// a label selector) with an index from group to member pods feeds a
+// a label selector; or the caller's own, [Options.Pods], so that a
+// controller that watches pods anyway adds no list or watch) with an index
+// from group to member pods feeds a
 // rate-limited work queue keyed by group. Reconciling a group reads its pods
 // from the cache, evaluates them, and patches the leader's pods/status
 // subresource (a strategic merge patch of the one condition) only when the
@@ -56,9 +58,38 @@
 // reads True a broken group counts as healthy in the PDB: exactly the
 // unsafe direction, since a drain may then take down one more group. With
 // one writer the condition moves only forward with that writer's cache.
-// The cost is a failover delay of up to a LeaseDuration after a crash (not
-// after a clean shutdown), during which conditions stay as last written.
+// The cost is a failover delay after a crash (not after a clean shutdown)
+// of a LeaseDuration and up to 4.4 RetryPeriods more (the standby sees the
+// last renewal, and then the expiry, each up to 2.2 RetryPeriods late, at
+// its jittered retries), during which conditions stay as last written.
 // Without LeaderElection, run exactly one replica.
+//
+// # Health checks
+//
+// A leader that wedges (its workers stuck, its writes refused) while it
+// still renews its Lease leaves every leader's condition as last written,
+// with nothing to say so. [Controller.Healthz] (liveness) and
+// [Controller.Readyz] (readiness), served over HTTP by
+// [Controller.HealthHandler] (the CLI's --health-address), tell:
+//
+//   - A replica is alive while Run runs, and, if it leads, while its work
+//     queue moves: each check sends a probe through the leader's queue
+//     (first in, first out), and the leader is stuck when a probe has
+//     waited, or one reconcile has run, longer than [Options.MaxSyncAge].
+//     Then a restart is the remedy, and it hands the Lease over. Activity
+//     of the informers is not judged: an idle cluster sends no pod events,
+//     so their absence cannot tell a quiet cluster from a dead watch, and
+//     the handlers only queue groups.
+//   - A replica is ready once its pod cache has filled: a standby is then
+//     a warm one, able to take over at once (a Deployment's rolling update
+//     waits for that before stopping the other replica). A leader is ready
+//     while it is alive and no group has kept failing to reconcile for
+//     longer than MaxSyncAge: one whose writes are refused is not ready
+//     (restarting would not help; an alert on the Deployment's available
+//     replicas should call someone), but stays alive.
+//
+// [Controller.Health] gives the state behind both, with the time of the
+// last successful sync (a probe through the queue with no group failing).
 //
 // What it is not for: it does not check members over the network (that is
 // package readiness, in the leader), does not evict or drain anything, and

@@ -3,11 +3,16 @@ package gate_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/udrain/udrain/readiness/gate"
@@ -90,6 +95,44 @@ func Example() {
 	// udrain.dev/group-ready False MemberNotReady
 }
 
+// ExampleOptions_pods embeds the controller in a program that watches pods
+// already: it reads them from the program's informer factory and starts no
+// list or watch of its own.
+func ExampleOptions_pods() {
+	client := fake.NewClientset([]runtime.Object{
+		member("0", true), member("1", true), member("2", true), member("3", true),
+	}...)
+	factory := informers.NewSharedInformerFactory(client, 0)
+	changes := make(chan gate.Change, 8)
+	c, err := gate.New(client, gate.Options{
+		Pods:      factory.Core().V1().Pods().Informer(), // the program's
+		Namespace: "inference",
+		OnChange:  func(ch gate.Change) { changes <- ch },
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	factory.Start(ctx.Done()) // the program starts its informers, as it always did
+
+	select {
+	case ch := <-changes:
+		fmt.Println(ch)
+	case <-time.After(10 * time.Second):
+		fmt.Println("no change within 10s")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		fmt.Println(err)
+	}
+	factory.Shutdown()
+	// Output:
+	// inference/vllm-0: udrain.dev/group-ready=True GroupReady: 4/4 members healthy
+}
+
 // ExampleEvaluate computes a group's condition without a cluster.
 func ExampleEvaluate() {
 	pods := []*corev1.Pod{member("0", true), member("1", true), member("2", true)} // worker 3 is gone
@@ -121,4 +164,43 @@ func ExampleOptions() {
 	// Output:
 	// <nil>
 	// invalid gate.Options.Selector: unable to parse requirement: found '', expected: ',' or ')'; write it as for kubectl -l, e.g. leaderworkerset.sigs.k8s.io/name=vllm
+}
+
+// ExampleController_HealthHandler serves the controller's health checks,
+// as a livenessProbe (/healthz) and a readinessProbe (/readyz) see them.
+func ExampleController_HealthHandler() {
+	client := fake.NewClientset(member("0", true), member("1", true), member("2", true), member("3", true))
+	c, err := gate.New(client, gate.Options{Namespace: "inference"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	health := httptest.NewServer(c.HealthHandler()) // e.g. on :8081, a listener of its own
+	defer health.Close()
+	get := func(path string) string {
+		resp, err := http.Get(health.URL + path)
+		if err != nil {
+			return err.Error()
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		verdict, _, _ := strings.Cut(string(body), "\n") // then the state, with the age of the last sync
+		return fmt.Sprintf("%s %d %s", path, resp.StatusCode, verdict)
+	}
+	fmt.Println(get("/readyz"))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	for deadline := time.Now().Add(10 * time.Second); c.Readyz() != nil && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	fmt.Println(get("/healthz"))
+	fmt.Println(get("/readyz"))
+	cancel()
+	<-done
+	// Output:
+	// /readyz 503 NotRunning: the controller is not running (Run was not called, or has returned)
+	// /healthz 200 ok
+	// /readyz 200 ok
 }

@@ -163,6 +163,7 @@ func newFakeCluster(t *testing.T, pods ...*corev1.Pod) *fakeCluster {
 
 // running is a controller started in a goroutine.
 type running struct {
+	ctrl *Controller
 	rec  *recorder
 	stop func()
 }
@@ -204,7 +205,7 @@ func (fc *fakeCluster) start(opts Options) *running {
 		})
 	}
 	t.Cleanup(stop)
-	return &running{rec: rec, stop: stop}
+	return &running{ctrl: c, rec: rec, stop: stop}
 }
 
 // waitFor polls cond until it holds, failing the test after waitTimeout.

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
@@ -29,16 +30,37 @@ const (
 	DefaultLeaseDuration = 15 * time.Second
 	DefaultRenewDeadline = 10 * time.Second
 	DefaultRetryPeriod   = 2 * time.Second
+	// DefaultMaxSyncAge bounds how far the leader may fall behind before
+	// its health checks fail (see [Health]): long enough for a first pass
+	// over a few thousand groups at the CLI's API rate (50 writes a
+	// second), short enough that a stuck leader is restarted, and its
+	// Lease handed over, within a couple of minutes.
+	DefaultMaxSyncAge = time.Minute
 )
 
 // Options configures a [Controller]. The zero value watches all namespaces,
 // groups pods with [topology.DefaultGroupers] and runs without leader
 // election (run one replica only).
 type Options struct {
+	// Pods is the caller's shared informer of pods, e.g.
+	// factory.Core().V1().Pods().Informer() of a client-go informer
+	// factory, or the pod informer of a controller-runtime cache (its
+	// dynamic type is a cache.SharedIndexInformer). With it the controller
+	// starts no list or watch of its own: it adds an index and an event
+	// handler to the informer, reads pods from it, and never starts or
+	// stops it (start it, e.g. with factory.Start, before or after
+	// [Controller.Run]; Run waits for it to sync). It must hold the pods
+	// the controller judges with their labels, owner references and
+	// status (a transform may drop managed fields, not those). Nil means
+	// the controller lists and watches pods itself, limited to Namespace
+	// and Selector.
+	Pods cache.SharedIndexInformer
 	// Namespace limits the controller to one namespace; empty means all.
+	// With Pods, pods of other namespaces in the informer are ignored.
 	Namespace string
 	// Selector is a label selector (as for kubectl -l) limiting the pods
-	// the controller watches; empty means all. It must select every member
+	// the controller watches (with Pods: the pods it reads of the
+	// informer's); empty means all. It must select every member
 	// of a group, not only leaders: a member it leaves out counts as
 	// missing.
 	Selector string
@@ -58,8 +80,15 @@ type Options struct {
 	// Lease: set it whenever more than one replica may run. See the package
 	// documentation for why.
 	LeaderElection *LeaderElection
-	// Clock gives the condition's lastTransitionTime; nil means the system
-	// clock.
+	// MaxSyncAge bounds how long the leader may leave a sync probe of its
+	// health checks waiting in its work queue, run one reconcile, or keep
+	// failing to reconcile groups, before [Controller.Healthz] (the first
+	// two) or [Controller.Readyz] (all three) fail; 0 means
+	// [DefaultMaxSyncAge]. Raise it if the first pass over all groups of a
+	// new leader takes longer.
+	MaxSyncAge time.Duration
+	// Clock gives the condition's lastTransitionTime and the times of the
+	// health checks; nil means the system clock.
 	Clock clock.PassiveClock
 	// OnChange, if set, is called after each write of a leader's condition.
 	// Calls are serialized; keep it short, it holds up the other workers'
@@ -130,9 +159,14 @@ func (o Options) complete() (Options, labels.Selector, error) {
 		return o, nil, configError("Options.Workers", fmt.Sprintf("%d is negative; use 0 for the default (%d)", o.Workers, DefaultWorkers))
 	case o.ResyncPeriod < 0:
 		return o, nil, configError("Options.ResyncPeriod", fmt.Sprintf("%v is negative; use 0 to react to events only", o.ResyncPeriod))
+	case o.MaxSyncAge < 0:
+		return o, nil, configError("Options.MaxSyncAge", fmt.Sprintf("%v is negative; use 0 for the default (%v)", o.MaxSyncAge, DefaultMaxSyncAge))
 	}
 	if o.Workers == 0 {
 		o.Workers = DefaultWorkers
+	}
+	if o.MaxSyncAge == 0 {
+		o.MaxSyncAge = DefaultMaxSyncAge
 	}
 	if len(o.Groupers) == 0 {
 		o.Groupers = topology.DefaultGroupers()

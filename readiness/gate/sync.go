@@ -34,7 +34,7 @@ func (r syncResult) String() string {
 // the informer cache.
 func (c *Controller) sync(ctx context.Context, id topology.GroupID) (syncResult, error) {
 	logger := klog.FromContext(ctx)
-	objs, err := c.pods.GetIndexer().ByIndex(groupIndex, groupKey(id))
+	objs, err := c.pods.GetIndexer().ByIndex(c.index, groupKey(id))
 	if err != nil {
 		return syncNoGroup, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
@@ -73,20 +74,20 @@ func (f *domainFlags) layoutOptions() topology.LayoutOptions {
 }
 
 // listNodes lists the cluster's nodes in pages (the commands that need
-// only nodes start no informers).
-func listNodes(ctx context.Context, client kubernetes.Interface) ([]corev1.Node, error) {
+// only nodes start no informers), within connect (connectTimeout).
+func (o *options) listNodes(ctx context.Context, client kubernetes.Interface, connect time.Duration) ([]corev1.Node, error) {
 	var out []corev1.Node
-	err := eachItem(ctx, "nodes", func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	err := o.eachItem(ctx, client, connect, "nodes", func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 		return client.CoreV1().Nodes().List(ctx, opts)
 	}, func(obj runtime.Object) { out = append(out, *obj.(*corev1.Node)) })
 	return out, err
 }
 
-// listDaemonSets lists the cluster's DaemonSets in pages; without the
-// permission to, it logs why and returns none.
-func listDaemonSets(ctx context.Context, client kubernetes.Interface) ([]appsv1.DaemonSet, error) {
+// listDaemonSets lists the cluster's DaemonSets in pages, within connect;
+// without the permission to, it logs why and returns none.
+func (o *options) listDaemonSets(ctx context.Context, client kubernetes.Interface, connect time.Duration) ([]appsv1.DaemonSet, error) {
 	var out []appsv1.DaemonSet
-	err := eachItem(ctx, "DaemonSets", func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	err := o.eachItem(ctx, client, connect, "DaemonSets", func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 		return client.AppsV1().DaemonSets(metav1.NamespaceAll).List(ctx, opts)
 	}, func(obj runtime.Object) { out = append(out, *obj.(*appsv1.DaemonSet)) })
 	if apierrors.IsForbidden(err) {
@@ -96,11 +97,28 @@ func listDaemonSets(ctx context.Context, client kubernetes.Interface) ([]appsv1.
 	return out, err
 }
 
-// eachItem lists with client-go's pager, listPageSize items at a time.
-func eachItem(ctx context.Context, what string, list func(context.Context, metav1.ListOptions) (runtime.Object, error), each func(runtime.Object)) error {
-	p := pager.New(pager.SimplePageFunc(func(opts metav1.ListOptions) (runtime.Object, error) { return list(ctx, opts) }))
+// connectTimeout is how long a command waits for an API server that does
+// not serve it before it fails with an *eviction.UnreachableError:
+// eviction.DefaultConnectTimeout, or the command's --timeout if shorter
+// (zero: none given).
+func connectTimeout(timeout time.Duration) time.Duration {
+	if timeout > 0 {
+		return min(eviction.DefaultConnectTimeout, timeout)
+	}
+	return eviction.DefaultConnectTimeout
+}
+
+// eachItem lists with client-go's pager, listPageSize items at a time,
+// within connect: an API server that does not serve the list within it
+// (refused, no answer, 5xx or 429 every time) is an
+// *eviction.UnreachableError.
+func (o *options) eachItem(ctx context.Context, client kubernetes.Interface, connect time.Duration, what string, list func(context.Context, metav1.ListOptions) (runtime.Object, error), each func(runtime.Object)) error {
+	lctx, cancel := context.WithTimeout(ctx, connect)
+	defer cancel()
+	start := time.Now()
+	p := pager.New(pager.SimplePageFunc(func(opts metav1.ListOptions) (runtime.Object, error) { return list(lctx, opts) }))
 	p.PageSize = listPageSize
-	err := p.EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
+	err := p.EachListItem(lctx, metav1.ListOptions{}, func(obj runtime.Object) error {
 		each(obj)
 		return nil
 	})
@@ -111,6 +129,9 @@ func eachItem(ctx context.Context, what string, list func(context.Context, metav
 		return ctx.Err()
 	case apierrors.IsForbidden(err), apierrors.IsUnauthorized(err):
 		return &eviction.PermissionError{Err: err}
+	}
+	if ue := o.unreachableError(client, err, time.Since(start)); ue != nil {
+		return ue
 	}
 	return fmt.Errorf("listing %s: %w", what, err)
 }

@@ -7,12 +7,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/topology"
 )
 
 func newAuditCommand(o *options) *cobra.Command {
 	var df domainFlags
 	var out outputFlag
+	var steering string
 	cmd := &cobra.Command{
 		Use:   "audit",
 		Short: "Check the placement contract over all domains (exit code 4 on a violation)",
@@ -24,12 +26,27 @@ func newAuditCommand(o *options) *cobra.Command {
   MultiplePDBs        no pod is selected by two PDBs (the Eviction API refuses it)
   ProtectedWorker     no PDB selects a worker (a warning)
   ControlPlaneQuorum  no domain holds enough control-plane nodes to lose etcd quorum
+  ToleratesEverything no group member tolerates every taint (operator: Exists with
+                      no key: it ignores a cordon and udrain's upgrade-pending
+                      taint; a warning)
+
+It then simulates "udrain rollout" over all domains (spare domains first, the
+--steering given) and says where each evicted group can go: back to its own
+domain after the upgrade, to an upgraded domain with room, or only to a
+domain not upgraded yet, and adds:
+
+  DisruptedAgain      a group can only go to a domain not upgraded yet, where
+                      the rollout disrupts it again (a warning)
+  NoRoom              a group finds no room, not even in its own domain after
+                      the upgrade (an error with --steering Strict, where the
+                      rollout would refuse to start; a warning otherwise)
 
 Each finding says what to fix. The exit code is 4 when a finding of severity
 Error is found (or nodes lack the domain label), 0 otherwise.`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := firstError(df.validate(), out.validate()); err != nil {
+			ro := eviction.RolloutOptions{Steering: eviction.Steering(steering)}
+			if err := firstError(df.validate(), out.validate(), inFlagTerms(ro.Validate())); err != nil {
 				return err
 			}
 			client, err := o.client()
@@ -51,7 +68,20 @@ Error is found (or nodes lack the domain label), 0 otherwise.`,
 			groups := topology.FindGroups(s.Pods, topology.Groupers(s.PodGroups)...)
 			r := topology.Audit(topology.AuditInput{Layout: layout, Groups: groups, PDBs: s.PDBs, Pods: s.Pods})
 			report := AuditReport{TypeMeta: typeMeta(KindAuditReport), LabelKey: layout.LabelKey, Domains: layout.Names(),
-				Groups: len(groups), PDBs: len(s.PDBs), Errors: len(r.Errors()), Warnings: len(r.Warnings()), Findings: r.Findings}
+				Groups: len(groups), PDBs: len(s.PDBs)}
+			// Where the rollout's evicted groups go: its destination
+			// findings join the contract's.
+			if plan, err := d.PlanRollout(o.quietContext(cmd.Context()), ro); plan != nil {
+				report.Rollout = plan
+				for _, f := range plan.Findings {
+					if f.Code == eviction.FindingDisruptedAgain || f.Code == eviction.FindingNoRoom {
+						r.Findings = append(r.Findings, f)
+					}
+				}
+			} else {
+				report.RolloutProblem = err.Error()
+			}
+			report.Errors, report.Warnings, report.Findings = len(r.Errors()), len(r.Warnings()), r.Findings
 			if err := out.print(o.streams.Out, report, func(w io.Writer) error { return writeAuditTable(w, report) }); err != nil {
 				return err
 			}
@@ -64,12 +94,23 @@ Error is found (or nodes lack the domain label), 0 otherwise.`,
 	}
 	df.add(cmd)
 	out.add(cmd)
+	cmd.Flags().StringVar(&steering, "steering", string(eviction.SteerPreferUpgraded), "The steering of the rollout simulated: PreferUpgraded, Strict or Off (as udrain rollout --steering)")
 	return cmd
 }
 
 func writeAuditTable(w io.Writer, r AuditReport) error {
 	fmt.Fprintf(w, "Audited %s (label %s), %s and %s.\n", plural(len(r.Domains), "domain", "domains"), r.LabelKey,
 		plural(r.Groups, "group", "groups"), plural(r.PDBs, "PodDisruptionBudget", "PodDisruptionBudgets"))
+	switch {
+	case r.Rollout != nil:
+		fmt.Fprintf(w, "A rollout over every domain (steering %s) would take them in the order %s.\n", r.Rollout.Steering, strings.Join(r.Rollout.Domains, ", "))
+		if err := writeDestinations(w, r.Rollout.Destinations); err != nil {
+			return err
+		}
+		fmt.Fprintln(w)
+	case r.RolloutProblem != "":
+		fmt.Fprintf(w, "Where evicted groups would go was not simulated: %s\n\n", r.RolloutProblem)
+	}
 	if len(r.Findings) == 0 {
 		_, err := fmt.Fprintln(w, "The placement contract holds: no findings.")
 		return err

@@ -32,7 +32,7 @@ pod on its nodes (whole and Ready or not), and its GPUs per product.`,
 			if err != nil {
 				return err
 			}
-			nodes, err := listNodes(cmd.Context(), client)
+			nodes, err := o.listNodes(cmd.Context(), client, connectTimeout(0))
 			if err != nil {
 				return err
 			}

@@ -119,6 +119,14 @@ func writeSummary(w io.Writer, s eviction.Summary, rollout bool) {
 	}
 	fmt.Fprintf(w, "Pods evicted: %d in phase 1, %d in phase 2\n", s.Phase1Evicted, s.Phase2Evicted)
 	fmt.Fprintf(w, "Groups disrupted: %d\n", s.GroupsDisrupted)
+	if rollout {
+		fmt.Fprintf(w, "Groups disrupted again: %d\n", s.GroupsDisruptedAgain)
+		if g := s.LongestDowntime; g != nil {
+			fmt.Fprintf(w, "Longest downtime: %s, group %s (from %s to %s)\n", human(g.Downtime), g.Group, g.From, orDash(g.To))
+		} else {
+			fmt.Fprintln(w, "Longest downtime: none")
+		}
+	}
 	if b := s.LongestBlock; b != nil {
 		fmt.Fprintf(w, "Longest block: %s by PodDisruptionBudget %s/%s\n", human(b.Duration), b.Namespace, b.PDB)
 	} else {

@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
 
+	"github.com/udrain/udrain/metrics"
 	"github.com/udrain/udrain/readiness/gate"
 )
 
@@ -12,6 +13,8 @@ func newReadinessGateCommand(o *options) *cobra.Command {
 		opts           gate.Options
 		leaseNamespace string
 		le             gate.LeaderElection
+		mf             metricsFlag
+		hf             healthFlag
 	)
 	cmd := &cobra.Command{
 		Use:   "readiness-gate-controller",
@@ -27,7 +30,14 @@ that do not declare the gate are never written to.
 It watches every namespace, or the one of --namespace (-n). Run one
 replica, or several with --lease-namespace (they elect one writer through a
 Lease). Every condition it writes is logged to stderr. SIGTERM stops it
-cleanly (exit code 0), releasing the Lease. RBAC: readiness/gate/rbac.yaml.`,
+cleanly (exit code 0), releasing the Lease. RBAC: readiness/gate/rbac.yaml.
+
+With --health-address, it serves /healthz for a livenessProbe (fails when
+the leader's work stops moving for --max-sync-age: restarting hands the
+Lease over) and /readyz for a readinessProbe (a standby once its pod cache
+has filled; the leader also while its writes do not keep failing for
+--max-sync-age), each with the role and the age of the last successful
+sync.`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Namespace = o.explicitNamespace()
@@ -38,8 +48,16 @@ cleanly (exit code 0), releasing the Lease. RBAC: readiness/gate/rbac.yaml.`,
 			} else if flagChanged(cmd.Flags(), "lease-name") || flagChanged(cmd.Flags(), "id") {
 				return usageErrorf("--lease-name and --id go with --lease-namespace")
 			}
+			reg := mf.registry()
+			writes, err := metrics.NewGateWrites(reg)
+			if err != nil {
+				return err
+			}
 			logger := klog.FromContext(cmd.Context())
-			opts.OnChange = func(c gate.Change) { logger.Info("Condition written", "change", c.String()) }
+			opts.OnChange = func(c gate.Change) {
+				writes.Record(string(c.Condition.Status))
+				logger.Info("Condition written", "change", c.String())
+			}
 			if opts.LeaderElection != nil {
 				opts.LeaderElection.OnNewLeader = func(id string) { logger.Info("Leader", "identity", id) }
 			}
@@ -51,12 +69,21 @@ cleanly (exit code 0), releasing the Lease. RBAC: readiness/gate/rbac.yaml.`,
 			if err != nil {
 				return inFlagTerms(err)
 			}
+			if err := mf.serve(cmd.Context(), o, reg); err != nil {
+				return err
+			}
+			if err := hf.serve(cmd.Context(), o, c.HealthHandler()); err != nil {
+				return err
+			}
 			logger.Info("Readiness-gate controller running", "namespace", opts.Namespace, "selector", opts.Selector, "leaderElection", opts.LeaderElection != nil)
 			return c.Run(cmd.Context())
 		},
 	}
 	fs := cmd.Flags()
 	fs.StringVarP(&opts.Selector, "selector", "l", "", "Watch only pods with these labels (as kubectl -l); it must select every member of a group, not only leaders")
+	mf.add(cmd)
+	hf.add(cmd)
+	fs.DurationVar(&opts.MaxSyncAge, "max-sync-age", gate.DefaultMaxSyncAge, "With --health-address: how long the leader may leave a health check's sync probe waiting in its queue, or run one reconcile (then /healthz fails), or keep failing to write (then /readyz fails)")
 	fs.IntVar(&opts.Workers, "workers", gate.DefaultWorkers, "Groups reconciled concurrently")
 	fs.DurationVar(&opts.ResyncPeriod, "resync-period", 0, "Reconcile every group this often even without pod events; zero reacts to events only")
 	fs.StringVar(&leaseNamespace, "lease-namespace", "", "Elect one writing replica through a Lease in this namespace; required to run more than one replica")

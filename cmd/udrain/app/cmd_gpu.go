@@ -39,11 +39,11 @@ The exit code is 0 whether or not problems are found; scripts read
 			if err != nil {
 				return err
 			}
-			nodes, err := listNodes(cmd.Context(), client)
+			nodes, err := o.listNodes(cmd.Context(), client, connectTimeout(0))
 			if err != nil {
 				return err
 			}
-			daemonSets, err := listDaemonSets(cmd.Context(), client)
+			daemonSets, err := o.listDaemonSets(cmd.Context(), client, connectTimeout(0))
 			if err != nil {
 				return err
 			}

@@ -14,6 +14,12 @@ import (
 
 // newDrainer builds the Drainer of the domain and drain flags.
 func (o *options) newDrainer(client kubernetes.Interface, df *domainFlags, dr *drainFlags, onEvent func(eviction.Event)) (*eviction.Drainer, error) {
+	return o.newDrainerWith(client, df, dr, onEvent, nil)
+}
+
+// newDrainerWith is newDrainer reading the cluster through shared (nil:
+// the Drainer's own lists and watches, per call).
+func (o *options) newDrainerWith(client kubernetes.Interface, df *domainFlags, dr *drainFlags, onEvent func(eviction.Event), shared *eviction.Informers) (*eviction.Drainer, error) {
 	h, err := dr.helper()
 	if err != nil {
 		return nil, err
@@ -21,12 +27,8 @@ func (o *options) newDrainer(client kubernetes.Interface, df *domainFlags, dr *d
 	policy, _ := df.policy()
 	// --timeout bounds the wait for an API server that cannot be reached,
 	// too: a drain of 5s does not wait 15s to say it cannot connect.
-	connect := eviction.DefaultConnectTimeout
-	if dr.timeout > 0 {
-		connect = min(connect, dr.timeout)
-	}
 	return eviction.New(client, eviction.Options{
-		ConnectTimeout:  connect,
+		ConnectTimeout:  connectTimeout(dr.timeout),
 		Helper:          h,
 		DomainLabel:     df.label,
 		Unlabeled:       policy,
@@ -35,6 +37,7 @@ func (o *options) newDrainer(client kubernetes.Interface, df *domainFlags, dr *d
 		OnEvent:         onEvent,
 		Clock:           o.cfg.Clock,
 		Namespace:       o.explicitNamespace(),
+		Informers:       shared,
 	})
 }
 

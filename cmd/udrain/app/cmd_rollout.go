@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/metrics"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -95,21 +96,26 @@ func newRolloutCommand(o *options) *cobra.Command {
 	var df domainFlags
 	var dr drainFlags
 	var out outputFlag
+	var uf upgradeFlags
 	var (
-		upgradeCommand  string
 		id              string
 		domains         []string
 		recoveryTimeout time.Duration
 		gpuGrace        time.Duration
 		skipGPUCheck    bool
 		lockNamespace   string
+		steering        string
+		order           string
 		noLock          bool
+		createLockNS    bool
+		stuckAfter      time.Duration
+		mf              metricsFlag
 	)
 	cmd := &cobra.Command{
 		Use:   "rollout",
 		Short: "Drain, upgrade, uncordon and recover every domain in turn, resumably",
 		Long: `Upgrade every domain in turn (natural order, or --domains): drain it as
-"drain" does, run --upgrade-command, mark its nodes upgraded (annotation
+"drain" does, run the upgrade step, mark its nodes upgraded (annotation
 udrain.dev/upgraded-by=ID), uncordon what udrain cordoned, and wait until the
 domain's groups are whole and Ready again and their budgets have caught up,
 before the next domain. The placement contract is audited first, over the
@@ -120,13 +126,31 @@ is cordoned and empty, with UDRAIN_DOMAIN (the domain), UDRAIN_NODES (its
 nodes, comma-separated), UDRAIN_ROLLOUT_ID and UDRAIN_DOMAIN_LABEL in its
 environment and no stdin; its output goes to stderr, each line prefixed
 "[upgrade DOMAIN] ". A non-zero exit stops the rollout with exit code 1,
-leaving that domain cordoned.
+leaving that domain cordoned. It needs sh in PATH: without one (as in
+udrain's image) the rollout stops with exit code 2 before draining anything.
+
+Upgrade steps that need no shell, instead of --upgrade-command (one step
+per rollout; see docs/CLI.md):
+  --upgrade-job-template FILE   one Job per node of the domain, from the
+        batch/v1 Job in FILE, bound to the node by nodeName, with
+        UDRAIN_NODE, UDRAIN_DOMAIN, UDRAIN_NODES and UDRAIN_ROLLOUT_ID set;
+        all must succeed. Succeeded Jobs are deleted; a failed one is kept
+        for its logs and made again when the rollout is run again.
+  --upgrade-node-label KEY=VALUE with --upgrade-done-label KEY=VALUE,
+        --upgrade-done-annotation KEY=VALUE or --upgrade-done-condition
+        TYPE[=STATUS]: label the domain's nodes, wait until each shows the
+        done signal (an agent's answer).
+  --upgrade-webhook URL   POST {"rolloutID","domain","nodes"} and wait for
+        a 2xx answer; retried on errors, 408, 429 and 5xx.
+--upgrade-timeout bounds each domain's Job or label step (each webhook
+attempt).
 
 Resuming: a rollout is named by its ID. Without --id, the ID is "udrain-"
 and the first 10 hex digits of the SHA-256 of the domain label and the
-upgrade command, so running the same command again resumes (domains marked
+upgrade step, so running the same command again resumes (domains marked
 upgraded by that ID are skipped, a half-drained domain is planned again from
-what is left) and a new upgrade command starts a new rollout. The ID is
+what is left) and a new upgrade step (another command, template file, label
+or URL) starts a new rollout. The ID is
 printed at the start.
 
 After the upgrade command, the domain's GPU nodes must advertise the GPUs
@@ -146,7 +170,7 @@ A holder that died leaves a Lease that can be taken over once it expires
 --recovery-timeout bounds each wait for recovery (exit code 1).`,
 		Args: exactArgs(0, "no arguments (name domains with --domains)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := firstError(df.validate(), dr.validate(), out.validate()); err != nil {
+			if err := firstError(df.validate(), dr.validate(), out.validate(), uf.validate(o.lookPath)); err != nil {
 				return err
 			}
 			if recoveryTimeout < 0 {
@@ -156,16 +180,27 @@ A holder that died leaves a Lease that can be taken over once it expires
 				return usageErrorf("--gpu-check-grace=%s: use a positive duration (or --skip-gpu-check)", gpuGrace)
 			}
 			if id == "" {
-				id = DefaultRolloutID(df.label, upgradeCommand)
+				id = DefaultRolloutID(df.label, uf.idInput())
 			} else if err := validateID(id); err != nil {
 				return err
+			}
+			if flagChanged(cmd.Flags(), "domains") && len(domains) == 0 {
+				return usageErrorf("--domains is empty: name the domains to upgrade (comma-separated), or leave the flag out for every domain")
+			}
+			ro := eviction.RolloutOptions{ID: id, Domains: domains, RecoveryTimeout: recoveryTimeout, StuckAfter: stuckAfter,
+				GPUCheck: eviction.GPUCheck{Disabled: skipGPUCheck, Grace: gpuGrace},
+				Lock:     eviction.RolloutLock{Disabled: noLock, Namespace: lockNamespace, CreateNamespace: createLockNS},
+				Steering: eviction.Steering(steering), Order: eviction.RolloutOrder(order)}
+			// Bad input is refused before any request.
+			if err := ro.Validate(); err != nil {
+				return inFlagTerms(err)
 			}
 			client, err := o.client()
 			if err != nil {
 				return err
 			}
 			// The domains, to show progress; Rollout checks them again.
-			nodes, err := listNodes(cmd.Context(), client)
+			nodes, err := o.listNodes(cmd.Context(), client, connectTimeout(dr.timeout))
 			if err != nil {
 				return err
 			}
@@ -183,28 +218,43 @@ A holder that died leaves a Lease that can be taken over once it expires
 				}
 			}
 
+			onEvent := func(e eviction.Event) {}
+			if mf.address != "" {
+				ctx, cancel := context.WithCancel(cmd.Context())
+				defer cancel()
+				reg := mf.registry()
+				rec, err := metrics.New(reg)
+				if err != nil {
+					return err
+				}
+				if err := mf.serve(ctx, o, reg); err != nil {
+					return err
+				}
+				onEvent = rec.Record
+			}
 			prog := o.newProgress(o.streams.ErrOut)
 			prog.setTotal(len(names))
-			d, err := o.newDrainer(client, &df, &dr, prog.event)
+			d, err := o.newDrainer(client, &df, &dr, func(e eviction.Event) {
+				prog.event(e)
+				onEvent(e)
+			})
 			if err != nil {
 				prog.close()
 				return err
 			}
 			prog.note("RolloutID", "", fmt.Sprintf("rollout %s over %s (%s); if it stops, run the same command again to resume (or pass --id %s)",
 				id, plural(len(names), "domain", "domains"), strings.Join(names, ", "), id))
-			ro := eviction.RolloutOptions{ID: id, Domains: domains, RecoveryTimeout: recoveryTimeout,
-				GPUCheck: eviction.GPUCheck{Disabled: skipGPUCheck, Grace: gpuGrace},
-				Lock:     eviction.RolloutLock{Disabled: noLock, Namespace: lockNamespace}}
-			if upgradeCommand != "" {
-				u := &shellUpgrade{command: upgradeCommand, id: id, label: df.label, environ: o.cfg.Environ, prog: prog}
-				ro.Upgrade = u.run
+			shell := &shellUpgrade{command: uf.command, id: id, label: df.label, environ: o.cfg.Environ, prog: prog}
+			if ro.Upgrade, err = uf.step(client, id, lockNamespace, shell); err != nil {
+				prog.close()
+				return err
 			}
 			res, err := d.Rollout(o.quietContext(cmd.Context()), ro)
 			prog.close()
 			if res == nil {
 				return err
 			}
-			report := RolloutReport{TypeMeta: typeMeta(KindRolloutResult), UpgradeCommand: upgradeCommand, LabelKey: df.label,
+			report := RolloutReport{TypeMeta: typeMeta(KindRolloutResult), UpgradeCommand: uf.command, UpgradeStep: uf.describe(), LabelKey: df.label,
 				Result: res, Summary: res.Summary(), Error: errorInfo(err)}
 			if perr := out.print(o.streams.Out, report, func(w io.Writer) error { return writeRolloutTable(w, report) }); perr != nil {
 				return perr
@@ -215,14 +265,20 @@ A holder that died leaves a Lease that can be taken over once it expires
 	df.add(cmd)
 	dr.add(cmd, "The length of time to wait for each domain's drain before giving up, zero means infinite")
 	out.add(cmd)
-	cmd.Flags().StringVar(&upgradeCommand, "upgrade-command", "", `Shell command run once per drained domain (sh -c), with UDRAIN_DOMAIN and UDRAIN_NODES set; none: drain, uncordon and recover only`)
-	cmd.Flags().StringVar(&id, "id", "", "Rollout ID; the same ID resumes a rollout. Default: udrain- and a hash of --domain-label and --upgrade-command")
-	cmd.Flags().StringSliceVar(&domains, "domains", nil, "Domains to upgrade, in this order (comma-separated); default every domain in natural order")
+	uf.add(cmd)
+	cmd.Flags().StringVar(&id, "id", "", "Rollout ID; the same ID resumes a rollout. Default: udrain- and a hash of --domain-label and the upgrade step (--upgrade-command, or the other --upgrade-* step and its settings)")
+	cmd.Flags().StringSliceVar(&domains, "domains", nil, "Domains to upgrade, in this order unless --order says otherwise (comma-separated); default every domain")
+	cmd.Flags().StringVar(&order, "order", "", "Order of the domains: SpareFirst (those that evict nothing first, then the others in natural order; the default without --domains) or Given (the order of --domains; the default with it)")
+	cmd.Flags().StringVar(&steering, "steering", string(eviction.SteerPreferUpgraded), "How evicted pods are kept off the domains not upgraded yet: PreferUpgraded (taint them udrain.dev/upgrade-pending:PreferNoSchedule), Strict (NoSchedule: a group with no upgraded room waits for its own domain) or Off")
 	cmd.Flags().DurationVar(&recoveryTimeout, "recovery-timeout", 0, "How long to wait for each domain's groups to be healthy again after its upgrade; zero means infinite")
 	cmd.Flags().DurationVar(&gpuGrace, "gpu-check-grace", eviction.DefaultGPUGrace, "After each upgrade, how long the domain's GPU nodes may take to advertise their GPUs again before the rollout stops (a driver or device plugin problem)")
 	cmd.Flags().BoolVar(&skipGPUCheck, "skip-gpu-check", false, "Do not check that upgraded GPU nodes advertise their GPUs again")
 	cmd.Flags().StringVar(&lockNamespace, "lock-namespace", eviction.DefaultLockNamespace, "Namespace of the Lease the rollout holds while it runs (it must exist), so that the same rollout never runs twice at once")
 	cmd.Flags().BoolVar(&noLock, "no-lock", false, "Run without the rollout's Lease")
+	cmd.Flags().DurationVar(&stuckAfter, "stuck-after", eviction.DefaultStuckAfter, "Stop a domain's recovery once a member has waited this long for a reason that does not clear by itself (ImagePullBackOff, ErrImagePull, CreateContainerConfigError), instead of waiting out --recovery-timeout; negative: never")
+	cmd.Flags().BoolVar(&createLockNS, "create-lock-namespace", true, "Create --lock-namespace when it does not exist (labelled app.kubernetes.io/managed-by=udrain, Pod Security restricted); false: stop and say so")
+	mf.add(cmd)
+	cmd.AddCommand(newRolloutStatusCommand(o))
 	return cmd
 }
 
@@ -231,6 +287,9 @@ func writeRolloutTable(w io.Writer, r RolloutReport) error {
 	what := "Rollout " + res.ID
 	if r.UpgradeCommand != "" {
 		what += fmt.Sprintf(" (upgrade command %q)", r.UpgradeCommand)
+	}
+	if r.UpgradeStep != "" {
+		what += fmt.Sprintf(" (upgrade step: %s)", r.UpgradeStep)
 	}
 	switch {
 	case res.DryRun != "":
@@ -260,6 +319,14 @@ func writeRolloutTable(w io.Writer, r RolloutReport) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := writeDowntimes(w, res.Domains); err != nil {
+		return err
+	}
+	if res.DryRun != "" {
+		if err := writeDestinations(w, res.Destinations); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintln(w)
 	writeSummary(w, r.Summary, true)
 	if len(res.Findings) > 0 {
@@ -272,4 +339,60 @@ func writeRolloutTable(w io.Writer, r RolloutReport) error {
 		fmt.Fprintf(w, "\nTo resume, run the same command again (rollout ID %s).\n", res.ID)
 	}
 	return nil
+}
+
+// writeDestinations prints where each evicted group can go, as the
+// rollout's simulation found it: one line per group and domain it is
+// evicted from.
+func writeDestinations(w io.Writer, dests []eviction.GroupDestination) error {
+	if len(dests) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\nWhere the evicted groups can go (simulated before anything is touched):")
+	tw := newTable(w)
+	warned := 0
+	fmt.Fprintln(tw, "GROUP\tFROM\tTO\tKIND\tROOM")
+	for _, d := range dests {
+		room := "-"
+		if d.Room > 0 {
+			room = fmt.Sprint(d.Room)
+		}
+		if d.Room >= 100 { // the simulation counts no further
+			room += "+"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.Group, d.From, orDash(d.To), d.Kind, room)
+		if d.Kind == eviction.DestinationDisruptedAgain || d.Kind == eviction.DestinationNoRoom {
+			warned++
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if warned > 0 {
+		fmt.Fprintf(w, "%d group(s) would be disrupted again or find no room: see the findings below.\n", warned)
+	}
+	return nil
+}
+
+// writeDowntimes prints the downtime of every group the rollout
+// disrupted, domain by domain.
+func writeDowntimes(w io.Writer, domains []eviction.DomainOutcome) error {
+	var rows []eviction.GroupDowntime
+	for _, d := range domains {
+		rows = append(rows, d.Groups...)
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\nGroup downtime (first eviction until healthy again, wherever it runs):")
+	tw := newTable(w)
+	fmt.Fprintln(tw, "GROUP\tFROM\tTO\tDOWNTIME")
+	for _, g := range rows {
+		down := human(g.Downtime)
+		if g.Healthy == nil {
+			down = "not healthy yet"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", g.Group, g.From, orDash(g.To), down)
+	}
+	return tw.Flush()
 }

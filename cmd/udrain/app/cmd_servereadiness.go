@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
 
+	"github.com/udrain/udrain/metrics"
 	"github.com/udrain/udrain/readiness"
 )
 
@@ -19,6 +20,7 @@ func newServeReadinessCommand(o *options) *cobra.Command {
 		checkerOpt readiness.Options
 		tlsOpt     readiness.TLSOptions
 		serveOpt   readiness.ServeOptions
+		mf         metricsFlag
 	)
 	cmd := &cobra.Command{
 		Use:   "serve-readiness",
@@ -98,8 +100,14 @@ whatever clients do.`,
 					list = append(list, m)
 				}
 			}
+			reg := mf.registry()
+			memberMetrics, err := metrics.NewMembers(reg)
+			if err != nil {
+				return err
+			}
 			logger := klog.FromContext(cmd.Context())
 			checkerOpt.OnChange = func(r readiness.MemberResult) {
+				memberMetrics.Record(r.Name, r.State.Verdict(checkerOpt.FailureThreshold) == nil)
 				if err := r.State.Verdict(checkerOpt.FailureThreshold); err != nil {
 					logger.Info("Member unhealthy", "member", r.Name, "reason", readiness.ReasonOf(err), "err", err)
 				} else {
@@ -118,12 +126,17 @@ whatever clients do.`,
 			if err != nil {
 				return usageErrorf("--listen=%q: %v", listen, err)
 			}
+			if err := mf.serve(cmd.Context(), o, reg); err != nil {
+				ln.Close()
+				return err
+			}
 			fmt.Fprintf(o.streams.ErrOut, "serving the readiness of %s on http://%s/readyz\n", plural(len(list), "member", "members"), ln.Addr())
 			return srv.Serve(cmd.Context(), ln)
 		},
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&listen, "listen", ":8090", "Address to serve on (HOST:PORT)")
+	mf.add(cmd)
 	fs.StringArrayVar(&members, "member", nil, "A member as NAME=URL (repeatable): http(s)://... answers 2xx when healthy, tcp://HOST:PORT accepts connections")
 	fs.BoolVar(&fromLWS, "from-lws-env", false, "Take the members from the LeaderWorkerSet variables of the leader pod")
 	fs.IntVar(&lws.Port, "port", 0, "With --from-lws-env: the port every member serves its health on")
@@ -132,7 +145,7 @@ whatever clients do.`,
 	fs.BoolVar(&lws.ExcludeLeader, "exclude-leader", false, "With --from-lws-env: leave the leader itself out")
 	fs.DurationVar(&checkerOpt.MemberTimeout, "member-timeout", readiness.DefaultMemberTimeout, "Bound of one member's check")
 	fs.DurationVar(&checkerOpt.Timeout, "check-timeout", readiness.DefaultTimeout, "Bound of a round of checks over all members (keep it below the probe's timeoutSeconds)")
-	fs.DurationVar(&checkerOpt.TTL, "ttl", readiness.DefaultTTL, "How long a round's results answer further probes")
+	fs.DurationVar(&checkerOpt.TTL, "ttl", readiness.DefaultTTL, "How long a round's results answer further probes; negative: none, every probe starts a round (concurrent probes share one)")
 	fs.IntVar(&checkerOpt.FailureThreshold, "failure-threshold", 1, "Consecutive soft failures (slow or bad answers) before a reachable member counts as down")
 	fs.BoolVar(&checkerOpt.ExposeMemberErrors, "expose-member-errors", false, "Show a failed member's whole error on /readyz/NAME (addresses, DNS resolver, the start of its answer), not only the class of the failure; URL credentials stay redacted")
 	fs.StringVar(&tlsOpt.CAFile, "ca-file", "", "PEM bundle of the CAs that sign the members' certificates (https members); default the system roots")

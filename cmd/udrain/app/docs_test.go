@@ -19,7 +19,7 @@ func TestDocsDescribeEveryField(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc := string(data)
-	kinds := []any{DomainList{}, AuditReport{}, PlanReport{}, DrainReport{}, RolloutReport{}, UncordonResult{}, HealthReport{}, GPUSummary{}, WaitServerResult{}, Version{}}
+	kinds := []any{DomainList{}, AuditReport{}, PlanReport{}, DrainReport{}, RolloutReport{}, RolloutStatusReport{}, UncordonResult{}, HealthReport{}, GPUSummary{}, WaitServerResult{}, Version{}}
 	seen := map[reflect.Type]bool{}
 	var walk func(reflect.Type)
 	walk = func(typ reflect.Type) {

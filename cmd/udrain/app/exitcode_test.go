@@ -82,14 +82,17 @@ func TestCommandExitCodes(t *testing.T) {
 		{"bad URL", nil, []string{"wait-server", "ftp://x"}, ExitUsage, `invalid URL: ftp://x has scheme "ftp"`},
 		{"refused pods", nil, []string{"drain", "ud-1"}, ExitError, "use --ignore-daemonsets"},
 		{"contract in audit", []clusterOption{withViolations()}, []string{"audit"}, ExitContract, "placement contract violated: 2 errors"},
+		{"no room under strict steering in audit", []clusterOption{withGPULoss()}, []string{"audit", "--steering", "Strict"}, ExitContract, "placement contract violated: 1 error"},
+		{"no room under the default steering in audit", []clusterOption{withGPULoss()}, []string{"audit"}, ExitOK, ""},
+		{"bad steering in audit", nil, []string{"audit", "--steering", "Sideways"}, ExitUsage, "--steering"},
 		{"contract in plan", []clusterOption{withViolations()}, []string{"plan", "ud-1", "--ignore-daemonsets"}, ExitContract, "--allow-violations"},
 		{"contract in drain", []clusterOption{withViolations()}, []string{"drain", "ud-1", "--ignore-daemonsets"}, ExitContract, "Pack"},
 		{"contract in rollout", []clusterOption{withViolations()}, []string{"rollout", "--ignore-daemonsets"}, ExitContract, "UnprotectedLeader"},
 		{"violations allowed", []clusterOption{withViolations()}, []string{"drain", "ud-1", "--ignore-daemonsets", "--allow-violations"}, ExitOK, ""},
 		{"unlabeled nodes", []clusterOption{withUnlabeledNode()}, []string{"domains"}, ExitContract, "--unlabeled=skip"},
 		{"unlabeled nodes skipped", []clusterOption{withUnlabeledNode()}, []string{"domains", "--unlabeled=skip"}, ExitOK, ""},
-		{"blocked past timeout", []clusterOption{withPDBAllowing(0)}, []string{"drain", "ud-2", "--timeout", "200ms"}, ExitBlocked, "PodDisruptionBudget inference/llama-leaders allows 0"},
-		{"blocked: what to do", []clusterOption{withPDBAllowing(0)}, []string{"drain", "ud-2", "--timeout", "200ms"}, ExitBlocked, "wait until its groups are healthy ('udrain wait-healthy') and run the same command again"},
+		{"blocked past timeout", []clusterOption{withPDBAllowing(0)}, []string{"drain", "ud-2", "--timeout", "2s"}, ExitBlocked, "PodDisruptionBudget inference/llama-leaders allows 0"},
+		{"blocked: what to do", []clusterOption{withPDBAllowing(0)}, []string{"drain", "ud-2", "--timeout", "2s"}, ExitBlocked, "wait until its groups are healthy ('udrain wait-healthy') and run the same command again"},
 		{"upgrade command fails", nil, []string{"rollout", "--ignore-daemonsets", "--upgrade-command", "echo broken >&2; exit 7"}, ExitError, "exited with status 7"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -175,7 +178,7 @@ func waitFor(t *testing.T, cond func() bool) {
 // commands and flags instead.
 func TestStopsNameCommandsNotLibraryCalls(t *testing.T) {
 	c := newCluster(t, withPDBAllowing(0))
-	r := runOn(t, c, "drain", "ud-2", "--timeout", "300ms")
+	r := runOn(t, c, "drain", "ud-2", "--timeout", "2s")
 	if r.code != ExitBlocked {
 		t.Fatalf("exit code %d, want %d; stderr:\n%s", r.code, ExitBlocked, r.stderr)
 	}

@@ -224,6 +224,12 @@ func withViolations() clusterOption {
 	}
 }
 
+// withSpareDomain adds domain ud-3 of one CPU node and no pods: room
+// for the llama groups, which request nothing there.
+func withSpareDomain() clusterOption {
+	return func(o *clusterObjects) { o.nodes = append(o.nodes, cpuNode("cpu-3", "ud-3")) }
+}
+
 func newCluster(t *testing.T, opts ...clusterOption) *cluster {
 	t.Helper()
 	o := defaultObjects()

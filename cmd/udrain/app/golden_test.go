@@ -5,6 +5,10 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/topology"
 )
 
 // TestGolden runs each reporting command against the fake cluster and
@@ -36,6 +40,8 @@ func TestGolden(t *testing.T) {
 		{"drain-dryrun-server.table", []clusterOption{withPDBAllowing(0)}, []string{"drain", "ud-2", "--dry-run=server"}, ExitOK},
 		{"rollout-dryrun.table", nil, []string{"rollout", "--ignore-daemonsets", "--dry-run=client", "--upgrade-command", "true"}, ExitOK},
 		{"rollout-dryrun.json", nil, []string{"rollout", "--ignore-daemonsets", "--dry-run=client", "--upgrade-command", "true", "-o", "json"}, ExitOK},
+		{"rollout-dryrun-again.table", []clusterOption{withSpareDomain()}, []string{"rollout", "--ignore-daemonsets", "--dry-run=client", "--upgrade-command", "true", "--order", "Given", "--domains", "ud-1,ud-2,ud-3"}, ExitOK},
+		{"rollout-dryrun-spare.table", []clusterOption{withSpareDomain()}, []string{"rollout", "--ignore-daemonsets", "--dry-run=client", "--upgrade-command", "true", "--steering", "Strict"}, ExitOK},
 		{"uncordon.json", nil, []string{"uncordon", "ud-2", "-o", "json"}, ExitOK},
 		{"wait-healthy.json", nil, []string{"wait-healthy", "ud-1", "-o", "json"}, ExitOK},
 	} {
@@ -82,4 +88,33 @@ func TestGoldenWaitServer(t *testing.T) {
 	got := strings.ReplaceAll(r.stdout, addr, "ADDR")
 	golden(t, "wait-server.json", normalize(got, [2]string{`"elapsedSeconds": [0-9.e-]+`, `"elapsedSeconds": 0`},
 		[2]string{`after 1 attempt in [^;]+;`, `after 1 attempt in ELAPSED;`}))
+}
+
+// TestGoldenRolloutDowntime checks the table of a rollout that disrupted
+// groups: each group's downtime, the groups disrupted again and the
+// longest downtime in the summary.
+func TestGoldenRolloutDowntime(t *testing.T) {
+	at := func(s int) time.Time { return testNow.Add(time.Duration(s) * time.Second) }
+	healthy := func(s int) *time.Time { h := at(s); return &h }
+	group := func(name string) topology.GroupID {
+		return topology.GroupID{Kind: topology.KindLeaderWorkerSet, Namespace: testNS, Name: name}
+	}
+	res := &eviction.RolloutResult{ID: "r1", Completed: true, Started: testNow, Duration: 5 * time.Minute, Domains: []eviction.DomainOutcome{
+		{Domain: "ud-1", Status: eviction.DomainDone, Drain: &eviction.Result{Phase1: eviction.PhaseResult{Pods: 1, Evicted: 1}, Phase2: eviction.PhaseResult{Pods: 1, Evicted: 1},
+			GroupsDisrupted: []topology.GroupID{group("llama-0")}},
+			Groups:  []eviction.GroupDowntime{{Group: group("llama-0"), From: "ud-1", To: "ud-2", Evicted: at(0), Healthy: healthy(40), Downtime: 40 * time.Second}},
+			Upgrade: time.Minute, Recovery: 40 * time.Second, Duration: 2 * time.Minute},
+		{Domain: "ud-2", Status: eviction.DomainDone, Drain: &eviction.Result{Phase1: eviction.PhaseResult{Pods: 2, Evicted: 2}, Phase2: eviction.PhaseResult{Pods: 2, Evicted: 2},
+			GroupsDisrupted: []topology.GroupID{group("llama-1"), group("llama-0")}},
+			Groups: []eviction.GroupDowntime{
+				{Group: group("llama-1"), From: "ud-2", To: "ud-1", Evicted: at(120), Healthy: healthy(150), Downtime: 30 * time.Second},
+				{Group: group("llama-0"), From: "ud-2", To: "ud-2", Evicted: at(121), Healthy: healthy(300), Downtime: 179 * time.Second},
+			},
+			Upgrade: time.Minute, Recovery: 2 * time.Minute, Duration: 3 * time.Minute},
+	}}
+	var b strings.Builder
+	if err := writeRolloutTable(&b, RolloutReport{Result: res, Summary: res.Summary()}); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "rollout-downtime.table", b.String())
 }

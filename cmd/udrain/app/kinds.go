@@ -26,6 +26,7 @@ const (
 	KindPlan             = "Plan"
 	KindDrainResult      = "DrainResult"
 	KindRolloutResult    = "RolloutResult"
+	KindRolloutStatus    = "RolloutStatus"
 	KindUncordonResult   = "UncordonResult"
 	KindHealthReport     = "HealthReport"
 	KindGPUSummary       = "GPUSummary"
@@ -126,6 +127,12 @@ type AuditReport struct {
 	Errors   int                `json:"errors"`
 	Warnings int                `json:"warnings"`
 	Findings []topology.Finding `json:"findings,omitempty"`
+	// Rollout is the simulated rollout over every domain: its order and
+	// where each evicted group can go (its findings are in Findings).
+	Rollout *eviction.RolloutPlan `json:"rollout,omitempty"`
+	// RolloutProblem says why the rollout was not simulated (a domain
+	// held by a rollout in progress, say).
+	RolloutProblem string `json:"rolloutProblem,omitempty"`
 }
 
 // PlanReport is the report of "udrain plan": what draining a domain would
@@ -155,11 +162,27 @@ type DrainReport struct {
 type RolloutReport struct {
 	TypeMeta `json:",inline"`
 	// UpgradeCommand is the shell command run per domain, "" if none.
-	UpgradeCommand string                  `json:"upgradeCommand,omitempty"`
-	LabelKey       string                  `json:"labelKey"`
-	Result         *eviction.RolloutResult `json:"result"`
-	Summary        eviction.Summary        `json:"summary"`
-	Error          *ErrorInfo              `json:"error,omitempty"`
+	UpgradeCommand string `json:"upgradeCommand,omitempty"`
+	// UpgradeStep names the other upgrade step (--upgrade-job-template,
+	// --upgrade-node-label, --upgrade-webhook with its URL redacted), ""
+	// if none.
+	UpgradeStep string                  `json:"upgradeStep,omitempty"`
+	LabelKey    string                  `json:"labelKey"`
+	Result      *eviction.RolloutResult `json:"result"`
+	Summary     eviction.Summary        `json:"summary"`
+	Error       *ErrorInfo              `json:"error,omitempty"`
+}
+
+// RolloutStatusReport is the report of "udrain rollout status".
+type RolloutStatusReport struct {
+	TypeMeta `json:",inline"`
+	LabelKey string `json:"labelKey"`
+	// NoLock is true with --no-lock: the Lease was not read, so whether
+	// the rollout runs is unknown.
+	NoLock bool `json:"noLock,omitempty"`
+	// Status is package eviction's status of the rollout
+	// (Drainer.RolloutStatus).
+	Status *eviction.RolloutStatus `json:"status"`
 }
 
 // UncordonResult is the report of "udrain uncordon".

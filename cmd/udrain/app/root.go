@@ -7,11 +7,13 @@ import (
 	"io"
 	"maps"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
@@ -64,6 +66,9 @@ type Config struct {
 	// Environ returns the environment handed to the rollout's upgrade
 	// command (before the UDRAIN_* variables); nil means os.Environ.
 	Environ func() []string
+	// LookPath finds the rollout's shell (sh) before anything is drained;
+	// nil means exec.LookPath.
+	LookPath func(file string) (string, error)
 	// LookupEnv reads one variable (for serve-readiness --from-lws-env);
 	// nil means os.LookupEnv.
 	LookupEnv func(string) (string, bool)
@@ -94,6 +99,11 @@ type options struct {
 	qps     float32
 	burst   int
 	verbose int
+	// requestTimeout bounds each request (requestDeadline): --request-timeout,
+	// or DefaultRequestTimeout without it; zero means no limit.
+	requestTimeout time.Duration
+	// answers remembers the API server's last 5xx or 429.
+	answers *lastAnswer
 	// clusterFlags are the names of the flags that connect to the
 	// cluster: kubectl's and the client's rate limits.
 	clusterFlags []string
@@ -128,6 +138,7 @@ func defaultClientFactory(o *options) ClientFactory {
 		if err != nil {
 			return nil, err
 		}
+		boundRequests(cfg, o.requestTimeout, o.answers)
 		return kubernetes.NewForConfig(cfg)
 	}
 }
@@ -149,6 +160,19 @@ func restConfig(getter genericclioptions.RESTClientGetter, qps float32, burst in
 	cfg.QPS, cfg.Burst = qps, burst
 	cfg.UserAgent = "udrain/" + buildVersion() + " " + rest.DefaultKubernetesUserAgent()
 	return cfg, nil
+}
+
+// boundRequests makes every request of cfg end within timeout (zero: no
+// limit) with requestDeadline, in place of client-go's Timeout, which would
+// cut watches as well.
+func boundRequests(cfg *rest.Config, timeout time.Duration, answers *lastAnswer) {
+	cfg.Timeout = 0
+	if timeout <= 0 {
+		return
+	}
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return &requestDeadline{rt: rt, timeout: timeout, answers: answers}
+	})
 }
 
 // checkKubeconfigNames returns a usage error if --context, --cluster or
@@ -215,7 +239,8 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 // NewCommand returns the udrain command tree with cfg's substitutes for the
 // real surroundings.
 func NewCommand(streams genericiooptions.IOStreams, cfg Config) *cobra.Command {
-	o := &options{cfg: cfg, streams: streams, kube: genericclioptions.NewConfigFlags(true), qps: DefaultQPS, burst: DefaultBurst}
+	o := &options{cfg: cfg, streams: streams, kube: genericclioptions.NewConfigFlags(true), qps: DefaultQPS, burst: DefaultBurst,
+		requestTimeout: DefaultRequestTimeout, answers: &lastAnswer{}}
 	if o.cfg.Name == "" {
 		o.cfg.Name = DisplayName(os.Args[0])
 	}
@@ -285,8 +310,12 @@ command again to resume).`, o.cfg.Name, DefaultQPS, DefaultBurst),
 				return usageErrorf("--kube-api-qps and --kube-api-burst must be positive (got %v and %d)", o.qps, o.burst)
 			}
 			if t := o.kube.Timeout; t != nil && *t != "" {
-				if _, err := clientcmd.ParseTimeout(*t); err != nil {
+				d, err := clientcmd.ParseTimeout(*t)
+				if err != nil {
 					return usageErrorf("--request-timeout=%q: want a duration with a unit (1s, 2m, 3h) or a whole number of seconds; 0 means no timeout", *t)
+				}
+				if flagChanged(cmd.Flags(), "request-timeout") {
+					o.requestTimeout = d
 				}
 			}
 			logger := inFlagTermsLogger(textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(o.verbose), textlogger.Output(o.streams.ErrOut))))

@@ -188,6 +188,52 @@ func TestReadinessGateController(t *testing.T) {
 	}
 }
 
+// readiness-gate-controller serves its health checks with
+// --health-address: the leader is alive and ready, and says how old its
+// last sync is.
+func TestReadinessGateControllerHealth(t *testing.T) {
+	leader := lwsPod("vllm", 0, 0, "gpu-1")
+	leader.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: gate.ConditionType}}
+	client := fake.NewClientset(leader, lwsPod("vllm", 0, 1, "gpu-2"))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := testConfig(client)
+	var asked string
+	cfg.Listen = func(network, addr string) (net.Listener, error) { asked = addr; return ln, nil }
+	ctx, cancel := contextWithCancel(t)
+	_, errOut, done := runInBackground(ctx, cfg, "readiness-gate-controller", "-n", testNS, "--health-address", ":8081", "--max-sync-age", "30s")
+	get := func(path string) (int, string) {
+		resp, err := http.Get("http://" + ln.Addr().String() + path)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	var body string
+	waitFor(t, func() bool {
+		var code int
+		code, body = get("/readyz")
+		return code == http.StatusOK && strings.Contains(body, "last successful sync")
+	})
+	if !strings.HasPrefix(body, "ok\nleading for ") {
+		t.Errorf("/readyz: %q, want ok and the leader's state", body)
+	}
+	if code, body := get("/healthz"); code != http.StatusOK {
+		t.Errorf("/healthz: %d %q, want 200", code, body)
+	}
+	cancel()
+	if code := <-done; code != ExitOK {
+		t.Fatalf("exit code %d; stderr:\n%s", code, errOut.String())
+	}
+	if asked != ":8081" || !strings.Contains(errOut.String(), "serving health checks on http://"+ln.Addr().String()+"/healthz") {
+		t.Errorf("listened on %q; stderr:\n%s", asked, errOut.String())
+	}
+}
+
 func TestReadinessGateControllerUsage(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -197,6 +243,7 @@ func TestReadinessGateControllerUsage(t *testing.T) {
 		{"bad selector", []string{"readiness-gate-controller", "-l", "a in (b"}, "invalid --selector"},
 		{"lease name without namespace", []string{"readiness-gate-controller", "--lease-name", "x"}, "go with --lease-namespace"},
 		{"bad lease durations", []string{"readiness-gate-controller", "--lease-namespace", "udrain", "--lease-duration", "5s", "--renew-deadline", "10s"}, "--lease-duration: 5s is not longer than --renew-deadline (10s)"},
+		{"negative max sync age", []string{"readiness-gate-controller", "--max-sync-age=-1s"}, "invalid --max-sync-age: -1s is negative"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, _ := testConfig(fake.NewClientset())
@@ -205,5 +252,62 @@ func TestReadinessGateControllerUsage(t *testing.T) {
 				t.Errorf("exit code %d, stderr %q; want %d and %q", r.code, r.stderr, ExitUsage, tc.want)
 			}
 		})
+	}
+}
+
+// serve-readiness serves /metrics on its own listener with
+// --metrics-address, and none without it.
+func TestServeReadinessMetrics(t *testing.T) {
+	healthy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	defer healthy.Close()
+	probe, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scrape, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := testConfig(nil)
+	cfg.Listen = func(network, addr string) (net.Listener, error) {
+		if addr == ":9100" {
+			return scrape, nil
+		}
+		return probe, nil
+	}
+	ctx, cancel := contextWithCancel(t)
+	_, errOut, done := runInBackground(ctx, cfg, "serve-readiness", "--listen", ":9999", "--metrics-address", ":9100", "--member", "leader="+healthy.URL)
+	// A probe makes the checker judge the member.
+	waitFor(t, func() bool {
+		resp, err := http.Get("http://" + probe.Addr().String() + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	var body string
+	waitFor(t, func() bool {
+		resp, err := http.Get("http://" + scrape.Addr().String() + "/metrics")
+		if err != nil {
+			return false
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		body = string(b)
+		return strings.Contains(body, `udrain_readiness_member_healthy{member="leader"} 1`)
+	})
+	if !strings.Contains(body, "go_goroutines") {
+		t.Errorf("the scrape lacks the Go runtime's metrics:\n%s", body)
+	}
+	if resp, err := http.Get("http://" + probe.Addr().String() + "/metrics"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Errorf("the probe port serves /metrics too")
+		}
+	}
+	cancel()
+	if code := <-done; code != ExitOK {
+		t.Fatalf("exit code %d after the stop, want 0; stderr:\n%s", code, errOut.String())
 	}
 }

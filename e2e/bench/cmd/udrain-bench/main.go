@@ -55,7 +55,40 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "drainer" {
 		os.Exit(drainer())
 	}
+	if len(os.Args) > 1 && os.Args[1] == "metrics-size" {
+		os.Exit(metricsSize(os.Args[2:]))
+	}
 	os.Exit(run())
+}
+
+// metricsSize replays the events files of drainer jobs (logs/*.events.json
+// of a run) through package metrics' Recorder and prints the size of its
+// metrics as JSON, one line per file: for runs made before the drainer
+// job sized them itself.
+func metricsSize(files []string) int {
+	if len(files) == 0 {
+		fmt.Fprintln(os.Stderr, "usage: udrain-bench metrics-size EVENTS.json...")
+		return 2
+	}
+	for _, name := range files {
+		events, err := bench.ReadEventsFile(name)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "udrain-bench metrics-size:", err)
+			return 1
+		}
+		size, err := bench.MetricsSizeOf(events)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "udrain-bench metrics-size:", err)
+			return 1
+		}
+		out, _ := json.Marshal(struct {
+			File   string `json:"file"`
+			Events int    `json:"events"`
+			*bench.MetricsSize
+		}{name, len(events), size})
+		fmt.Println(string(out))
+	}
+	return 0
 }
 
 // drainer is the child: a DrainerJob on stdin, a DrainerReport on stdout.
@@ -88,6 +121,7 @@ type flags struct {
 	quick, dumpPods, profile, fullFleet, noAudit, fleetQPSLimits     bool
 	small, api, scale                                                bench.Shape
 	fleet                                                            bench.FleetShape
+	fleetModes                                                       []bench.FleetMode
 	scaleNodes, scaleGroups                                          int
 	block, upgradeStep, kubectlTimeout, timeout                      time.Duration
 	apiTerminate                                                     []time.Duration
@@ -132,6 +166,8 @@ func parseFlags() (*flags, error) {
 	fs.IntVar(&f.fleet.Namespaces, "fleet-namespaces", quarter.Namespaces, "fleet: namespaces of the Deployments (-fleet: "+fmt.Sprint(full.Namespaces)+")")
 	ordinaryTwoStep := fs.Bool("fleet-ordinary-two-step", false, "fleet: kwok starts ordinary pods as group pods (Running, then ready after the start-up delay, an Event each); default: in one step, without Events")
 	fs.IntVar(&f.fleet.ReplicasPerDeployment, "fleet-replicas", full.ReplicasPerDeployment, "fleet: replicas per Deployment")
+	fs.IntVar(&f.fleet.Spare, "fleet-spare", full.Spare, "fleet: empty domains added once the workloads run (spare capacity, last in natural order)")
+	fleetModes := fs.String("fleet-modes", "old,new", "fleet: rollouts to run, each on a fresh cluster, side by side in the report: old (no steering taint, natural order), new (udrain's default: steering, spare domains first), strict (NoSchedule on pending domains, spare domains first); comma-separated")
 	var ready, terminate time.Duration
 	var grace int64
 	fs.DurationVar(&ready, "ready-delay", 5*time.Second, "pods' start-up delay (kwok) before their containers are ready")
@@ -198,6 +234,11 @@ func parseFlags() (*flags, error) {
 	if err := f.fleet.Validate(); err != nil {
 		return nil, fmt.Errorf("fleet: %w", err)
 	}
+	modes, err := bench.ParseFleetModes(*fleetModes)
+	if err != nil {
+		return nil, fmt.Errorf("-fleet-modes: %w", err)
+	}
+	f.fleetModes = modes
 	for _, d := range strings.Split(*apiTerminate, ",") {
 		v, err := time.ParseDuration(strings.TrimSpace(d))
 		if err != nil || v < 0 || v > time.Duration(grace)*time.Second {
@@ -327,19 +368,26 @@ func run() int {
 			fail("cluster "+f.scaleCluster, err)
 		}
 	}
-	if f.runs("fleet") && ctx.Err() == nil {
+	for _, mode := range f.fleetModes {
+		if !f.runs("fleet") || ctx.Err() != nil {
+			break
+		}
+		// Each mode on a cluster of its own: the same fresh start, and
+		// no namespace of the other still being deleted.
 		flags, shown := fleetKwokctlFlags(f)
-		err := withCluster(ctx, f, f.fleetCluster, f.fleetKubeconfig, flags, func(env *bench.Env) {
-			if r, err := env.RunFleet(ctx, f.fleet, f.upgradeStep, f.timeout); err != nil {
-				fail("fleet", err)
+		name := fleetClusterName(f.fleetCluster, mode, len(f.fleetModes))
+		err := withCluster(ctx, f, name, f.fleetKubeconfig, flags, func(env *bench.Env) {
+			if r, err := env.RunFleet(ctx, f.fleet, mode, f.upgradeStep, f.timeout); err != nil {
+				fail("fleet ("+string(mode)+")", err)
 			} else {
 				r.KwokctlFlags = shown
-				res.Fleet = r
+				res.SetFleet(r)
 			}
 		})
 		if err != nil {
-			fail("cluster "+f.fleetCluster, err)
+			fail("cluster "+name, err)
 		}
+		saveOrLog(f, res)
 	}
 	if f.goBench != "" {
 		data, err := os.ReadFile(f.goBench)
@@ -429,6 +477,21 @@ func withCluster(ctx context.Context, f *flags, name, kubeconfig string, kwokctl
 	defer func() { err = errors.Join(err, stopGate()) }()
 	fn(env)
 	return nil
+}
+
+// fleetClusterName names the fleet's cluster of a mode: base, with the
+// mode when several run. A cluster made again under the same name in one
+// process is not reached: client-go (v0.37, CA rotation on) keys its
+// cached TLS transports by the CA and client certificate files' paths,
+// which the kwok kubeconfig names and which a cluster of the same name
+// reuses, so the new cluster's certificate was checked against the old
+// CA ("x509: certificate signed by unknown authority" for a minute, when
+// the second mode's cluster came up under the first one's name).
+func fleetClusterName(base string, mode bench.FleetMode, modes int) string {
+	if modes < 2 {
+		return base
+	}
+	return base + "-" + string(mode)
 }
 
 // fleetKwokctlFlags returns the extra kwokctl flags of the fleet's cluster,

@@ -1,0 +1,279 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
+
+	"github.com/udrain/udrain/eviction"
+)
+
+func newRolloutStatusCommand(o *options) *cobra.Command {
+	var df domainFlags
+	var out outputFlag
+	var (
+		domains       []string
+		order         string
+		lockNamespace string
+		noLock        bool
+		watch         bool
+		interval      time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "status [ID]",
+		Short: "Show where a rollout stands, read from the cluster",
+		Long: `Show where rollout ID stands, from what it writes to the cluster: per domain
+Pending, Draining, Upgrading, Recovering, Done or Stopped (with the stage,
+since when, the pods its plan still names, the budgets blocking it and the
+groups down), who holds the rollout's Lease and when it was last renewed,
+and an ETA learned from the domains already upgraded. It changes nothing
+and works from any machine, while the rollout runs elsewhere (an in-cluster
+Job) or after it stopped.
+
+Without ID, the rollout whose marks the nodes carry (annotation
+udrain.dev/upgraded-by, taint udrain.dev/upgrade-pending) is shown, if
+there is exactly one. Give --domains, --order, --lock-namespace and
+--no-lock as the rollout got them, so that the domains are listed in its
+order and its Lease is found.
+
+A domain is Stopped when it is in progress but no holder keeps the Lease:
+the rollout failed, was cancelled or crashed there; run the same rollout
+command again to resume it.
+
+--watch prints the status again whenever it changes, until every domain is
+Done or the command is interrupted (exit code 0); it reads the cluster
+through one watch of nodes, pods and budgets, and reads the Lease every
+--interval.`,
+		Args: maxArgs(1, "at most one argument, the rollout ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := firstError(df.validate(), out.validate()); err != nil {
+				return err
+			}
+			if watch && interval <= 0 {
+				return usageErrorf("--interval=%s: use a positive duration", interval)
+			}
+			so := eviction.RolloutStatusOptions{Domains: domains, Order: eviction.RolloutOrder(order), LockNamespace: lockNamespace, NoLock: noLock}
+			var id string
+			if len(args) == 1 {
+				id = args[0]
+				if err := validateID(id); err != nil {
+					return err
+				}
+			}
+			if err := (eviction.RolloutOptions{ID: id, Domains: domains, Order: so.Order,
+				Lock: eviction.RolloutLock{Disabled: noLock, Namespace: lockNamespace}}).Validate(); err != nil {
+				return inFlagTerms(err)
+			}
+			client, err := o.client()
+			if err != nil {
+				return err
+			}
+			ctx := o.quietContext(cmd.Context())
+			if id == "" {
+				nodes, err := o.listNodes(ctx, client, connectTimeout(0))
+				if err != nil {
+					return err
+				}
+				if id, err = rolloutIDOf(nodes); err != nil {
+					return err
+				}
+			}
+			var shared *eviction.Informers
+			if watch {
+				// One watch for the whole --watch, not a list per print.
+				wctx, cancel := context.WithCancel(ctx)
+				factory := informers.NewSharedInformerFactory(client, 0)
+				shared = eviction.InformersFromFactory(factory)
+				factory.Start(wctx.Done())
+				defer factory.Shutdown()
+				defer cancel()
+			}
+			d, err := o.newDrainerWith(client, &df, healthDrainFlags(), nil, shared)
+			if err != nil {
+				return err
+			}
+			print := func(st *eviction.RolloutStatus) error {
+				report := RolloutStatusReport{TypeMeta: typeMeta(KindRolloutStatus), LabelKey: df.label, NoLock: noLock, Status: st}
+				return out.print(o.streams.Out, report, func(w io.Writer) error { return writeRolloutStatusTable(w, report) })
+			}
+			if !watch {
+				st, err := d.RolloutStatus(ctx, id, so)
+				if err != nil {
+					return err
+				}
+				return print(st)
+			}
+			var last string
+			for {
+				st, err := d.RolloutStatus(ctx, id, so)
+				if err != nil {
+					if cmd.Context().Err() != nil {
+						return nil // interrupted: the way a watch ends
+					}
+					return err
+				}
+				if key := statusKey(st); key != last {
+					last = key
+					if err := print(st); err != nil {
+						return err
+					}
+				}
+				if st.Completed {
+					return nil
+				}
+				select {
+				case <-cmd.Context().Done():
+					return nil
+				case <-o.cfg.Clock.After(interval):
+				}
+			}
+		},
+	}
+	df.add(cmd)
+	out.add(cmd)
+	cmd.Flags().StringSliceVar(&domains, "domains", nil, "The rollout's --domains (comma-separated); default every domain")
+	cmd.Flags().StringVar(&order, "order", "", "The rollout's --order: SpareFirst (the default without --domains) or Given (the default with it)")
+	cmd.Flags().StringVar(&lockNamespace, "lock-namespace", eviction.DefaultLockNamespace, "Namespace of the rollout's Lease")
+	cmd.Flags().BoolVar(&noLock, "no-lock", false, "The rollout runs without a Lease: do not read it (whether the rollout runs is then unknown, and no domain is shown Stopped)")
+	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "Print the status again whenever it changes, until every domain is Done or the command is interrupted")
+	cmd.Flags().DurationVar(&interval, "interval", 2*time.Second, "With --watch, how often to look again")
+	return cmd
+}
+
+// rolloutIDOf returns the one rollout whose marks the nodes carry (the
+// upgraded mark and the pending-upgrade taint; the cordon mark is also a
+// drain's), or a usage error naming those found.
+func rolloutIDOf(nodes []corev1.Node) (string, error) {
+	var ids []string
+	add := func(id string) {
+		if id != "" && !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	for _, n := range nodes {
+		add(n.Annotations[eviction.UpgradedByAnnotation])
+		for _, t := range n.Spec.Taints {
+			if t.Key == eviction.PendingUpgradeTaint {
+				add(t.Value)
+			}
+		}
+	}
+	slices.Sort(ids)
+	switch len(ids) {
+	case 1:
+		return ids[0], nil
+	case 0:
+		return "", usageErrorf("no node carries a rollout's marks (annotation %s, taint %s): name the rollout, udrain rollout status ID", eviction.UpgradedByAnnotation, eviction.PendingUpgradeTaint)
+	}
+	return "", usageErrorf("the nodes carry the marks of %d rollouts (%s): name one, udrain rollout status ID", len(ids), strings.Join(ids, ", "))
+}
+
+// statusKey is what --watch compares to decide whether the status changed:
+// all of it but the times that move on their own.
+func statusKey(st *eviction.RolloutStatus) string {
+	c := *st
+	c.Time = time.Time{}
+	if c.Lock != nil {
+		l := *c.Lock
+		l.RenewedAt = nil
+		c.Lock = &l
+	}
+	b, _ := json.Marshal(c)
+	return string(b)
+}
+
+func writeRolloutStatusTable(w io.Writer, r RolloutStatusReport) error {
+	st := r.Status
+	now := st.Time
+	ago := func(t time.Time) string { return human(now.Sub(t)) + " ago" }
+	fmt.Fprintf(w, "Rollout %s: %s\n", st.ID, lockLine(st, r.NoLock, ago))
+	fmt.Fprintf(w, "%d of %s done", st.Done, plural(len(st.Domains), "domain", "domains"))
+	if e := st.ETA; e != nil {
+		fmt.Fprintf(w, "; ETA %s (%s), %s a domain over the last %s", e.At.UTC().Format(time.RFC3339), inOrAgo(e.At.Sub(now)),
+			human(e.PerDomain), plural(e.Samples+1, "domain", "domains"))
+	}
+	fmt.Fprintln(w, ".")
+	tw := newTable(w)
+	fmt.Fprintln(tw, "\nDOMAIN\tSTATE\tSTAGE\tSINCE\tNODES\tCORDONED\tUPGRADED\tPODS\tDOWN")
+	for _, p := range st.Domains {
+		since := "-"
+		switch {
+		case p.Since != nil:
+			since = ago(*p.Since)
+		case p.NotBefore != nil:
+			since = "<" + ago(*p.NotBefore)
+		}
+		var down []string
+		for _, g := range p.Down {
+			down = append(down, g.ID.String())
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", p.Domain, p.State, orDash(string(p.Stage)), since, p.Nodes, p.Cordoned, p.Upgraded, p.Pods, joinOrDash(down))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	var notes []string
+	for _, p := range st.Domains {
+		if p.Stage == "" {
+			continue
+		}
+		for _, b := range p.Blockers {
+			notes = append(notes, fmt.Sprintf("%s: blocked by PodDisruptionBudget %s/%s (%s; phase 1 needs %d)", p.Domain, b.Namespace, b.PDB, b.BudgetCounts, b.Needed))
+		}
+		for _, g := range p.Down {
+			notes = append(notes, fmt.Sprintf("%s: group %s: %s", p.Domain, g.ID, g.Message))
+		}
+		for _, b := range p.Budgets {
+			notes = append(notes, fmt.Sprintf("%s: PodDisruptionBudget %s/%s: %s", p.Domain, b.Namespace, b.Name, b.Message))
+		}
+		if p.State == eviction.StateStopped {
+			notes = append(notes, fmt.Sprintf("%s: the rollout stopped here (%s); run the same rollout command again to resume (rollout ID %s)", p.Domain, p.Stage, st.ID))
+		}
+	}
+	if len(notes) > 0 {
+		fmt.Fprintln(w)
+		for _, n := range notes {
+			fmt.Fprintln(w, n)
+		}
+	}
+	return nil
+}
+
+// lockLine says whether the rollout runs, from its Lease.
+func lockLine(st *eviction.RolloutStatus, noLock bool, ago func(time.Time) string) string {
+	l := st.Lock
+	switch {
+	case noLock:
+		return "whether it runs is unknown (--no-lock: its Lease is not read)"
+	case l == nil:
+		return "no Lease found (the rollout is not running, or runs without a lock or with another --lock-namespace)"
+	}
+	lease := "Lease " + l.Namespace + "/" + l.Name
+	renewed := "never renewed"
+	if l.RenewedAt != nil {
+		renewed = "renewed " + ago(*l.RenewedAt)
+	}
+	switch {
+	case l.Held:
+		return fmt.Sprintf("running; %s held by %s, %s", lease, l.Holder, renewed)
+	case l.Holder == "":
+		return fmt.Sprintf("not running; %s released, %s", lease, renewed)
+	}
+	return fmt.Sprintf("not running; %s of %s expired, %s (it holds %s)", lease, l.Holder, renewed, human(l.Duration))
+}
+
+// inOrAgo says when a time is, from a duration to it.
+func inOrAgo(d time.Duration) string {
+	if d < 0 {
+		return human(-d) + " overdue"
+	}
+	return "in " + human(d)
+}

@@ -1,0 +1,163 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"reflect"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/udrain/udrain/eviction"
+)
+
+// DefaultRequestTimeout bounds each request to the API server when
+// --request-timeout is not given (kubectl's default is no limit, with
+// which an API server that accepts connections and never answers held
+// every command forever). A watch is bounded until it starts to stream,
+// then lasts as long as the server keeps it open.
+const DefaultRequestTimeout = 30 * time.Second
+
+// requestDeadline bounds every request to the API server: one that is not
+// a watch must be answered in full within timeout (a server that stalls in
+// the middle of an answer fails it too); a watch must start (its headers)
+// within timeout, and then streams for as long as it lasts. It replaces
+// client-go's rest.Config.Timeout, which would also cut every watch of a
+// long drain after timeout.
+type requestDeadline struct {
+	rt      http.RoundTripper
+	timeout time.Duration
+	answers *lastAnswer
+}
+
+// RequestTimeoutError is a request the API server did not answer within
+// --request-timeout (DefaultRequestTimeout without it).
+type RequestTimeoutError struct {
+	Limit time.Duration
+}
+
+func (e *RequestTimeoutError) Error() string {
+	return fmt.Sprintf("no answer within %s (--request-timeout)", e.Limit)
+}
+
+// Timeout reports true: it is a net.Error timeout, as http.Client's own.
+func (e *RequestTimeoutError) Timeout() bool { return true }
+
+// Temporary reports false (net.Error).
+func (e *RequestTimeoutError) Temporary() bool { return false }
+
+func (d *requestDeadline) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx, cancel := context.WithCancelCause(req.Context())
+	timedOut := &RequestTimeoutError{Limit: d.timeout}
+	timer := time.AfterFunc(d.timeout, func() { cancel(timedOut) })
+	stop := func() {
+		timer.Stop()
+		cancel(nil)
+	}
+	resp, err := d.rt.RoundTrip(req.WithContext(ctx))
+	if err != nil {
+		if errors.Is(context.Cause(ctx), timedOut) {
+			err = timedOut
+		}
+		stop()
+		return nil, err
+	}
+	d.answers.record(resp.StatusCode)
+	if q := req.URL.Query().Get("watch"); (q == "true" || q == "1") && resp.StatusCode == http.StatusOK {
+		timer.Stop() // a watch that started streams for as long as it lasts
+	}
+	resp.Body = &deadlineBody{ReadCloser: resp.Body, ctx: ctx, timedOut: timedOut, stop: stop}
+	return resp, nil
+}
+
+// deadlineBody is the body of a bounded request: a read cut by the
+// deadline reports a *RequestTimeoutError; closing it releases the timer.
+type deadlineBody struct {
+	io.ReadCloser
+	ctx      context.Context
+	timedOut *RequestTimeoutError
+	stop     func()
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF && errors.Is(context.Cause(b.ctx), b.timedOut) {
+		err = b.timedOut
+	}
+	return n, err
+}
+
+func (b *deadlineBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.stop()
+	return err
+}
+
+// lastAnswer remembers whether the API server's last answer was a 5xx or
+// 429, so that a request that then ran out of time (client-go retries a
+// 429 after its Retry-After) is reported as what it was: a throttled or
+// failing server, not a silent one.
+type lastAnswer struct {
+	mu     sync.Mutex
+	status int
+}
+
+func (l *lastAnswer) record(code int) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case code == http.StatusTooManyRequests || code >= 500:
+		l.status = code
+	case code < 400:
+		l.status = 0
+	}
+}
+
+func (l *lastAnswer) get() int {
+	if l == nil {
+		return 0
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.status
+}
+
+// unreachableError is the *eviction.UnreachableError of a failed request
+// of the command's own (the library reports its own), or nil when err is
+// not about the API server's health.
+func (o *options) unreachableError(client kubernetes.Interface, err error, waited time.Duration) error {
+	problem, code := eviction.ServerProblemOf(err)
+	if problem == eviction.ServerNoAnswer {
+		switch c := o.answers.get(); {
+		case c == http.StatusTooManyRequests:
+			problem, code = eviction.ServerThrottled, c
+		case c >= 500:
+			problem, code = eviction.ServerFailing, c
+		}
+	}
+	if problem == "" {
+		return nil
+	}
+	return &eviction.UnreachableError{Server: serverOf(client), Problem: problem, Status: code, Waited: waited.Round(time.Millisecond), Err: err}
+}
+
+// serverOf returns scheme://host of the API server client talks to, or ""
+// (a fake clientset).
+func serverOf(client kubernetes.Interface) string {
+	rc := client.Discovery().RESTClient()
+	if rc == nil || reflect.ValueOf(rc).IsNil() {
+		return ""
+	}
+	u := rc.Get().URL()
+	if u == nil || u.Host == "" {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
+}

@@ -1,0 +1,473 @@
+package eviction
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/udrain/udrain"
+	"github.com/udrain/udrain/health"
+	"github.com/udrain/udrain/topology"
+)
+
+// DomainState is where a rollout stands in one domain, as the cluster
+// shows it (see Drainer.RolloutStatus).
+type DomainState string
+
+// The states of a domain in a rollout's status.
+const (
+	// StatePending: no node of the domain carries the rollout's cordon or
+	// upgraded mark.
+	StatePending DomainState = "Pending"
+	// StateDraining: the rollout cordoned the domain and its plan still
+	// names pods to evict (or terminating pods to wait for).
+	StateDraining DomainState = "Draining"
+	// StateUpgrading: the rollout cordoned the domain, its plan names no
+	// pod, and no node carries the upgraded mark yet: the upgrade step
+	// runs.
+	StateUpgrading DomainState = "Upgrading"
+	// StateRecovering: the domain is marked upgraded, and some node is
+	// still cordoned by the rollout (GPU check, uncordon), or it is the
+	// domain the rollout upgraded last and the rollout still runs, or its
+	// groups (those with a pod on it and those the drain left Pending or
+	// incomplete) are not healthy.
+	StateRecovering DomainState = "Recovering"
+	// StateDone: the domain is marked upgraded, uncordoned, and not
+	// Recovering.
+	StateDone DomainState = "Done"
+	// StateStopped: the domain would be Draining, Upgrading or
+	// Recovering, but no holder keeps the rollout's Lease: the rollout
+	// failed, was cancelled or crashed there (the cluster does not say
+	// which); DomainProgress.Stage says where. Run it again with the same
+	// ID to resume.
+	StateStopped DomainState = "Stopped"
+)
+
+// RolloutStatusOptions says how to read a rollout's status. Domains,
+// Order and the lock's namespace should be the rollout's, so that the
+// domains are listed in the order it takes them.
+type RolloutStatusOptions struct {
+	// Domains limits the domains, as RolloutOptions.Domains; empty means
+	// every domain.
+	Domains []string
+	// Order orders them, as RolloutOptions.Order; empty means
+	// OrderSpareFirst without Domains, OrderGiven with them.
+	Order RolloutOrder
+	// LockNamespace holds the rollout's Lease; empty means
+	// DefaultLockNamespace.
+	LockNamespace string
+	// NoLock says the rollout runs without a Lease
+	// (RolloutLock.Disabled): no Lease is read, Running is unknown
+	// (false), and no domain is reported Stopped.
+	NoLock bool
+}
+
+// RolloutStatus is where a rollout stands, read back from the cluster.
+type RolloutStatus struct {
+	ID string `json:"id"`
+	// Time is when the status was read.
+	Time time.Time `json:"time"`
+	// Running is true when a holder renewed the rollout's Lease within
+	// its duration: the rollout runs now, somewhere.
+	Running bool `json:"running"`
+	// Lock is the rollout's Lease as it was read; nil when there is none
+	// (the rollout never ran, or ran without a lock or in another
+	// namespace) or RolloutStatusOptions.NoLock is set.
+	Lock *RolloutLockStatus `json:"lock,omitempty"`
+	// Domains are the rollout's domains in the order it takes them.
+	Domains []DomainProgress `json:"domains"`
+	// Done counts the domains Done.
+	Done int `json:"done"`
+	// Completed is true when every domain is Done.
+	Completed bool `json:"completed"`
+	// ETA is when the rollout should be done, learned from the domains
+	// already upgraded; nil before two are, or when none is left.
+	ETA *RolloutETA `json:"eta,omitempty"`
+}
+
+// DomainProgress is one domain of a rollout's status.
+type DomainProgress struct {
+	Domain string      `json:"domain"`
+	State  DomainState `json:"state"`
+	// Stage is the stage of a domain in progress (or Stopped in it):
+	// Phase1 or Phase2 while Draining (Phase1 while a pod under a budget
+	// remains), Upgrade while Upgrading, Uncordon or Recovery while
+	// Recovering (Uncordon while a node is still cordoned by the rollout).
+	Stage Stage `json:"stage,omitempty"`
+	// Since is when the domain was marked upgraded (UpgradedAtAnnotation,
+	// the end of its upgrade step), for Done and Recovering domains.
+	Since *time.Time `json:"since,omitempty"`
+	// NotBefore is, for a domain in progress, the last time another domain
+	// of the rollout was marked upgraded: the cordon leaves no time on the
+	// nodes, but the rollout started this domain after that one.
+	NotBefore *time.Time `json:"notBefore,omitempty"`
+	// Nodes counts the domain's nodes; Cordoned those cordoned by the
+	// rollout (CordonedByAnnotation); Upgraded those marked upgraded by it.
+	Nodes    int `json:"nodes"`
+	Cordoned int `json:"cordoned"`
+	Upgraded int `json:"upgraded"`
+	// Pods counts the pods the domain's plan names now (both phases): what
+	// is left to evict in a domain not upgraded yet.
+	Pods int `json:"pods"`
+	// Blockers are the budgets that would refuse phase 1 of the domain
+	// now (from its plan), for a domain not upgraded yet.
+	Blockers []Blocker `json:"blockers,omitempty"`
+	// Down are the domain's groups that are not healthy (package
+	// health's judgment): those with a pod on its nodes and, for the
+	// domain the rollout is in or upgraded last, the groups its drain left
+	// Pending or incomplete.
+	Down []health.GroupStatus `json:"down,omitempty"`
+	// Budgets are the budgets over those groups that are not healthy.
+	Budgets []health.BudgetStatus `json:"budgets,omitempty"`
+}
+
+// RolloutLockStatus is a rollout's Lease as it was read.
+type RolloutLockStatus struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// Holder is the holder's identity; empty when the Lease was released.
+	Holder string `json:"holder,omitempty"`
+	// Held is true when Holder renewed the Lease within Duration.
+	Held       bool       `json:"held"`
+	AcquiredAt *time.Time `json:"acquiredAt,omitempty"`
+	RenewedAt  *time.Time `json:"renewedAt,omitempty"`
+	// Duration is how long the Lease holds without a renewal.
+	Duration time.Duration `json:"-"`
+}
+
+// RolloutETA is a rollout's expected end: the median of the gaps between
+// the upgraded marks of consecutive domains (a drain, an upgrade and a
+// recovery each; the median, so that a pause between a stop and a resume
+// does not count), times the domains left.
+type RolloutETA struct {
+	// PerDomain is the median gap; Samples counts the gaps.
+	PerDomain time.Duration `json:"-"`
+	Samples   int           `json:"samples"`
+	// DomainsLeft counts the domains not marked upgraded yet.
+	DomainsLeft int `json:"domainsLeft"`
+	// Remaining is PerDomain times DomainsLeft.
+	Remaining time.Duration `json:"-"`
+	// At is the last upgraded mark plus Remaining.
+	At time.Time `json:"at"`
+}
+
+// RolloutStatus reads where rollout id stands from what it writes to the
+// cluster anyway, without running it: the cordon and upgraded marks of
+// the nodes (see DomainState for how each state is inferred), the pods
+// each domain's plan names now, package health's judgment of the domain's
+// groups, and the rollout's Lease. It changes nothing. It works from any
+// process, while the rollout runs elsewhere or after it stopped.
+//
+// It reads the cluster through Options.Informers (nothing else is listed
+// or watched) or lists of its own, and makes one GET of the Lease, unless
+// opts.NoLock; a Lease it may not read is a *PermissionError. A bad id or
+// option is a *udrain.ConfigError naming it (e.g.
+// "eviction.RolloutStatusOptions.Order", not the RolloutOptions field it
+// is checked as), an unknown domain a *topology.UnknownDomainError, before
+// any request.
+func (d *Drainer) RolloutStatus(ctx context.Context, id string, opts RolloutStatusOptions) (*RolloutStatus, error) {
+	// The rollout's own checks and defaults; the identity is set so that
+	// none is made up: the status holds no Lease.
+	ro, err := RolloutOptions{ID: id, Domains: opts.Domains, Order: opts.Order,
+		Lock: RolloutLock{Disabled: opts.NoLock, Namespace: opts.LockNamespace, Identity: "status"}}.withDefaults()
+	if err != nil {
+		return nil, inStatusTerms(err)
+	}
+	v, err := d.startView(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer v.stop()
+	now := d.s.Clock.Now()
+	st := &RolloutStatus{ID: ro.ID, Time: now}
+	if !ro.Lock.Disabled {
+		if st.Lock, err = d.readRolloutLock(ctx, ro.Lock.Namespace, ro.ID, now); err != nil {
+			return nil, err
+		}
+		st.Running = st.Lock != nil && st.Lock.Held
+	}
+	if err := d.statusFrom(ctx, v, ro, st, !ro.Lock.Disabled, nil); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// statusFrom fills st (its ID, time, lock and running set) with the
+// progress of ro's domains as v shows them; lockKnown says the Lease was
+// read; finished are the domains the running rollout itself knows
+// recovered (the cluster cannot show that of the last one).
+func (d *Drainer) statusFrom(ctx context.Context, v *view, ro RolloutOptions, st *RolloutStatus, lockKnown bool, finished map[string]bool) error {
+	snap, err := v.snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	layout, err := topology.BuildLayout(snap.Nodes, d.s.layoutOptions())
+	if err != nil {
+		return err
+	}
+	snap.layout = layout
+	names := ro.Domains
+	for _, name := range names {
+		if _, err := layout.Domain(name); err != nil {
+			return err
+		}
+	}
+	if len(names) == 0 {
+		names = layout.Names()
+	}
+	targets, _, err := d.healthTargets(snap, names)
+	if err != nil {
+		return err
+	}
+	s := statusReader{d: d, v: v, id: ro.ID, snap: snap, layout: layout, running: st.Running, lockKnown: lockKnown, finished: finished}
+	s.groups = topology.FindGroups(snap.Pods, groupersFor(d.s, snap)...)
+	s.groupers = groupersFor(d.s, snap)
+	s.pdbs = topology.NewPDBIndex(snap.PDBs)
+	for _, name := range names {
+		s.holding = s.holding || cordonedBy(snap.Nodes, mustDomain(layout, name), ro.ID)
+	}
+	if !s.holding {
+		s.last = lastUpgraded(snap.Nodes, layout, names, ro.ID)
+	}
+	for i, name := range names {
+		p, err := s.domain(name, targets[i])
+		if err != nil {
+			return err
+		}
+		st.Domains = append(st.Domains, p)
+	}
+	if ro.Order == OrderSpareFirst {
+		orderProgress(st.Domains)
+	}
+	var latest time.Time
+	for i := range st.Domains {
+		if at := st.Domains[i].Since; at != nil && at.After(latest) {
+			latest = *at
+		}
+	}
+	for i := range st.Domains {
+		p := &st.Domains[i]
+		if p.State == StateDone {
+			st.Done++
+		}
+		if p.Stage != "" && p.Since == nil && !latest.IsZero() {
+			p.NotBefore = &latest
+		}
+	}
+	st.Completed = st.Done == len(st.Domains)
+	st.ETA = estimate(st.Domains)
+	klog.FromContext(ctx).V(4).Info("Read the rollout's status", "rollout", ro.ID, "running", st.Running, "done", st.Done, "domains", len(st.Domains))
+	return nil
+}
+
+// inStatusTerms names, in a *udrain.ConfigError of the rollout's checks,
+// the argument or the RolloutStatusOptions field the caller of
+// RolloutStatus set, instead of the RolloutOptions field it was checked
+// as.
+func inStatusTerms(err error) error {
+	var ce *udrain.ConfigError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	field := ce.Field
+	switch field {
+	case "eviction.RolloutOptions.ID":
+		field = "eviction.Drainer.RolloutStatus(id)"
+	case "eviction.RolloutOptions.Domains":
+		field = "eviction.RolloutStatusOptions.Domains"
+	case "eviction.RolloutOptions.Order":
+		field = "eviction.RolloutStatusOptions.Order"
+	case "eviction.RolloutOptions.Lock.Namespace":
+		field = "eviction.RolloutStatusOptions.LockNamespace"
+	}
+	return &udrain.ConfigError{Field: field, Problem: ce.Problem}
+}
+
+// statusReader infers each domain's progress from one snapshot.
+type statusReader struct {
+	d        *Drainer
+	v        *view
+	id       string
+	snap     *Snapshot
+	layout   *topology.Layout
+	groups   []topology.Group
+	groupers []topology.Grouper
+	pdbs     *topology.PDBIndex
+	// running: a holder keeps the Lease; lockKnown: the Lease was read.
+	running, lockKnown bool
+	// holding: the rollout holds some domain cordoned; last: the domains
+	// it upgraded last, when it holds none (as a resumed rollout sees
+	// them: see lastUpgraded).
+	holding bool
+	last    map[string]bool
+	// finished: the domains the rollout reading its own status knows
+	// recovered.
+	finished map[string]bool
+}
+
+// domain infers the progress of one domain; t is its health target (its
+// groups and the budgets over them).
+func (s *statusReader) domain(name string, t recoveryTarget) (DomainProgress, error) {
+	dom := mustDomain(s.layout, name)
+	p := DomainProgress{Domain: name}
+	for _, n := range domainNodes(s.snap.Nodes, dom) {
+		p.Nodes++
+		if n.Annotations[CordonedByAnnotation] == s.id {
+			p.Cordoned++
+		}
+		if n.Annotations[UpgradedByAnnotation] == s.id {
+			p.Upgraded++
+		}
+	}
+	upgraded := upgradedBy(s.snap.Nodes, dom, s.id)
+	var plan *Plan
+	if !upgraded {
+		var err error
+		if plan, err = newPlan(name, s.snap, s.d.s); err != nil {
+			return p, err
+		}
+		p.Pods, p.Blockers = len(plan.Phase1)+len(plan.Phase2), plan.Blockers
+	} else if at := upgradedAt(s.snap.Nodes, dom); !at.IsZero() {
+		p.Since = &at
+	}
+	// The domain the rollout is in, or was in last: a resumed rollout
+	// waits for the groups its drain left Pending or incomplete too.
+	active := p.Cordoned > 0 || upgraded && s.last[name]
+	if active {
+		t.addStranded(s.groups, s.pdbs, s.layout)
+	}
+	h := s.v.evaluate(t, s.groupers, s.snap.Now).Unhealthy()
+	p.Down, p.Budgets = h.Groups, h.Budgets
+	switch {
+	case upgraded && p.Cordoned > 0:
+		p.State, p.Stage = StateRecovering, StageUncordon
+	case upgraded && s.finished[name]:
+		p.State = StateDone
+	case upgraded && active && (s.running || !h.Healthy):
+		// Running, the rollout recovers the domain it upgraded last until
+		// it cordons the next.
+		p.State, p.Stage = StateRecovering, StageRecovery
+	case upgraded:
+		p.State = StateDone
+	case p.Cordoned > 0 && p.Pods > 0:
+		p.State, p.Stage = StateDraining, StagePhase2
+		if len(plan.Phase1) > 0 {
+			p.Stage = StagePhase1
+		}
+	case p.Cordoned > 0:
+		p.State, p.Stage = StateUpgrading, StageUpgrade
+	default:
+		p.State = StatePending
+	}
+	if p.Stage != "" && s.lockKnown && !s.running {
+		p.State = StateStopped
+	}
+	return p, nil
+}
+
+// orderProgress puts the domains in OrderSpareFirst, as a rollout takes
+// them: those upgraded (in the order they were marked), then the one the
+// rollout holds cordoned (where it is, or stopped), then those whose plan
+// names no pod, then the others, each in the order given.
+func orderProgress(ps []DomainProgress) {
+	rank := func(p *DomainProgress) int {
+		switch {
+		case p.upgraded():
+			return 0
+		case p.Cordoned > 0:
+			return 1
+		case p.Pods == 0:
+			return 2
+		}
+		return 3
+	}
+	slices.SortStableFunc(ps, func(a, b DomainProgress) int {
+		if c := cmp.Compare(rank(&a), rank(&b)); c != 0 {
+			return c
+		}
+		return timeOf(a.Since).Compare(timeOf(b.Since))
+	})
+}
+
+// upgraded reports whether the domain is marked upgraded by the rollout.
+func (p *DomainProgress) upgraded() bool {
+	return p.State == StateDone || p.Stage == StageUncordon || p.Stage == StageRecovery
+}
+
+func timeOf(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
+}
+
+// estimate returns the rollout's ETA from the upgraded marks of its
+// domains; nil before two are marked, or when none is left.
+func estimate(ps []DomainProgress) *RolloutETA {
+	var marks []time.Time
+	left := 0
+	for _, p := range ps {
+		switch {
+		case p.Since != nil:
+			marks = append(marks, *p.Since)
+		case !p.upgraded():
+			left++
+		}
+	}
+	if len(marks) < 2 || left == 0 {
+		return nil
+	}
+	slices.SortFunc(marks, time.Time.Compare)
+	gaps := make([]time.Duration, len(marks)-1)
+	for i := range gaps {
+		gaps[i] = marks[i+1].Sub(marks[i])
+	}
+	slices.Sort(gaps)
+	per := gaps[len(gaps)/2]
+	if len(gaps)%2 == 0 {
+		per = (gaps[len(gaps)/2-1] + per) / 2
+	}
+	rem := per * time.Duration(left)
+	return &RolloutETA{PerDomain: per, Samples: len(gaps), DomainsLeft: left, Remaining: rem, At: marks[len(marks)-1].Add(rem)}
+}
+
+// readRolloutLock GETs the rollout's Lease; nil when there is none.
+func (d *Drainer) readRolloutLock(ctx context.Context, namespace, id string, now time.Time) (*RolloutLockStatus, error) {
+	name := lockName(id)
+	var lease *coordinationv1.Lease
+	err := d.bounded(ctx, func(ctx context.Context) error {
+		l, err := d.client.CoordinationV1().Leases(namespace).Get(ctx, name, metav1.GetOptions{})
+		lease = l
+		return err
+	})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
+		return nil, &PermissionError{Err: err, Role: "the Role udrain-rollout-lock (namespace " + namespace + ")"}
+	case err != nil:
+		return nil, err
+	}
+	ls := &RolloutLockStatus{Namespace: namespace, Name: name, Holder: ptrValue(lease.Spec.HolderIdentity),
+		Duration: time.Duration(ptrValue(lease.Spec.LeaseDurationSeconds)) * time.Second}
+	if t := lease.Spec.AcquireTime; t != nil {
+		at := t.Time
+		ls.AcquiredAt = &at
+	}
+	renewed := lease.CreationTimestamp.Time
+	if t := lease.Spec.RenewTime; t != nil {
+		renewed = t.Time
+	}
+	if !renewed.IsZero() {
+		ls.RenewedAt = &renewed
+	}
+	ls.Held = ls.Holder != "" && now.Sub(renewed) < ls.Duration
+	return ls, nil
+}

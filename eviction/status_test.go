@@ -1,0 +1,368 @@
+package eviction
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+var statusNow = time.Date(2026, 7, 1, 10, 0, 0, 0, time.UTC)
+
+// statusCluster is lwsCluster(4 domains, 2 nodes each, groups of 2) and
+// what a rollout "r1" left on it: marks, cordons, the Lease.
+type statusCluster struct {
+	objs []runtime.Object
+}
+
+func newStatusCluster() *statusCluster {
+	return &statusCluster{objs: lwsCluster(4, 2, 2)}
+}
+
+func (c *statusCluster) node(name string) *corev1.Node {
+	for _, o := range c.objs {
+		if n, ok := o.(*corev1.Node); ok && n.Name == name {
+			if n.Annotations == nil {
+				n.Annotations = map[string]string{}
+			}
+			return n
+		}
+	}
+	panic("no node " + name)
+}
+
+// upgraded marks both nodes of ud-d upgraded by r1, ago before statusNow.
+func (c *statusCluster) upgraded(d int, ago time.Duration) *statusCluster {
+	for n := 1; n <= 2; n++ {
+		node := c.node(fmt.Sprintf("node-%d-%d", d, n))
+		node.Annotations[UpgradedByAnnotation] = "r1"
+		node.Annotations[UpgradedAtAnnotation] = statusNow.Add(-ago).Format(time.RFC3339Nano)
+	}
+	return c
+}
+
+// cordoned cordons the nodes of ud-d by r1 (n: how many).
+func (c *statusCluster) cordoned(d, n int) *statusCluster {
+	for i := 1; i <= n; i++ {
+		node := c.node(fmt.Sprintf("node-%d-%d", d, i))
+		node.Annotations[CordonedByAnnotation] = "r1"
+		node.Spec.Unschedulable = true
+	}
+	return c
+}
+
+// drained removes the pods of group g; pending leaves them Pending on no
+// node, as a StatefulSet recreates them.
+func (c *statusCluster) drained(g int, pending bool) *statusCluster {
+	var out []runtime.Object
+	for _, o := range c.objs {
+		if p, ok := o.(*corev1.Pod); ok && strings.HasPrefix(p.Name, fmt.Sprintf("llm-%d", g)) {
+			if !pending {
+				continue
+			}
+			p.Spec.NodeName = ""
+			p.Status = corev1.PodStatus{Phase: corev1.PodPending}
+		}
+		out = append(out, o)
+	}
+	c.objs = out
+	return c
+}
+
+// lease adds r1's Lease: held by holder (empty: released), renewed ago.
+func (c *statusCluster) lease(holder string, ago time.Duration) *statusCluster {
+	renewed := metav1.NewMicroTime(statusNow.Add(-ago))
+	acquired := metav1.NewMicroTime(statusNow.Add(-time.Hour))
+	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: DefaultLockNamespace, Name: lockName("r1")},
+		Spec: coordinationv1.LeaseSpec{LeaseDurationSeconds: ptrTo(int32(30)), RenewTime: &renewed, AcquireTime: &acquired}}
+	if holder != "" {
+		l.Spec.HolderIdentity = &holder
+	}
+	c.objs = append(c.objs, l)
+	return c
+}
+
+func (c *statusCluster) extraNode(name, domain string) *statusCluster {
+	c.objs = append(c.objs, testNode(name, domain))
+	return c
+}
+
+// progressLine is what a test checks of a DomainProgress.
+type progressLine struct {
+	Domain, State, Stage string
+	Pods, Cordoned, Up   int
+	Since, NotBefore     string
+	Down                 []string
+}
+
+func linesOf(ps []DomainProgress) []progressLine {
+	ago := func(t *time.Time) string {
+		if t == nil {
+			return ""
+		}
+		return statusNow.Sub(*t).String()
+	}
+	var out []progressLine
+	for _, p := range ps {
+		l := progressLine{Domain: p.Domain, State: string(p.State), Stage: string(p.Stage), Pods: p.Pods, Cordoned: p.Cordoned, Up: p.Upgraded,
+			Since: ago(p.Since), NotBefore: ago(p.NotBefore)}
+		for _, g := range p.Down {
+			l.Down = append(l.Down, g.ID.Name)
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+func TestRolloutStatus(t *testing.T) {
+	held := func(c *statusCluster) *statusCluster { return c.lease("host-a", 5*time.Second) }
+	pending := func(d string) progressLine { return progressLine{Domain: d, State: "Pending", Pods: 2} }
+	done := func(d string, ago string) progressLine {
+		return progressLine{Domain: d, State: "Done", Up: 2, Since: ago}
+	}
+	for _, tc := range []struct {
+		name    string
+		cluster *statusCluster
+		opts    RolloutStatusOptions
+		want    []progressLine
+		running bool
+		holder  string
+		eta     *RolloutETA
+	}{
+		{
+			name:    "never ran",
+			cluster: newStatusCluster(),
+			want:    []progressLine{pending("ud-1"), pending("ud-2"), pending("ud-3"), pending("ud-4")},
+		},
+		{
+			name:    "draining the third domain",
+			cluster: held(newStatusCluster().upgraded(1, 20*time.Minute).upgraded(2, 10*time.Minute).cordoned(3, 2)),
+			want: []progressLine{done("ud-1", "20m0s"), done("ud-2", "10m0s"),
+				{Domain: "ud-3", State: "Draining", Stage: "Phase1", Pods: 2, Cordoned: 2, NotBefore: "10m0s"}, pending("ud-4")},
+			running: true, holder: "host-a",
+			eta: &RolloutETA{PerDomain: 10 * time.Minute, Samples: 1, DomainsLeft: 2, Remaining: 20 * time.Minute, At: statusNow.Add(10 * time.Minute)},
+		},
+		{
+			name:    "upgrading the third domain, its group Pending",
+			cluster: held(newStatusCluster().upgraded(1, 20*time.Minute).upgraded(2, 10*time.Minute).cordoned(3, 2).drained(2, true)),
+			want: []progressLine{done("ud-1", "20m0s"), done("ud-2", "10m0s"),
+				{Domain: "ud-3", State: "Upgrading", Stage: "Upgrade", Cordoned: 2, NotBefore: "10m0s", Down: []string{"llm-2"}}, pending("ud-4")},
+			running: true, holder: "host-a",
+			eta: &RolloutETA{PerDomain: 10 * time.Minute, Samples: 1, DomainsLeft: 2, Remaining: 20 * time.Minute, At: statusNow.Add(10 * time.Minute)},
+		},
+		{
+			name:    "stopped in the upgrade: Lease released",
+			cluster: newStatusCluster().upgraded(1, 20*time.Minute).cordoned(2, 2).drained(1, false).lease("", time.Minute),
+			want: []progressLine{done("ud-1", "20m0s"),
+				{Domain: "ud-2", State: "Stopped", Stage: "Upgrade", Cordoned: 2, NotBefore: "20m0s"}, pending("ud-3"), pending("ud-4")},
+		},
+		{
+			name:    "stopped while draining: Lease expired",
+			cluster: newStatusCluster().cordoned(1, 1).lease("host-a", time.Minute),
+			want:    []progressLine{{Domain: "ud-1", State: "Stopped", Stage: "Phase1", Pods: 2, Cordoned: 1}, pending("ud-2"), pending("ud-3"), pending("ud-4")},
+			holder:  "host-a",
+		},
+		{
+			name:    "no lock: in progress, never stopped",
+			cluster: newStatusCluster().cordoned(1, 2).lease("", time.Minute),
+			opts:    RolloutStatusOptions{NoLock: true},
+			want:    []progressLine{{Domain: "ud-1", State: "Draining", Stage: "Phase1", Pods: 2, Cordoned: 2}, pending("ud-2"), pending("ud-3"), pending("ud-4")},
+		},
+		{
+			name: "uncordoning: one node marked, one still cordoned",
+			cluster: held(func() *statusCluster {
+				c := newStatusCluster().upgraded(1, 20*time.Minute).cordoned(2, 2).drained(1, false)
+				n := c.node("node-2-1")
+				n.Annotations[UpgradedByAnnotation], n.Annotations[UpgradedAtAnnotation] = "r1", statusNow.Add(-time.Minute).Format(time.RFC3339Nano)
+				return c
+			}()),
+			want: []progressLine{done("ud-1", "20m0s"), {Domain: "ud-2", State: "Recovering", Stage: "Uncordon", Cordoned: 2, Up: 1, Since: "1m0s"},
+				pending("ud-3"), pending("ud-4")},
+			running: true, holder: "host-a",
+			eta: &RolloutETA{PerDomain: 19 * time.Minute, Samples: 1, DomainsLeft: 2, Remaining: 38 * time.Minute, At: statusNow.Add(37 * time.Minute)},
+		},
+		{
+			name:    "recovering the last domain upgraded while running",
+			cluster: held(newStatusCluster().upgraded(1, 20*time.Minute).upgraded(2, time.Minute)),
+			want:    []progressLine{done("ud-1", "20m0s"), {Domain: "ud-2", State: "Recovering", Stage: "Recovery", Up: 2, Since: "1m0s"}, pending("ud-3"), pending("ud-4")},
+			running: true, holder: "host-a",
+			eta: &RolloutETA{PerDomain: 19 * time.Minute, Samples: 1, DomainsLeft: 2, Remaining: 38 * time.Minute, At: statusNow.Add(37 * time.Minute)},
+		},
+		{
+			name:    "stopped in the recovery: its group Pending, no holder",
+			cluster: newStatusCluster().upgraded(1, 20*time.Minute).upgraded(2, time.Minute).drained(1, true).lease("", time.Minute),
+			want: []progressLine{done("ud-1", "20m0s"), {Domain: "ud-2", State: "Stopped", Stage: "Recovery", Up: 2, Since: "1m0s", Down: []string{"llm-1"}},
+				pending("ud-3"), pending("ud-4")},
+			eta: &RolloutETA{PerDomain: 19 * time.Minute, Samples: 1, DomainsLeft: 2, Remaining: 38 * time.Minute, At: statusNow.Add(37 * time.Minute)},
+		},
+		{
+			name:    "completed",
+			cluster: newStatusCluster().upgraded(1, 40*time.Minute).upgraded(2, 30*time.Minute).upgraded(3, 10*time.Minute).upgraded(4, 5*time.Minute).lease("", time.Minute),
+			want:    []progressLine{done("ud-1", "40m0s"), done("ud-2", "30m0s"), done("ud-3", "10m0s"), done("ud-4", "5m0s")},
+		},
+		{
+			name: "spare first: upgraded in mark order, the domain held, empty ones, the rest",
+			cluster: held(newStatusCluster().upgraded(2, 20*time.Minute).upgraded(1, 10*time.Minute).cordoned(4, 2).extraNode("node-5-1", "ud-5").
+				extraNode("node-0-1", "ud-0")),
+			want: []progressLine{done("ud-2", "20m0s"), done("ud-1", "10m0s"),
+				{Domain: "ud-4", State: "Draining", Stage: "Phase1", Pods: 2, Cordoned: 2, NotBefore: "10m0s"},
+				{Domain: "ud-0", State: "Pending"}, {Domain: "ud-5", State: "Pending"}, pending("ud-3")},
+			running: true, holder: "host-a",
+			eta: &RolloutETA{PerDomain: 10 * time.Minute, Samples: 1, DomainsLeft: 4, Remaining: 40 * time.Minute, At: statusNow.Add(30 * time.Minute)},
+		},
+		{
+			name:    "given domains keep their order",
+			cluster: held(newStatusCluster().upgraded(2, 20*time.Minute).cordoned(4, 2)),
+			opts:    RolloutStatusOptions{Domains: []string{"ud-4", "ud-2", "ud-1"}},
+			want: []progressLine{{Domain: "ud-4", State: "Draining", Stage: "Phase1", Pods: 2, Cordoned: 2, NotBefore: "20m0s"},
+				done("ud-2", "20m0s"), pending("ud-1")},
+			running: true, holder: "host-a",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testContext(t)
+			fc := newFakeCluster(t, tc.cluster.objs...)
+			d, err := New(fc.client, Options{Clock: clocktesting.NewFakeClock(statusNow)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := d.RolloutStatus(ctx, "r1", tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, linesOf(st.Domains)); diff != "" {
+				t.Errorf("domains (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.eta, st.ETA); diff != "" {
+				t.Errorf("ETA (-want +got):\n%s", diff)
+			}
+			holder := ""
+			if st.Lock != nil {
+				holder = st.Lock.Holder
+			}
+			if st.Running != tc.running || holder != tc.holder {
+				t.Errorf("running %v, holder %q; want %v, %q", st.Running, holder, tc.running, tc.holder)
+			}
+			done := 0
+			for _, w := range tc.want {
+				if w.State == "Done" {
+					done++
+				}
+			}
+			if st.Done != done || st.Completed != (done == len(tc.want)) {
+				t.Errorf("done %d, completed %v; want %d of %d", st.Done, st.Completed, done, len(tc.want))
+			}
+			for _, a := range fc.client.Actions() {
+				if a.GetVerb() != "list" && a.GetVerb() != "watch" && a.GetVerb() != "get" {
+					t.Errorf("request %s %s: the status changes nothing", a.GetVerb(), a.GetResource().Resource)
+				}
+				if a.GetResource().Resource == "leases" && tc.opts.NoLock {
+					t.Errorf("read the Lease with NoLock")
+				}
+			}
+		})
+	}
+}
+
+// With the caller's informers, the status costs one GET of the Lease and
+// nothing else.
+func TestRolloutStatusOverInformersGetsOnlyTheLease(t *testing.T) {
+	ctx := testContext(t)
+	c := newStatusCluster().upgraded(1, 20*time.Minute).cordoned(2, 2).lease("host-a", time.Second)
+	fc := newFakeCluster(t, c.objs...)
+	factory := informers.NewSharedInformerFactory(fc.client, 0)
+	shared := InformersFromFactory(factory)
+	stop := make(chan struct{})
+	factory.Start(stop)
+	t.Cleanup(func() { close(stop); factory.Shutdown() })
+	factory.WaitForCacheSync(ctx.Done())
+	// The reflectors start their watches after their lists: wait for
+	// them, so that only the status's own requests are counted.
+	for ctx.Err() == nil {
+		listed, watched := map[string]bool{}, map[string]bool{}
+		for _, a := range fc.client.Actions() {
+			switch a.GetVerb() {
+			case "list":
+				listed[a.GetResource().Resource] = true
+			case "watch":
+				watched[a.GetResource().Resource] = true
+			}
+		}
+		if len(listed) > 0 && len(listed) == len(watched) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	d, err := New(fc.client, Options{Informers: shared, Clock: clocktesting.NewFakeClock(statusNow)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc.client.ClearActions()
+	st, err := d.RolloutStatus(ctx, "r1", RolloutStatusOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, a := range fc.client.Actions() {
+		got = append(got, a.GetVerb()+" "+a.GetResource().Resource)
+	}
+	if diff := cmp.Diff([]string{"get leases"}, got); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+	if st.Domains[1].State != StateDraining || !st.Running {
+		t.Errorf("ud-2 %s, running %v; want Draining, running", st.Domains[1].State, st.Running)
+	}
+}
+
+func TestRolloutStatusErrors(t *testing.T) {
+	fc := newFakeCluster(t, newStatusCluster().objs...)
+	d, _ := New(fc.client, Options{})
+	for _, tc := range []struct {
+		id   string
+		opts RolloutStatusOptions
+		want string
+	}{
+		{"has spaces", RolloutStatusOptions{}, "eviction.Drainer.RolloutStatus(id)"},
+		{"r1", RolloutStatusOptions{Order: "Random"}, "eviction.RolloutStatusOptions.Order"},
+		{"r1", RolloutStatusOptions{LockNamespace: "Not_A_Namespace"}, "eviction.RolloutStatusOptions.LockNamespace"},
+		{"r1", RolloutStatusOptions{Domains: []string{"ud-9"}}, "ud-9"},
+	} {
+		_, err := d.RolloutStatus(testContext(t), tc.id, tc.opts)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("RolloutStatus(%q, %+v): %v, want an error naming %s", tc.id, tc.opts, err, tc.want)
+		}
+	}
+}
+
+func TestRolloutStatusJSON(t *testing.T) {
+	at := statusNow
+	st := RolloutStatus{ID: "r1", Time: statusNow, Running: true,
+		Lock:    &RolloutLockStatus{Namespace: "ns", Name: "l", Holder: "h", Held: true, RenewedAt: &at, Duration: 30 * time.Second},
+		Domains: []DomainProgress{{Domain: "ud-1", State: StateDraining, Stage: StagePhase1, Pods: 2}},
+		ETA:     &RolloutETA{PerDomain: 90 * time.Second, Samples: 2, DomainsLeft: 2, Remaining: 3 * time.Minute, At: statusNow}}
+	b, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"durationSeconds":30`, `"perDomainSeconds":90`, `"remainingSeconds":180`, `"state":"Draining"`, `"stage":"Phase1"`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("%s lacks %s", b, want)
+		}
+	}
+	var back RolloutStatus
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(st, back); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,202 @@
+package eviction
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+)
+
+// PendingUpgradeTaint is the key of the taint a rollout puts on the nodes
+// of its domains that are not upgraded yet, with the rollout's ID as value:
+// the scheduler then places evicted pods (groups and ordinary pods alike)
+// on upgraded nodes first, and a pod is not moved again when the domain it
+// landed on drains in its turn. The patch that uncordons a node and marks
+// it upgraded removes the taint; a rollout that stops removes it from the
+// nodes it is still on, and Drainer.Uncordon removes it too.
+const PendingUpgradeTaint = "udrain.dev/upgrade-pending"
+
+// Steering says how a rollout steers evicted work away from the domains it
+// has not upgraded yet.
+type Steering string
+
+// The steering modes of a rollout.
+const (
+	// SteerPreferUpgraded (the default) taints the nodes of pending
+	// domains PreferNoSchedule: the scheduler puts evicted pods on
+	// upgraded nodes when they fit, and on a pending node only when
+	// nothing else fits. No pod waits because of it.
+	SteerPreferUpgraded Steering = "PreferUpgraded"
+	// SteerStrict taints them NoSchedule: an evicted group that finds no
+	// room in an upgraded domain waits, Pending, until its own domain is
+	// upgraded and uncordoned, rather than land on a pending domain and
+	// be disrupted again. Its downtime is then the whole drain and
+	// upgrade of its domain; new pods of any workload (a scale-up, a new
+	// DaemonSet's pods) cannot start on pending nodes either.
+	SteerStrict Steering = "Strict"
+	// SteerOff puts no taint: evicted pods go wherever the scheduler
+	// finds room, pending domains included (kubectl drain's behaviour).
+	SteerOff Steering = "Off"
+)
+
+// effect is the taint effect of s; empty for SteerOff.
+func (s Steering) effect() corev1.TaintEffect {
+	switch s {
+	case SteerPreferUpgraded, "":
+		return corev1.TaintEffectPreferNoSchedule
+	case SteerStrict:
+		return corev1.TaintEffectNoSchedule
+	}
+	return ""
+}
+
+func (s Steering) settle() (Steering, error) {
+	switch s {
+	case "":
+		return SteerPreferUpgraded, nil
+	case SteerPreferUpgraded, SteerStrict, SteerOff:
+		return s, nil
+	}
+	return s, configError("RolloutOptions.Steering", "%q is not a steering mode; use %s (default), %s or %s", s, SteerPreferUpgraded, SteerStrict, SteerOff)
+}
+
+// hasPendingTaint reports whether the node carries udrain's pending-upgrade
+// taint, of any rollout.
+func hasPendingTaint(n *corev1.Node) bool {
+	return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == PendingUpgradeTaint })
+}
+
+// withoutPendingTaint returns taints without udrain's pending-upgrade taint.
+func withoutPendingTaint(taints []corev1.Taint) []corev1.Taint {
+	return slices.DeleteFunc(slices.Clone(taints), func(t corev1.Taint) bool { return t.Key == PendingUpgradeTaint })
+}
+
+// withPendingTaint returns taints with udrain's pending-upgrade taint for
+// rollout id, replacing one of another effect or rollout.
+func withPendingTaint(taints []corev1.Taint, id string, effect corev1.TaintEffect) []corev1.Taint {
+	return append(withoutPendingTaint(taints), corev1.Taint{Key: PendingUpgradeTaint, Value: id, Effect: effect})
+}
+
+// taintsPatch is a strategic merge patch that sets fields (a patch's
+// top-level map, may be nil) and the node's taints to taints. The taint
+// list is atomic (the API replaces it whole), so the patch carries the
+// node's resourceVersion: a taint another controller added meanwhile is
+// not lost; the patch is refused with a conflict instead, and made again
+// from the node as it is then.
+func taintsPatch(fields map[string]any, node *corev1.Node, taints []corev1.Taint) []byte {
+	// fields is shared by concurrent patches: copy what is changed.
+	p := maps.Clone(fields)
+	if p == nil {
+		p = map[string]any{}
+	}
+	meta := map[string]any{}
+	if m, ok := p["metadata"].(map[string]any); ok {
+		maps.Copy(meta, m)
+	}
+	meta["resourceVersion"] = node.ResourceVersion
+	p["metadata"] = meta
+	spec := map[string]any{}
+	if m, ok := p["spec"].(map[string]any); ok {
+		maps.Copy(spec, m)
+	}
+	if taints == nil {
+		taints = []corev1.Taint{}
+	}
+	spec["taints"] = taints
+	p["spec"] = spec
+	b, _ := json.Marshal(p)
+	return b
+}
+
+// patchTaints patches a node's taints to change(taints) together with
+// fields (a strategic merge patch's top-level map; nil: none), starting
+// from node (the view's copy; nil: read it); on a conflict it reads the
+// node and tries again. A node whose taints change leaves unchanged is
+// patched with fields alone (nothing is sent when fields is nil). A node
+// that is gone is not an error (false).
+func (d *Drainer) patchTaints(ctx context.Context, emit func(Event), what, name string, node *corev1.Node, fields map[string]any, change func([]corev1.Taint) []corev1.Taint) (bool, error) {
+	const attempts = 5
+	for i := 0; ; i++ {
+		if node == nil {
+			n, err := d.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return false, nil
+			}
+			if err != nil {
+				return false, fmt.Errorf("%s node %s: %w", what, name, err)
+			}
+			node = n
+		}
+		taints := change(node.Spec.Taints)
+		if slices.EqualFunc(taints, node.Spec.Taints, func(a, b corev1.Taint) bool { return a.MatchTaint(&b) && a.Value == b.Value }) {
+			if fields == nil {
+				return true, nil
+			}
+			b, _ := json.Marshal(fields)
+			return d.patchNode(ctx, emit, what, name, b, metav1.PatchOptions{})
+		}
+		ok, err := d.patchNode(ctx, emit, what, name, taintsPatch(fields, node, taints), metav1.PatchOptions{})
+		if err == nil || !apierrors.IsConflict(err) || i+1 == attempts {
+			return ok, err
+		}
+		klog.FromContext(ctx).V(2).Info("Node changed since it was read; reading it again", "node", name, "what", what)
+		node = nil
+	}
+}
+
+// nodeLookup returns a node as a view (or a list) has it.
+type nodeLookup func(name string) (*corev1.Node, bool)
+
+// setPendingTaints puts the pending-upgrade taint of rollout id on the
+// named nodes that do not carry it yet, concurrently, and returns those it
+// changed.
+func (d *Drainer) setPendingTaints(ctx context.Context, emit func(Event), lookup nodeLookup, names []string, id string, effect corev1.TaintEffect) ([]string, error) {
+	done := make([]bool, len(names))
+	err := forEachNode(ctx, d.s.Concurrency, names, func(ctx context.Context, i int, name string) error {
+		n, ok := lookup(name)
+		if !ok {
+			return nil
+		}
+		if slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool {
+			return t.Key == PendingUpgradeTaint && t.Value == id && t.Effect == effect
+		}) {
+			return nil
+		}
+		changed, err := d.patchTaints(ctx, emit, "taint", name, n, nil, func(t []corev1.Taint) []corev1.Taint { return withPendingTaint(t, id, effect) })
+		done[i] = changed
+		return err
+	})
+	return selected(names, done), err
+}
+
+// clearPendingTaints removes the pending-upgrade taint from the named
+// nodes that carry it, concurrently, and returns those it changed.
+func (d *Drainer) clearPendingTaints(ctx context.Context, emit func(Event), lookup nodeLookup, names []string) ([]string, error) {
+	done := make([]bool, len(names))
+	err := forEachNode(ctx, d.s.Concurrency, names, func(ctx context.Context, i int, name string) error {
+		n, ok := lookup(name)
+		if !ok || !hasPendingTaint(n) {
+			return nil
+		}
+		changed, err := d.patchTaints(ctx, emit, "untaint", name, n, nil, withoutPendingTaint)
+		done[i] = changed
+		return err
+	})
+	return selected(names, done), err
+}
+
+func selected(names []string, ok []bool) []string {
+	var out []string
+	for i, n := range names {
+		if ok[i] {
+			out = append(out, n)
+		}
+	}
+	return out
+}

@@ -1,0 +1,304 @@
+package eviction
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/udrain/udrain"
+	"github.com/udrain/udrain/topology"
+)
+
+var gpuTaint = corev1.Taint{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}
+
+// pendingTaints returns, per node, udrain's pending-upgrade taint as
+// "effect=value", and fails on a node that lost the GPU taint it had.
+func pendingTaints(t *testing.T, ctx context.Context, fc *fakeCluster, gpuNode string) map[string]string {
+	t.Helper()
+	nodes, err := fc.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, n := range nodes.Items {
+		hasGPU := false
+		for _, taint := range n.Spec.Taints {
+			switch taint.Key {
+			case PendingUpgradeTaint:
+				out[n.Name] = string(taint.Effect) + "=" + taint.Value
+			case gpuTaint.Key:
+				hasGPU = true
+			}
+		}
+		if n.Name == gpuNode && !hasGPU {
+			t.Errorf("node %s lost its GPU taint: %v", n.Name, n.Spec.Taints)
+		}
+	}
+	return out
+}
+
+func nodePatches(fc *fakeCluster) int {
+	n := 0
+	for _, a := range fc.client.Actions() {
+		if a.GetVerb() == "patch" && a.GetResource().Resource == "nodes" {
+			n++
+		}
+	}
+	return n
+}
+
+// While a rollout runs, the nodes of the domains it has not upgraded carry
+// its pending-upgrade taint (of the steering's effect), and only those; the
+// uncordon patch takes it off, so no node has it at the end; other taints
+// stay. The node patches: one taint, one cordon, one uncordon per node and
+// one mark per domain.
+func TestRolloutTaintsThePendingDomains(t *testing.T) {
+	for _, tc := range []struct {
+		steering Steering
+		effect   string
+	}{
+		{"", "PreferNoSchedule"},
+		{SteerPreferUpgraded, "PreferNoSchedule"},
+		{SteerStrict, "NoSchedule"},
+		{SteerOff, ""},
+	} {
+		t.Run(string(tc.steering), func(t *testing.T) {
+			ctx := testContext(t)
+			fc := newFakeCluster(t, lwsCluster(3, 2, 2)...)
+			n, _ := fc.client.CoreV1().Nodes().Get(ctx, "node-3-1", metav1.GetOptions{})
+			n.Spec.Taints = []corev1.Taint{gpuTaint}
+			if _, err := fc.client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			fc.client.ClearActions()
+			d, _ := New(fc.client, Options{Backoff: slowBackoff})
+			during := map[string]map[string]string{}
+			_, err := d.Rollout(ctx, RolloutOptions{ID: "r1", Steering: tc.steering, Upgrade: func(ctx context.Context, dom topology.Domain) error {
+				during[dom.Name] = pendingTaints(t, ctx, fc, "node-3-1")
+				idx := domainIndex(dom.Name)
+				fc.recreateGroup(ctx, idx-1, 2, idx, 2, 3)
+				return nil
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]map[string]string{"ud-1": {}, "ud-2": {}, "ud-3": {}}
+			if tc.effect != "" {
+				v := tc.effect + "=r1"
+				want = map[string]map[string]string{
+					"ud-1": {"node-1-1": v, "node-1-2": v, "node-2-1": v, "node-2-2": v, "node-3-1": v, "node-3-2": v},
+					"ud-2": {"node-2-1": v, "node-2-2": v, "node-3-1": v, "node-3-2": v},
+					"ud-3": {"node-3-1": v, "node-3-2": v},
+				}
+			}
+			if diff := cmp.Diff(want, during); diff != "" {
+				t.Errorf("pending-upgrade taints during each domain's upgrade (-want +got):\n%s", diff)
+			}
+			if got := pendingTaints(t, ctx, fc, "node-3-1"); len(got) > 0 {
+				t.Errorf("taints left after the rollout: %v", got)
+			}
+			wantPatches := 6 + 6 + 3 // cordon and uncordon per node, a mark per domain
+			if tc.effect != "" {
+				wantPatches += 6 // the taint
+			}
+			if got := nodePatches(fc); got != wantPatches {
+				t.Errorf("%d node patches, want %d", got, wantPatches)
+				for _, a := range fc.client.Actions() {
+					if p, ok := a.(k8stesting.PatchAction); ok && a.GetResource().Resource == "nodes" {
+						t.Logf("patch %s: %s", p.GetName(), p.GetPatch())
+					}
+				}
+			}
+		})
+	}
+}
+
+// A rollout that stops takes its taint off the nodes still to upgrade.
+func TestStoppedRolloutTakesItsTaintOff(t *testing.T) {
+	ctx := testContext(t)
+	fc := newFakeCluster(t, lwsCluster(3, 2, 2)...)
+	d, _ := New(fc.client, Options{Backoff: slowBackoff})
+	boom := errors.New("boom")
+	_, err := d.Rollout(ctx, RolloutOptions{ID: "r1", Upgrade: func(ctx context.Context, dom topology.Domain) error { return boom }})
+	if !errors.Is(err, boom) {
+		t.Fatalf("err = %v, want the upgrade step's", err)
+	}
+	if got := pendingTaints(t, ctx, fc, ""); len(got) > 0 {
+		t.Errorf("taints left after the stop: %v", got)
+	}
+	n, _ := fc.client.CoreV1().Nodes().Get(ctx, "node-1-1", metav1.GetOptions{})
+	if !n.Spec.Unschedulable {
+		t.Error("the domain the rollout stopped in was uncordoned")
+	}
+}
+
+// Uncordon takes udrain's taint off too, also from a schedulable node.
+func TestUncordonTakesThePendingTaintOff(t *testing.T) {
+	ctx := testContext(t)
+	objs := lwsCluster(1, 2, 2)
+	objs[0].(*corev1.Node).Spec.Taints = []corev1.Taint{gpuTaint, {Key: PendingUpgradeTaint, Value: "old", Effect: corev1.TaintEffectPreferNoSchedule}}
+	fc := newFakeCluster(t, objs...)
+	d, _ := New(fc.client, Options{})
+	done, err := d.Uncordon(ctx, "ud-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"node-1-1"}, done); diff != "" {
+		t.Errorf("uncordoned (-want +got):\n%s", diff)
+	}
+	if got := pendingTaints(t, ctx, fc, "node-1-1"); len(got) > 0 {
+		t.Errorf("taints left: %v", got)
+	}
+}
+
+// A taint patch refused with a conflict (another controller changed the
+// node's taints) is made again from the node as it is then: nothing the
+// other controller added is lost.
+func TestTaintPatchRetriesOnConflict(t *testing.T) {
+	ctx := testContext(t)
+	fc := newFakeCluster(t, lwsCluster(1, 1, 1)...)
+	conflicts := 0
+	fc.client.PrependReactor("patch", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if conflicts > 0 {
+			return false, nil, nil
+		}
+		conflicts++
+		// Another controller adds its taint first.
+		n, _ := fc.client.Tracker().Get(corev1.SchemeGroupVersion.WithResource("nodes"), "", "node-1-1")
+		node := n.(*corev1.Node).DeepCopy()
+		node.Spec.Taints = append(node.Spec.Taints, gpuTaint)
+		_ = fc.client.Tracker().Update(corev1.SchemeGroupVersion.WithResource("nodes"), node, "")
+		return true, nil, conflictErr()
+	})
+	d, _ := New(fc.client, Options{})
+	stale, _ := fc.client.CoreV1().Nodes().Get(ctx, "node-1-1", metav1.GetOptions{})
+	if _, err := d.setPendingTaints(ctx, func(Event) {}, func(string) (*corev1.Node, bool) { return stale, true }, []string{"node-1-1"}, "r1", corev1.TaintEffectPreferNoSchedule); err != nil {
+		t.Fatal(err)
+	}
+	n, _ := fc.client.CoreV1().Nodes().Get(ctx, "node-1-1", metav1.GetOptions{})
+	want := []corev1.Taint{gpuTaint, {Key: PendingUpgradeTaint, Value: "r1", Effect: corev1.TaintEffectPreferNoSchedule}}
+	if diff := cmp.Diff(want, n.Spec.Taints); diff != "" {
+		t.Errorf("taints (-want +got):\n%s", diff)
+	}
+}
+
+// Without Domains, a rollout takes first the domains that evict nothing
+// (a spare domain), then the others in natural order; with Domains, their
+// order, unless Order asks for SpareFirst (the others then keep the order
+// given).
+func TestRolloutOrder(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		domains []string
+		order   RolloutOrder
+		want    []string
+	}{
+		{"default", nil, "", []string{"ud-4", "ud-1", "ud-2", "ud-3"}},
+		{"given", []string{"ud-2", "ud-4", "ud-1"}, "", []string{"ud-2", "ud-4", "ud-1"}},
+		{"given, spare first", []string{"ud-2", "ud-4", "ud-1"}, OrderSpareFirst, []string{"ud-4", "ud-2", "ud-1"}},
+		{"every domain, given", nil, OrderGiven, []string{"ud-1", "ud-2", "ud-3", "ud-4"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testContext(t)
+			objs := append(lwsCluster(3, 1, 2), testNode("node-4-1", "ud-4"))
+			fc := newFakeCluster(t, objs...)
+			d, _ := New(fc.client, Options{Backoff: slowBackoff})
+			var got []string
+			_, err := d.Rollout(ctx, RolloutOptions{ID: "r1", Domains: tc.domains, Order: tc.order, Upgrade: func(ctx context.Context, dom topology.Domain) error {
+				got = append(got, dom.Name)
+				if idx := domainIndex(dom.Name); idx <= 3 {
+					fc.recreateGroup(ctx, idx-1, 2, idx, 1, 3)
+				}
+				return nil
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("order (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// Bad rollout options are a ConfigError naming the field, before anything
+// is read or changed.
+func TestRolloutOptionsErrors(t *testing.T) {
+	for _, tc := range []struct {
+		opts  RolloutOptions
+		field string
+	}{
+		{RolloutOptions{ID: "has spaces / slashes"}, "eviction.RolloutOptions.ID"},
+		{RolloutOptions{ID: "x" + fmt.Sprint(make([]int, 30))}, "eviction.RolloutOptions.ID"},
+		{RolloutOptions{Steering: "Sometimes"}, "eviction.RolloutOptions.Steering"},
+		{RolloutOptions{Order: "Random"}, "eviction.RolloutOptions.Order"},
+		{RolloutOptions{Domains: []string{"ud-1", "ud-1"}}, "eviction.RolloutOptions.Domains"},
+	} {
+		fc := newFakeCluster(t, lwsCluster(1, 1, 1)...)
+		d, _ := New(fc.client, Options{})
+		fc.client.ClearActions()
+		_, err := d.Rollout(testContext(t), tc.opts)
+		var ce *udrain.ConfigError
+		if !errors.As(err, &ce) || ce.Field != tc.field {
+			t.Errorf("%+v: err = %v, want a ConfigError on %s", tc.opts, err, tc.field)
+		}
+		if n := len(fc.client.Actions()); n > 0 {
+			t.Errorf("%+v: %d requests before the error", tc.opts, n)
+		}
+	}
+}
+
+// A recovery whose members cannot pull their image stops once they have
+// waited StuckAfter, naming the pods and the reason, long before its
+// timeout; a crash loop does not stop it.
+func TestRecoveryStopsOnMembersThatCannotStart(t *testing.T) {
+	// The stuck case's timeout is far above the bound it must stop
+	// within, so that a slow machine cannot pass the timeout for the stop.
+	for _, tc := range []struct {
+		reason  string
+		stuck   bool
+		timeout time.Duration
+	}{
+		{"ImagePullBackOff", true, 30 * time.Second},
+		{"CrashLoopBackOff", false, 3 * time.Second},
+	} {
+		t.Run(tc.reason, func(t *testing.T) {
+			ctx := testContext(t)
+			fc := newFakeCluster(t, lwsCluster(1, 1, 2)...)
+			d, _ := New(fc.client, Options{Backoff: slowBackoff})
+			start := time.Now()
+			_, err := d.Rollout(ctx, RolloutOptions{ID: "r1", RecoveryTimeout: tc.timeout, StuckAfter: 300 * time.Millisecond,
+				Upgrade: func(ctx context.Context, dom topology.Domain) error {
+					for w := range 2 {
+						p := lwsPod(0, w, 2, "node-1-1", fc.nextUID(fmt.Sprintf("g0-w%d", w)))
+						p.Status.Conditions = nil
+						p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "vllm", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: tc.reason}}}}
+						if _, err := fc.client.CoreV1().Pods(testNS).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+							t.Fatal(err)
+						}
+					}
+					return nil
+				}})
+			took := time.Since(start)
+			var stuck *StuckError
+			var de *DomainError
+			switch {
+			case tc.stuck && (!errors.As(err, &stuck) || !errors.As(err, &de) || de.Stage != StageRecovery || len(stuck.Pods) != 2 || took > 10*time.Second):
+				t.Errorf("after %s: err = %v, want a StuckError of the 2 pods at Recovery within 10s (its recovery timeout: %s)", took, err, tc.timeout)
+			case tc.stuck && !strings.Contains(err.Error(), "2 pod(s) of group "+testNS+"/llm-0 cannot start: ImagePullBackOff"):
+				t.Errorf("message %q does not say which pods cannot start and why", err)
+			case !tc.stuck && (errors.As(err, &stuck) || !errors.As(err, &de) || !errors.Is(err, context.DeadlineExceeded)):
+				t.Errorf("err = %v, want the recovery timeout, not a StuckError", err)
+			}
+		})
+	}
+}

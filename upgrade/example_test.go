@@ -1,0 +1,118 @@
+package upgrade_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/topology"
+	"github.com/udrain/udrain/upgrade"
+)
+
+// A Job per node runs the privileged upgrade; the rollout calls the step
+// once per drained domain. Here the fake clientset plays the Job
+// controller: every Job succeeds as soon as it is created.
+func ExampleJob() {
+	client := fake.NewClientset()
+	client.PrependReactor("create", "jobs", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		j := a.(k8stesting.CreateAction).GetObject().(*batchv1.Job).DeepCopy()
+		fmt.Printf("created %s on node %s\n", j.Name, j.Spec.Template.Spec.NodeName)
+		j.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}
+		return true, j, client.Tracker().Create(batchv1.SchemeGroupVersion.WithResource("jobs"), j, j.Namespace)
+	})
+	template := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "kubelet-upgrade", Namespace: "udrain-system"},
+		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "upgrade", Image: "registry.example.com/kubelet-upgrader:1.37.2"}},
+		}}},
+	}
+	step, err := upgrade.Job(client, upgrade.JobOptions{Template: template, RolloutID: "kubelet-1.37.2", Timeout: 30 * time.Minute})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	// What the rollout does with it: eviction.RolloutOptions{Upgrade: step}.
+	var _ eviction.UpgradeFunc = step
+	err = step(context.Background(), topology.Domain{Name: "ud-1", Nodes: []string{"gpu-1", "gpu-2"}})
+	fmt.Println("step:", err)
+	left, _ := client.BatchV1().Jobs("udrain-system").List(context.Background(), metav1.ListOptions{})
+	fmt.Println("Jobs left:", len(left.Items))
+	// Output:
+	// created kubelet-upgrade-6b9de137f1 on node gpu-1
+	// created kubelet-upgrade-ca969cdb03 on node gpu-2
+	// step: <nil>
+	// Jobs left: 0
+}
+
+// The node label handshake: udrain asks for a version with a label and an
+// agent on each node answers with another. Here the agent has answered
+// already for one node and never will for the other.
+func ExampleNodeLabel() {
+	client := fake.NewClientset(
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-1", Labels: map[string]string{"example.com/kubelet-done": "1.37.2"}}},
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-2"}},
+	)
+	step, err := upgrade.NodeLabel(client, upgrade.NodeLabelOptions{
+		Key: "example.com/kubelet-version", Value: "1.37.2",
+		Done:    upgrade.Signal{Kind: upgrade.SignalLabel, Key: "example.com/kubelet-done", Value: "1.37.2"},
+		Timeout: time.Second,
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	err = step(context.Background(), topology.Domain{Name: "ud-1", Nodes: []string{"gpu-1", "gpu-2"}})
+	var timeout *upgrade.TimeoutError
+	if errors.As(err, &timeout) {
+		fmt.Println("still waiting for:", timeout.Pending)
+	}
+	n, _ := client.CoreV1().Nodes().Get(context.Background(), "gpu-2", metav1.GetOptions{})
+	fmt.Println("gpu-2 asked for:", n.Labels["example.com/kubelet-version"])
+	// Output:
+	// still waiting for: [gpu-2]
+	// gpu-2 asked for: 1.37.2
+}
+
+// The webhook step POSTs the domain to an upgrade service and retries what
+// may pass on a second try; the credentials stay out of the error.
+func ExampleWebhook() {
+	calls := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls++
+		var req upgrade.WebhookRequest
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		if calls == 1 {
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Printf("upgrading %s: %v\n", req.Domain, req.Nodes)
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	defer srv.Close()
+	step, err := upgrade.Webhook(upgrade.WebhookOptions{
+		URL: srv.URL + "/upgrade?token=s3cr3t", RolloutID: "kubelet-1.37.2",
+		Backoff: wait.Backoff{Duration: 10 * time.Millisecond, Factor: 2, Steps: 3},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	err = step(context.Background(), topology.Domain{Name: "ud-1", Nodes: []string{"gpu-1", "gpu-2"}})
+	fmt.Println("step:", err, "after", calls, "calls")
+	// Output:
+	// upgrading ud-1: [gpu-1 gpu-2]
+	// step: <nil> after 2 calls
+}
