@@ -336,6 +336,8 @@ func TestPlanRollout(t *testing.T) {
 		want      *RolloutPlan
 		wantCodes []topology.FindingCode
 		wantErr   string
+		// tainted: every node has gpuTaint, every pod tolerates it.
+		tainted bool
 	}{
 		{
 			// The spare ud-3 first: llm-0 (whose own node lost GPUs) finds
@@ -361,11 +363,30 @@ func TestPlanRollout(t *testing.T) {
 			wantCodes: []topology.FindingCode{FindingNoRoom},
 			wantErr:   "placement contract violated (1 finding(s)); NoRoom: group inference/llm-0, evicted from ud-1, finds no room anywhere",
 		},
+		{
+			// GPU nodes tainted, the groups tolerating the taint by key:
+			// udrain's own pod cache keeps the tolerations, so the plan
+			// is the defaults' (without them no node would take llm-0).
+			name: "tainted GPU nodes, keyed tolerations", opts: RolloutOptions{ID: "r1"}, tainted: true,
+			want: &RolloutPlan{ID: "r1", Order: OrderSpareFirst, Steering: SteerPreferUpgraded, Domains: []string{"ud-3", "ud-1", "ud-2"},
+				Destinations: []GroupDestination{dest(0, "ud-1", "ud-3", DestinationUpgraded, 1), dest(1, "ud-2", "ud-2", DestinationOwnDomain, 0)}},
+		},
 		{name: "unknown domain", opts: RolloutOptions{Domains: []string{"ud-9"}}, wantErr: `ud-9`},
 		{name: "bad order", opts: RolloutOptions{Order: "Sideways"}, wantErr: `RolloutOptions.Order: "Sideways" is not an order`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fc := newFakeCluster(t, objs()...)
+			in := objs()
+			if tc.tainted {
+				for _, o := range in {
+					switch o := o.(type) {
+					case *corev1.Node:
+						o.Spec.Taints = []corev1.Taint{gpuTaint}
+					case *corev1.Pod:
+						o.Spec.Tolerations = []corev1.Toleration{{Key: gpuTaint.Key, Operator: corev1.TolerationOpEqual, Value: gpuTaint.Value, Effect: gpuTaint.Effect}}
+					}
+				}
+			}
+			fc := newFakeCluster(t, in...)
 			d, _ := New(fc.client, Options{Backoff: slowBackoff})
 			got, err := d.PlanRollout(testContext(t), tc.opts)
 			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {

@@ -28,7 +28,8 @@ import (
 //     the containers' and init containers' names and resource requests
 //     (with the init containers' restart policy), the pod's overhead and
 //     resources, its emptyDir volumes, readiness gates and scheduling
-//     group; the phase; the conditions' types and statuses (and the
+//     group; where it may run (node selector, affinity, tolerations,
+//     topology spread constraints); the phase; the conditions' types and statuses (and the
 //     scheduler's reason and message while it cannot place the pod); the
 //     container statuses' names, readiness and waiting reasons.
 //
@@ -225,6 +226,13 @@ func shapeOf(p *corev1.Pod) *corev1.Pod {
 	s.Spec.ReadinessGates = p.Spec.ReadinessGates
 	s.Spec.Overhead = p.Spec.Overhead
 	s.Spec.Resources = p.Spec.Resources
+	// Where the pod may run: the rollout's destination plan and the
+	// recovery of a resumed domain ask which nodes a group can go to.
+	// A workload's pods share them, so they cost nothing per pod.
+	s.Spec.NodeSelector = p.Spec.NodeSelector
+	s.Spec.Affinity = p.Spec.Affinity
+	s.Spec.Tolerations = p.Spec.Tolerations
+	s.Spec.TopologySpreadConstraints = p.Spec.TopologySpreadConstraints
 	for _, v := range p.Spec.Volumes {
 		if v.EmptyDir != nil {
 			s.Spec.Volumes = append(s.Spec.Volumes, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{EmptyDir: v.EmptyDir}})

@@ -75,6 +75,7 @@ func slimmed(name string, uid types.UID) *corev1.Pod {
 			Containers:     []corev1.Container{{Name: "vllm", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")}}}},
 			Volumes:        []corev1.Volume{{Name: "shm", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}}},
 			ReadinessGates: full.Spec.ReadinessGates,
+			Tolerations:    full.Spec.Tolerations,
 		},
 		Status: corev1.PodStatus{
 			Phase:             corev1.PodRunning,
@@ -113,6 +114,13 @@ func TestSlimPodKeepsWhatUdrainReads(t *testing.T) {
 			p.Status.ContainerStatuses[0].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 5m"}}
 		}, want: func(p *corev1.Pod) {
 			p.Status.ContainerStatuses[0].State.Waiting = &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}
+		}},
+		{name: "where it may run: selector, affinity, tolerations, spread", change: func(p *corev1.Pod) {
+			p.Spec.NodeSelector = map[string]string{"pool": "gpu-a"}
+			p.Spec.Tolerations = []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
+			p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+				TopologyKey: "udrain.io/domain", LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"role": "leader"}}}}}}
+			p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "udrain.io/domain", WhenUnsatisfiable: corev1.DoNotSchedule}}
 		}},
 		{name: "a native PodGroup member", change: func(p *corev1.Pod) {
 			p.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptrTo("gang-1")}
