@@ -571,25 +571,37 @@ func (s *destSim) allows(n *simNode, p *corev1.Pod) bool {
 		return ok
 	}
 	ok := !n.closed
-	for i := range n.node.Spec.Taints {
-		t := &n.node.Spec.Taints[i]
-		if !ok {
-			break
-		}
-		if t.Key == PendingUpgradeTaint || t.Key == corev1.TaintNodeUnschedulable || t.Effect == corev1.TaintEffectPreferNoSchedule {
-			continue
-		}
-		ok = corev1helpers.TolerationsTolerateTaint(logr.Discard(), p.Spec.Tolerations, t, false)
-	}
 	if ok {
 		aff, seen := s.affinity[p]
 		if !seen {
 			aff = nodeaffinity.GetRequiredNodeAffinity(p)
 			s.affinity[p] = aff
 		}
-		ok, _ = aff.Match(n.node)
+		ok = mayRunOn(n.node, p, &aff)
 	}
 	s.static[key] = ok
+	return ok
+}
+
+// mayRunOn reports whether node may take pod p once the rollout is done
+// with it: p tolerates its taints but the cordon's, udrain's own and
+// PreferNoSchedule ones, and matches its required node affinity and node
+// selector (aff, if given, is p's, made once by the caller).
+func mayRunOn(node *corev1.Node, p *corev1.Pod, aff *nodeaffinity.RequiredNodeAffinity) bool {
+	for i := range node.Spec.Taints {
+		t := &node.Spec.Taints[i]
+		if t.Key == PendingUpgradeTaint || t.Key == corev1.TaintNodeUnschedulable || t.Effect == corev1.TaintEffectPreferNoSchedule {
+			continue
+		}
+		if !corev1helpers.TolerationsTolerateTaint(logr.Discard(), p.Spec.Tolerations, t, false) {
+			return false
+		}
+	}
+	if aff == nil {
+		a := nodeaffinity.GetRequiredNodeAffinity(p)
+		aff = &a
+	}
+	ok, _ := aff.Match(node)
 	return ok
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
@@ -54,12 +55,20 @@ func (t *recoveryTarget) has(id topology.GroupID) bool {
 
 // addStranded adds to the target the groups that a previous, interrupted
 // run drained from this domain: incomplete groups with no member scheduled
-// in another domain, of workloads placed in the layout. Call it only for a
-// domain the rollout had cordoned (one at a time), so the stranded groups
-// are this domain's. Without them, a resumed domain whose pods are all
-// gone would have nothing to wait for, and the next domain could start
-// while those groups are still Pending.
-func (t *recoveryTarget) addStranded(groups []topology.Group, pdbs *topology.PDBIndex, layout *topology.Layout) {
+// in another domain, of workloads placed in the layout, whose unscheduled
+// members may run on a node of the domain (nodes are the cluster's). Call
+// it only for a domain the rollout had cordoned (one at a time), so the
+// stranded groups are this domain's. Without them, a resumed domain whose
+// pods are all gone would have nothing to wait for, and the next domain
+// could start while those groups are still Pending. A Pending group that
+// no node of the domain takes (another pool's, by its node selector,
+// affinity or taints) was never this domain's: waiting for it would hold
+// the rollout until someone else's capacity appears.
+func (t *recoveryTarget) addStranded(groups []topology.Group, pdbs *topology.PDBIndex, layout *topology.Layout, nodes []corev1.Node) {
+	var domNodes []*corev1.Node
+	if dom, err := layout.Domain(t.domain); err == nil {
+		domNodes = domainNodes(nodes, dom)
+	}
 	// Workloads placed in the domains (the plan may be empty on resume):
 	// a stranded group's siblings run in other domains, while a group
 	// of a workload that runs nowhere is not this rollout's to wait for.
@@ -72,15 +81,16 @@ func (t *recoveryTarget) addStranded(groups []topology.Group, pdbs *topology.PDB
 		if t.has(g.ID) || !workloads[workloadOf(g.ID, g.Workload)] {
 			continue
 		}
-		elsewhere, unscheduled := false, false
+		elsewhere, unscheduled, foreign := false, false, false
 		for _, m := range g.Members {
 			if m.Spec.NodeName == "" {
 				unscheduled = true
+				foreign = foreign || !slices.ContainsFunc(domNodes, func(n *corev1.Node) bool { return mayRunOn(n, m, nil) })
 			} else if d, ok := layout.DomainOf(m.Spec.NodeName); !ok || d != t.domain {
 				elsewhere = true
 			}
 		}
-		if elsewhere || !unscheduled && len(g.Members) >= g.ExpectedSize() {
+		if elsewhere || foreign || !unscheduled && len(g.Members) >= g.ExpectedSize() {
 			continue
 		}
 		t.addGroup(g, pdbs)

@@ -584,7 +584,7 @@ func (s *domainRun) findStranded(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.target.addStranded(topology.FindGroups(all.Pods, groupersFor(s.r.d.s, all)...), topology.NewPDBIndex(all.PDBs), s.r.layout)
+	s.target.addStranded(topology.FindGroups(all.Pods, groupersFor(s.r.d.s, all)...), topology.NewPDBIndex(all.PDBs), s.r.layout, all.Nodes)
 	return nil
 }
 

@@ -375,6 +375,93 @@ func strandGroupOfUD2(t *testing.T, ctx context.Context, fc *fakeCluster, domain
 	}
 }
 
+// otherPool adds a pool of its own: node node-9-1 (domain ud-9) labelled
+// and tainted pool=b, and LWS "other" of namespace pool-b (no budget of
+// the rollout's workload selects it) with group 0 running there and group
+// 1 Pending, as its node has no room: it may run only on pool b's nodes.
+func otherPool(t *testing.T, ctx context.Context, fc *fakeCluster) {
+	t.Helper()
+	node := testNode("node-9-1", "ud-9")
+	node.Labels["pool"] = "b"
+	node.Spec.Taints = []corev1.Taint{{Key: "pool", Value: "b", Effect: corev1.TaintEffectNoSchedule}}
+	if _, err := fc.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for g, nodeName := range []string{"node-9-1", ""} {
+		p := lwsPod(g, 0, 1, nodeName, fc.nextUID("other"))
+		p.Namespace, p.Name = "pool-b", fmt.Sprintf("other-%d", g)
+		p.Labels[topology.LWSNameLabel] = "other"
+		p.OwnerReferences = ownedBy("StatefulSet", p.Name)
+		p.Spec.NodeSelector = map[string]string{"pool": "b"}
+		p.Spec.Tolerations = []corev1.Toleration{{Key: "pool", Operator: corev1.TolerationOpEqual, Value: "b", Effect: corev1.TaintEffectNoSchedule}}
+		if nodeName == "" {
+			p.Status = corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{
+				{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/4 nodes are available"}}}
+		}
+		if _, err := fc.client.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A Pending group of another pool, which no node of the resumed domain
+// takes (node selector, taint), is not the domain's stranded group: the
+// resumed rollout and its status wait only for the domain's own. Both
+// waited for the other pool's group before (until the recovery timeout).
+func TestResumedDomainIgnoresAPendingGroupOfAnotherPool(t *testing.T) {
+	const domains, nodesPer, size = 3, 1, 2
+	fc := newFakeCluster(t, lwsCluster(domains, nodesPer, size)...)
+	ctx := testContext(t)
+	strandGroupOfUD2(t, ctx, fc, domains, nodesPer, size)
+	otherPool(t, ctx, fc)
+	ours := []string{"ud-1", "ud-2", "ud-3"}
+
+	log := newEventLog()
+	d2, _ := New(fc.client, Options{Backoff: slowBackoff, OnEvent: log.add})
+	st, err := d2.RolloutStatus(ctx, "r", RolloutStatusOptions{Domains: ours})
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := map[string][]string{}
+	for _, dp := range st.Domains {
+		for _, g := range dp.Down {
+			down[dp.Domain] = append(down[dp.Domain], g.ID.String())
+		}
+	}
+	if diff := cmp.Diff(map[string][]string{"ud-2": {"inference/llm-1"}}, down); diff != "" {
+		t.Errorf("status: groups down per domain (-want +got):\n%s", diff)
+	}
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := d2.Rollout(ctx, RolloutOptions{ID: "r", Domains: ours, RecoveryTimeout: 20 * time.Second, Upgrade: func(ctx context.Context, dom topology.Domain) error {
+			if dom.Name == "ud-3" {
+				fc.recreateGroup(ctx, 2, size, 3, nodesPer, domains)
+			}
+			return nil
+		}})
+		done <- err
+	}()
+	log.waitFor(t, "WaitingRecovery for the stranded group", func(e Event) bool {
+		return e.Type == EventWaitingRecovery && e.Domain == "ud-2" && strings.Contains(e.Message, "group inference/llm-1")
+	})
+	// ud-2's own group comes back; the other pool's stays Pending.
+	for w := 0; w < size; w++ {
+		if err := fc.client.CoreV1().Pods(testNS).Delete(ctx, lwsPod(1, w, size, "", "").Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fc.recreateGroup(ctx, 1, size, 2, nodesPer, domains)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("run 2: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("run 2 still waits, for the other pool's Pending group; events: %v", eventMessages(log.all()))
+	}
+}
+
 // A stranded group whose workload is deleted meanwhile (here: every pod of
 // its namespace, as a namespace deletion does) has nothing to come back:
 // the resumed rollout stops waiting for it, where it waited until its

@@ -341,7 +341,7 @@ func (s *statusReader) domain(name string, t recoveryTarget) (DomainProgress, er
 	// waits for the groups its drain left Pending or incomplete too.
 	active := p.Cordoned > 0 || upgraded && s.last[name]
 	if active {
-		t.addStranded(s.groups, s.pdbs, s.layout)
+		t.addStranded(s.groups, s.pdbs, s.layout, s.snap.Nodes)
 	}
 	h := s.v.evaluate(t, s.groupers, s.snap.Now).Unhealthy()
 	p.Down, p.Budgets = h.Groups, h.Budgets
