@@ -349,6 +349,9 @@ var ruleChecks = map[string]ruleCheck{
 	"/pods/eviction":              {name: "pods eviction", run: drainDomain},
 	"policy/poddisruptionbudgets": {name: "poddisruptionbudgets", run: planDomain, unseen: true},
 	"apps/daemonsets":             {name: "daemonsets", run: planDomain},
+	// Optional, as the role file says: a recovery reads a starting
+	// member's events only after StuckAfter, and waits on without them.
+	"/events": {name: "events", run: planDomain, optional: true},
 	// Optional, as the role file says: udrain falls back to grouping by
 	// labels when it may not list PodGroups (or the API is not served).
 	"scheduling.k8s.io/podgroups": {name: "podgroups", run: planDomain, optional: true},

@@ -396,14 +396,21 @@ func abbreviate(s []string, max int) []string {
 	return append(s[:max:max], fmt.Sprintf("and %d more", len(s)-max))
 }
 
-// StuckPod is a member of a recovering group whose container waits for a
-// reason that does not clear by itself (health.Stuck).
+// StuckPod is a member of a recovering group that cannot start by itself:
+// its container waits for a reason that does not clear by itself
+// (health.Stuck), or it stays ContainerCreating while its latest warning
+// event says its volume cannot be attached or mounted or its sandbox
+// cannot be made (CSI or CNI failure: FailedAttachVolume, FailedMount,
+// FailedMapVolume, FailedCreatePodSandBox).
 type StuckPod struct {
 	Group  topology.GroupID `json:"group"`
 	Pod    string           `json:"pod"`
 	Node   string           `json:"node,omitempty"`
 	Reason string           `json:"reason"`
-	Since  time.Time        `json:"since"`
+	// Message is the warning event's message, for a pod found stuck by
+	// its events ("MountVolume.SetUp failed for volume …").
+	Message string    `json:"message,omitempty"`
+	Since   time.Time `json:"since"`
 }
 
 // StuckError stops a rollout's recovery before its timeout: members of the
@@ -424,16 +431,21 @@ func (e *StuckError) Error() string {
 	}
 	var order []key
 	pods := map[key][]string{}
+	messages := map[key]string{}
 	for _, p := range e.Pods {
 		k := key{p.Group, p.Reason}
 		if _, ok := pods[k]; !ok {
 			order = append(order, k)
+			messages[k] = p.Message
 		}
 		pods[k] = append(pods[k], p.Pod)
 	}
 	parts := make([]string, len(order))
 	for i, k := range order {
 		parts[i] = fmt.Sprintf("%d pod(s) of group %s cannot start: %s (%s)", len(pods[k]), k.group, k.reason, strings.Join(abbreviate(pods[k], 5), ", "))
+		if m := messages[k]; m != "" {
+			parts[i] += ": " + m
+		}
 	}
 	return fmt.Sprintf("%s (the first for %s or longer)", strings.Join(parts, "; "), e.After)
 }

@@ -70,8 +70,14 @@ type RolloutOptions struct {
 	// StuckAfter stops a domain's recovery with a *StuckError once a
 	// member of its groups has waited that long for a reason that does
 	// not clear by itself (health.Stuck: ImagePullBackOff, ErrImagePull,
-	// CreateContainerConfigError, …), instead of waiting out
-	// RecoveryTimeout. Zero means DefaultStuckAfter; negative, never.
+	// CreateContainerConfigError, …), or has stayed ContainerCreating
+	// that long with a latest warning event saying its volume cannot be
+	// attached or mounted or its sandbox cannot be made (FailedMount,
+	// FailedAttachVolume, FailedMapVolume, FailedCreatePodSandBox; not a
+	// Multi-Attach error, which clears by itself). Such a member's events
+	// are listed once per StuckAfter (RBAC: list events, optional).
+	// It stops instead of waiting out RecoveryTimeout. Zero means
+	// DefaultStuckAfter; negative, never.
 	StuckAfter time.Duration
 	// GPUCheck checks, after each upgrade step, that the domain's GPU
 	// nodes advertise their GPUs again; on by default.

@@ -263,15 +263,29 @@ func TestRolloutOptionsErrors(t *testing.T) {
 func TestRecoveryStopsOnMembersThatCannotStart(t *testing.T) {
 	// The stuck case's timeout is far above the bound it must stop
 	// within, so that a slow machine cannot pass the timeout for the stop.
+	const mountFailed = `MountVolume.SetUp failed for volume "model" : rpc error: code = Internal desc = mount failed`
 	for _, tc := range []struct {
-		reason  string
-		stuck   bool
+		name    string
+		reason  string // the containers' waiting reason
+		phase   corev1.PodPhase
+		events  []corev1.Event // warning events of each pod, as the kubelet writes them
+		stuck   string         // the StuckError's text; empty: none
 		timeout time.Duration
 	}{
-		{"ImagePullBackOff", true, 30 * time.Second},
-		{"CrashLoopBackOff", false, 3 * time.Second},
+		{name: "ImagePullBackOff", reason: "ImagePullBackOff", stuck: "2 pod(s) of group " + testNS + "/llm-0 cannot start: ImagePullBackOff (llm-0, llm-0-1)", timeout: 30 * time.Second},
+		{name: "CrashLoopBackOff", reason: "CrashLoopBackOff", timeout: 3 * time.Second},
+		{name: "volume cannot mount (CSI)", reason: "ContainerCreating", phase: corev1.PodPending,
+			events: []corev1.Event{{Reason: "FailedMount", Message: mountFailed}},
+			stuck:  "2 pod(s) of group " + testNS + "/llm-0 cannot start: FailedMount (llm-0, llm-0-1): " + mountFailed, timeout: 30 * time.Second},
+		{name: "volume cannot attach, then a later warning of another kind", reason: "ContainerCreating", phase: corev1.PodPending,
+			events: []corev1.Event{{Reason: "FailedAttachVolume", Message: "AttachVolume.Attach failed"}, {Reason: "BackOff", Message: "later"}},
+			timeout: 3 * time.Second},
+		{name: "Multi-Attach clears by itself", reason: "ContainerCreating", phase: corev1.PodPending,
+			events:  []corev1.Event{{Reason: "FailedAttachVolume", Message: `Multi-Attach error for volume "pvc-1" Volume is already exclusively attached to one node`}},
+			timeout: 3 * time.Second},
+		{name: "ContainerCreating without events", reason: "ContainerCreating", phase: corev1.PodPending, timeout: 3 * time.Second},
 	} {
-		t.Run(tc.reason, func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			ctx := testContext(t)
 			fc := newFakeCluster(t, lwsCluster(1, 1, 2)...)
 			d, _ := New(fc.client, Options{Backoff: slowBackoff})
@@ -282,7 +296,24 @@ func TestRecoveryStopsOnMembersThatCannotStart(t *testing.T) {
 						p := lwsPod(0, w, 2, "node-1-1", fc.nextUID(fmt.Sprintf("g0-w%d", w)))
 						p.Status.Conditions = nil
 						p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "vllm", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: tc.reason}}}}
+						if tc.phase != "" {
+							p.Status.Phase = tc.phase
+						}
 						if _, err := fc.client.CoreV1().Pods(testNS).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+							t.Fatal(err)
+						}
+						for i, e := range tc.events {
+							e.Name, e.Namespace, e.Type = fmt.Sprintf("%s.%d", p.Name, i), testNS, corev1.EventTypeWarning
+							e.InvolvedObject = corev1.ObjectReference{Kind: "Pod", Namespace: testNS, Name: p.Name, UID: p.UID}
+							e.LastTimestamp = metav1.NewTime(time.Now().Add(time.Duration(i) * time.Second))
+							if _, err := fc.client.CoreV1().Events(testNS).Create(ctx, &e, metav1.CreateOptions{}); err != nil {
+								t.Fatal(err)
+							}
+						}
+						// A warning of a pod of the same name before: not this one's.
+						old := corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: p.Name + ".old", Namespace: testNS}, Type: corev1.EventTypeWarning, Reason: "FailedMount", Message: "old",
+							InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: testNS, Name: p.Name, UID: "before"}, LastTimestamp: metav1.NewTime(time.Now().Add(time.Hour))}
+						if _, err := fc.client.CoreV1().Events(testNS).Create(ctx, &old, metav1.CreateOptions{}); err != nil {
 							t.Fatal(err)
 						}
 					}
@@ -292,11 +323,11 @@ func TestRecoveryStopsOnMembersThatCannotStart(t *testing.T) {
 			var stuck *StuckError
 			var de *DomainError
 			switch {
-			case tc.stuck && (!errors.As(err, &stuck) || !errors.As(err, &de) || de.Stage != StageRecovery || len(stuck.Pods) != 2 || took > 10*time.Second):
+			case tc.stuck != "" && (!errors.As(err, &stuck) || !errors.As(err, &de) || de.Stage != StageRecovery || len(stuck.Pods) != 2 || took > 10*time.Second):
 				t.Errorf("after %s: err = %v, want a StuckError of the 2 pods at Recovery within 10s (its recovery timeout: %s)", took, err, tc.timeout)
-			case tc.stuck && !strings.Contains(err.Error(), "2 pod(s) of group "+testNS+"/llm-0 cannot start: ImagePullBackOff"):
-				t.Errorf("message %q does not say which pods cannot start and why", err)
-			case !tc.stuck && (errors.As(err, &stuck) || !errors.As(err, &de) || !errors.Is(err, context.DeadlineExceeded)):
+			case tc.stuck != "" && !strings.Contains(err.Error(), tc.stuck):
+				t.Errorf("message %q does not say which pods cannot start and why (%q)", err, tc.stuck)
+			case tc.stuck == "" && (errors.As(err, &stuck) || !errors.As(err, &de) || !errors.Is(err, context.DeadlineExceeded)):
 				t.Errorf("err = %v, want the recovery timeout, not a StuckError", err)
 			}
 		})

@@ -275,7 +275,7 @@ A holder that died leaves a Lease that can be taken over once it expires
 	cmd.Flags().BoolVar(&skipGPUCheck, "skip-gpu-check", false, "Do not check that upgraded GPU nodes advertise their GPUs again")
 	cmd.Flags().StringVar(&lockNamespace, "lock-namespace", eviction.DefaultLockNamespace, "Namespace of the Lease the rollout holds while it runs (it must exist), so that the same rollout never runs twice at once")
 	cmd.Flags().BoolVar(&noLock, "no-lock", false, "Run without the rollout's Lease")
-	cmd.Flags().DurationVar(&stuckAfter, "stuck-after", eviction.DefaultStuckAfter, "Stop a domain's recovery once a member has waited this long for a reason that does not clear by itself (ImagePullBackOff, ErrImagePull, CreateContainerConfigError), instead of waiting out --recovery-timeout; negative: never")
+	cmd.Flags().DurationVar(&stuckAfter, "stuck-after", eviction.DefaultStuckAfter, "Stop a domain's recovery once a member has waited this long for a reason that does not clear by itself (ImagePullBackOff, ErrImagePull, CreateContainerConfigError; ContainerCreating with a FailedMount or FailedAttachVolume event), instead of waiting out --recovery-timeout; negative: never")
 	cmd.Flags().BoolVar(&createLockNS, "create-lock-namespace", true, "Create --lock-namespace when it does not exist (labelled app.kubernetes.io/managed-by=udrain, Pod Security restricted); false: stop and say so")
 	mf.add(cmd)
 	cmd.AddCommand(newRolloutStatusCommand(o))
