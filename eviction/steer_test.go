@@ -278,7 +278,7 @@ func TestRecoveryStopsOnMembersThatCannotStart(t *testing.T) {
 			events: []corev1.Event{{Reason: "FailedMount", Message: mountFailed}},
 			stuck:  "2 pod(s) of group " + testNS + "/llm-0 cannot start: FailedMount (llm-0, llm-0-1): " + mountFailed, timeout: 30 * time.Second},
 		{name: "volume cannot attach, then a later warning of another kind", reason: "ContainerCreating", phase: corev1.PodPending,
-			events: []corev1.Event{{Reason: "FailedAttachVolume", Message: "AttachVolume.Attach failed"}, {Reason: "BackOff", Message: "later"}},
+			events:  []corev1.Event{{Reason: "FailedAttachVolume", Message: "AttachVolume.Attach failed"}, {Reason: "BackOff", Message: "later"}},
 			timeout: 3 * time.Second},
 		{name: "Multi-Attach clears by itself", reason: "ContainerCreating", phase: corev1.PodPending,
 			events:  []corev1.Event{{Reason: "FailedAttachVolume", Message: `Multi-Attach error for volume "pvc-1" Volume is already exclusively attached to one node`}},
