@@ -23,6 +23,12 @@ import (
 // containers in ImagePullBackOff (hack/kwok/stages.yaml, pod-image-pull-fail).
 const imagePullFailAnnotation = "udrain.dev/kwok-image-pull-fail"
 
+// volumeMountFailAnnotation makes kwok keep a scheduled pod Pending with its
+// containers ContainerCreating and write the FailedMount event a kubelet
+// writes when a CSI driver does not mount its volume (hack/kwok/stages.yaml,
+// pod-volume-mount-fail).
+const volumeMountFailAnnotation = "udrain.dev/kwok-volume-mount-fail"
+
 // TestRegistryDownAfterTheUpgradeStops is issue 24's registry drill: after
 // the first domain's upgrade step its group's new pods cannot pull their
 // image. The rollout stops before the next domain, within StuckAfter of
@@ -32,25 +38,47 @@ const imagePullFailAnnotation = "udrain.dev/kwok-image-pull-fail"
 // disrupted once.
 func TestRegistryDownAfterTheUpgradeStops(t *testing.T) {
 	t.Parallel()
+	cannotStartDrill(t, "registry", imagePullFailAnnotation, "ImagePullBackOff")
+}
+
+// TestVolumeCannotMountAfterTheUpgradeStops is issue 24's CSI drill: after
+// the first domain's upgrade step its group's new pods stay
+// ContainerCreating, their volume not mounted (a FailedMount warning event,
+// as a kubelet writes when the CSI driver does not answer). The rollout
+// reads the events of members starting for StuckAfter and stops as in the
+// registry drill, with the event's reason and message; it waited out its
+// recovery timeout before.
+func TestVolumeCannotMountAfterTheUpgradeStops(t *testing.T) {
+	t.Parallel()
+	cannotStartDrill(t, "csi", volumeMountFailAnnotation, "FailedMount", `MountVolume.SetUp failed for volume "model"`)
+}
+
+// cannotStartDrill breaks, in the first domain's upgrade step, the pods of
+// the group there with annotation (a kwok Stage keeps them from starting),
+// and checks that the rollout stops within StuckAfter with a StuckError
+// whose text holds want, then resumes once the cause is gone, each group
+// disrupted once.
+func cannotStartDrill(t *testing.T, id, annotation string, want ...string) {
+	t.Helper()
 	s := deploy(t, defaultScenario())
 	ctx := t.Context()
 	events := &eventLog{}
 	d := s.drainer(t, events, eviction.Options{})
 	first := s.nodes.UD(0)
 	broken := false
-	var registryDown time.Time // when the upgrade step breaks the registry
+	var registryDown time.Time // when the upgrade step breaks the pods' start (a registry, a CSI driver)
 	group := groupIn(t, s, first)
-	opts := eviction.RolloutOptions{ID: "registry", Domains: s.domains(), RecoveryTimeout: 3 * time.Minute, StuckAfter: 5 * time.Second,
+	opts := eviction.RolloutOptions{ID: id, Domains: s.domains(), RecoveryTimeout: 3 * time.Minute, StuckAfter: 5 * time.Second,
 		Upgrade: func(ctx context.Context, dom topology.Domain) error {
 			if dom.Name != first || broken {
 				return sleepCtx(ctx, upgradeStep)
 			}
 			registryDown = time.Now()
-			// The registry goes down: the group's pods made from now on
+			// The registry (or CSI driver) goes down: the group's pods made from now on
 			// (its StatefulSets' template) and those made already,
 			// Pending while their domain upgrades, cannot pull their image.
-			patch := []byte(`{"metadata":{"annotations":{"` + imagePullFailAnnotation + `":"true"}}}`)
-			tmpl := []byte(`{"spec":{"template":{"metadata":{"annotations":{"` + imagePullFailAnnotation + `":"true"}}}}}`)
+			patch := []byte(`{"metadata":{"annotations":{"` + annotation + `":"true"}}}`)
+			tmpl := []byte(`{"spec":{"template":{"metadata":{"annotations":{"` + annotation + `":"true"}}}}}`)
 			for _, sts := range []string{fmt.Sprintf("%s-%d", s.lws.Name, group), fmt.Sprintf("%s-%d-w", s.lws.Name, group)} {
 				if _, err := s.tt.Client.AppsV1().StatefulSets(s.tt.Name).Patch(ctx, sts, types.StrategicMergePatchType, tmpl, metav1.PatchOptions{}); err != nil {
 					return err
@@ -90,8 +118,10 @@ func TestRegistryDownAfterTheUpgradeStops(t *testing.T) {
 			t.Errorf("the error does not name %s: %v", p.Pod, err)
 		}
 	}
-	if !strings.Contains(err.Error(), "ImagePullBackOff") || !strings.Contains(err.Error(), "cannot start") {
-		t.Errorf("the error does not say why in words a human acts on: %v", err)
+	for _, w := range append(want, "cannot start") {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("the error does not say why in words a human acts on (%q): %v", w, err)
+		}
 	}
 	if took > 2*time.Minute {
 		t.Errorf("stopped after %s, want well within the 3m recovery timeout", took)
@@ -102,9 +132,9 @@ func TestRegistryDownAfterTheUpgradeStops(t *testing.T) {
 		}
 	}
 
-	// The registry is back: the template loses the annotation, the stuck
+	// The registry (or CSI driver) is back: the template loses the annotation, the stuck
 	// pods are made again by their StatefulSets, and the rollout resumes.
-	unpatch := []byte(`{"spec":{"template":{"metadata":{"annotations":{"` + imagePullFailAnnotation + `":null}}}}}`)
+	unpatch := []byte(`{"spec":{"template":{"metadata":{"annotations":{"` + annotation + `":null}}}}}`)
 	for _, sts := range []string{fmt.Sprintf("%s-%d", s.lws.Name, group), fmt.Sprintf("%s-%d-w", s.lws.Name, group)} {
 		if _, err := s.tt.Client.AppsV1().StatefulSets(s.tt.Name).Patch(ctx, sts, types.StrategicMergePatchType, unpatch, metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
@@ -129,7 +159,7 @@ func TestRegistryDownAfterTheUpgradeStops(t *testing.T) {
 	// then: the upgrade step follows the drain) and from the resume on,
 	// the rest over the whole run.
 	o := s.observe(t, start)
-	t.Logf("registry drill: %s", o)
+	t.Logf("%s drill: %s", id, o)
 	for g := range s.groupCount() {
 		if o.Disruptions[g] != 1 {
 			t.Errorf("group %d disrupted %d times, want exactly once", g, o.Disruptions[g])

@@ -212,14 +212,27 @@ func (d *Drainer) server() string {
 
 // bounded runs a request of the Drainer's own (not through a view) within
 // ConnectTimeout, and reports an API server that does not serve it as an
-// *UnreachableError.
+// *UnreachableError. client-go retries a 429 or 503 with Retry-After by
+// itself until the request's context ends, which hides the answer: the
+// request gets three quarters of the time, and when it runs out, one
+// request that is not retried (probe) says, in the last quarter, whether
+// the server throttles or fails rather than not answering.
 func (d *Drainer) bounded(ctx context.Context, request func(context.Context) error) error {
-	rctx, cancel := context.WithTimeout(ctx, d.s.ConnectTimeout)
-	defer cancel()
 	start := time.Now()
+	rctx, cancel := context.WithTimeout(ctx, d.s.ConnectTimeout*3/4)
 	err := request(rctx)
+	cancel()
 	if err == nil || ctx.Err() != nil {
 		return err
+	}
+	if left := d.s.ConnectTimeout - time.Since(start); errors.Is(err, context.DeadlineExceeded) && left > 0 {
+		pctx, cancel := context.WithTimeout(ctx, left)
+		if perr := d.probe(pctx); perr != nil {
+			if p, _ := ServerProblemOf(perr); p != ServerNoAnswer {
+				err = perr
+			}
+		}
+		cancel()
 	}
 	if ue := unreachableError(d.server(), err, time.Since(start)); ue != nil {
 		return ue

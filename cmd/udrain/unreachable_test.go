@@ -1,21 +1,18 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/udrain/udrain/internal/sickserver"
 )
 
 // buildUdrain builds the binary under test into dir.
@@ -130,124 +127,6 @@ func TestUnreachableAPIServer(t *testing.T) {
 	})
 }
 
-// sickServer is an API server that misbehaves in one way, on a real TCP
-// listener on 127.0.0.1.
-type sickServer struct {
-	name string
-	// start listens and returns the server's URL.
-	start func(t *testing.T, s *sickServer) string
-	// cause is what the error must say of the server (case-insensitive).
-	cause string
-	// writes counts the requests other than GET that reached it: a server
-	// that fails every request must see no attempt to change anything.
-	writes atomic.Int32
-}
-
-// serveForever accepts connections on ln until the test ends and hands
-// each to handle; every connection is closed at the end.
-func serveForever(t *testing.T, ln net.Listener, handle func(net.Conn)) {
-	var mu sync.Mutex
-	var conns []net.Conn
-	done := make(chan struct{})
-	t.Cleanup(func() {
-		close(done)
-		ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			go handle(c)
-		}
-	}()
-}
-
-func listen(t *testing.T) net.Listener {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ln
-}
-
-// answerStatus answers every request with an API Status of code.
-func answerStatus(code int, header http.Header) func(t *testing.T, s *sickServer) string {
-	return func(t *testing.T, s *sickServer) string {
-		ln := listen(t)
-		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Method != http.MethodGet {
-				s.writes.Add(1)
-			}
-			for k, v := range header {
-				w.Header()[k] = v
-			}
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(code)
-			fmt.Fprintf(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"sick server","code":%d}`, code)
-		})}
-		go srv.Serve(ln)
-		t.Cleanup(func() { srv.Close() })
-		return "http://" + ln.Addr().String()
-	}
-}
-
-// sickServers are the four behaviours of issue 24 (500 and 429 counted
-// apart).
-func sickServers() []*sickServer {
-	return []*sickServer{
-		{name: "closed port", cause: "refused", start: func(t *testing.T, s *sickServer) string {
-			ln := listen(t)
-			ln.Close()
-			return "http://" + ln.Addr().String()
-		}},
-		// Accepts connections, reads requests, never answers: a dead load
-		// balancer, a firewall that drops.
-		{name: "black hole", cause: "did not answer", start: func(t *testing.T, s *sickServer) string {
-			ln := listen(t)
-			serveForever(t, ln, func(c net.Conn) { io.Copy(io.Discard, c) })
-			return "http://" + ln.Addr().String()
-		}},
-		// Answers 200 a byte at a time, and stalls in the middle of the body.
-		{name: "slow trickle", cause: "did not answer", start: func(t *testing.T, s *sickServer) string {
-			ln := listen(t)
-			serveForever(t, ln, func(c net.Conn) {
-				r := bufio.NewReader(c)
-				for {
-					req, err := http.ReadRequest(r)
-					if err != nil {
-						return
-					}
-					if req.Method != http.MethodGet {
-						s.writes.Add(1)
-					}
-					resp := "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n" + `{"kind":"NodeList","apiVersion":"v1","metadata":{},"items":[`
-					for i := range len(resp) {
-						if _, err := c.Write([]byte{resp[i]}); err != nil {
-							return
-						}
-						time.Sleep(time.Duration(min(i, 200)) * time.Millisecond)
-					}
-					time.Sleep(time.Hour)
-				}
-			})
-			return "http://" + ln.Addr().String()
-		}},
-		{name: "500 forever", cause: "500", start: answerStatus(http.StatusInternalServerError, nil)},
-		{name: "429 forever", cause: "429", start: answerStatus(http.StatusTooManyRequests, http.Header{"Retry-After": {"1"}})},
-	}
-}
-
 // Issue 24: against an API server that refuses connections, never
 // answers, trickles its answers or fails every request with 500 or 429,
 // every command that reads the cluster exits 1 within its --timeout, or
@@ -279,11 +158,11 @@ func TestSickAPIServer(t *testing.T) {
 		took   time.Duration
 		stderr string
 	}
-	servers := sickServers()
+	servers := sickserver.All()
 	outcomes := make([][]outcome, len(servers))
 	var wg sync.WaitGroup
 	for i, s := range servers {
-		server := s.start(t, s)
+		server := s.Start(t)
 		kc := writeKubeconfig(t, t.TempDir(), server)
 		outcomes[i] = make([]outcome, len(commands))
 		for j, c := range commands {
@@ -307,7 +186,7 @@ func TestSickAPIServer(t *testing.T) {
 	wg.Wait()
 	for i, s := range servers {
 		for j, c := range commands {
-			t.Run(s.name+"/"+strings.Join(c.args, " "), func(t *testing.T) {
+			t.Run(s.Name+"/"+strings.Join(c.args, " "), func(t *testing.T) {
 				o := outcomes[i][j]
 				t.Logf("exit %d after %s: %s", o.code, o.took.Round(10*time.Millisecond), strings.TrimSpace(o.stderr))
 				if o.code != 1 {
@@ -317,13 +196,13 @@ func TestSickAPIServer(t *testing.T) {
 					t.Errorf("took %s, want at most %s", o.took.Round(time.Millisecond), c.within+slack)
 				}
 				msg := strings.ToLower(o.stderr)
-				if !strings.Contains(msg, strings.TrimPrefix(o.server, "http://")) || !strings.Contains(msg, s.cause) {
-					t.Errorf("stderr does not name the server %s and say %q", o.server, s.cause)
+				if !strings.Contains(msg, strings.TrimPrefix(o.server, "http://")) || !strings.Contains(msg, s.Cause) {
+					t.Errorf("stderr does not name the server %s and say %q", o.server, s.Cause)
 				}
 			})
 		}
-		if n := s.writes.Load(); n > 0 {
-			t.Errorf("%s: %d requests other than GET reached the server", s.name, n)
+		if n := s.Writes(); n > 0 {
+			t.Errorf("%s: %d requests other than GET reached the server", s.Name, n)
 		}
 	}
 }
