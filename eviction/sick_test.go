@@ -33,12 +33,21 @@ func TestSickAPIServerLibrary(t *testing.T) {
 	}{
 		{"Plan", func(ctx context.Context, d *Drainer) error { _, err := d.Plan(ctx, "ud-1"); return err }},
 		{"Snapshot", func(ctx context.Context, d *Drainer) error { _, err := d.Snapshot(ctx); return err }},
-		{"Drain", func(ctx context.Context, d *Drainer) error { _, _, err := d.Drain(ctx, "ud-1", DrainOptions{}); return err }},
+		{"Drain", func(ctx context.Context, d *Drainer) error {
+			_, _, err := d.Drain(ctx, "ud-1", DrainOptions{})
+			return err
+		}},
 		{"Health", func(ctx context.Context, d *Drainer) error { _, err := d.Health(ctx); return err }},
 		{"WaitHealthy", func(ctx context.Context, d *Drainer) error { _, err := d.WaitHealthy(ctx); return err }},
 		{"Uncordon", func(ctx context.Context, d *Drainer) error { _, err := d.Uncordon(ctx, "ud-1"); return err }},
-		{"Rollout", func(ctx context.Context, d *Drainer) error { _, err := d.Rollout(ctx, RolloutOptions{ID: "r"}); return err }},
-		{"PlanRollout", func(ctx context.Context, d *Drainer) error { _, err := d.PlanRollout(ctx, RolloutOptions{ID: "r"}); return err }},
+		{"Rollout", func(ctx context.Context, d *Drainer) error {
+			_, err := d.Rollout(ctx, RolloutOptions{ID: "r"})
+			return err
+		}},
+		{"PlanRollout", func(ctx context.Context, d *Drainer) error {
+			_, err := d.PlanRollout(ctx, RolloutOptions{ID: "r"})
+			return err
+		}},
 		{"RolloutStatus", func(ctx context.Context, d *Drainer) error {
 			_, err := d.RolloutStatus(ctx, "r", RolloutStatusOptions{})
 			return err
