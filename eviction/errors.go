@@ -295,6 +295,12 @@ type UnreachableError struct {
 	// ServerThrottled), else 0.
 	Status int
 	Waited time.Duration
+	// Write names the write the server left unanswered ("the eviction of
+	// ns/pod", "the patch of node n1 (cordon)"), for a call that failed
+	// after its informers had listed the cluster: what the call did
+	// before stays done (a drain's DomainError says where it stopped).
+	// Empty when the server failed before anything was changed.
+	Write string
 	// Err is the last error seen.
 	Err error
 }
@@ -317,7 +323,20 @@ func (e *UnreachableError) Error() string {
 	default:
 		what = "cannot reach " + server
 	}
+	if e.Write != "" {
+		return fmt.Sprintf("%s %s (gave up after %s): %v", what, e.Write, e.Waited, e.Err)
+	}
 	return fmt.Sprintf("%s (nothing was changed; gave up after %s): %v", what, e.Waited, e.Err)
+}
+
+// unanswered is the *UnreachableError of a write that ran out of
+// RequestTimeout attempts times in a row.
+func (d *Drainer) unanswered(write string, attempts int, err error) *UnreachableError {
+	server := d.server()
+	if s := serverOf(err); s != "" {
+		server = s
+	}
+	return &UnreachableError{Server: server, Problem: ServerNoAnswer, Waited: time.Duration(attempts) * d.s.RequestTimeout, Write: write, Err: err}
 }
 
 func (e *UnreachableError) Unwrap() error { return e.Err }

@@ -34,7 +34,16 @@ func (ex *execution) preflight(ctx context.Context) error {
 			continue
 		}
 		checked[p.Namespace] = true
-		err := evict.Evict(ctx, p, ex.deleteOptions(p, true))
+		timedOut, err := ex.d.s.write(ctx, func(ctx context.Context) error { return evict.Evict(ctx, p, ex.deleteOptions(p, true)) })
+		if timedOut {
+			// Nothing is changed yet: no retry, the server is not
+			// serving.
+			server := ex.d.server()
+			if s := serverOf(err); s != "" {
+				server = s
+			}
+			return &UnreachableError{Server: server, Problem: ServerNoAnswer, Waited: ex.d.s.RequestTimeout, Err: err}
+		}
 		// A webhook that sees dry runs (sideEffects None) and denies the
 		// first pod stops the domain before anything changes. (One that
 		// does not support dry runs says so; the real eviction decides.)
@@ -57,7 +66,8 @@ func retryTransient(ctx context.Context, s *settings, emit func(Event), what str
 	b := s.Backoff
 	for {
 		err := fn()
-		if err == nil || classifyEvictionError(err) != outcomeTransient || ctx.Err() != nil {
+		var ue *UnreachableError
+		if err == nil || classifyEvictionError(err) != outcomeTransient || ctx.Err() != nil || errors.As(err, &ue) {
 			return err
 		}
 		delay := b.Step()
@@ -164,7 +174,7 @@ func (ex *execution) evictOne(ctx context.Context, phase Phase, p PlannedPod) (o
 	backoff := ex.d.s.Backoff
 	evict := ex.evictor()
 	var blocked *BlockInfo
-	admissionRefusals := 0
+	admissionRefusals, unanswered := 0, 0
 	for {
 		// Never start an eviction after a cancel: a stopped drain must
 		// stop evicting, whatever the transport does with the context.
@@ -172,10 +182,21 @@ func (ex *execution) evictOne(ctx context.Context, phase Phase, p PlannedPod) (o
 			finished(err)
 			return 0, err
 		}
-		err := evict.Evict(ctx, p, ex.deleteOptions(p, false))
+		timedOut, err := ex.d.s.write(ctx, func(ctx context.Context) error { return evict.Evict(ctx, p, ex.deleteOptions(p, false)) })
 		if err != nil && ctx.Err() != nil {
 			finished(ctx.Err())
 			return 0, ctx.Err()
+		}
+		switch {
+		case !timedOut:
+			unanswered = 0
+		case unanswered+1 >= unansweredWrites:
+			err := ex.d.unanswered("the eviction of "+p.PodRef.String(), unanswered+1, err)
+			ex.failed(phase, p, RequestError, err)
+			finished(err)
+			return 0, err
+		default:
+			unanswered++
 		}
 		kind := classifyEvictionError(err)
 		if kind == outcomeConflict {

@@ -163,7 +163,11 @@ func (d *Drainer) takeLease(ctx context.Context, id string, cfg RolloutLock) (*h
 	for attempt := 0; ; attempt++ {
 		now := metav1.NewMicroTime(time.Now())
 		secs := int32(cfg.Duration / time.Second)
-		cur, err := leases.Get(ctx, name, metav1.GetOptions{})
+		var cur *coordinationv1.Lease
+		err := d.bounded(ctx, func(ctx context.Context) (err error) {
+			cur, err = leases.Get(ctx, name, metav1.GetOptions{})
+			return err
+		})
 		switch {
 		case apierrors.IsNotFound(err):
 			l := &coordinationv1.Lease{
@@ -171,7 +175,11 @@ func (d *Drainer) takeLease(ctx context.Context, id string, cfg RolloutLock) (*h
 					Annotations: map[string]string{"udrain.dev/rollout-id": id}},
 				Spec: coordinationv1.LeaseSpec{HolderIdentity: &cfg.Identity, LeaseDurationSeconds: &secs, AcquireTime: &now, RenewTime: &now},
 			}
-			created, err := leases.Create(ctx, l, metav1.CreateOptions{})
+			var created *coordinationv1.Lease
+			_, err := d.s.write(ctx, func(ctx context.Context) (err error) {
+				created, err = leases.Create(ctx, l, metav1.CreateOptions{})
+				return err
+			})
 			if apierrors.IsAlreadyExists(err) && attempt < 3 {
 				continue
 			}
@@ -200,7 +208,11 @@ func (d *Drainer) takeLease(ctx context.Context, id string, cfg RolloutLock) (*h
 			klog.FromContext(ctx).Info("Taking over an expired rollout Lease", "lease", cfg.Namespace+"/"+name, "previousHolder", holder, "renewedAt", renewed)
 		}
 		cur.Spec.HolderIdentity, cur.Spec.LeaseDurationSeconds, cur.Spec.AcquireTime, cur.Spec.RenewTime = &cfg.Identity, &secs, &now, &now
-		updated, err := leases.Update(ctx, cur, metav1.UpdateOptions{})
+		var updated *coordinationv1.Lease
+		_, err = d.s.write(ctx, func(ctx context.Context) (err error) {
+			updated, err = leases.Update(ctx, cur, metav1.UpdateOptions{})
+			return err
+		})
 		if apierrors.IsConflict(err) && attempt < 3 {
 			continue // someone else moved first: look again
 		}
@@ -270,7 +282,16 @@ func (h *heldLock) keep(ctx context.Context, lost func(error)) {
 		now := metav1.NewMicroTime(time.Now())
 		l := h.lease.DeepCopy()
 		l.Spec.RenewTime = &now
-		updated, err := leases.Update(ctx, l, metav1.UpdateOptions{})
+		// A renewal the server leaves unanswered must end before the
+		// Lease expires, so that the loss is noticed: within a third of
+		// its duration (and RequestTimeout).
+		limit := every
+		if rt := h.d.s.RequestTimeout; rt > 0 && rt < limit {
+			limit = rt
+		}
+		rctx, cancel := context.WithTimeout(ctx, limit)
+		updated, err := leases.Update(rctx, l, metav1.UpdateOptions{})
+		cancel()
 		switch {
 		case err == nil:
 			h.lease, lastRenew = updated, now.Time

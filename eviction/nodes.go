@@ -35,12 +35,21 @@ func forEachNode(ctx context.Context, limit int, names []string, fn func(ctx con
 // patchNode sends a strategic merge patch to a node, retrying transient
 // errors; a node that is gone is not an error (false).
 func (d *Drainer) patchNode(ctx context.Context, emit func(Event), what, name string, patch []byte, opts metav1.PatchOptions) (bool, error) {
+	unanswered := 0
 	err := retryTransient(ctx, d.s, func(e Event) {
 		e.Node = name
 		klog.FromContext(ctx).V(2).Info("Node patch failed; retrying", "node", name, "what", what, "err", e.Err)
 		emit(e)
 	}, what+" node "+name, func() error {
-		_, err := d.client.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, patch, opts)
+		timedOut, err := d.s.write(ctx, func(ctx context.Context) error {
+			_, err := d.client.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, patch, opts)
+			return err
+		})
+		if !timedOut {
+			unanswered = 0
+		} else if unanswered++; unanswered >= unansweredWrites {
+			return d.unanswered("the patch of node "+name+" ("+what+")", unanswered, err)
+		}
 		return err
 	})
 	switch {

@@ -1,6 +1,7 @@
 package eviction
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -26,6 +27,9 @@ const (
 	// DefaultConnectTimeout is how long a call waits for an API server that
 	// cannot be reached before it fails with an *UnreachableError.
 	DefaultConnectTimeout = 15 * time.Second
+	// DefaultRequestTimeout bounds each write udrain makes (an eviction, a
+	// node patch, a Lease update) when Options.RequestTimeout is zero.
+	DefaultRequestTimeout = 30 * time.Second
 	// DefaultBudgetRecheck is how long an eviction refused by its
 	// PodDisruptionBudget waits for the budget's watched status to allow a
 	// disruption before it asks the API server again. The API server
@@ -147,7 +151,22 @@ type Options struct {
 	// DefaultConnectTimeout. A deadline in the context bounds every wait
 	// as well.
 	ConnectTimeout time.Duration
+
+	// RequestTimeout bounds each write udrain makes itself (an eviction, a
+	// node patch, a Lease update): an API server that accepts the request
+	// and never answers (a black hole: a dead load balancer, a firewall
+	// that drops) would hold it, and the call, forever. A write that runs
+	// out of it is retried like a refused connection; after
+	// unansweredWrites of one object in a row, the call fails with an
+	// *UnreachableError (ServerNoAnswer). Zero means
+	// DefaultRequestTimeout; negative, no bound (the clientset's own
+	// rest.Config.Timeout, if any, still applies).
+	RequestTimeout time.Duration
 }
+
+// unansweredWrites is how many writes of one object in a row may run out
+// of RequestTimeout before a call gives the server up.
+const unansweredWrites = 3
 
 // settings is Options validated and with defaults applied.
 type settings struct {
@@ -237,6 +256,9 @@ func (o Options) settle() (*settings, error) {
 	if o.ConnectTimeout == 0 {
 		s.ConnectTimeout = DefaultConnectTimeout
 	}
+	if o.RequestTimeout == 0 {
+		s.RequestTimeout = DefaultRequestTimeout
+	}
 	if o.BudgetRecheck == 0 {
 		s.BudgetRecheck = DefaultBudgetRecheck
 	}
@@ -320,4 +342,16 @@ func New(client kubernetes.Interface, opts Options) (*Drainer, error) {
 func (o RolloutOptions) Validate() error {
 	_, err := o.withDefaults()
 	return err
+}
+
+// write runs one write request within RequestTimeout. timedOut is true
+// when the request ran out of it (while ctx itself goes on).
+func (s *settings) write(ctx context.Context, request func(context.Context) error) (timedOut bool, err error) {
+	if s.RequestTimeout < 0 {
+		return false, request(ctx)
+	}
+	rctx, cancel := context.WithTimeout(ctx, s.RequestTimeout)
+	defer cancel()
+	err = request(rctx)
+	return err != nil && ctx.Err() == nil && rctx.Err() != nil, err
 }

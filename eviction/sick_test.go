@@ -5,11 +5,16 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/udrain/udrain/internal/sickserver"
 )
@@ -112,5 +117,87 @@ func TestSickAPIServerLibrary(t *testing.T) {
 		if n := s.Writes(); n > 0 {
 			t.Errorf("%s: %d requests other than GET reached the server", s.Name, n)
 		}
+	}
+}
+
+// An API server that stops answering after udrain's informers listed the
+// cluster (a black hole from then on) holds no write forever: each
+// eviction and node patch is bounded by Options.RequestTimeout, retried,
+// and after unansweredWrites in a row the drain fails with an
+// *UnreachableError naming the write, in a DomainError of the stage it
+// stopped in. The caller's context has no deadline; before, the drain
+// waited for the first write's answer forever.
+func TestWritesTheServerLeavesUnanswered(t *testing.T) {
+	const timeout = 100 * time.Millisecond
+	fast := wait.Backoff{Duration: 10 * time.Millisecond, Factor: 1, Steps: 1 << 30}
+	for _, tc := range []struct {
+		name      string
+		evictions bool // else the cordon patches go unanswered
+		dryRuns   bool // the dry-run evictions go unanswered too
+		wantWrite string
+		wantStage Stage
+	}{
+		{name: "evictions", evictions: true, wantWrite: "the eviction of " + testNS + "/llm-0", wantStage: StagePhase1},
+		{name: "node patches", wantWrite: "the patch of node node-1-1 (cordon)", wantStage: StageCordon},
+		// The dry-run check before the cordon: nothing is changed yet.
+		{name: "dry runs", evictions: true, dryRuns: true, wantStage: StageCordon},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fc := newFakeCluster(t, lwsCluster(2, 1, 2)...)
+			var attempts atomic.Int32
+			opts := Options{Backoff: fast, RequestTimeout: timeout}
+			if tc.evictions {
+				// The eviction's request never comes back: it ends with
+				// its context.
+				opts.Evictor = EvictorFunc(func(ctx context.Context, _ PlannedPod, o metav1.DeleteOptions) error {
+					if len(o.DryRun) > 0 && !tc.dryRuns {
+						return nil
+					}
+					attempts.Add(1)
+					<-ctx.Done()
+					return ctx.Err()
+				})
+			} else {
+				// A fake clientset ignores the context: its answer comes
+				// late, after the request's time ran out.
+				fc.client.PrependReactor("patch", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+					attempts.Add(1)
+					time.Sleep(2 * timeout)
+					return true, nil, errors.New("read tcp: i/o timeout")
+				})
+			}
+			d, err := New(fc.client, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() {
+				_, _, err := d.Drain(context.Background(), "ud-1", DrainOptions{})
+				done <- err
+			}()
+			select {
+			case err = <-done:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the drain still waits for the server after 30s")
+			}
+			var ue *UnreachableError
+			var de *DomainError
+			if !errors.As(err, &ue) || ue.Problem != ServerNoAnswer || ue.Write != tc.wantWrite || !errors.As(err, &de) || de.Stage != tc.wantStage {
+				t.Fatalf("err = %v; want an UnreachableError (NoAnswer) of %q at %s", err, tc.wantWrite, tc.wantStage)
+			}
+			switch {
+			case tc.wantWrite == "" && !strings.Contains(err.Error(), "did not answer (nothing was changed"):
+				t.Errorf("message %q does not say that nothing was changed", err)
+			case tc.wantWrite != "" && !strings.Contains(err.Error(), "did not answer "+tc.wantWrite):
+				t.Errorf("message %q does not say which write went unanswered", err)
+			}
+			if tc.dryRuns {
+				if n := nodePatches(fc); n != 0 {
+					t.Errorf("%d node patches after an unanswered dry run, want none", n)
+				}
+			} else if n := int(attempts.Load()); n < unansweredWrites {
+				t.Errorf("%d attempts, want at least %d", n, unansweredWrites)
+			}
+		})
 	}
 }
