@@ -16,6 +16,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -36,10 +37,12 @@ import (
 
 // The kustomize bases users apply, and what they create.
 const (
-	namespaceBase  = "../deploy/namespace"
-	gateBase       = "../deploy/readiness-gate"
-	rolloutBase    = "../deploy/rollout"
-	udrainNS       = "udrain-system"
+	namespaceBase = "../deploy/namespace"
+	gateBase      = "../deploy/readiness-gate"
+	rolloutBase   = "../deploy/rollout"
+	udrainNS      = "udrain-system"
+	// gateLeaseNS holds the readiness gate's Lease alone.
+	gateLeaseNS    = "udrain-readiness-gate"
 	gateAccount    = "udrain-readiness-gate"
 	drainerAccount = "udrain"
 	rolloutConfig  = "udrain-rollout"
@@ -160,9 +163,29 @@ func TestDeployBundles(t *testing.T) {
 	}
 	t.Run("readiness-gate", func(t *testing.T) {
 		s.waitHealthy(t, 3*time.Minute)
-		lease, err := tt.Client.CoordinationV1().Leases(udrainNS).Get(ctx, gate.DefaultLeaseName, metav1.GetOptions{})
+		lease, err := tt.Client.CoordinationV1().Leases(gateLeaseNS).Get(ctx, gate.DefaultLeaseName, metav1.GetOptions{})
 		if err != nil || lease.Spec.HolderIdentity == nil || !strings.HasPrefix(*lease.Spec.HolderIdentity, "udrain-readiness-gate-") {
-			t.Errorf("Lease %s/%s: %v, want held by a replica", udrainNS, gate.DefaultLeaseName, err)
+			t.Errorf("Lease %s/%s: %v, want held by a replica", gateLeaseNS, gate.DefaultLeaseName, err)
+		}
+		// Issue 24: the drainer's account (deploy/rbac) may write every
+		// Lease of udrain-system, for the rollouts' locks, and none of the
+		// gate's: it could otherwise take the gate's leadership over.
+		for _, c := range []struct {
+			ns   string
+			want bool
+		}{{udrainNS, true}, {gateLeaseNS, false}} {
+			for _, verb := range []string{"get", "update"} {
+				review, err := tt.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+					User:               "system:serviceaccount:" + udrainNS + ":" + drainerAccount,
+					ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: c.ns, Verb: verb, Group: "coordination.k8s.io", Resource: "leases", Name: gate.DefaultLeaseName},
+				}}, metav1.CreateOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if review.Status.Allowed != c.want {
+					t.Errorf("the drainer's account may %s Lease %s/%s: %v, want %v", verb, c.ns, gate.DefaultLeaseName, review.Status.Allowed, c.want)
+				}
+			}
 		}
 	})
 	if t.Failed() {
@@ -279,7 +302,7 @@ func render(t *testing.T, kubectl, base string) bundle {
 }
 
 // checkRendered: each base holds what it needs beside deploy/namespace (and
-// not the namespace, which kubectl delete -k of the base would delete), and
+// not udrain-system, which kubectl delete -k of the base would delete), and
 // its pods ask for what the image and the namespace require.
 func checkRendered(t *testing.T, gateB, rolloutB bundle) {
 	t.Helper()
@@ -288,7 +311,8 @@ func checkRendered(t *testing.T, gateB, rolloutB bundle) {
 		b    bundle
 		want []string
 	}{
-		{gateBase, gateB, []string{"ClusterRole", "ClusterRoleBinding", "Deployment", "PodDisruptionBudget", "PriorityClass", "Role", "RoleBinding", "ServiceAccount"}},
+		// The Namespace is the gate's Lease's alone (udrain-readiness-gate).
+		{gateBase, gateB, []string{"ClusterRole", "ClusterRoleBinding", "Deployment", "Namespace", "PodDisruptionBudget", "PriorityClass", "Role", "RoleBinding", "ServiceAccount"}},
 		{rolloutBase, rolloutB, []string{"ClusterRole", "ClusterRole", "ClusterRoleBinding", "ConfigMap", "Job", "Role", "RoleBinding", "ServiceAccount"}},
 	} {
 		if !slices.Equal(c.b.kinds, c.want) {

@@ -71,7 +71,7 @@ func parseGateManifest(t *testing.T) gateManifest {
 			m.lws = exampletest.DecodeLWS(t, o)
 		}
 	}
-	want := []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "PriorityClass", "LeaderWorkerSet", "PodDisruptionBudget"}
+	want := []string{"Namespace", "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "PriorityClass", "LeaderWorkerSet", "PodDisruptionBudget"}
 	if diff := cmp.Diff(want, m.kinds); diff != "" {
 		t.Fatalf("objects (-want +got):\n%s", diff)
 	}
