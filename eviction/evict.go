@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -13,6 +14,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/udrain/udrain/health"
 )
@@ -292,10 +294,33 @@ func (ex *execution) blockInfo(p PlannedPod, apiErr error) BlockInfo {
 	return info
 }
 
-// budgetCounts fills in the counts of info's budget from the watch.
+// budgetCounts fills in the counts of info's budget from the watch, and
+// the pods it does not count healthy, with their nodes.
 func (ex *execution) budgetCounts(info *BlockInfo) {
-	if pdb, ok := ex.v.pdb(info.Namespace, info.PDB); ok {
-		info.BudgetCounts = health.CountsOf(pdb)
+	pdb, ok := ex.v.pdb(info.Namespace, info.PDB)
+	if !ok {
+		return
+	}
+	info.BudgetCounts = health.CountsOf(pdb)
+	info.Unhealthy = nil
+	sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+	if err != nil {
+		return
+	}
+	for _, p := range ex.v.budgetPods(pdb, newPodMemo()) {
+		if health.CountsForBudget(p) || !sel.Matches(labels.Set(p.Labels)) {
+			continue
+		}
+		bp := BudgetPod{Pod: PodRef{Namespace: p.Namespace, Name: p.Name}, Node: p.Spec.NodeName, Terminating: p.DeletionTimestamp != nil}
+		if bp.Node != "" {
+			n, ok := ex.v.node(bp.Node)
+			bp.NodeNotReady = !ok || !nodeReady(n)
+		}
+		info.Unhealthy = append(info.Unhealthy, bp)
+	}
+	slices.SortFunc(info.Unhealthy, func(a, b BudgetPod) int { return strings.Compare(a.Pod.String(), b.Pod.String()) })
+	if len(info.Unhealthy) > maxBlockPods {
+		info.Unhealthy = info.Unhealthy[:maxBlockPods]
 	}
 }
 

@@ -603,3 +603,64 @@ func TestMissingNodePermissionStopsAtTheCordon(t *testing.T) {
 		t.Errorf("%d dry-run node patches, want none (the cordon is the first change)", dryRunPatches)
 	}
 }
+
+// A block names the pods the budget does not count healthy and their
+// nodes: a group down on a node gone offline (issue 24's GPU node drill)
+// reads "llm-0 on node node-1-1 (NotReady)".
+func TestBlockNamesTheUnhealthyPodsAndTheirNodes(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		nodeReady   corev1.ConditionStatus
+		terminating bool
+		want        []BudgetPod
+		wantText    string
+	}{
+		{name: "its node offline", nodeReady: corev1.ConditionUnknown,
+			want:     []BudgetPod{{Pod: PodRef{Namespace: testNS, Name: "llm-0"}, Node: "node-1-1", NodeNotReady: true}},
+			wantText: "not healthy: inference/llm-0 on node node-1-1 (NotReady)"},
+		{name: "being deleted on a Ready node", nodeReady: corev1.ConditionTrue, terminating: true,
+			want:     []BudgetPod{{Pod: PodRef{Namespace: testNS, Name: "llm-0"}, Node: "node-1-1", Terminating: true}},
+			wantText: "not healthy: inference/llm-0 on node node-1-1, terminating"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := lwsCluster(3, 1, 2)
+			for _, o := range objs {
+				switch o := o.(type) {
+				case *corev1.Node:
+					if o.Name == "node-1-1" {
+						o.Status.Conditions[0].Status = tc.nodeReady
+					}
+				case *corev1.Pod:
+					if o.Name == "llm-0" {
+						o.Status.Conditions[0].Status = corev1.ConditionFalse
+						if tc.terminating {
+							now := metav1.Now()
+							o.DeletionTimestamp, o.Finalizers = &now, []string{"example.com/hold"}
+						}
+					}
+				}
+			}
+			ctx := testContext(t)
+			fc := newFakeCluster(t, objs...)
+			fc.setBudget(ctx, 0, 2)
+			d, err := New(fc.client, Options{Helper: &drain.Helper{GracePeriodSeconds: -1, Timeout: time.Second}, Backoff: slowBackoff})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _, err = d.Drain(ctx, "ud-2", DrainOptions{})
+			var be *BlockedError
+			if !errors.As(err, &be) {
+				t.Fatalf("err = %v, want a *BlockedError", err)
+			}
+			if diff := cmp.Diff(tc.want, be.Block.Unhealthy); diff != "" {
+				t.Errorf("unhealthy pods of the budget (-want +got):\n%s", diff)
+			}
+			if !strings.Contains(err.Error(), tc.wantText) {
+				t.Errorf("err %q does not say %q", err, tc.wantText)
+			}
+			if len(fc.evicted()) != 0 {
+				t.Errorf("evicted %v although blocked", fc.evicted())
+			}
+		})
+	}
+}

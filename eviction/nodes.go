@@ -276,3 +276,13 @@ func domainNodes(nodes []corev1.Node, dom topology.Domain) []*corev1.Node {
 	}
 	return out
 }
+
+// nodeReady reports whether node's Ready condition is True.
+func nodeReady(node *corev1.Node) bool {
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

@@ -2,6 +2,7 @@ package eviction
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/udrain/udrain/health"
@@ -41,12 +42,57 @@ type BlockInfo struct {
 	Pods []PodRef `json:"pods,omitempty"`
 	// Message is the API server's explanation, if it gave one.
 	Message string `json:"message,omitempty"`
+	// Unhealthy are the pods the budget selects that it does not count
+	// healthy (package health: not Ready, or being deleted), with their
+	// node: why it allows no disruption. At most maxBlockPods; a group down
+	// on a node gone offline shows here with NodeNotReady.
+	Unhealthy []BudgetPod `json:"unhealthy,omitempty"`
+}
+
+// BudgetPod is a pod a budget selects and does not count healthy.
+type BudgetPod struct {
+	Pod  PodRef `json:"pod"`
+	Node string `json:"node,omitempty"`
+	// NodeNotReady: its node's Ready condition is not True (the node is
+	// offline, unreachable, or gone).
+	NodeNotReady bool `json:"nodeNotReady,omitempty"`
+	// Terminating: the pod is being deleted (by an eviction, or by the
+	// node lifecycle controller after its node went NotReady).
+	Terminating bool `json:"terminating,omitempty"`
+}
+
+// maxBlockPods bounds BlockInfo.Unhealthy.
+const maxBlockPods = 10
+
+func (p BudgetPod) String() string {
+	s := p.Pod.String()
+	if p.Node != "" {
+		s += " on node " + p.Node
+		if p.NodeNotReady {
+			s += " (NotReady)"
+		}
+	} else {
+		s += " (not scheduled)"
+	}
+	if p.Terminating {
+		s += ", terminating"
+	}
+	return s
 }
 
 // String returns e.g. "PodDisruptionBudget ns/leaders allows 0
-// disruption(s): 2 healthy, 2 needed, 3 expected".
+// disruption(s): 2 healthy, 2 needed, 3 expected; not healthy: ns/llm-1
+// on node gpu-7 (NotReady)".
 func (b BlockInfo) String() string {
-	return fmt.Sprintf("PodDisruptionBudget %s/%s %s", b.Namespace, b.PDB, b.BudgetCounts)
+	s := fmt.Sprintf("PodDisruptionBudget %s/%s %s", b.Namespace, b.PDB, b.BudgetCounts)
+	if len(b.Unhealthy) > 0 {
+		parts := make([]string, len(b.Unhealthy))
+		for i, p := range b.Unhealthy {
+			parts[i] = p.String()
+		}
+		s += "; not healthy: " + strings.Join(parts, ", ")
+	}
+	return s
 }
 
 // BlockRecord is one stretch of time a PDB refused a domain's evictions.
