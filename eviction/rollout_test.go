@@ -318,19 +318,7 @@ func TestResumedDomainWaitsForItsStrandedGroups(t *testing.T) {
 
 	log := newEventLog()
 	d2, _ := New(fc.client, Options{Backoff: slowBackoff, OnEvent: log.add})
-	done := make(chan error, 1)
-	go func() {
-		_, err := d2.Rollout(ctx, RolloutOptions{ID: "r", Upgrade: func(ctx context.Context, dom topology.Domain) error {
-			if dom.Name == "ud-3" {
-				fc.recreateGroup(ctx, 2, size, 3, nodesPer, domains)
-			}
-			return nil
-		}})
-		done <- err
-	}()
-	log.waitFor(t, "WaitingRecovery for the stranded group", func(e Event) bool {
-		return e.Type == EventWaitingRecovery && e.Domain == "ud-2" && strings.Contains(e.Message, "group inference/llm-1")
-	})
+	done := resumeStrandedUD2(t, ctx, fc, d2, log, RolloutOptions{ID: "r"})
 	if got := fc.evicted()[before:]; len(got) != 0 {
 		t.Fatalf("evicted %v while ud-2's group was still Pending", got)
 	}
@@ -348,6 +336,29 @@ func TestResumedDomainWaitsForItsStrandedGroups(t *testing.T) {
 	if got := fc.evicted()[before:]; len(got) != size {
 		t.Errorf("run 2 evicted %v, want only ud-3's %d pods", got, size)
 	}
+}
+
+// resumeStrandedUD2 resumes, with opts and an upgrade step that brings
+// ud-3's group back, the rollout strandGroupOfUD2 stopped (3 domains of
+// one node, groups of 2), and returns once it waits for ud-2's stranded
+// group; the rollout's error comes on the channel.
+func resumeStrandedUD2(t *testing.T, ctx context.Context, fc *fakeCluster, d *Drainer, log *eventLog, opts RolloutOptions) <-chan error {
+	t.Helper()
+	opts.Upgrade = func(ctx context.Context, dom topology.Domain) error {
+		if dom.Name == "ud-3" {
+			fc.recreateGroup(ctx, 2, 2, 3, 1, 3)
+		}
+		return nil
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := d.Rollout(ctx, opts)
+		done <- err
+	}()
+	log.waitFor(t, "WaitingRecovery for the stranded group", func(e Event) bool {
+		return e.Type == EventWaitingRecovery && e.Domain == "ud-2" && strings.Contains(e.Message, "group inference/llm-1")
+	})
+	return done
 }
 
 // strandGroupOfUD2 runs a rollout that stops in ud-2's upgrade step, after
@@ -432,19 +443,7 @@ func TestResumedDomainIgnoresAPendingGroupOfAnotherPool(t *testing.T) {
 		t.Errorf("status: groups down per domain (-want +got):\n%s", diff)
 	}
 
-	done := make(chan error, 1)
-	go func() {
-		_, err := d2.Rollout(ctx, RolloutOptions{ID: "r", Domains: ours, RecoveryTimeout: 20 * time.Second, Upgrade: func(ctx context.Context, dom topology.Domain) error {
-			if dom.Name == "ud-3" {
-				fc.recreateGroup(ctx, 2, size, 3, nodesPer, domains)
-			}
-			return nil
-		}})
-		done <- err
-	}()
-	log.waitFor(t, "WaitingRecovery for the stranded group", func(e Event) bool {
-		return e.Type == EventWaitingRecovery && e.Domain == "ud-2" && strings.Contains(e.Message, "group inference/llm-1")
-	})
+	done := resumeStrandedUD2(t, ctx, fc, d2, log, RolloutOptions{ID: "r", Domains: ours, RecoveryTimeout: 20 * time.Second})
 	// ud-2's own group comes back; the other pool's stays Pending.
 	for w := 0; w < size; w++ {
 		if err := fc.client.CoreV1().Pods(testNS).Delete(ctx, lwsPod(1, w, size, "", "").Name, metav1.DeleteOptions{}); err != nil {
