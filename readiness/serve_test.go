@@ -165,6 +165,32 @@ func TestServeLimitsHeaderSize(t *testing.T) {
 	}
 }
 
+// The header limit as documented (ServeOptions.MaxHeaderBytes, SECURITY.md):
+// with the default of 4 KiB, net/http's 4 KiB of slack lets a header of 6
+// KiB through, and one of 9 KiB gets 431.
+func TestServeHeaderLimitAsMeasured(t *testing.T) {
+	addr, _ := startServe(t, readiness.ServeOptions{})
+	for _, tc := range []struct {
+		pad  int
+		want int
+	}{{6 << 10, http.StatusOK}, {9 << 10, http.StatusRequestHeaderFieldsTooLarge}} {
+		req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/readyz", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Pad", strings.Repeat("a", tc.pad))
+		client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("a header of %d bytes: %v", tc.pad, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("a header of %d bytes: status %d, want %d", tc.pad, resp.StatusCode, tc.want)
+		}
+	}
+}
+
 // A POST with a large Content-Length and a body that trickles in gets 405
 // at once, and its connection is closed without waiting for the body (after
 // net/http's linger of 500 ms, which lets the answer reach the client before
