@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/udrain/udrain/e2e/fixture"
 	"github.com/udrain/udrain/eviction"
@@ -211,4 +213,165 @@ func groupIn(t *testing.T, s *scenario, domain string) int {
 	}
 	t.Fatalf("no leader in %s", domain)
 	return -1
+}
+
+// nodeOfflineAnnotation keeps kwok from making a node Ready again
+// (hack/kwok/stages.yaml, node-initialize): a node whose kubelet stopped.
+const nodeOfflineAnnotation = "udrain.dev/kwok-offline"
+
+// setNodeOffline takes a node offline, as a GPU node whose kubelet stops:
+// its Ready condition Unknown (what the node lifecycle controller writes
+// when the heartbeats stop), and its pods' containers unready and held so
+// (the controller marks the pods NotReady; kwok would otherwise make them
+// Ready again). offline false brings it back: kwok makes it Ready, the
+// pods start again.
+func setNodeOffline(ctx context.Context, t *testing.T, s *scenario, node string, offline bool) {
+	t.Helper()
+	var ann any // null removes it
+	if offline {
+		ann = "true"
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{nodeOfflineAnnotation: ann}}})
+	if _, err := s.tt.Client.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if offline {
+		n, err := s.tt.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range n.Status.Conditions {
+			if c := &n.Status.Conditions[i]; c.Type == corev1.NodeReady {
+				c.Status, c.Reason, c.Message = corev1.ConditionUnknown, "NodeStatusUnknown", "Kubelet stopped posting node status."
+				c.LastTransitionTime = metav1.Now()
+			}
+		}
+		if _, err := s.tt.Client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pods, err := s.tt.Client.CoreV1().Pods(s.tt.Name).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if err := fixture.HoldUnready(ctx, s.tt.Client, s.tt.Name, p.Name, offline); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestGPUNodeOfflineBlocksTheBudget is issue 24's GPU node drill: once the
+// first domain is done, a GPU node of the last domain (not being drained)
+// goes offline, and its group is down. The budget over the leaders then
+// allows no disruption: the rollout evicts nothing of the second domain,
+// says in the block which pods the budget misses and that their node is
+// NotReady, and goes on by itself once the node is back. The groups the
+// rollout drains are disrupted once each; the offline group twice (by its
+// node, then by its own domain's drain), and never more than one group is
+// down because of the rollout.
+func TestGPUNodeOfflineBlocksTheBudget(t *testing.T) {
+	t.Parallel()
+	s := deploy(t, defaultScenario())
+	ctx := t.Context()
+	doms := s.domains()
+	udOf := s.domainOf()
+	var offline string
+	offlineGroup := -1
+	for n, d := range udOf {
+		if d == doms[2] {
+			pods, err := s.tt.Client.CoreV1().Pods(s.tt.Name).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + n})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(pods.Items) > 0 {
+				offline = n
+				offlineGroup, _ = strconv.Atoi(pods.Items[0].Labels[fixture.LWSGroupIndexLabel])
+				break
+			}
+		}
+	}
+	if offline == "" {
+		t.Fatalf("no pod runs in %s", doms[2])
+	}
+	events := &eventLog{}
+	var offlineAt time.Time
+	d := hookedDrainer(t, s, "udrain-events.txt", events, eviction.Options{}, func(e eviction.Event) {
+		if e.Type != eviction.EventDomainDone || e.Domain != doms[0] || !offlineAt.IsZero() {
+			return
+		}
+		// Between the domains: the node goes offline, and the disruption
+		// controller sees its group down before the next domain's plan.
+		setNodeOffline(ctx, t, s, offline, true)
+		offlineAt = time.Now()
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			pdb, err := s.tt.Client.PolicyV1().PodDisruptionBudgets(s.tt.Name).Get(ctx, s.pdbName(), metav1.GetOptions{})
+			return err == nil && pdb.Status.DisruptionsAllowed == 0, nil
+		})
+		if err != nil {
+			t.Errorf("the budget still allows a disruption a minute after node %s went offline", offline)
+		}
+	})
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		_, err := d.Rollout(ctx, eviction.RolloutOptions{ID: "gpu-offline", Domains: doms, RecoveryTimeout: 3 * time.Minute,
+			Upgrade: func(ctx context.Context, _ topology.Domain) error { return sleepCtx(ctx, upgradeStep) }})
+		done <- err
+	}()
+	// The second domain's leader is refused, and the block says why.
+	var blocked eviction.Event
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 3*time.Minute, true, func(context.Context) (bool, error) {
+		for _, e := range events.ofType(eviction.EventBlocked) {
+			if e.Domain == doms[1] && e.Block != nil {
+				blocked = e
+				return true, nil
+			}
+		}
+		select {
+		case err := <-done:
+			return false, fmt.Errorf("the rollout ended before a block in %s: %v", doms[1], err)
+		default:
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(blocked.Block.String(), "on node "+offline+" (NotReady)") {
+		t.Errorf("the block does not name node %s as NotReady: %s", offline, blocked.Block)
+	}
+	t.Logf("blocked %s after the node went offline: %s", blocked.Time.Sub(offlineAt).Round(time.Millisecond), blocked.Block)
+	// Offline for a while: the rollout must not evict more meanwhile.
+	time.Sleep(5 * time.Second)
+	backAt := time.Now()
+	setNodeOffline(ctx, t, s, offline, false)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("rollout: %v", err)
+		}
+	case <-time.After(5 * time.Minute):
+		t.Fatal("the rollout did not finish within 5 minutes of the node's return")
+	}
+	t.Logf("rollout %s; node offline %s", time.Since(start).Round(time.Millisecond), backAt.Sub(offlineAt).Round(time.Millisecond))
+	o := s.observe(t, start)
+	t.Logf("gpu node drill: %s", o)
+	for _, ev := range o.Evicted {
+		if ev.At.After(offlineAt) && ev.At.Before(backAt) {
+			t.Errorf("evicted %s (%s) at %s while node %s was offline", ev.Name, ev.Domain, ev.At.Format("15:04:05.000"), offline)
+		}
+	}
+	for g := range s.groupCount() {
+		want := 1
+		if g == offlineGroup {
+			want = 2 // its node, then its domain's drain
+		}
+		if o.Disruptions[g] != want {
+			t.Errorf("group %d disrupted %d times, want %d", g, o.Disruptions[g], want)
+		}
+	}
+	if want := s.groupCount() - 1; o.MinHealthy < want {
+		t.Errorf("only %d groups healthy at %s; the PDB promises %d", o.MinHealthy, o.MinHealthyAt.Format("15:04:05.000"), want)
+	}
 }
