@@ -35,7 +35,7 @@ type base struct {
 // deploy/namespace.
 var userBases = []base{
 	{name: "deploy/rbac", dir: "deploy/rbac", namespaces: []string{udrainNamespace}},
-	{name: "deploy/readiness-gate", dir: "deploy/readiness-gate", namespaces: []string{udrainNamespace}},
+	{name: "deploy/readiness-gate", dir: "deploy/readiness-gate", namespaces: []string{udrainNamespace, "udrain-readiness-gate"}},
 	{name: "deploy/rollout", dir: "deploy/rollout", namespaces: []string{udrainNamespace}},
 	{name: "deploy/rollout with the job-step component", dir: "deploy/rollout", components: []string{"deploy/rollout/job-step"},
 		namespaces: []string{udrainNamespace, "udrain-upgrade"}},
