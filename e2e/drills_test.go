@@ -357,10 +357,19 @@ func TestGPUNodeOfflineBlocksTheBudget(t *testing.T) {
 	t.Logf("rollout %s; node offline %s", time.Since(start).Round(time.Millisecond), backAt.Sub(offlineAt).Round(time.Millisecond))
 	o := s.observe(t, start)
 	t.Logf("gpu node drill: %s", o)
+	var resumed time.Time // the first eviction after the node's return
 	for _, ev := range o.Evicted {
 		if ev.At.After(offlineAt) && ev.At.Before(backAt) {
 			t.Errorf("evicted %s (%s) at %s while node %s was offline", ev.Name, ev.Domain, ev.At.Format("15:04:05.000"), offline)
 		}
+		if ev.At.After(backAt) && (resumed.IsZero() || ev.At.Before(resumed)) {
+			resumed = ev.At
+		}
+	}
+	if resumed.IsZero() {
+		t.Errorf("no eviction after node %s came back", offline)
+	} else {
+		t.Logf("first eviction %s after the node came back", resumed.Sub(backAt).Round(time.Millisecond))
 	}
 	for g := range s.groupCount() {
 		want := 1
