@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -276,19 +277,27 @@ func TestGPUNodeOfflineBlocksTheBudget(t *testing.T) {
 	ctx := t.Context()
 	doms := s.domains()
 	udOf := s.domainOf()
+	// The last of the domain's nodes that runs a pod: a worker's, whose
+	// group's leader (the pod the budget selects) stays on a Ready node.
 	var offline string
 	offlineGroup := -1
+	var names []string
 	for n, d := range udOf {
 		if d == doms[2] {
-			pods, err := s.tt.Client.CoreV1().Pods(s.tt.Name).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + n})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(pods.Items) > 0 {
-				offline = n
-				offlineGroup, _ = strconv.Atoi(pods.Items[0].Labels[fixture.LWSGroupIndexLabel])
-				break
-			}
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	slices.Reverse(names)
+	for _, n := range names {
+		pods, err := s.tt.Client.CoreV1().Pods(s.tt.Name).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pods.Items) > 0 {
+			offline = n
+			offlineGroup, _ = strconv.Atoi(pods.Items[0].Labels[fixture.LWSGroupIndexLabel])
+			break
 		}
 	}
 	if offline == "" {

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/udrain/udrain/health"
+	"github.com/udrain/udrain/topology"
 )
 
 // preflight asks the API server, with dry-run evictions that change
@@ -311,17 +312,44 @@ func (ex *execution) budgetCounts(info *BlockInfo) {
 		if health.CountsForBudget(p) || !sel.Matches(labels.Set(p.Labels)) {
 			continue
 		}
-		bp := BudgetPod{Pod: PodRef{Namespace: p.Namespace, Name: p.Name}, Node: p.Spec.NodeName, Terminating: p.DeletionTimestamp != nil}
-		if bp.Node != "" {
-			n, ok := ex.v.node(bp.Node)
-			bp.NodeNotReady = !ok || !nodeReady(n)
-		}
-		info.Unhealthy = append(info.Unhealthy, bp)
+		info.Unhealthy = append(info.Unhealthy, ex.budgetPod(p))
 	}
 	slices.SortFunc(info.Unhealthy, func(a, b BudgetPod) int { return strings.Compare(a.Pod.String(), b.Pod.String()) })
 	if len(info.Unhealthy) > maxBlockPods {
 		info.Unhealthy = info.Unhealthy[:maxBlockPods]
 	}
+	if len(info.Unhealthy) == 0 {
+		return
+	}
+	// A budget over leaders misses a leader whose group is down: the
+	// cause is the group's member that is down (on a node gone offline,
+	// say), which the budget does not select.
+	groups := topology.FindGroups(ex.v.podsIn(pdb.Namespace), groupersFor(ex.d.s, &Snapshot{})...)
+	for i := range info.Unhealthy {
+		bp := &info.Unhealthy[i]
+		for _, g := range groups {
+			if !slices.ContainsFunc(g.Members, func(m *corev1.Pod) bool { return m.Name == bp.Pod.Name }) {
+				continue
+			}
+			for _, m := range g.Members {
+				if m.Name != bp.Pod.Name && !health.MemberHealthy(m) && len(bp.Down) < maxBlockPods {
+					bp.Down = append(bp.Down, ex.budgetPod(m))
+				}
+			}
+			break
+		}
+	}
+}
+
+// budgetPod is p as a block names it: with its node, and whether that node
+// is Ready.
+func (ex *execution) budgetPod(p *corev1.Pod) BudgetPod {
+	bp := BudgetPod{Pod: PodRef{Namespace: p.Namespace, Name: p.Name}, Node: p.Spec.NodeName, Terminating: p.DeletionTimestamp != nil}
+	if bp.Node != "" {
+		n, ok := ex.v.node(bp.Node)
+		bp.NodeNotReady = !ok || !nodeReady(n)
+	}
+	return bp
 }
 
 // block records that p is refused by its budget and reports the refusal.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/health"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -605,38 +606,46 @@ func TestMissingNodePermissionStopsAtTheCordon(t *testing.T) {
 }
 
 // A block names the pods the budget does not count healthy and their
-// nodes: a group down on a node gone offline (issue 24's GPU node drill)
-// reads "llm-0 on node node-1-1 (NotReady)".
+// nodes, and for a leader the members of its group that are down: a group
+// down on a node gone offline (issue 24's GPU node drill) reads "llm-0 on
+// node node-1-1 (NotReady)", or, when the node is a worker's, names the
+// worker and its node under the leader.
 func TestBlockNamesTheUnhealthyPodsAndTheirNodes(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
-		nodeReady   corev1.ConditionStatus
-		terminating bool
+		nodesPer    int      // nodes per domain: with 2, group 0's worker runs on node-1-2
+		offline     string   // a node made NotReady (Ready Unknown)
+		unready     []string // pods made not Ready
+		terminating bool     // the leader is being deleted
 		want        []BudgetPod
 		wantText    string
 	}{
-		{name: "its node offline", nodeReady: corev1.ConditionUnknown,
+		{name: "its node offline", nodesPer: 1, offline: "node-1-1", unready: []string{"llm-0"},
 			want:     []BudgetPod{{Pod: PodRef{Namespace: testNS, Name: "llm-0"}, Node: "node-1-1", NodeNotReady: true}},
 			wantText: "not healthy: inference/llm-0 on node node-1-1 (NotReady)"},
-		{name: "being deleted on a Ready node", nodeReady: corev1.ConditionTrue, terminating: true,
+		{name: "being deleted on a Ready node", nodesPer: 1, unready: []string{"llm-0"}, terminating: true,
 			want:     []BudgetPod{{Pod: PodRef{Namespace: testNS, Name: "llm-0"}, Node: "node-1-1", Terminating: true}},
 			wantText: "not healthy: inference/llm-0 on node node-1-1, terminating"},
+		{name: "its worker's node offline", nodesPer: 2, offline: "node-1-2", unready: []string{"llm-0", "llm-0-1"},
+			want: []BudgetPod{{Pod: PodRef{Namespace: testNS, Name: "llm-0"}, Node: "node-1-1",
+				Down: []BudgetPod{{Pod: PodRef{Namespace: testNS, Name: "llm-0-1"}, Node: "node-1-2", NodeNotReady: true}}}},
+			wantText: "not healthy: inference/llm-0 on node node-1-1 (its group's members down: inference/llm-0-1 on node node-1-2 (NotReady))"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			objs := lwsCluster(3, 1, 2)
+			objs := lwsCluster(3, tc.nodesPer, 2)
 			for _, o := range objs {
 				switch o := o.(type) {
 				case *corev1.Node:
-					if o.Name == "node-1-1" {
-						o.Status.Conditions[0].Status = tc.nodeReady
+					if o.Name == tc.offline {
+						o.Status.Conditions[0].Status = corev1.ConditionUnknown
 					}
 				case *corev1.Pod:
-					if o.Name == "llm-0" {
+					if slices.Contains(tc.unready, o.Name) {
 						o.Status.Conditions[0].Status = corev1.ConditionFalse
-						if tc.terminating {
-							now := metav1.Now()
-							o.DeletionTimestamp, o.Finalizers = &now, []string{"example.com/hold"}
-						}
+					}
+					if o.Name == "llm-0" && tc.terminating {
+						now := metav1.Now()
+						o.DeletionTimestamp, o.Finalizers = &now, []string{"example.com/hold"}
 					}
 				}
 			}

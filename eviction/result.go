@@ -59,6 +59,10 @@ type BudgetPod struct {
 	// Terminating: the pod is being deleted (by an eviction, or by the
 	// node lifecycle controller after its node went NotReady).
 	Terminating bool `json:"terminating,omitempty"`
+	// Down are, for a pod of a group (a leader the budget selects), the
+	// group's other members that are not healthy: why the leader is not
+	// (its readiness follows its group's). At most maxBlockPods.
+	Down []BudgetPod `json:"down,omitempty"`
 }
 
 // maxBlockPods bounds BlockInfo.Unhealthy.
@@ -76,6 +80,13 @@ func (p BudgetPod) String() string {
 	}
 	if p.Terminating {
 		s += ", terminating"
+	}
+	if len(p.Down) > 0 {
+		parts := make([]string, len(p.Down))
+		for i, d := range p.Down {
+			parts[i] = d.String()
+		}
+		s += " (its group's members down: " + strings.Join(parts, ", ") + ")"
 	}
 	return s
 }
