@@ -52,6 +52,11 @@ type rollout struct {
 	// lock is what the rollout knows of its Lease, for its status (nil
 	// without a lock); running is false once it returns.
 	lock *RolloutLockStatus
+	// expect is what the rollout wrote and saw, which its history guard
+	// checks stays so.
+	expect expected
+	// historyLost: the rollout stopped because its history changed.
+	historyLost bool
 }
 
 // firstPlan returns the plan of the domain from the first look, made once.
@@ -90,7 +95,10 @@ func (r *rollout) status(ctx context.Context, running bool) *RolloutStatus {
 	// Read also after a cancel: the view is still there; let it show the
 	// rollout's own patches of the domains it finished first.
 	ctx = context.WithoutCancel(ctx)
-	r.v.waitFor(ctx, 5*time.Second, r.finishedShown)
+	// Not after a change of history: the marks may be gone for good.
+	if !r.historyLost {
+		r.v.waitFor(ctx, 5*time.Second, r.finishedShown)
+	}
 	finished := map[string]bool{}
 	for _, out := range r.res.Domains {
 		finished[out.Domain] = out.Status == DomainDone || out.Status == DomainSkipped
@@ -173,6 +181,10 @@ func (r *rollout) run(ctx context.Context) (err error) {
 		ctx, release = r.hold(ctx, held)
 		defer func() { err = release(err) }()
 	}
+	// From here on the rollout changes the cluster: stop it if the
+	// cluster's history changes under it (an etcd restore).
+	ctx, unguard := r.guardHistory(ctx)
+	defer unguard()
 	defer r.untaint(ctx)
 	if err := r.taint(ctx); err != nil {
 		return err
@@ -182,6 +194,8 @@ func (r *rollout) run(ctx context.Context) (err error) {
 	for i := range r.res.Domains {
 		out := &r.res.Domains[i]
 		if err := r.domain(out).run(ctx); err != nil {
+			err = causeOf(ctx, err)
+			r.historyLost = errors.As(err, new(*HistoryChangedError))
 			out.Status = DomainFailed
 			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 				out.Status = DomainInterrupted
@@ -500,6 +514,7 @@ func (s *domainRun) prepare(ctx context.Context) error {
 	s.plan = plan
 	s.target = targetFromPlan(plan)
 	if s.upgraded {
+		s.r.expect.addUpgraded(s.out.Domain)
 		s.out.Status = DomainSkipped
 		s.logger.Info("Domain already upgraded by this rollout; skipping its drain")
 		s.emit(Event{Type: EventDomainSkipped, Message: fmt.Sprintf("already upgraded by rollout %s", s.r.id)})
@@ -528,6 +543,16 @@ func (s *domainRun) drainDomain(ctx context.Context) error {
 	if err == nil && s.down != nil {
 		s.down.drainDone()
 	}
+	if err == nil && !s.r.dryRun() {
+		// Until its uncordon, the domain stays cordoned by the rollout.
+		var held []string
+		for _, n := range s.dom.Nodes {
+			if node, ok := s.r.v.node(n); ok && node.Annotations[CordonedByAnnotation] == s.r.id {
+				held = append(held, n)
+			}
+		}
+		s.r.expect.setCordoned(held)
+	}
 	return err
 }
 
@@ -552,6 +577,9 @@ func (s *domainRun) upgrade(ctx context.Context) error {
 // mark records on one node that the rollout upgraded the domain: from
 // here on, a resumed rollout skips its drain and upgrade.
 func (s *domainRun) mark(ctx context.Context) error {
+	if e := s.r.confirmHistory(ctx, s.dom.Nodes); e != nil {
+		return e
+	}
 	var err error
 	s.markedAt = s.r.d.s.Clock.Now()
 	s.marked, err = s.r.d.markUpgraded(ctx, s.emit, s.dom.Nodes, s.r.id, s.markedAt)
@@ -596,11 +624,14 @@ func (s *domainRun) uncordon(ctx context.Context) error {
 	// marked node's patch is refused as a conflict and made twice.
 	if s.marked != "" {
 		at := s.markedAt.UTC().Format(time.RFC3339Nano)
-		s.r.v.waitFor(ctx, 10*time.Second, func() bool {
+		if s.r.v.waitFor(ctx, 10*time.Second, func() bool {
 			n, ok := s.r.v.node(s.marked)
 			return !ok || n.Annotations[UpgradedAtAnnotation] == at
-		})
+		}) {
+			s.r.expect.addUpgraded(s.out.Domain)
+		}
 	}
+	s.r.expect.setCordoned(nil)
 	var ours, others []string
 	for _, n := range s.dom.Nodes {
 		node, ok := s.r.v.node(n)
@@ -666,6 +697,7 @@ func (s *domainRun) recover(ctx context.Context) error {
 	if s.out.Status != DomainSkipped {
 		s.out.Status = DomainDone
 	}
+	s.r.expect.addUpgraded(s.out.Domain)
 	s.emit(Event{Type: EventDomainDone, Status: s.r.status(ctx, true), Message: fmt.Sprintf("done in %s", clk.Since(s.start).Round(time.Millisecond))})
 	return nil
 }

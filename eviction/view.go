@@ -57,6 +57,8 @@ type view struct {
 	ownLister bool        // the view lists PodGroups itself
 	changed   *notifier
 	stop      func()
+	// hist remembers an object whose resourceVersion went back.
+	hist history
 
 	// groupIndex is the pod store when it has udrain's pod index
 	// (podIndexName), nil when it lacks it.
@@ -134,7 +136,10 @@ func (d *Drainer) newView() *view {
 func (v *view) handler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(interface{}) { v.changed.notify() },
-		UpdateFunc: func(interface{}, interface{}) { v.changed.notify() },
+		UpdateFunc: func(old, cur interface{}) {
+			v.hist.update(old, cur)
+			v.changed.notify()
+		},
 		DeleteFunc: func(interface{}) { v.changed.notify() },
 	}
 }

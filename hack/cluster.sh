@@ -7,6 +7,7 @@
 #
 # Usage: hack/cluster.sh up [-- extra kwokctl create flags]
 #        hack/cluster.sh down | status | kubeconfig | start | kill COMPONENT
+#        hack/cluster.sh snapshot FILE | restore FILE [etcdutl flags]
 #
 #   up          build the binaries if missing, then create the cluster, or
 #               reuse it when it runs, is healthy and was made from the same
@@ -22,6 +23,13 @@
 #               a crash would; for fault tests and demos.
 #   start       start every component that is not running, wait until the
 #               cluster serves again.
+#   snapshot F  save etcd's state to the file F (etcdctl snapshot save).
+#   restore F [ETCDUTL FLAGS]
+#               restore etcd from the snapshot F the way an operator does:
+#               stop the apiserver and etcd, etcdutl snapshot restore into a
+#               new data dir (extra flags go to etcdutl, e.g.
+#               --bump-revision 1000000 --mark-compacted), restart every
+#               component (their caches are stale), wait until it serves.
 #
 # Environment:
 #   UDRAIN_CLUSTER    cluster name (default udrain)
@@ -52,7 +60,7 @@ log() { echo "cluster.sh: $*" >&2; }
 die() { log "$*"; exit 1; }
 
 usage() {
-  sed -n '8,9p' "${BASH_SOURCE[0]}" | sed 's/^# //' >&2
+  sed -n '8,10p' "${BASH_SOURCE[0]}" | sed 's/^# //' >&2
   exit 2
 }
 
@@ -322,6 +330,43 @@ start_components() {
   log "cluster $NAME serves"
 }
 
+etcd_port() {
+  sed -n 's/^ *etcdPort: *\([0-9][0-9]*\).*/\1/p' "$CLUSTER_DIR/kwok.yaml" | head -n 1
+}
+
+snapshot_save() {
+  local file=${1:-} port
+  [ -n "$file" ] || die "snapshot needs a file to write"
+  recorded_bin
+  port=$(etcd_port)
+  [ -n "$port" ] || die "no etcdPort in $CLUSTER_DIR/kwok.yaml"
+  ETCDCTL_API=3 "$BIN/etcdctl" --endpoints "127.0.0.1:$port" snapshot save "$file" >"$CLUSTER_DIR/logs/etcdctl.log" 2>&1 ||
+    { tail -n 20 "$CLUSTER_DIR/logs/etcdctl.log" >&2; die "etcdctl snapshot save failed"; }
+  log "saved etcd's state of cluster $NAME to $file"
+}
+
+snapshot_restore() {
+  local file=${1:-} c
+  [ -n "$file" ] || die "restore needs a snapshot file"
+  [ -f "$file" ] || die "no snapshot file $file"
+  shift
+  recorded_bin
+  for c in kube-apiserver etcd; do kill_component "$c"; done
+  local data=$CLUSTER_DIR/etcd tmp=$CLUSTER_DIR/etcd-restore
+  rm -rf "$tmp"
+  "$BIN/etcdutl" snapshot restore "$file" --data-dir "$tmp" "$@" >"$CLUSTER_DIR/logs/etcdutl.log" 2>&1 ||
+    { tail -n 20 "$CLUSTER_DIR/logs/etcdutl.log" >&2; die "etcdutl snapshot restore failed"; }
+  rm -rf "$data"
+  mv "$tmp" "$data"
+  # The other components hold caches of the state that is gone: restart
+  # them, as the restore procedure asks (kwokctl snapshot restore does too).
+  for c in kube-controller-manager kube-scheduler kwok-controller; do
+    [ -f "$CLUSTER_DIR/pids/$c.pid" ] && kill_component "$c"
+  done
+  start_components
+  log "restored etcd of cluster $NAME from $file"
+}
+
 cmd=${1:-}
 [ $# -gt 0 ] && shift
 [ "${1:-}" = "--" ] && shift
@@ -332,5 +377,7 @@ case "$cmd" in
   kubeconfig) echo "$KUBECONFIG_PATH" ;;
   kill) kill_component "$@" ;;
   start) start_components ;;
+  snapshot) snapshot_save "$@" ;;
+  restore) snapshot_restore "$@" ;;
   *) usage ;;
 esac

@@ -4,6 +4,8 @@
 #   kube-apiserver, kube-controller-manager, kube-scheduler,
 #   kubectl (kwokctl runs it to see that the apiserver serves)  (k8s.io/kubernetes)
 #   etcd                                                     (go.etcd.io/etcd/server/v3)
+#   etcdctl, etcdutl (snapshot save and restore, for the etcd
+#   restore drill)                  (go.etcd.io/etcd/etcdctl/v3, etcdutl/v3)
 #   kwok, kwokctl                                            (sigs.k8s.io/kwok)
 # Prints the folder that holds them. Needs only Go and the module proxy.
 #
@@ -22,7 +24,7 @@ log() { echo "testbed-binaries: $*" >&2; }
 
 have_all() {
   local b
-  for b in kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kwokctl; do
+  for b in kube-apiserver kube-controller-manager kube-scheduler kubectl etcd etcdctl etcdutl kwok kwokctl; do
     [ -x "$BIN/$b" ] || return 1
   done
 }
@@ -82,24 +84,36 @@ build_kube() {
 }
 
 build_etcd() {
-  [ -x "$BIN/etcd" ] && return 0
-  log "building etcd $ETCD_VERSION"
+  local missing=() b
+  [ -x "$BIN/etcd" ] || missing+=(go.etcd.io/etcd/server/v3)
+  [ -x "$BIN/etcdctl" ] || missing+=(go.etcd.io/etcd/etcdctl/v3)
+  [ -x "$BIN/etcdutl" ] || missing+=(go.etcd.io/etcd/etcdutl/v3)
+  [ "${#missing[@]}" -gt 0 ] || return 0
+  log "building etcd $ETCD_VERSION: ${missing[*]}"
   local dir="$work/etcd"
   mkdir -p "$dir"
   (
     cd "$dir"
     go mod init udrain.local/testbed-etcd >/dev/null 2>&1
-    cat >tools.go <<'GO'
-//go:build tools
-
-package tools
-
-import _ "go.etcd.io/etcd/server/v3"
-GO
-    go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" >/dev/null 2>&1
+    {
+      printf '//go:build tools\n\npackage tools\n\nimport (\n'
+      for b in "${missing[@]}"; do printf '\t_ "%s"\n' "$b"; done
+      printf ')\n'
+    } >tools.go
+    for b in "${missing[@]}"; do
+      go get "$b@$ETCD_VERSION" >/dev/null 2>&1
+    done
     go mod tidy >/dev/null
-    go build -trimpath -ldflags "-s -w" -o out/etcd go.etcd.io/etcd/server/v3
-    install_bin out/etcd
+    mkdir -p out
+    # server/v3 builds a binary named "v3"; the tools are named by go
+    # build after their module (etcdctl, etcdutl).
+    for b in "${missing[@]}"; do
+      case "$b" in
+        */server/v3) go build -trimpath -ldflags "-s -w" -o out/etcd "$b" ;;
+        *) go build -trimpath -ldflags "-s -w" -o out/ "$b" ;;
+      esac
+    done
+    for b in out/*; do install_bin "$b"; done
   )
 }
 

@@ -308,6 +308,32 @@ func (b *Testbed) StartComponents(ctx context.Context) error {
 	return b.waitServes(ctx, time.Minute)
 }
 
+// SnapshotEtcd saves the kwok cluster's etcd state to the file path
+// (etcdctl snapshot save).
+func (b *Testbed) SnapshotEtcd(ctx context.Context, path string) error {
+	if b.kwok == nil {
+		return fmt.Errorf("etcd snapshot: %w", ErrNotSupported)
+	}
+	_, err := b.kwok.run(ctx, "snapshot", path)
+	return err
+}
+
+// RestoreEtcd restores the kwok cluster's etcd from a snapshot SnapshotEtcd
+// saved, the way an operator does: the apiserver and etcd stop, etcdutl
+// restores the snapshot into a new data dir (flags go to etcdutl, e.g.
+// "--bump-revision", "1000000", "--mark-compacted"), every component
+// starts again; it returns once the apiserver is ready. Without
+// --bump-revision, resourceVersions go back to the snapshot's.
+func (b *Testbed) RestoreEtcd(ctx context.Context, path string, etcdutlFlags ...string) error {
+	if b.kwok == nil {
+		return fmt.Errorf("etcd restore: %w", ErrNotSupported)
+	}
+	if _, err := b.kwok.run(ctx, append([]string{"restore", path}, etcdutlFlags...)...); err != nil {
+		return err
+	}
+	return b.waitServes(ctx, time.Minute)
+}
+
 // RestartAPIServer kills the kube-apiserver (SIGKILL) and starts it again,
 // returning once it is ready; watches and clients reconnect by themselves.
 func (b *Testbed) RestartAPIServer(ctx context.Context) error {

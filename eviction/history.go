@@ -1,0 +1,273 @@
+package eviction
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// HistoryChangedError reports that the cluster's state went back in time
+// while a rollout ran, as an etcd restore from a snapshot makes it: an
+// object's resourceVersion went back (a restore without
+// --bump-revision), or marks the rollout wrote and had seen are gone (a
+// domain it finished is not marked upgraded any more, a node it held
+// cordoned is not). The rollout stops at once rather than act on a history
+// that changed: what it evicted, cordoned and marked after the snapshot
+// may be undone, and the pods it evicted may be back.
+//
+// What to do: look at the cluster as it is now, then run the rollout again
+// with the same ID. It drains again each domain that is no longer marked
+// upgraded, and resumes in a domain still cordoned by it.
+type HistoryChangedError struct {
+	ID string
+	// Object is the object whose resourceVersion went back ("node n1",
+	// "PodDisruptionBudget ns/b"), from Was to Now; empty when marks
+	// showed the change.
+	Object   string
+	Was, Now string
+	// Domain is a domain the rollout had finished (or found upgraded)
+	// whose nodes no longer carry its upgraded mark.
+	Domain string
+	// Nodes are nodes the rollout held cordoned that no longer carry its
+	// cordon mark.
+	Nodes []string
+}
+
+func (e *HistoryChangedError) Error() string {
+	var what string
+	switch {
+	case e.Object != "":
+		what = fmt.Sprintf("the resourceVersion of %s went back from %s to %s", e.Object, e.Was, e.Now)
+	case e.Domain != "":
+		what = fmt.Sprintf("domain %s, which it had upgraded, is no longer marked upgraded (%s=%s on none of its nodes)", e.Domain, UpgradedByAnnotation, e.ID)
+	default:
+		what = fmt.Sprintf("node(s) it held cordoned are no longer cordoned by it: %s", strings.Join(abbreviate(e.Nodes, 10), ", "))
+	}
+	return fmt.Sprintf("the cluster's state went back in time under rollout %s: %s; an etcd restore from a snapshot does this. "+
+		"The rollout stopped rather than act on a history that changed: check the cluster, then run the rollout again with the same ID "+
+		"(it drains again the domains no longer marked upgraded)", e.ID, what)
+}
+
+// wentBack is the first object a view saw go back in time.
+type wentBack struct {
+	object   string
+	was, now string
+}
+
+// history remembers the first object whose resourceVersion went back
+// between two events of a view's informers. A resourceVersion is opaque
+// to clients, but the API server's come from etcd's revision, and an
+// object's only grows; versions that are not decimal numbers are not
+// compared.
+type history struct {
+	mu    sync.Mutex
+	first *wentBack
+}
+
+// update compares an object's versions across an informer's update.
+func (h *history) update(old, cur interface{}) {
+	o, err1 := meta.Accessor(old)
+	n, err2 := meta.Accessor(cur)
+	if err1 != nil || err2 != nil || o.GetUID() != n.GetUID() {
+		return
+	}
+	was, now := o.GetResourceVersion(), n.GetResourceVersion()
+	if was == now || was == "" || now == "" {
+		return
+	}
+	a, err1 := strconv.ParseUint(was, 10, 64)
+	b, err2 := strconv.ParseUint(now, 10, 64)
+	if err1 != nil || err2 != nil || b >= a {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.first == nil {
+		h.first = &wentBack{object: describeObject(cur), was: was, now: now}
+	}
+}
+
+func (h *history) back() *wentBack {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.first
+}
+
+func describeObject(obj interface{}) string {
+	m, _ := meta.Accessor(obj)
+	switch obj.(type) {
+	case *corev1.Node:
+		return "node " + m.GetName()
+	case *corev1.Pod:
+		return "pod " + m.GetNamespace() + "/" + m.GetName()
+	case *policyv1.PodDisruptionBudget:
+		return "PodDisruptionBudget " + m.GetNamespace() + "/" + m.GetName()
+	}
+	if m.GetNamespace() == "" {
+		return fmt.Sprintf("%T %s", obj, m.GetName())
+	}
+	return fmt.Sprintf("%T %s/%s", obj, m.GetNamespace(), m.GetName())
+}
+
+// expected is what the rollout wrote and has seen, that a change of
+// history would undo: the domains it finished or found upgraded, and the
+// nodes it holds cordoned. The rollout's stages set it; its guard reads
+// it.
+type expected struct {
+	mu       sync.Mutex
+	upgraded []string // domains
+	cordoned []string // nodes
+}
+
+func (x *expected) addUpgraded(domain string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if !slices.Contains(x.upgraded, domain) {
+		x.upgraded = append(x.upgraded, domain)
+	}
+}
+
+func (x *expected) setCordoned(nodes []string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.cordoned = nodes
+}
+
+func (x *expected) get() (upgraded, cordoned []string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return slices.Clone(x.upgraded), slices.Clone(x.cordoned)
+}
+
+// historyChanged says whether the view shows the cluster's history
+// changed under the rollout: an object's resourceVersion went back, a
+// domain it upgraded lost all its marks, or nodes it holds cordoned lost
+// their cordon mark. A node gone from the view says nothing (an
+// autoscaler may remove nodes).
+func (r *rollout) historyChanged() *HistoryChangedError {
+	if b := r.v.hist.back(); b != nil {
+		return &HistoryChangedError{ID: r.id, Object: b.object, Was: b.was, Now: b.now}
+	}
+	upgraded, cordoned := r.expect.get()
+	for _, name := range upgraded {
+		seen, marked := 0, false
+		for _, n := range mustDomain(r.layout, name).Nodes {
+			node, ok := r.v.node(n)
+			if !ok {
+				continue
+			}
+			seen++
+			marked = marked || node.Annotations[UpgradedByAnnotation] == r.id
+		}
+		if seen > 0 && !marked {
+			return &HistoryChangedError{ID: r.id, Domain: name}
+		}
+	}
+	var lost []string
+	for _, n := range cordoned {
+		if node, ok := r.v.node(n); ok && node.Annotations[CordonedByAnnotation] != r.id {
+			lost = append(lost, n)
+		}
+	}
+	if len(lost) > 0 {
+		return &HistoryChangedError{ID: r.id, Nodes: lost}
+	}
+	return nil
+}
+
+// guardHistory watches the view while the rollout runs and cancels the
+// returned context, with a *HistoryChangedError as its cause, when the
+// cluster's history changes under it. It looks at every change the view
+// sees, at most every 200ms.
+func (r *rollout) guardHistory(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			changed := r.v.changed.wait()
+			if e := r.historyChanged(); e != nil {
+				r.logger.Info("The cluster's state went back in time; stopping", "err", e)
+				cancel(e)
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-changed:
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}()
+	return ctx, func() {
+		cancel(nil)
+		<-done
+	}
+}
+
+// causeOf turns an error that ended in the cancel of ctx into the cause
+// of that cancel when it is a *HistoryChangedError: the rollout stopped
+// because its history changed, not because it was "canceled".
+func causeOf(ctx context.Context, err error) error {
+	var hc *HistoryChangedError
+	if err == nil || !errors.Is(err, context.Canceled) || !errors.As(context.Cause(ctx), &hc) {
+		return err
+	}
+	var de *DomainError
+	if errors.As(err, &de) {
+		de.Err = hc
+		return err
+	}
+	return hc
+}
+
+// confirmHistory reads one of the nodes from the API server (a list by
+// name, read from etcd) before the rollout records progress on them (its
+// upgraded mark), and returns a *HistoryChangedError when the server's
+// copy is older than the view's (a restore the view has not caught up with
+// yet) or lost the cordon mark the view shows. A read that fails says
+// nothing: the write that follows meets the same server.
+func (r *rollout) confirmHistory(ctx context.Context, nodes []string) *HistoryChangedError {
+	var seen *corev1.Node
+	for _, n := range nodes {
+		if node, ok := r.v.node(n); ok {
+			seen = node
+			break
+		}
+	}
+	if seen == nil {
+		return nil
+	}
+	var list *corev1.NodeList
+	_, err := r.d.s.write(ctx, func(ctx context.Context) error {
+		var err error
+		list, err = r.d.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + seen.Name})
+		return err
+	})
+	if err != nil || len(list.Items) != 1 || list.Items[0].UID != seen.UID {
+		return nil
+	}
+	cur := &list.Items[0]
+	r.v.hist.update(seen, cur)
+	if b := r.v.hist.back(); b != nil {
+		return &HistoryChangedError{ID: r.id, Object: b.object, Was: b.was, Now: b.now}
+	}
+	if seen.Annotations[CordonedByAnnotation] == r.id && cur.Annotations[CordonedByAnnotation] != r.id {
+		return &HistoryChangedError{ID: r.id, Nodes: []string{cur.Name}}
+	}
+	return nil
+}
