@@ -135,7 +135,7 @@ func (d *Drainer) newView() *view {
 
 func (v *view) handler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(interface{}) { v.changed.notify() },
+		AddFunc: func(interface{}) { v.changed.notify() },
 		UpdateFunc: func(old, cur interface{}) {
 			v.hist.update(old, cur)
 			v.changed.notify()
