@@ -300,12 +300,16 @@ func (h *heldLock) keep(ctx context.Context, lost func(error)) {
 			return
 		case apierrors.IsConflict(err):
 			cur, gerr := leases.Get(ctx, h.name, metav1.GetOptions{})
-			if gerr == nil && ptrValue(cur.Spec.HolderIdentity) == h.cfg.Identity {
+			switch {
+			case gerr == nil && ptrValue(cur.Spec.HolderIdentity) == h.cfg.Identity:
 				h.lease = cur // our own write raced a read: try again at once
 				continue
+			case gerr == nil:
+				h.lost(lost, &LockLostError{ID: h.id, Namespace: h.cfg.Namespace, Lease: h.name,
+					Err: fmt.Errorf("another holder took it over (held by %q, renewed at %s): %w", ptrValue(cur.Spec.HolderIdentity), renewedAt(cur), err)})
+				return
 			}
-			h.lost(lost, &LockLostError{ID: h.id, Namespace: h.cfg.Namespace, Lease: h.name, Err: fmt.Errorf("another holder took it over: %w", err)})
-			return
+			err = gerr // who holds it is not known: retried as a failed renewal
 		}
 		klog.FromContext(ctx).V(2).Info("Renewing the rollout's Lease failed; retrying", "lease", h.cfg.Namespace+"/"+h.name, "err", err)
 		if time.Since(lastRenew) > h.cfg.Duration-every {
@@ -341,6 +345,13 @@ func (h *heldLock) release(ctx context.Context) {
 			return
 		}
 	}
+}
+
+func renewedAt(l *coordinationv1.Lease) string {
+	if l.Spec.RenewTime == nil {
+		return "never"
+	}
+	return l.Spec.RenewTime.UTC().Format(time.RFC3339Nano)
 }
 
 func ptrValue[T any](p *T) T {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -128,11 +129,48 @@ func TestRolloutStopsWhenItLosesItsLease(t *testing.T) {
 	_, err := d.Rollout(ctx, RolloutOptions{ID: "r", Lock: RolloutLock{Duration: 3 * time.Second}})
 	var lost *LockLostError
 	var de *DomainError
-	if !errors.As(err, &lost) || !errors.As(err, &de) || errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "another holder") {
-		t.Fatalf("err = %v, want a DomainError with a *LockLostError (not context.Canceled)", err)
+	if !errors.As(err, &lost) || !errors.As(err, &de) || errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), `another holder took it over (held by "another-replica"`) {
+		t.Fatalf("err = %v, want a DomainError with a *LockLostError (not context.Canceled) naming the holder", err)
 	}
 	if renewals == 0 {
 		t.Error("the Lease was never renewed")
+	}
+}
+
+// A renewal refused as a conflict, whose Lease then cannot be read, is
+// retried: who holds the Lease is not known, so it is not lost.
+func TestRolloutLockRetriesAConflictItCannotRead(t *testing.T) {
+	ctx := testContext(t)
+	fc := newFakeCluster(t, lwsCluster(1, 1, 2)...)
+	var conflicts, failedGets, renewals atomic.Int32
+	fc.client.PrependReactor("update", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		l := a.(k8stesting.UpdateAction).GetObject().(*coordinationv1.Lease)
+		if l.Spec.HolderIdentity != nil && l.Spec.AcquireTime != nil && l.Spec.RenewTime.After(l.Spec.AcquireTime.Time) {
+			renewals.Add(1)
+			if conflicts.CompareAndSwap(0, 1) {
+				return true, nil, conflictErr()
+			}
+		}
+		return false, nil, nil
+	})
+	fc.client.PrependReactor("get", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if conflicts.Load() == 1 && failedGets.CompareAndSwap(0, 1) {
+			return true, nil, errors.New("connection reset by peer")
+		}
+		return false, nil, nil
+	})
+	d, _ := New(fc.client, Options{Backoff: slowBackoff})
+	_, err := d.Rollout(ctx, RolloutOptions{ID: "r", Lock: RolloutLock{Duration: 3 * time.Second},
+		Upgrade: func(ctx context.Context, _ topology.Domain) error {
+			err := sleepFor(ctx, 3500*time.Millisecond)
+			fc.recreateGroup(ctx, 0, 2, 1, 1, 1)
+			return err
+		}})
+	if err != nil {
+		t.Fatalf("Rollout: %v; want the renewal retried", err)
+	}
+	if c, f, r := conflicts.Load(), failedGets.Load(), renewals.Load(); c != 1 || f != 1 || r < 2 {
+		t.Errorf("%d conflict(s), %d failed read(s), %d renewal(s); want 1, 1 and a renewal after them", c, f, r)
 	}
 }
 
@@ -223,5 +261,14 @@ func TestRolloutCreatesTheLockNamespace(t *testing.T) {
 				t.Errorf("err = %v, namespace error %v; want a stop that says to create the namespace, and none made", err, nsErr)
 			}
 		})
+	}
+}
+
+func sleepFor(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
 	}
 }
