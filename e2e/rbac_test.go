@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -479,6 +480,13 @@ func clientAs(t *testing.T, tt *testbed.Test, name string, rules []rbacv1.Policy
 // of the admin's credentials), as a pod running as it would.
 func tokenClient(t *testing.T, tt *testbed.Test, namespace, name string) kubernetes.Interface {
 	t.Helper()
+	return tokenClientWith(t, tt, namespace, name, nil)
+}
+
+// tokenClientWith is tokenClient with the client's transport wrapped by
+// wrap (if not nil).
+func tokenClientWith(t *testing.T, tt *testbed.Test, namespace, name string, wrap func(http.RoundTripper) http.RoundTripper) kubernetes.Interface {
+	t.Helper()
 	ctx := t.Context()
 	tr, err := tt.Client.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, &authenticationv1.TokenRequest{
 		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: new(int64(3600))},
@@ -489,6 +497,9 @@ func tokenClient(t *testing.T, tt *testbed.Test, namespace, name string) kuberne
 	cfg := rest.AnonymousClientConfig(tt.Config)
 	cfg.BearerToken = tr.Status.Token
 	cfg.QPS, cfg.Burst = 100, 200
+	if wrap != nil {
+		cfg.Wrap(wrap)
+	}
 	c, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -28,8 +28,10 @@
 #               restore etcd from the snapshot F the way an operator does:
 #               stop the apiserver and etcd, etcdutl snapshot restore into a
 #               new data dir (extra flags go to etcdutl, e.g.
-#               --bump-revision 1000000 --mark-compacted), restart every
-#               component (their caches are stale), wait until it serves.
+#               --bump-revision 1000000000 --mark-compacted), restart the
+#               controller manager and scheduler (their caches are stale)
+#               and, after a restore without --mark-compacted, kwok,
+#               wait until it serves.
 #
 # Environment:
 #   UDRAIN_CLUSTER    cluster name (default udrain)
@@ -320,6 +322,11 @@ kill_component() {
 start_components() {
   recorded_bin
   lock
+  start_locked
+}
+
+# start_locked is start_components for a caller that holds the lock.
+start_locked() {
   local f
   for f in "$CLUSTER_DIR"/pids/*.pid; do
     [ -f "$f" ] || continue
@@ -351,6 +358,9 @@ snapshot_restore() {
   [ -f "$file" ] || die "no snapshot file $file"
   shift
   recorded_bin
+  # Under the cluster's lock: a `start` meanwhile (a test's supervisor of
+  # the control plane) would start etcd on the data dir being replaced.
+  lock
   for c in kube-apiserver etcd; do kill_component "$c"; done
   local data=$CLUSTER_DIR/etcd tmp=$CLUSTER_DIR/etcd-restore
   rm -rf "$tmp"
@@ -359,11 +369,30 @@ snapshot_restore() {
   rm -rf "$data"
   mv "$tmp" "$data"
   # The other components hold caches of the state that is gone: restart
-  # them, as the restore procedure asks (kwokctl snapshot restore does too).
-  for c in kube-controller-manager kube-scheduler kwok-controller; do
+  # them, as the restore procedure asks. kwok-controller plays the
+  # kubelets, which a restore does not restart: after a restore with
+  # --mark-compacted their watches are told to list again (410) and it
+  # keeps running. After a plain one its watches would resume from a
+  # resourceVersion the server has not reached yet, wait for it and miss
+  # what came before: it is restarted too.
+  local restart="kube-controller-manager kube-scheduler" restart_kwok=yes a
+  for a in "$@"; do
+    [ "$a" = --mark-compacted ] && restart_kwok=no
+  done
+  [ "$restart_kwok" = yes ] && restart="$restart kwok-controller"
+  for c in $restart; do
     [ -f "$CLUSTER_DIR/pids/$c.pid" ] && kill_component "$c"
   done
-  start_components
+  start_locked
+  if [ "$restart_kwok" = yes ]; then
+    # The node Leases came back with the snapshot, held by the kwok
+    # process that was stopped: the new one (another holder identity; a
+    # real kubelet holds its Lease as its node) would not take them before
+    # they expire, and plays no pod of those nodes meanwhile. Delete them:
+    # it makes its own.
+    "$BIN/kubectl" --kubeconfig "$KUBECONFIG_PATH" --request-timeout=10s \
+      -n kube-node-lease delete leases --all --wait=false >/dev/null
+  fi
   log "restored etcd of cluster $NAME from $file"
 }
 
