@@ -13,6 +13,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/udrain/udrain/e2e/testbed"
 	"github.com/udrain/udrain/eviction"
@@ -118,16 +119,7 @@ func runEmbedded(t *testing.T, s *scenario, name string, rules []rbacv1.PolicyRu
 	// parallel have theirs.
 	opts := eviction.Options{Helper: eviction.KubectlDefaults(), OnEvent: events.add, Namespace: s.tt.Name}
 	if shared {
-		factory := informers.NewSharedInformerFactory(client, 0)
-		opts.Informers = eviction.InformersFromFactory(factory)
-		stop := make(chan struct{})
-		factory.Start(stop)
-		t.Cleanup(func() { close(stop); factory.Shutdown() })
-		for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
-			if !ok {
-				t.Fatalf("the factory's %v informer did not sync", typ)
-			}
-		}
+		opts.Informers = startedInformers(t, client)
 	}
 	d, err := eviction.New(client, opts)
 	if err != nil {
@@ -299,4 +291,22 @@ func (c requestCount) String() string {
 		out += "; of the watches, streaming lists: " + strings.Join(streaming, ", ")
 	}
 	return out + fmt.Sprintf("; evictions accepted: %d", c.evicted)
+}
+
+// startedInformers starts a controller's SharedInformerFactory on client,
+// with udrain's informers registered, until the test ends, and returns
+// them once synced.
+func startedInformers(t *testing.T, client kubernetes.Interface) *eviction.Informers {
+	t.Helper()
+	factory := informers.NewSharedInformerFactory(client, 0)
+	in := eviction.InformersFromFactory(factory)
+	stop := make(chan struct{})
+	factory.Start(stop)
+	t.Cleanup(func() { close(stop); factory.Shutdown() })
+	for typ, ok := range factory.WaitForCacheSync(t.Context().Done()) {
+		if !ok {
+			t.Fatalf("the factory's %v informer did not sync", typ)
+		}
+	}
+	return in
 }

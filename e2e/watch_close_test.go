@@ -10,7 +10,6 @@ import (
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/client-go/informers"
 
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/topology"
@@ -52,17 +51,8 @@ func TestRolloutSurvivesWatchesTheServerCloses(t *testing.T) {
 	client := tokenClientWith(t, s.tt, s.tt.Name, name, func(rt http.RoundTripper) http.RoundTripper {
 		return shortWatches{next: rt, n: &rewritten}
 	})
-	factory := informers.NewSharedInformerFactory(client, 0)
 	events := &eventLog{}
-	opts := eviction.Options{Helper: eviction.KubectlDefaults(), OnEvent: events.add, Informers: eviction.InformersFromFactory(factory)}
-	stop := make(chan struct{})
-	factory.Start(stop)
-	t.Cleanup(func() { close(stop); factory.Shutdown() })
-	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			t.Fatalf("the factory's %v informer did not sync", typ)
-		}
-	}
+	opts := eviction.Options{Helper: eviction.KubectlDefaults(), OnEvent: events.add, Informers: startedInformers(t, client)}
 	d, err := eviction.New(client, opts)
 	if err != nil {
 		t.Fatal(err)
