@@ -241,6 +241,42 @@ func NewPlan(domain string, snap *Snapshot, opts Options) (*Plan, error) {
 }
 
 func newPlan(domain string, snap *Snapshot, s *settings) (*Plan, error) {
+	pl, err := newPlanner(domain, snap, s)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range pl.local {
+		pl.add(p)
+	}
+	return pl.finish(), nil
+}
+
+// planner is one newPlan: what it knows of the domain, and what it has
+// gathered of the pods it has gone through.
+type planner struct {
+	s        *settings
+	snap     *Snapshot
+	layout   *topology.Layout
+	plan     *Plan
+	now      time.Time
+	inDomain map[string]bool
+	// local are the pods of the domain's nodes, by node (in natural
+	// order), namespace and name.
+	local   []*corev1.Pod
+	lookup  DaemonSetLookup
+	groups  []topology.Group
+	groupOf map[*corev1.Pod]*topology.Group
+	pdbs    *topology.PDBIndex
+
+	warnings      map[string][]string
+	affected      map[topology.GroupID]*AffectedGroup
+	affectedOrder []topology.GroupID
+	pdbNeeded     map[string]int
+}
+
+// newPlanner finds the domain and its pods, in a deterministic order, and
+// their groups and budgets.
+func newPlanner(domain string, snap *Snapshot, s *settings) (*planner, error) {
 	layout := snap.layout
 	if layout == nil {
 		var err error
@@ -252,37 +288,33 @@ func newPlan(domain string, snap *Snapshot, s *settings) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	now := snap.Now
-	if now.IsZero() {
-		now = s.Clock.Now()
+	pl := &planner{s: s, snap: snap, layout: layout, now: snap.Now, inDomain: make(map[string]bool, len(d.Nodes)),
+		warnings: map[string][]string{}, affected: map[topology.GroupID]*AffectedGroup{}, pdbNeeded: map[string]int{}}
+	if pl.now.IsZero() {
+		pl.now = s.Clock.Now()
 	}
-	inDomain := make(map[string]bool, len(d.Nodes))
 	rank := make(map[string]int, len(d.Nodes)) // d.Nodes are in natural order
 	for i, n := range d.Nodes {
-		inDomain[n] = true
+		pl.inDomain[n] = true
 		rank[n] = i
 	}
-
-	plan := &Plan{Domain: d.Name, LabelKey: layout.LabelKey, Nodes: d.Nodes, CreatedAt: now, AllowViolations: s.AllowViolations}
-
-	// Pods on the domain's nodes, in a deterministic order.
-	var local []*corev1.Pod
+	pl.plan = &Plan{Domain: d.Name, LabelKey: layout.LabelKey, Nodes: d.Nodes, CreatedAt: pl.now, AllowViolations: s.AllowViolations}
 	for _, p := range snap.Pods {
-		if inDomain[p.Spec.NodeName] {
-			local = append(local, p)
+		if pl.inDomain[p.Spec.NodeName] {
+			pl.local = append(pl.local, p)
 		}
 	}
-	lookup := snap.DaemonSets
-	if lookup == nil {
-		for _, p := range local {
+	pl.lookup = snap.DaemonSets
+	if pl.lookup == nil {
+		for _, p := range pl.local {
 			if ref := metav1.GetControllerOf(p); ref != nil && isDaemonSetRef(ref) {
 				return nil, configError("Snapshot.DaemonSets", "nil, but pod %s/%s is owned by DaemonSet %s; kubectl's filters need to know whether it exists: set DaemonSets (DaemonSetsLookup over a list of DaemonSets)", p.Namespace, p.Name, ref.Name)
 			}
 		}
-		lookup = DaemonSetsLookup(nil)
+		pl.lookup = DaemonSetsLookup(nil)
 	}
-	sort.Slice(local, func(i, j int) bool {
-		a, b := local[i], local[j]
+	sort.Slice(pl.local, func(i, j int) bool {
+		a, b := pl.local[i], pl.local[j]
 		if ra, rb := rank[a.Spec.NodeName], rank[b.Spec.NodeName]; ra != rb {
 			return ra < rb
 		}
@@ -291,83 +323,89 @@ func newPlan(domain string, snap *Snapshot, s *settings) (*Plan, error) {
 		}
 		return topology.NaturalLess(a.Name, b.Name)
 	})
-
-	groups := topology.FindGroups(snap.Pods, groupersFor(s, snap)...)
-	groupOf := map[*corev1.Pod]*topology.Group{}
-	for i := range groups {
-		for _, m := range groups[i].Members {
-			if inDomain[m.Spec.NodeName] {
-				groupOf[m] = &groups[i]
+	pl.groups = topology.FindGroups(snap.Pods, groupersFor(s, snap)...)
+	pl.groupOf = map[*corev1.Pod]*topology.Group{}
+	for i := range pl.groups {
+		for _, m := range pl.groups[i].Members {
+			if pl.inDomain[m.Spec.NodeName] {
+				pl.groupOf[m] = &pl.groups[i]
 			}
 		}
 	}
-	pdbs := topology.NewPDBIndex(snap.PDBs)
+	pl.pdbs = topology.NewPDBIndex(snap.PDBs)
+	return pl, nil
+}
 
-	warnings := map[string][]string{}
-	affected := map[topology.GroupID]*AffectedGroup{}
-	var affectedOrder []topology.GroupID
-	pdbNeeded := map[string]int{}
-	for _, p := range local {
-		if !s.podSelector.Matches(labels.Set(p.Labels)) {
-			continue
-		}
-		st := s.filters.filterPod(p, lookup, now)
-		if st.Reason == drain.PodDeleteStatusTypeWarning {
-			warnings[st.Message] = append(warnings[st.Message], p.Namespace+"/"+p.Name)
-		}
-		if !st.Delete {
-			switch st.Reason {
-			case drain.PodDeleteStatusTypeError:
-				msg := st.Message
-				if msg == "" {
-					msg = "unexpected error"
-				}
-				plan.Refused = append(plan.Refused, PodReason{PodRef: RefOf(p), Reason: msg})
-			default:
-				plan.Skipped = append(plan.Skipped, PodReason{PodRef: RefOf(p), Reason: skipReason(p, st, s, now)})
+// add puts a pod of the domain where kubectl's filters and its budgets
+// say: refused, skipped, phase 1 (a budget selects it) or phase 2.
+func (pl *planner) add(p *corev1.Pod) {
+	s, plan := pl.s, pl.plan
+	if !s.podSelector.Matches(labels.Set(p.Labels)) {
+		return
+	}
+	st := s.filters.filterPod(p, pl.lookup, pl.now)
+	if st.Reason == drain.PodDeleteStatusTypeWarning {
+		pl.warnings[st.Message] = append(pl.warnings[st.Message], p.Namespace+"/"+p.Name)
+	}
+	if !st.Delete {
+		switch st.Reason {
+		case drain.PodDeleteStatusTypeError:
+			msg := st.Message
+			if msg == "" {
+				msg = "unexpected error"
 			}
-			continue
+			plan.Refused = append(plan.Refused, PodReason{PodRef: RefOf(p), Reason: msg})
+		default:
+			plan.Skipped = append(plan.Skipped, PodReason{PodRef: RefOf(p), Reason: skipReason(p, st, s, pl.now)})
 		}
-		pp := PlannedPod{PodRef: RefOf(p), Terminating: p.DeletionTimestamp != nil}
-		if st.Reason == drain.PodDeleteStatusTypeWarning {
-			pp.Warning = st.Message
+		return
+	}
+	pp := PlannedPod{PodRef: RefOf(p), Terminating: p.DeletionTimestamp != nil}
+	if st.Reason == drain.PodDeleteStatusTypeWarning {
+		pp.Warning = st.Message
+	}
+	selected := pl.pdbs.For(p)
+	pp.PDBs = topology.PDBNames(selected)
+	if g, ok := pl.groupOf[p]; ok {
+		pp.Group = &g.ID
+		pp.Leader = g.Leader == p
+		ag := pl.affected[g.ID]
+		if ag == nil {
+			ag = &AffectedGroup{GroupStatus: health.Evaluate(g, health.Options{})}
+			pl.affected[g.ID] = ag
+			pl.affectedOrder = append(pl.affectedOrder, g.ID)
 		}
-		selected := pdbs.For(p)
-		pp.PDBs = topology.PDBNames(selected)
-		if g, ok := groupOf[p]; ok {
-			pp.Group = &g.ID
-			pp.Leader = g.Leader == p
-			ag := affected[g.ID]
-			if ag == nil {
-				ag = &AffectedGroup{GroupStatus: health.Evaluate(g, health.Options{})}
-				affected[g.ID] = ag
-				affectedOrder = append(affectedOrder, g.ID)
-			}
-			ag.Evicted++
-		}
-		if len(selected) > 0 {
-			plan.Phase1 = append(plan.Phase1, pp)
-			if health.CountsForBudget(p) {
-				for _, b := range selected {
-					pdbNeeded[b.Namespace+"/"+b.Name]++
-				}
-			}
-		} else {
-			plan.Phase2 = append(plan.Phase2, pp)
+		ag.Evicted++
+	}
+	if len(selected) == 0 {
+		plan.Phase2 = append(plan.Phase2, pp)
+		return
+	}
+	plan.Phase1 = append(plan.Phase1, pp)
+	if health.CountsForBudget(p) {
+		for _, b := range selected {
+			pl.pdbNeeded[b.Namespace+"/"+b.Name]++
 		}
 	}
-	plan.Warnings = kubectlWarnings(warnings)
-	for _, id := range affectedOrder {
-		plan.Groups = append(plan.Groups, *affected[id])
+}
+
+// finish adds to the plan what the whole domain tells: kubectl's
+// warnings, the groups it disrupts, its blockers, GPUs and findings.
+func (pl *planner) finish() *Plan {
+	plan, snap := pl.plan, pl.snap
+	plan.Warnings = kubectlWarnings(pl.warnings)
+	for _, id := range pl.affectedOrder {
+		plan.Groups = append(plan.Groups, *pl.affected[id])
 	}
 	sort.Slice(plan.Groups, func(i, j int) bool { return topology.CompareGroupIDs(plan.Groups[i].ID, plan.Groups[j].ID) < 0 })
-	plan.Blockers = blockers(snap.PDBs, pdbNeeded)
-	plan.GPUs = GPUCapacityOf(snap.Nodes, inDomain)
-	plan.GPUFit = gpuFits(snap.Nodes, inDomain, local, plan)
+	plan.Blockers = blockers(snap.PDBs, pl.pdbNeeded)
+	plan.GPUs = GPUCapacityOf(snap.Nodes, pl.inDomain)
+	plan.GPUFit = gpuFits(snap.Nodes, pl.inDomain, pl.local, plan)
 	// The findings that concern this domain: its groups, their sibling
 	// groups of the same workloads, its pods and its control-plane nodes.
-	plan.Findings = topology.Audit(topology.AuditInput{Layout: layout, Groups: groups, PDBs: snap.PDBs, PDBIndex: pdbs, Pods: local, Only: []string{d.Name}}).Findings
-	return plan, nil
+	plan.Findings = topology.Audit(topology.AuditInput{Layout: pl.layout, Groups: pl.groups, PDBs: snap.PDBs, PDBIndex: pl.pdbs,
+		Pods: pl.local, Only: []string{plan.Domain}}).Findings
+	return plan
 }
 
 // groupersFor returns the configured groupers, or the defaults with the
