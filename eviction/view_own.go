@@ -20,6 +20,33 @@ import (
 // ownView lists and watches the cluster (the pods and budgets of
 // Options.Namespace only, when set) for the time of the call.
 func (d *Drainer) ownView(parent context.Context) (*view, error) {
+	w, err := d.startOwnView(parent)
+	if err != nil {
+		return nil, err
+	}
+	return w.wait()
+}
+
+// ownStart is a view of the Drainer's own informers being listed: what
+// its wait learns of the server meanwhile.
+type ownStart struct {
+	d           *Drainer
+	parent, ctx context.Context
+	logger      klog.Logger
+	v           *view
+	start       time.Time
+	synced      chan bool
+	problems    chan error // list errors the reflectors saw
+	probed      chan error
+	probing     bool
+	answered    bool // the probe got an answer
+	unreachable error
+	lastListErr error
+}
+
+// startOwnView makes the view's informers (nodes, pods, PDBs; pods in
+// udrain's slim cache when it may) and starts them.
+func (d *Drainer) startOwnView(parent context.Context) (*ownStart, error) {
 	logger := klog.FromContext(parent)
 	ctx, cancel := context.WithCancel(parent)
 	transform := stripForCache
@@ -45,17 +72,17 @@ func (d *Drainer) ownView(parent context.Context) (*view, error) {
 		return nil, err
 	}
 	v.groupIndex = pods.GetIndexer()
+	w := &ownStart{d: d, parent: parent, ctx: ctx, logger: logger, v: v, synced: make(chan bool, 1), problems: make(chan error, 16), probed: make(chan error, 1)}
 	// The reflectors retry refused and failed lists forever: tell the
-	// wait below what they see, so that it can fail at once for a missing
+	// wait what they see, so that it can fail at once for a missing
 	// permission and after ConnectTimeout for a server it cannot reach.
-	problems := make(chan error, 16)
 	onError := func(ctx context.Context, r *cache.Reflector, err error) {
 		if ctx.Err() != nil || parent.Err() != nil {
 			return // the view is stopping: not worth a line
 		}
 		logger.V(2).Info("Watching the cluster failed; retrying", "err", err)
 		select {
-		case problems <- err:
+		case w.problems <- err:
 		default:
 		}
 	}
@@ -69,89 +96,97 @@ func (d *Drainer) ownView(parent context.Context) (*view, error) {
 			return nil, err
 		}
 	}
-	start := time.Now()
+	w.start = time.Now()
 	f.Start(ctx.Done())
-	synced := make(chan bool, 1)
 	go func() {
-		synced <- cache.WaitForCacheSync(ctx.Done(), nodes.HasSynced, pods.HasSynced, pdbs.HasSynced)
+		w.synced <- cache.WaitForCacheSync(ctx.Done(), nodes.HasSynced, pods.HasSynced, pdbs.HasSynced)
 	}()
-	// A list that fails on the network is retried by client-go for a long
-	// time without a word: GETs of /version, without retries, tell an API
-	// server that cannot be reached (or answers only 5xx or 429) from one
-	// that is slow to list a large cluster. They start when a list fails
-	// or after probeAfter without the lists done (a server that answers
-	// them costs no probe), and stop at the first answer.
-	probed := make(chan error, 1)
-	probing := false
-	startProbe := func() {
-		if !probing {
-			probing = true
-			go func() { probed <- d.probeUntil(ctx, start.Add(d.s.ConnectTimeout)) }()
-		}
-	}
+	return w, nil
+}
+
+// wait waits until the view's informers listed the cluster, and tells a
+// server that cannot be reached, or refuses, from one slow to list.
+//
+// A list that fails on the network is retried by client-go for a long
+// time without a word: GETs of /version, without retries, tell an API
+// server that cannot be reached (or answers only 5xx or 429) from one that
+// is slow to list a large cluster. They start when a list fails or after
+// probeAfter without the lists done (a server that answers them costs no
+// probe), and stop at the first answer. Lists that still fail after
+// ConnectTimeout (a server that answers /version but fails every list
+// with a 5xx or 429) end the wait too, with their last error: the
+// reflectors would retry them forever.
+func (w *ownStart) wait() (*view, error) {
 	probeTimer := time.NewTimer(probeAfter)
 	defer probeTimer.Stop()
-	// Lists that still fail after ConnectTimeout (a server that answers
-	// /version but fails every list with a 5xx or 429) end the wait too,
-	// with their last error: the reflectors would retry them forever.
-	connectTimer := time.NewTimer(d.s.ConnectTimeout)
+	connectTimer := time.NewTimer(w.d.s.ConnectTimeout)
 	defer connectTimer.Stop()
-	var unreachable, lastListErr error
-	answered := false // the probe got an answer
-	fail := func(err error) (*view, error) {
-		go v.stop() // a list in flight may take a while to notice
-		if ue := unreachableError(d.server(), err, time.Since(start)); ue != nil {
-			return nil, ue
-		}
-		return nil, &UnreachableError{Server: d.server(), Problem: ServerUnreachable, Waited: time.Since(start).Round(time.Millisecond), Err: err}
-	}
 	for {
 		select {
 		case <-probeTimer.C:
-			startProbe()
-		case ok := <-synced:
+			w.startProbe()
+		case ok := <-w.synced:
 			if !ok {
-				// A deadline that ends the wait for a server that cannot
-				// be reached says so; a cancel is a cancel.
-				if errors.Is(parent.Err(), context.DeadlineExceeded) {
-					for _, err := range []error{unreachable, lastListErr} {
-						if ue := unreachableError(d.server(), err, time.Since(start)); ue != nil {
-							go v.stop()
-							return nil, ue
-						}
-					}
-					if probing && !answered {
-						// Neither the lists nor the probe got an answer.
-						go v.stop()
-						return nil, &UnreachableError{Server: d.server(), Problem: ServerNoAnswer, Waited: time.Since(start).Round(time.Millisecond), Err: parent.Err()}
-					}
-				}
-				go v.stop()
-				return nil, parent.Err()
+				return w.notSynced()
 			}
-			logger.V(4).Info("Listed the cluster", "nodes", len(v.nodes.ListKeys()), "pods", len(v.pods.ListKeys()),
-				"podDisruptionBudgets", len(v.pdbs.ListKeys()), "took", time.Since(start))
-			return v, nil
-		case err := <-problems:
+			w.logger.V(4).Info("Listed the cluster", "nodes", len(w.v.nodes.ListKeys()), "pods", len(w.v.pods.ListKeys()),
+				"podDisruptionBudgets", len(w.v.pdbs.ListKeys()), "took", time.Since(w.start))
+			return w.v, nil
+		case err := <-w.problems:
 			if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
-				go v.stop()
+				go w.v.stop()
 				return nil, &PermissionError{Err: err}
 			}
-			lastListErr = err
-			startProbe()
-		case err := <-probed:
-			if err != nil && parent.Err() == nil {
-				return fail(err)
+			w.lastListErr = err
+			w.startProbe()
+		case err := <-w.probed:
+			if err != nil && w.parent.Err() == nil {
+				return w.fail(err)
 			}
-			unreachable, answered = err, err == nil
+			w.unreachable, w.answered = err, err == nil
 		case <-connectTimer.C:
-			if lastListErr != nil && parent.Err() == nil {
-				if problem, _ := ServerProblemOf(lastListErr); problem != "" {
-					return fail(lastListErr)
+			if w.lastListErr != nil && w.parent.Err() == nil {
+				if problem, _ := ServerProblemOf(w.lastListErr); problem != "" {
+					return w.fail(w.lastListErr)
 				}
 			}
 		}
 	}
+}
+
+func (w *ownStart) startProbe() {
+	if !w.probing {
+		w.probing = true
+		go func() { w.probed <- w.d.probeUntil(w.ctx, w.start.Add(w.d.s.ConnectTimeout)) }()
+	}
+}
+
+// fail ends the wait for a server that cannot be reached.
+func (w *ownStart) fail(err error) (*view, error) {
+	go w.v.stop() // a list in flight may take a while to notice
+	if ue := unreachableError(w.d.server(), err, time.Since(w.start)); ue != nil {
+		return nil, ue
+	}
+	return nil, &UnreachableError{Server: w.d.server(), Problem: ServerUnreachable, Waited: time.Since(w.start).Round(time.Millisecond), Err: err}
+}
+
+// notSynced ends the wait when the caller's context ended first: a
+// deadline that ends the wait for a server that cannot be reached says
+// so; a cancel is a cancel.
+func (w *ownStart) notSynced() (*view, error) {
+	go w.v.stop()
+	if errors.Is(w.parent.Err(), context.DeadlineExceeded) {
+		for _, err := range []error{w.unreachable, w.lastListErr} {
+			if ue := unreachableError(w.d.server(), err, time.Since(w.start)); ue != nil {
+				return nil, ue
+			}
+		}
+		if w.probing && !w.answered {
+			// Neither the lists nor the probe got an answer.
+			return nil, &UnreachableError{Server: w.d.server(), Problem: ServerNoAnswer, Waited: time.Since(w.start).Round(time.Millisecond), Err: w.parent.Err()}
+		}
+	}
+	return nil, w.parent.Err()
 }
 
 // probeAfter is how long a view waits for its lists before it probes the
