@@ -198,58 +198,90 @@ func (o Options) settle() (*settings, error) {
 	} else {
 		s.helper = *KubectlDefaults()
 	}
-	h := &s.helper
+	if err := o.checkValues(&s.helper); err != nil {
+		return nil, err
+	}
+	if err := s.parseHelper(); err != nil {
+		return nil, err
+	}
+	if err := o.checkNames(); err != nil {
+		return nil, err
+	}
+	s.setDefaults()
+	return s, nil
+}
+
+// checkValues refuses negative limits and options that exclude each other.
+func (o Options) checkValues(h *drain.Helper) error {
 	switch {
 	case h.Timeout < 0:
-		return nil, configError("Options.Helper.Timeout", "%v is negative; use 0 for no limit", h.Timeout)
+		return configError("Options.Helper.Timeout", "%v is negative; use 0 for no limit", h.Timeout)
 	case h.SkipWaitForDeleteTimeoutSeconds < 0:
-		return nil, configError("Options.Helper.SkipWaitForDeleteTimeoutSeconds", "%d is negative; use 0 to wait for every pod", h.SkipWaitForDeleteTimeoutSeconds)
+		return configError("Options.Helper.SkipWaitForDeleteTimeoutSeconds", "%d is negative; use 0 to wait for every pod", h.SkipWaitForDeleteTimeoutSeconds)
 	case h.ChunkSize < 0:
-		return nil, configError("Options.Helper.ChunkSize", "%d is negative; use 0", h.ChunkSize)
+		return configError("Options.Helper.ChunkSize", "%d is negative; use 0", h.ChunkSize)
 	case h.EvictErrorRetryDelay < 0:
-		return nil, configError("Options.Helper.EvictErrorRetryDelay", "%v is negative; use 0 for the default (%v)", h.EvictErrorRetryDelay, DefaultBackoff().Duration)
+		return configError("Options.Helper.EvictErrorRetryDelay", "%v is negative; use 0 for the default (%v)", h.EvictErrorRetryDelay, DefaultBackoff().Duration)
 	case h.DisableEviction && o.Evictor != nil:
-		return nil, configError("Options.Evictor", "set together with Helper.DisableEviction, which asks for pod deletion; use one: an Evictor of your own, or DisableEviction (eviction.PodDeletion)")
+		return configError("Options.Evictor", "set together with Helper.DisableEviction, which asks for pod deletion; use one: an Evictor of your own, or DisableEviction (eviction.PodDeletion)")
 	case o.Concurrency < 0:
-		return nil, configError("Options.Concurrency", "%d is negative; use 0 for the default (%d)", o.Concurrency, DefaultConcurrency)
+		return configError("Options.Concurrency", "%d is negative; use 0 for the default (%d)", o.Concurrency, DefaultConcurrency)
 	case o.ConnectTimeout < 0:
-		return nil, configError("Options.ConnectTimeout", "%v is negative; use 0 for the default (%v)", o.ConnectTimeout, DefaultConnectTimeout)
+		return configError("Options.ConnectTimeout", "%v is negative; use 0 for the default (%v)", o.ConnectTimeout, DefaultConnectTimeout)
 	case o.BudgetRecheck < 0:
-		return nil, configError("Options.BudgetRecheck", "%v is negative; use 0 for the default (%v)", o.BudgetRecheck, DefaultBudgetRecheck)
+		return configError("Options.BudgetRecheck", "%v is negative; use 0 for the default (%v)", o.BudgetRecheck, DefaultBudgetRecheck)
 	case o.Backoff != (wait.Backoff{}) && o.Backoff.Duration <= 0:
-		return nil, configError("Options.Backoff.Duration", "%v is not positive; set the first retry delay, or leave Backoff zero for the default", o.Backoff.Duration)
+		return configError("Options.Backoff.Duration", "%v is not positive; set the first retry delay, or leave Backoff zero for the default", o.Backoff.Duration)
 	}
+	return nil
+}
+
+// parseHelper reads the helper's pod selector and dry-run strategy.
+func (s *settings) parseHelper() error {
+	h := &s.helper
 	sel, err := labels.Parse(h.PodSelector)
 	if err != nil {
-		return nil, configError("Options.Helper.PodSelector", "%q: %v; write it as for kubectl -l, e.g. app=web", h.PodSelector, err)
+		return configError("Options.Helper.PodSelector", "%q: %v; write it as for kubectl -l, e.g. app=web", h.PodSelector, err)
 	}
 	s.podSelector = sel
 	switch h.DryRunStrategy {
 	case cmdutil.DryRunNone, cmdutil.DryRunClient, cmdutil.DryRunServer:
 		s.dryRun = h.DryRunStrategy
 	default:
-		return nil, configError("Options.Helper.DryRunStrategy", "%d is not DryRunNone, DryRunClient or DryRunServer", h.DryRunStrategy)
+		return configError("Options.Helper.DryRunStrategy", "%d is not DryRunNone, DryRunClient or DryRunServer", h.DryRunStrategy)
 	}
+	return nil
+}
+
+// checkNames refuses a domain label, namespace, informers or groupers that
+// cannot be used.
+func (o Options) checkNames() error {
 	if o.DomainLabel != "" {
 		if errs := validation.IsQualifiedName(o.DomainLabel); len(errs) > 0 {
-			return nil, configError("Options.DomainLabel", "%q is not a label key: %s; use e.g. %s", o.DomainLabel, strings.Join(errs, "; "), topology.DefaultDomainLabel)
+			return configError("Options.DomainLabel", "%q is not a label key: %s; use e.g. %s", o.DomainLabel, strings.Join(errs, "; "), topology.DefaultDomainLabel)
 		}
 	}
 	if o.Namespace != "" {
 		if errs := validation.IsDNS1123Label(o.Namespace); len(errs) > 0 {
-			return nil, configError("Options.Namespace", "%q is not a namespace name: %v", o.Namespace, errs)
+			return configError("Options.Namespace", "%q is not a namespace name: %v", o.Namespace, errs)
 		}
 	}
 	if o.Informers != nil {
 		if err := o.Informers.validate(); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	for i, g := range o.Groupers {
 		if g == nil {
-			return nil, configError(fmt.Sprintf("Options.Groupers[%d]", i), "nil; leave it out or use a grouper of package topology")
+			return configError(fmt.Sprintf("Options.Groupers[%d]", i), "nil; leave it out or use a grouper of package topology")
 		}
 	}
+	return nil
+}
+
+// setDefaults fills in what was left zero.
+func (s *settings) setDefaults() {
+	o, h := s.Options, &s.helper
 	if o.Concurrency == 0 {
 		s.Concurrency = DefaultConcurrency
 	}
@@ -284,7 +316,6 @@ func (o Options) settle() (*settings, error) {
 		skipDeletedSeconds: h.SkipWaitForDeleteTimeoutSeconds,
 		additional:         h.AdditionalFilters,
 	}
-	return s, nil
 }
 
 // slimPods reports whether udrain's own pod cache may keep slimPods
