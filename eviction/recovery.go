@@ -416,25 +416,43 @@ func (w *stuckWatch) check(ctx context.Context, domain string, h *DomainHealth, 
 				continue
 			}
 			seen[m.UID] = true
-			s := w.starting[m.UID]
-			if s == nil {
-				s = &startingMember{since: now}
-				w.starting[m.UID] = s
-			}
-			if now.Sub(s.since) >= w.after && (s.checked.IsZero() || now.Sub(s.checked) >= w.after) && w.warning != nil {
-				s.checked = now
-				reason, message, err := w.warning(ctx, g.ID.Namespace, m.Name, m.UID)
-				if err != nil {
-					klog.FromContext(ctx).V(2).Info("Reading a starting member's events failed", "pod", klog.KRef(g.ID.Namespace, m.Name), "err", err)
-				}
-				s.reason, s.message = reason, message
-			}
-			if s.reason != "" {
+			if s := w.startingFor(ctx, g.ID.Namespace, m, now); s.reason != "" {
 				// Due at once: it has been starting for the watch's time.
 				record(StuckPod{Group: g.ID, Pod: m.Name, Node: m.Node, Reason: s.reason, Message: s.message, Since: s.since})
 			}
 		}
 	}
+	w.forget(seen)
+	if !due {
+		return nil
+	}
+	// Once one is due, every stuck member is named: they share a cause.
+	return &StuckError{Domain: domain, Pods: all, After: w.after}
+}
+
+// startingFor returns what the watch knows of a member starting (not
+// Running, not waiting with a reason), and reads its warning events once
+// it has been starting for the watch's time, then once per that time.
+func (w *stuckWatch) startingFor(ctx context.Context, namespace string, m health.MemberStatus, now time.Time) *startingMember {
+	s := w.starting[m.UID]
+	if s == nil {
+		s = &startingMember{since: now}
+		w.starting[m.UID] = s
+	}
+	if now.Sub(s.since) >= w.after && (s.checked.IsZero() || now.Sub(s.checked) >= w.after) && w.warning != nil {
+		s.checked = now
+		reason, message, err := w.warning(ctx, namespace, m.Name, m.UID)
+		if err != nil {
+			klog.FromContext(ctx).V(2).Info("Reading a starting member's events failed", "pod", klog.KRef(namespace, m.Name), "err", err)
+		}
+		s.reason, s.message = reason, message
+	}
+	return s
+}
+
+// forget drops the members not seen in the last check, and sets first to
+// the next read of a starting member's events, if earlier.
+func (w *stuckWatch) forget(seen map[types.UID]bool) {
 	for uid := range w.since {
 		if !seen[uid] {
 			delete(w.since, uid)
@@ -457,11 +475,6 @@ func (w *stuckWatch) check(ctx context.Context, domain string, h *DomainHealth, 
 			w.first = at
 		}
 	}
-	if !due {
-		return nil
-	}
-	// Once one is due, every stuck member is named: they share a cause.
-	return &StuckError{Domain: domain, Pods: all, After: w.after}
 }
 
 // next is when the earliest stuck member is due, or a starting member's
