@@ -190,53 +190,11 @@ func (o Options) settings(t *target) (*settings, error) {
 	}
 	s.backoff = b
 
-	httpOnly := func(field string) error {
-		return optionErrorf(field, "is set but target %s is not http:// or https://: drop it or use an http(s) target", t.redacted)
+	if err := o.checkScheme(t); err != nil {
+		return nil, err
 	}
-	httpsOnly := func(field string) error {
-		return optionErrorf(field, "is set but target %s is not https://: drop it or use an https:// target", t.redacted)
-	}
-	if t.isTCP() {
-		switch {
-		case len(o.StatusCodes) > 0:
-			return nil, httpOnly("StatusCodes")
-		case o.CheckBody != nil:
-			return nil, httpOnly("CheckBody")
-		case len(o.Header) > 0:
-			return nil, httpOnly("Header")
-		case len(o.HeaderFiles) > 0:
-			return nil, httpOnly("HeaderFiles")
-		case o.BearerTokenFile != "":
-			return nil, httpOnly("BearerTokenFile")
-		}
-	}
-	if !t.isHTTPS() {
-		switch {
-		case o.CAFile != "":
-			return nil, httpsOnly("CAFile")
-		case o.ServerName != "":
-			return nil, httpsOnly("ServerName")
-		case o.ClientCertFile != "" || o.ClientKeyFile != "":
-			return nil, httpsOnly("ClientCertFile")
-		}
-	}
-
-	if len(o.StatusCodes) > 0 {
-		s.statusCodes = make(map[int]bool, len(o.StatusCodes))
-		var want []string
-		for _, c := range o.StatusCodes {
-			if c < 100 || c > 599 {
-				return nil, optionErrorf("StatusCodes", "holds %d: HTTP status codes are 100 to 599", c)
-			}
-			if !s.statusCodes[c] {
-				want = append(want, fmt.Sprint(c))
-			}
-			s.statusCodes[c] = true
-		}
-		sort.Strings(want)
-		s.wantStatus = strings.Join(want, ", ")
-	} else {
-		s.wantStatus = "2xx"
+	if err := s.setStatusCodes(o.StatusCodes); err != nil {
+		return nil, err
 	}
 
 	header, secretValues, err := o.buildHeader()
@@ -254,6 +212,66 @@ func (o Options) settings(t *target) (*settings, error) {
 		}
 	}
 	return s, nil
+}
+
+// checkScheme refuses options the target's scheme does not use: HTTP
+// options for a tcp:// target, TLS options for a target that is not
+// https://.
+func (o Options) checkScheme(t *target) error {
+	httpOnly := func(field string) error {
+		return optionErrorf(field, "is set but target %s is not http:// or https://: drop it or use an http(s) target", t.redacted)
+	}
+	httpsOnly := func(field string) error {
+		return optionErrorf(field, "is set but target %s is not https://: drop it or use an https:// target", t.redacted)
+	}
+	if t.isTCP() {
+		switch {
+		case len(o.StatusCodes) > 0:
+			return httpOnly("StatusCodes")
+		case o.CheckBody != nil:
+			return httpOnly("CheckBody")
+		case len(o.Header) > 0:
+			return httpOnly("Header")
+		case len(o.HeaderFiles) > 0:
+			return httpOnly("HeaderFiles")
+		case o.BearerTokenFile != "":
+			return httpOnly("BearerTokenFile")
+		}
+	}
+	if !t.isHTTPS() {
+		switch {
+		case o.CAFile != "":
+			return httpsOnly("CAFile")
+		case o.ServerName != "":
+			return httpsOnly("ServerName")
+		case o.ClientCertFile != "" || o.ClientKeyFile != "":
+			return httpsOnly("ClientCertFile")
+		}
+	}
+	return nil
+}
+
+// setStatusCodes sets the status codes that mean ready (any 2xx when
+// none are given).
+func (s *settings) setStatusCodes(codes []int) error {
+	if len(codes) == 0 {
+		s.wantStatus = "2xx"
+		return nil
+	}
+	s.statusCodes = make(map[int]bool, len(codes))
+	var want []string
+	for _, c := range codes {
+		if c < 100 || c > 599 {
+			return optionErrorf("StatusCodes", "holds %d: HTTP status codes are 100 to 599", c)
+		}
+		if !s.statusCodes[c] {
+			want = append(want, fmt.Sprint(c))
+		}
+		s.statusCodes[c] = true
+	}
+	sort.Strings(want)
+	s.wantStatus = strings.Join(want, ", ")
+	return nil
 }
 
 // normalizeBackoff applies the default and checks the fields, see

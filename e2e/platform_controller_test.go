@@ -230,6 +230,11 @@ func hasAuditLog(t *testing.T) bool {
 func checkControllerRequests(t *testing.T, run string, c requestCount, first bool) {
 	t.Helper()
 	informed := []string{"nodes", "pods", "poddisruptionbudgets.policy", "daemonsets.apps"}
+	// Before each upgraded mark, one node read by name (the rollout's
+	// check that the cluster's history did not change): 3 domains at most.
+	if n := c.of("list", "nodes (one by name)"); n > 3 {
+		t.Errorf("%s read nodes by name %d time(s), want one per domain marked upgraded at most (3): %s", run, n, c)
+	}
 	for _, res := range informed {
 		if n := c.listed(res); n != 1 {
 			t.Errorf("%s listed %s %d time(s), want once (its informer's list): %s", run, res, n, c)
