@@ -519,32 +519,7 @@ func (c *Classification) judge(o *observations, res resources, labelled bool, op
 	case !c.NodeReady:
 		c.Status = StatusNodeNotReady
 	default:
-		since := opts.now().Sub(c.ReadySince)
-		grace := opts.gracePeriod()
-		if !c.ReadySince.IsZero() && since < grace {
-			c.Status = StatusPending
-			fs = append(fs, Finding{
-				Code:     FindingResourcePending,
-				Severity: udrain.SeverityInfo,
-				Key:      string(c.Resource),
-				Message: fmt.Sprintf("node has %s hardware but does not advertise %s yet; it became Ready %s ago, within the %s grace period for drivers and the device plugin to start.",
-					c.Vendor, resourceWords(c.Resource), since.Round(time.Second), grace),
-			})
-		} else {
-			c.Status = StatusResourceMissing
-			age := "an unknown time"
-			if !c.ReadySince.IsZero() {
-				age = since.Round(time.Second).String()
-			}
-			fs = append(fs, Finding{
-				Code:     FindingResourceMissing,
-				Severity: udrain.SeverityError,
-				Key:      string(c.Resource),
-				Message: fmt.Sprintf("node has %s hardware (%s) but allocatable has no %s, %s after it became Ready: pods requesting %s stay Pending, and pods that do not request it can use the devices unaccounted, two on one card. "+
-					"Check that the device plugin DaemonSet runs on this node (taints, nodeSelector, node affinity) and that the driver is loaded.",
-					c.Vendor, firstLabel(o.evidence), resourceWords(c.Resource), age, resourceWords(c.Resource)),
-			})
-		}
+		fs = append(fs, c.notAdvertised(o, opts))
 	}
 	if !c.NodeReady {
 		fs = append(fs, Finding{
@@ -589,6 +564,13 @@ func (c *Classification) judge(o *observations, res resources, labelled bool, op
 			Fix: deployPluginFix(c.Node, o.deployPlugin),
 		})
 	}
+	return append(fs, c.notices(o)...)
+}
+
+// notices are the informational findings: a GPU node no taint dedicates,
+// evidence naming several vendors.
+func (c *Classification) notices(o *observations) []Finding {
+	var fs []Finding
 	if !c.Dedicated {
 		fs = append(fs, Finding{
 			Code:     FindingNotDedicated,
@@ -606,6 +588,37 @@ func (c *Classification) judge(o *observations, res resources, labelled bool, op
 		})
 	}
 	return fs
+}
+
+// notAdvertised sets Status for a Ready, labelled node that does not
+// advertise its resource, and returns the finding: Pending within the
+// grace period after the node became Ready, ResourceMissing after it.
+func (c *Classification) notAdvertised(o *observations, opts Options) Finding {
+	since := opts.now().Sub(c.ReadySince)
+	grace := opts.gracePeriod()
+	if !c.ReadySince.IsZero() && since < grace {
+		c.Status = StatusPending
+		return Finding{
+			Code:     FindingResourcePending,
+			Severity: udrain.SeverityInfo,
+			Key:      string(c.Resource),
+			Message: fmt.Sprintf("node has %s hardware but does not advertise %s yet; it became Ready %s ago, within the %s grace period for drivers and the device plugin to start.",
+				c.Vendor, resourceWords(c.Resource), since.Round(time.Second), grace),
+		}
+	}
+	c.Status = StatusResourceMissing
+	age := "an unknown time"
+	if !c.ReadySince.IsZero() {
+		age = since.Round(time.Second).String()
+	}
+	return Finding{
+		Code:     FindingResourceMissing,
+		Severity: udrain.SeverityError,
+		Key:      string(c.Resource),
+		Message: fmt.Sprintf("node has %s hardware (%s) but allocatable has no %s, %s after it became Ready: pods requesting %s stay Pending, and pods that do not request it can use the devices unaccounted, two on one card. "+
+			"Check that the device plugin DaemonSet runs on this node (taints, nodeSelector, node affinity) and that the driver is loaded.",
+			c.Vendor, firstLabel(o.evidence), resourceWords(c.Resource), age, resourceWords(c.Resource)),
+	}
 }
 
 // dedicationTaint is the taint proposed to dedicate a GPU node: the
