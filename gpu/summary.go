@@ -114,27 +114,8 @@ func Summarize(nodes []corev1.Node, daemonSets []appsv1.DaemonSet, opts Options)
 		}
 		problem := c.Status.IsProblem() || len(c.Problems()) > 0
 
-		if len(daemonSets) > 0 && (c.Status == StatusPending || c.Status == StatusResourceMissing) {
-			if diagnoses := diagnoseNode(&nodes[i], c, daemonSets, dsVendors); len(diagnoses) > 0 {
-				s.Diagnoses = append(s.Diagnoses, diagnoses...)
-				for _, d := range culprits(diagnoses) {
-					for _, f := range d.Findings {
-						if f.IsProblem() {
-							s.Problems = append(s.Problems, Problem{Node: c.Node, DaemonSet: d.DaemonSet, Finding: f})
-							problem = true
-						}
-					}
-				}
-			} else {
-				f := Finding{
-					Code:     FindingNoDevicePlugin,
-					Severity: udrain.SeverityError,
-					Message: fmt.Sprintf("none of the %d DaemonSets given is a device plugin for %s, so nothing can advertise %s on this node; install the vendor's device plugin (or its GPU operator).",
-						len(daemonSets), c.Vendor, c.Resource),
-				}
-				s.Problems = append(s.Problems, Problem{Node: c.Node, Finding: f})
-				problem = true
-			}
+		if len(daemonSets) > 0 && (c.Status == StatusPending || c.Status == StatusResourceMissing) && s.diagnose(&nodes[i], c, daemonSets, dsVendors) {
+			problem = true
 		}
 
 		pool := &s.Pools[2]
@@ -177,6 +158,34 @@ func Summarize(nodes []corev1.Node, daemonSets []appsv1.DaemonSet, opts Options)
 		return strings.Compare(a.Product, b.Product)
 	})
 	return s
+}
+
+// diagnose adds to the summary why a GPU node does not advertise its
+// resource, from the DaemonSets given (the device plugins'), and reports
+// whether it found a problem.
+func (s *Summary) diagnose(node *corev1.Node, c Classification, daemonSets []appsv1.DaemonSet, dsVendors []Vendor) bool {
+	diagnoses := diagnoseNode(node, c, daemonSets, dsVendors)
+	if len(diagnoses) == 0 {
+		f := Finding{
+			Code:     FindingNoDevicePlugin,
+			Severity: udrain.SeverityError,
+			Message: fmt.Sprintf("none of the %d DaemonSets given is a device plugin for %s, so nothing can advertise %s on this node; install the vendor's device plugin (or its GPU operator).",
+				len(daemonSets), c.Vendor, c.Resource),
+		}
+		s.Problems = append(s.Problems, Problem{Node: c.Node, Finding: f})
+		return true
+	}
+	s.Diagnoses = append(s.Diagnoses, diagnoses...)
+	problem := false
+	for _, d := range culprits(diagnoses) {
+		for _, f := range d.Findings {
+			if f.IsProblem() {
+				s.Problems = append(s.Problems, Problem{Node: c.Node, DaemonSet: d.DaemonSet, Finding: f})
+				problem = true
+			}
+		}
+	}
+	return problem
 }
 
 // culprits picks the diagnoses whose findings explain the missing resource.
