@@ -304,6 +304,36 @@ func (s *jobStep) run(ctx context.Context, dom topology.Domain) error {
 	}
 	logger.Info("Upgrade Jobs created", "namespace", ns, "jobs", len(byName))
 
+	done, failure, err := s.await(ctx, dom, byName, logger)
+	if failure != nil {
+		return failure
+	}
+	if err != nil {
+		var left []string
+		for name, node := range byName {
+			if !done[name] {
+				left = append(left, node)
+			}
+		}
+		slices.Sort(left)
+		return waitError(parent, ctx, err, &TimeoutError{Domain: dom.Name, Pending: left, Awaited: "upgrade Job complete", Timeout: s.opts.Timeout})
+	}
+	// Clean up: the Jobs and, in the background, their pods.
+	bg := metav1.DeletePropagationBackground
+	for name := range byName {
+		if err := jobs.Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting the upgrade Job %s/%s, which succeeded: %w", ns, name, err)
+		}
+	}
+	logger.Info("Upgrade Jobs succeeded", "jobs", len(byName))
+	return nil
+}
+
+// await watches the domain's Jobs (byName: Job name to node) until all
+// succeeded (done), one failed or was deleted (failure), or ctx ends (err).
+func (s *jobStep) await(ctx context.Context, dom topology.Domain, byName map[string]string, logger klog.Logger) (done map[string]bool, failure, err error) {
+	ns := s.template.Namespace
+	jobs := s.client.BatchV1().Jobs(ns)
 	// One watch over the domain's Jobs (by StepLabel) until all succeed
 	// or one fails. The initial list delivers the Jobs that finished
 	// already.
@@ -315,9 +345,8 @@ func (s *jobStep) run(ctx context.Context, dom topology.Domain) error {
 		o.LabelSelector = sel
 		return jobs.Watch(ctx, o)
 	})
-	done := map[string]bool{}
-	var failure error
-	_, err := watchtools.UntilWithSync(ctx, lw, &batchv1.Job{}, nil, func(ev watch.Event) (bool, error) {
+	done = map[string]bool{}
+	_, err = watchtools.UntilWithSync(ctx, lw, &batchv1.Job{}, nil, func(ev watch.Event) (bool, error) {
 		j, ok := ev.Object.(*batchv1.Job)
 		if !ok {
 			return false, nil
@@ -345,28 +374,7 @@ func (s *jobStep) run(ctx context.Context, dom topology.Domain) error {
 		}
 		return len(done) == len(byName), nil
 	})
-	if failure != nil {
-		return failure
-	}
-	if err != nil {
-		var left []string
-		for name, node := range byName {
-			if !done[name] {
-				left = append(left, node)
-			}
-		}
-		slices.Sort(left)
-		return waitError(parent, ctx, err, &TimeoutError{Domain: dom.Name, Pending: left, Awaited: "upgrade Job complete", Timeout: s.opts.Timeout})
-	}
-	// Clean up: the Jobs and, in the background, their pods.
-	bg := metav1.DeletePropagationBackground
-	for name := range byName {
-		if err := jobs.Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("deleting the upgrade Job %s/%s, which succeeded: %w", ns, name, err)
-		}
-	}
-	logger.Info("Upgrade Jobs succeeded", "jobs", len(byName))
-	return nil
+	return done, failure, err
 }
 
 // ensure creates want, or finds the Job of that name a run before made:
