@@ -42,20 +42,7 @@ func (c *Controller) campaign(ctx context.Context, lock resourcelock.Interface) 
 	electionCtx, cancelElection := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelElection()
 
-	var (
-		mu       sync.Mutex
-		stopping bool
-		termDone chan struct{} // closed when the term's workers have stopped; nil before a term
-	)
-	stopTerm := func() {
-		mu.Lock()
-		stopping = true
-		done := termDone
-		mu.Unlock()
-		if done != nil {
-			<-done
-		}
-	}
+	t := &terms{}
 	onNewLeader := func(identity string) {
 		if identity != le.Identity {
 			logger.Info("Another replica leads", "leader", identity)
@@ -73,23 +60,10 @@ func (c *Controller) campaign(ctx context.Context, lock resourcelock.Interface) 
 		ReleaseOnCancel: true,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(leadCtx context.Context) {
-				mu.Lock()
-				if stopping {
-					mu.Unlock()
-					return
-				}
-				done := make(chan struct{})
-				termDone = done
-				mu.Unlock()
-				defer close(done)
-
-				// The term ends when the Lease is lost or ctx is done.
-				termCtx, cancelTerm := context.WithCancel(leadCtx)
-				defer cancelTerm()
-				stop := context.AfterFunc(ctx, cancelTerm)
-				defer stop()
-				logger.Info("Leading: this replica writes the conditions")
-				c.runTerm(termCtx)
+				t.lead(ctx, leadCtx, func(termCtx context.Context) {
+					logger.Info("Leading: this replica writes the conditions")
+					c.runTerm(termCtx)
+				})
 			},
 			OnStoppedLeading: func() {},
 			OnNewLeader:      onNewLeader,
@@ -101,16 +75,57 @@ func (c *Controller) campaign(ctx context.Context, lock resourcelock.Interface) 
 	}
 
 	stopWatching := context.AfterFunc(ctx, func() {
-		stopTerm()
+		t.stop()
 		cancelElection()
 	})
 	defer stopWatching()
 	elector.Run(electionCtx)
 	// The Lease is lost (or released): make sure no worker writes any more
 	// before campaigning again.
-	stopTerm()
+	t.stop()
 	if ctx.Err() == nil {
 		logger.Info("Lost the Lease; campaigning again")
 	}
 	return nil
+}
+
+// terms are the leadership terms of one campaign: a term runs its workers
+// until the Lease is lost or the campaign's context is done; once stopped,
+// no term starts.
+type terms struct {
+	mu       sync.Mutex
+	stopping bool
+	done     chan struct{} // closed when the term's workers have stopped; nil before a term
+}
+
+// lead runs a term's work on a context that ends with leadCtx (the Lease
+// is lost) or ctx (the campaign ends), unless the terms are stopped.
+func (t *terms) lead(ctx, leadCtx context.Context, work func(context.Context)) {
+	t.mu.Lock()
+	if t.stopping {
+		t.mu.Unlock()
+		return
+	}
+	done := make(chan struct{})
+	t.done = done
+	t.mu.Unlock()
+	defer close(done)
+
+	termCtx, cancelTerm := context.WithCancel(leadCtx)
+	defer cancelTerm()
+	stop := context.AfterFunc(ctx, cancelTerm)
+	defer stop()
+	work(termCtx)
+}
+
+// stop keeps any new term from starting and waits until the running one's
+// workers have stopped.
+func (t *terms) stop() {
+	t.mu.Lock()
+	t.stopping = true
+	done := t.done
+	t.mu.Unlock()
+	if done != nil {
+		<-done
+	}
 }
