@@ -1,0 +1,491 @@
+package eviction
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	resourcehelper "k8s.io/component-helpers/resource"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+
+	"github.com/udrain/udrain/topology"
+)
+
+// The simulation of where evicted groups go, the rollout's destination
+// plan: its domains (in the states the rollout will put them in), nodes
+// with their free resources, and groups.
+
+// simState is a domain's state in the simulation.
+type simState int
+
+const (
+	// simOther: a domain outside the rollout.
+	simOther simState = iota
+	simPending
+	simDraining
+	simUpgraded
+)
+
+type simDomain struct {
+	name  string
+	state simState
+	nodes []*simNode
+}
+
+type simNode struct {
+	node   *corev1.Node
+	domain *simDomain
+	// free is allocatable less requests, in milli-units; countPods says
+	// the node advertises a pod count (under corev1.ResourcePods).
+	free      map[corev1.ResourceName]int64
+	countPods bool
+	// closed: cordoned by someone else than udrain.
+	closed bool
+	pods   []*corev1.Pod
+}
+
+// simGroup is a group's evicted pods; why says why it waits for its own
+// domain, once known.
+type simGroup struct {
+	id   topology.GroupID
+	pods []*corev1.Pod
+	why  string
+}
+
+type destSim struct {
+	in      destinationInput
+	domains map[string]*simDomain
+	// candidates are the domains in the order they are tried.
+	candidates []*simDomain
+	nodeOf     map[*corev1.Pod]*simNode
+	byRef      map[PodRef]*corev1.Pod
+	requests   map[*corev1.Pod]map[corev1.ResourceName]int64
+	static     map[podNode]bool
+	affinity   map[*corev1.Pod]nodeaffinity.RequiredNodeAffinity
+	anti       map[*corev1.Pod][]antiTerm
+}
+
+type podNode struct {
+	p *corev1.Pod
+	n *simNode
+}
+
+type antiTerm struct {
+	owner      *corev1.Pod
+	namespaces []string
+	allNS      bool
+	selector   labels.Selector
+}
+
+func newDestSim(in destinationInput) *destSim {
+	s := &destSim{in: in, domains: map[string]*simDomain{}, nodeOf: map[*corev1.Pod]*simNode{}, byRef: map[PodRef]*corev1.Pod{},
+		requests: map[*corev1.Pod]map[corev1.ResourceName]int64{}, static: map[podNode]bool{}, affinity: map[*corev1.Pod]nodeaffinity.RequiredNodeAffinity{}, anti: map[*corev1.Pod][]antiTerm{}}
+	inOrder := map[string]bool{}
+	for _, name := range in.order {
+		inOrder[name] = true
+	}
+	byName := map[string]*simNode{}
+	for _, dom := range in.layout.Domains {
+		d := &simDomain{name: dom.Name, state: simOther}
+		switch {
+		case inOrder[dom.Name] && in.upgraded[dom.Name]:
+			d.state = simUpgraded
+		case inOrder[dom.Name]:
+			d.state = simPending
+		}
+		s.domains[dom.Name] = d
+		for _, n := range dom.Nodes {
+			byName[n] = &simNode{domain: d}
+		}
+	}
+	for i := range in.nodes {
+		n := &in.nodes[i]
+		sn := byName[n.Name]
+		if sn == nil {
+			continue
+		}
+		sn.node = n
+		sn.closed = n.Spec.Unschedulable && n.Annotations[CordonedByAnnotation] == ""
+		sn.free = map[corev1.ResourceName]int64{}
+		for r, q := range n.Status.Allocatable {
+			sn.free[r] = q.MilliValue()
+		}
+		_, sn.countPods = n.Status.Allocatable[corev1.ResourcePods]
+	}
+	for _, dom := range in.layout.Domains {
+		d := s.domains[dom.Name]
+		for _, n := range dom.Nodes {
+			if sn := byName[n]; sn.node != nil {
+				d.nodes = append(d.nodes, sn)
+			}
+		}
+	}
+	for _, name := range in.order {
+		s.candidates = append(s.candidates, s.domains[name])
+	}
+	for _, dom := range in.layout.Domains {
+		if !inOrder[dom.Name] {
+			s.candidates = append(s.candidates, s.domains[dom.Name])
+		}
+	}
+	for _, p := range in.pods {
+		s.byRef[PodRef{Namespace: p.Namespace, Name: p.Name, UID: p.UID}] = p
+		sn := byName[p.Spec.NodeName]
+		if sn == nil || sn.node == nil || p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		s.add(p, sn)
+	}
+	return s
+}
+
+func (s *destSim) podOf(ref PodRef) *corev1.Pod {
+	return s.byRef[PodRef{Namespace: ref.Namespace, Name: ref.Name, UID: ref.UID}]
+}
+
+// groupsOf returns the groups of plan with their evicted pods, in the
+// plan's order of groups.
+func (s *destSim) groupsOf(plan *Plan) []*simGroup {
+	byID := map[topology.GroupID]*simGroup{}
+	var out []*simGroup
+	for _, ag := range plan.Groups {
+		g := &simGroup{id: ag.ID}
+		byID[ag.ID] = g
+		out = append(out, g)
+	}
+	for _, p := range plan.Pods() {
+		if p.Group == nil || byID[*p.Group] == nil {
+			continue
+		}
+		if pod := s.podOf(p.PodRef); pod != nil {
+			byID[*p.Group].pods = append(byID[*p.Group].pods, pod)
+		}
+	}
+	return slices.DeleteFunc(out, func(g *simGroup) bool { return len(g.pods) == 0 })
+}
+
+func (s *destSim) requestsOf(p *corev1.Pod) map[corev1.ResourceName]int64 {
+	if r, ok := s.requests[p]; ok {
+		return r
+	}
+	r := map[corev1.ResourceName]int64{}
+	for name, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
+		if v := q.MilliValue(); v > 0 {
+			r[name] = v
+		}
+	}
+	s.requests[p] = r
+	return r
+}
+
+func (s *destSim) add(p *corev1.Pod, n *simNode) {
+	for r, v := range s.requestsOf(p) {
+		n.free[r] -= v
+	}
+	if n.countPods {
+		n.free[corev1.ResourcePods] -= 1000
+	}
+	n.pods = append(n.pods, p)
+	s.nodeOf[p] = n
+}
+
+func (s *destSim) remove(p *corev1.Pod) {
+	n := s.nodeOf[p]
+	if n == nil {
+		return
+	}
+	for r, v := range s.requestsOf(p) {
+		n.free[r] += v
+	}
+	if n.countPods {
+		n.free[corev1.ResourcePods] += 1000
+	}
+	n.pods = slices.DeleteFunc(n.pods, func(q *corev1.Pod) bool { return q == p })
+	delete(s.nodeOf, p)
+}
+
+// destination finds where group g, evicted from domain from, goes, and
+// places it there; for DestinationOwnDomain it only records why in g.
+func (s *destSim) destination(g *simGroup, from string) (GroupDestination, string) {
+	dest := GroupDestination{Group: g.id, From: from}
+	var upgraded, pending *simDomain
+	firstFit := func(state ...simState) *simDomain {
+		for _, d := range s.candidates {
+			if slices.Contains(state, d.state) && s.place(g, d, false) == nil {
+				return d
+			}
+		}
+		return nil
+	}
+	if s.in.steering != SteerOff {
+		upgraded = firstFit(simUpgraded, simOther)
+	}
+	if upgraded == nil || s.in.steering == SteerOff {
+		pending = firstFit(simPending)
+	}
+	if s.in.steering == SteerOff && pending == nil {
+		upgraded = firstFit(simUpgraded, simOther)
+	}
+	switch {
+	case pending != nil && s.in.steering != SteerStrict:
+		dest.To, dest.Kind, dest.Room = pending.name, DestinationDisruptedAgain, s.room(g, pending)
+		dest.Message = fmt.Sprintf("only to a domain not upgraded yet (%s): it will be disrupted again when %s drains", pending.name, pending.name)
+		if s.in.steering == SteerOff {
+			dest.Message = fmt.Sprintf("to a domain not upgraded yet (%s), since steering is Off and nothing keeps it off there: it will be disrupted again when %s drains", pending.name, pending.name)
+		}
+		s.place(g, pending, true)
+	case upgraded != nil:
+		dest.To, dest.Kind, dest.Room = upgraded.name, DestinationUpgraded, s.room(g, upgraded)
+		what := "upgraded domain " + upgraded.name
+		if upgraded.state == simOther {
+			what = "domain " + upgraded.name + ", outside this rollout"
+		}
+		room := fmt.Sprint(dest.Room)
+		if dest.Room == maxRoomCounted {
+			room += " or more"
+		}
+		dest.Message = fmt.Sprintf("to %s (room for %s group%s)", what, room, plural(dest.Room))
+		s.place(g, upgraded, true)
+	default:
+		dest.To, dest.Kind = from, DestinationOwnDomain
+		g.why = "no other domain has room"
+		if s.in.steering == SteerStrict {
+			if p := firstFit(simPending); p != nil {
+				g.why = fmt.Sprintf("no upgraded domain has room, and Strict steering keeps it off %s (not upgraded yet)", p.name)
+			}
+		}
+	}
+	return dest, dest.To
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// room counts how many groups like g fit in d now, g included.
+func (s *destSim) room(g *simGroup, d *simDomain) int {
+	if s.repels(g) {
+		return 1
+	}
+	free := map[*simNode]map[corev1.ResourceName]int64{}
+	count := 0
+	for count < maxRoomCounted && s.fitInto(g, d, free) == nil {
+		count++
+	}
+	return count
+}
+
+func cloneFree(m map[corev1.ResourceName]int64) map[corev1.ResourceName]int64 {
+	out := make(map[corev1.ResourceName]int64, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// place fits g's pods into d, first fit, and returns the first pod that
+// finds no node (nil: all fit; with commit they are placed).
+func (s *destSim) place(g *simGroup, d *simDomain, commit bool) *corev1.Pod {
+	// The cheap test only when looking: a group placed back home names
+	// the pod that does not fit.
+	if !commit && !s.roomy(g, d) || s.blocked(g, d) {
+		return g.pods[0]
+	}
+	free := map[*simNode]map[corev1.ResourceName]int64{}
+	at := map[*corev1.Pod]*simNode{}
+	for _, p := range g.pods {
+		n := s.fitPod(p, d, free)
+		if n == nil {
+			return p
+		}
+		at[p] = n
+	}
+	if commit {
+		for _, p := range g.pods {
+			s.add(p, at[p])
+		}
+	}
+	return nil
+}
+
+// roomy reports whether d's nodes together have the room g's pods
+// request: a cheap test before the node-by-node fit.
+func (s *destSim) roomy(g *simGroup, d *simDomain) bool {
+	need := map[corev1.ResourceName]int64{}
+	for _, p := range g.pods {
+		for r, v := range s.requestsOf(p) {
+			need[r] += v
+		}
+	}
+	for r, v := range need {
+		var have int64
+		for _, n := range d.nodes {
+			have += max(n.free[r], 0)
+		}
+		if have < v {
+			return false
+		}
+	}
+	return true
+}
+
+// fitInto fits g's pods into d's free (changing it); the first pod that
+// fits no node is returned.
+func (s *destSim) fitInto(g *simGroup, d *simDomain, free map[*simNode]map[corev1.ResourceName]int64) *corev1.Pod {
+	for _, p := range g.pods {
+		if s.fitPod(p, d, free) == nil {
+			return p
+		}
+	}
+	return nil
+}
+
+// fitPod takes p's requests from the first node of d where it fits;
+// free holds the nodes' room where it differs from theirs (a copy made
+// on the first change).
+func (s *destSim) fitPod(p *corev1.Pod, d *simDomain, free map[*simNode]map[corev1.ResourceName]int64) *simNode {
+	req := s.requestsOf(p)
+	for _, n := range d.nodes {
+		if !s.allows(n, p) {
+			continue
+		}
+		f, changed := free[n]
+		if !changed {
+			f = n.free
+		}
+		fits := !n.countPods || f[corev1.ResourcePods] >= 1000
+		for r, v := range req {
+			fits = fits && f[r] >= v
+		}
+		if !fits {
+			continue
+		}
+		if !changed {
+			f = cloneFree(n.free)
+			free[n] = f
+		}
+		for r, v := range req {
+			f[r] -= v
+		}
+		if n.countPods {
+			f[corev1.ResourcePods] -= 1000
+		}
+		return n
+	}
+	return nil
+}
+
+// allows reports whether node n takes pod p at all: not cordoned by
+// someone else, no taint p does not tolerate, p's required node affinity.
+func (s *destSim) allows(n *simNode, p *corev1.Pod) bool {
+	key := podNode{p, n}
+	if ok, seen := s.static[key]; seen {
+		return ok
+	}
+	ok := !n.closed
+	if ok {
+		aff, seen := s.affinity[p]
+		if !seen {
+			aff = nodeaffinity.GetRequiredNodeAffinity(p)
+			s.affinity[p] = aff
+		}
+		ok = mayRunOn(n.node, p, &aff)
+	}
+	s.static[key] = ok
+	return ok
+}
+
+// mayRunOn reports whether node may take pod p once the rollout is done
+// with it: p tolerates its taints but the cordon's, udrain's own and
+// PreferNoSchedule ones, and matches its required node affinity and node
+// selector (aff, if given, is p's, made once by the caller).
+func mayRunOn(node *corev1.Node, p *corev1.Pod, aff *nodeaffinity.RequiredNodeAffinity) bool {
+	for i := range node.Spec.Taints {
+		t := &node.Spec.Taints[i]
+		if t.Key == PendingUpgradeTaint || t.Key == corev1.TaintNodeUnschedulable || t.Effect == corev1.TaintEffectPreferNoSchedule {
+			continue
+		}
+		if !corev1helpers.TolerationsTolerateTaint(logr.Discard(), p.Spec.Tolerations, t, false) {
+			return false
+		}
+	}
+	if aff == nil {
+		a := nodeaffinity.GetRequiredNodeAffinity(p)
+		aff = &a
+	}
+	ok, _ := aff.Match(node)
+	return ok
+}
+
+// antiTerms are p's required anti-affinity terms on the domain label.
+func (s *destSim) antiTerms(p *corev1.Pod) []antiTerm {
+	if ts, ok := s.anti[p]; ok {
+		return ts
+	}
+	var out []antiTerm
+	if a := p.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
+		for _, t := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+			if t.TopologyKey != s.in.layout.LabelKey || t.LabelSelector == nil {
+				continue
+			}
+			sel, err := metav1.LabelSelectorAsSelector(t.LabelSelector)
+			if err != nil {
+				continue
+			}
+			at := antiTerm{owner: p, namespaces: t.Namespaces, allNS: t.NamespaceSelector != nil, selector: sel}
+			if len(at.namespaces) == 0 && !at.allNS {
+				at.namespaces = []string{p.Namespace}
+			}
+			out = append(out, at)
+		}
+	}
+	s.anti[p] = out
+	return out
+}
+
+func (t antiTerm) matches(p *corev1.Pod) bool {
+	return (t.allNS || slices.Contains(t.namespaces, p.Namespace)) && t.selector.Matches(labels.Set(p.Labels))
+}
+
+// repels reports whether g's pods repel other pods on the domain label.
+func (s *destSim) repels(g *simGroup) bool {
+	for _, p := range g.pods {
+		if len(s.antiTerms(p)) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// blocked reports whether required anti-affinity on the domain label
+// keeps g out of d: a pod of g repels a pod in d, or the other way round.
+func (s *destSim) blocked(g *simGroup, d *simDomain) bool {
+	for _, n := range d.nodes {
+		for _, q := range n.pods {
+			if slices.Contains(g.pods, q) {
+				continue
+			}
+			qTerms := s.antiTerms(q)
+			for _, p := range g.pods {
+				for _, t := range s.antiTerms(p) {
+					if t.matches(q) {
+						return true
+					}
+				}
+				for _, t := range qTerms {
+					if t.matches(p) {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,174 @@
+package eviction
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// evictOne evicts one pod, waiting out budgets and retrying transient
+// errors, and says how it ended: accepted, gone, or waited (terminating).
+func (ex *execution) evictOne(ctx context.Context, phase Phase, p PlannedPod) (outcomeKind, error) {
+	if p.Terminating {
+		return outcomeWaited, nil
+	}
+	if ex.v.gone(p.PodRef) {
+		return outcomeGone, nil
+	}
+	h := &ex.d.s.helper
+	usingEviction := !h.DisableEviction
+	if h.OnPodDeletionOrEvictionStarted != nil {
+		h.OnPodDeletionOrEvictionStarted(ex.kubectlPod(p), usingEviction)
+	}
+	ex.emit(podEvent(EventEvicting, phase, p.PodRef))
+	pe := &podEviction{ex: ex, phase: phase, p: p, backoff: ex.d.s.Backoff, evict: ex.evictor()}
+	kind, err := pe.run(ctx)
+	if h.OnPodDeletionOrEvictionFinished != nil {
+		h.OnPodDeletionOrEvictionFinished(ex.kubectlPod(p), usingEviction, err)
+	}
+	return kind, err
+}
+
+// podEviction is the eviction of one pod, tried until the API accepts it,
+// the pod is gone, or a refusal that waiting does not end stops it.
+type podEviction struct {
+	ex      *execution
+	phase   Phase
+	p       PlannedPod
+	backoff wait.Backoff
+	evict   Evictor
+	// blocked is the budget refusing the eviction, while one does.
+	blocked *BlockInfo
+	// admissionRefusals and unanswered count the refusals by an
+	// admission webhook, and the evictions the server left unanswered in a
+	// row.
+	admissionRefusals, unanswered int
+}
+
+func (pe *podEviction) run(ctx context.Context) (outcomeKind, error) {
+	ex, p, phase := pe.ex, pe.p, pe.phase
+	for {
+		// Never start an eviction after a cancel: a stopped drain must
+		// stop evicting, whatever the transport does with the context.
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		err, stop := pe.attempt(ctx)
+		if stop != nil {
+			return 0, stop
+		}
+		kind := classifyEvictionError(err)
+		if kind == outcomeConflict {
+			kind = ex.resolveConflict(ctx, p)
+		}
+		switch kind {
+		case outcomeAccepted, outcomeGone:
+			pe.done(kind)
+			return kind, nil
+		case outcomeMultiPDB:
+			return 0, pe.fail(RequestError, &MultiplePDBsError{Pod: p.PodRef, PDBs: p.PDBs})
+		case outcomeFatal:
+			return 0, pe.fail(RequestError, &EvictionError{Pod: p.PodRef, Err: err})
+		case outcomeAdmission:
+			if err := pe.refusedByAdmission(ctx, err); err != nil {
+				return 0, err
+			}
+		case outcomeBlocked:
+			pe.blocked = ex.block(p, phase, err)
+			if !ex.waitForBudget(ctx, p, phase, pe.blocked, &pe.backoff) {
+				return 0, ctx.Err()
+			}
+		default: // transient
+			delay := pe.backoff.Step()
+			ex.log.V(2).Info("Eviction failed; retrying", "pod", p.PodRef, "err", err, "delay", delay)
+			ev := podEvent(EventRetrying, phase, p.PodRef)
+			ev.Err, ev.Request, ev.Message = err, RequestError, fmt.Sprintf("evicting: %v; retrying in %s", err, delay.Round(time.Millisecond))
+			ex.emit(ev)
+			if !sleep(ctx, ex.d.s, delay) {
+				return 0, ctx.Err()
+			}
+		}
+	}
+}
+
+// attempt sends the eviction once and returns the API's answer, or the
+// error that stops the pod's eviction: a cancel, or the server leaving
+// unansweredWrites evictions in a row unanswered.
+func (pe *podEviction) attempt(ctx context.Context) (answer, stop error) {
+	ex, p := pe.ex, pe.p
+	timedOut, err := ex.d.s.write(ctx, func(ctx context.Context) error { return pe.evict.Evict(ctx, p, ex.deleteOptions(p, false)) })
+	if err != nil && ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	switch {
+	case !timedOut:
+		pe.unanswered = 0
+	case pe.unanswered+1 >= unansweredWrites:
+		return nil, pe.fail(RequestError, ex.d.unanswered("the eviction of "+p.PodRef.String(), pe.unanswered+1, err))
+	default:
+		pe.unanswered++
+	}
+	return err, nil
+}
+
+// done reports the pod evicted (accepted) or gone.
+func (pe *podEviction) done(kind outcomeKind) {
+	ex, p, phase := pe.ex, pe.p, pe.phase
+	if pe.blocked != nil {
+		ex.unblock(p, pe.blocked, phase)
+	}
+	if kind == outcomeAccepted {
+		ex.log.V(2).Info("Evicted", "pod", p.PodRef, "phase", int(phase))
+		ev := podEvent(EventEvicted, phase, p.PodRef)
+		ev.Request = RequestEvicted
+		ex.emit(ev)
+		return
+	}
+	ev := podEvent(EventGone, phase, p.PodRef)
+	ev.Request, ev.Message = RequestGone, "gone before eviction"
+	ex.emit(ev)
+}
+
+// fail reports the pod's eviction failed for err, and returns err.
+func (pe *podEviction) fail(req RequestResult, err error) error {
+	pe.ex.failed(pe.phase, pe.p, req, err)
+	return err
+}
+
+// refusedByAdmission waits to try again after an admission webhook
+// refused the eviction, or returns the *AdmissionError that stops it after
+// admissionAttempts refusals (or the context's error).
+func (pe *podEviction) refusedByAdmission(ctx context.Context, err error) error {
+	ex, p, phase := pe.ex, pe.p, pe.phase
+	pe.admissionRefusals++
+	msg := apiMessage(err)
+	_, denied := webhookDenial(msg)
+	if pe.admissionRefusals >= admissionAttempts {
+		err := &AdmissionError{Pod: p.PodRef, Webhook: webhookName(msg), Message: msg, Denied: denied, Attempts: pe.admissionRefusals, Err: err}
+		ex.log.Info("Eviction refused by an admission webhook; stopping the domain", "pod", p.PodRef, "webhook", err.Webhook, "attempts", pe.admissionRefusals, "message", msg)
+		return pe.fail(RequestWebhookRefused, err)
+	}
+	delay := pe.backoff.Step()
+	ex.log.V(2).Info("Eviction refused by an admission webhook; retrying", "pod", p.PodRef, "attempt", pe.admissionRefusals, "err", err, "delay", delay)
+	ev := podEvent(EventRetrying, phase, p.PodRef)
+	ev.Err, ev.Request, ev.Message = err, RequestWebhookRefused, fmt.Sprintf("refused by admission (attempt %d of %d): %s; retrying in %s", pe.admissionRefusals, admissionAttempts, msg, delay.Round(time.Millisecond))
+	ex.emit(ev)
+	if !sleep(ctx, ex.d.s, delay) {
+		return ctx.Err()
+	}
+	return nil
+}
+
+// resolveConflict decides a 409: the UID precondition failed because the
+// pod was replaced (gone), or something else conflicted (retry).
+func (ex *execution) resolveConflict(ctx context.Context, p PlannedPod) outcomeKind {
+	cur, err := ex.d.client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) || (err == nil && cur.UID != p.UID) {
+		return outcomeGone
+	}
+	return outcomeTransient
+}
