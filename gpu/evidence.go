@@ -1,5 +1,7 @@
 package gpu
 
+import "github.com/udrain/udrain"
+
 // Tier says how much a piece of evidence proves. The three tiers are
 // independent: comparing them is what finds a broken node.
 type Tier string
@@ -51,4 +53,115 @@ type Evidence struct {
 	Value string `json:"value"`
 	// Vendor is the vendor the evidence points to, when it points to one.
 	Vendor Vendor `json:"vendor,omitempty"`
+}
+
+func severityRank(s udrain.Severity) int {
+	switch s {
+	case udrain.SeverityError:
+		return 2
+	case udrain.SeverityWarning:
+		return 1
+	}
+	return 0
+}
+
+func tierRank(t Tier) int {
+	switch t {
+	case TierHardware:
+		return 0
+	case TierResource:
+		return 1
+	}
+	return 2
+}
+
+// chooseVendor picks the vendor with the most votes in the first tier that
+// names one: an allocatable resource is the strongest word (it is what the
+// scheduler acts on), then hardware labels, then descriptive ones, then a
+// resource with capacity but nothing allocatable (a device plugin registered
+// devices once). Labels that name no known vendor (a cloud label for another
+// maker) still make the node a GPU node, of VendorUnknown. It returns ""
+// for a node without any evidence.
+func chooseVendor(ev []Evidence, res resources) Vendor {
+	var t tally
+	for _, a := range res.amounts {
+		if a.Allocatable > 0 {
+			t.add(a.Vendor)
+		}
+	}
+	if v := t.winner(); v != "" {
+		return v
+	}
+	for _, tier := range [...]Tier{TierHardware, TierDescriptive} {
+		any := false
+		for _, e := range ev {
+			if e.Tier != tier {
+				continue
+			}
+			any = true
+			if e.Vendor != "" && e.Vendor != VendorUnknown {
+				t.add(e.Vendor)
+			}
+		}
+		if v := t.winner(); v != "" {
+			return v
+		}
+		if any {
+			return VendorUnknown
+		}
+	}
+	for _, a := range res.amounts {
+		t.add(a.Vendor)
+	}
+	return t.winner()
+}
+
+// tally counts votes for vendors, including vendors named only in
+// Options.ExtraResources. The array holds as many vendors as there are
+// built-in ones, so a tally stays on the stack; more spill into a slice.
+type tally struct {
+	fixed [len(vendorOrder)]vote
+	n     int
+	more  []vote
+}
+
+type vote struct {
+	v Vendor
+	n int
+}
+
+func (t *tally) add(v Vendor) {
+	for i := range t.n {
+		if t.fixed[i].v == v {
+			t.fixed[i].n++
+			return
+		}
+	}
+	for i := range t.more {
+		if t.more[i].v == v {
+			t.more[i].n++
+			return
+		}
+	}
+	if t.n < len(t.fixed) {
+		t.fixed[t.n] = vote{v, 1}
+		t.n++
+		return
+	}
+	t.more = append(t.more, vote{v, 1})
+}
+
+// winner returns the vendor with the most votes; ties go to the first in
+// vendorOrder, then to the smallest name. It returns "" without votes.
+func (t *tally) winner() Vendor {
+	var best Vendor
+	n := 0
+	for _, votes := range [2][]vote{t.fixed[:t.n], t.more} {
+		for _, c := range votes {
+			if c.n > n || c.n == n && (vendorRank(c.v) < vendorRank(best) || vendorRank(c.v) == vendorRank(best) && c.v < best) {
+				best, n = c.v, c.n
+			}
+		}
+	}
+	return best
 }
