@@ -1,16 +1,10 @@
 package bootstrap
 
 import (
-	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
-	"os"
-	"strings"
-	"syscall"
+
+	"github.com/udrain/udrain/internal/netclass"
 )
 
 // FailureClass names why one attempt to reach the server failed. The classes
@@ -22,30 +16,30 @@ type FailureClass string
 const (
 	// ClassNone is the class of an attempt that succeeded, or of a WaitError
 	// whose wait ended before any attempt completed.
-	ClassNone FailureClass = ""
+	ClassNone = FailureClass(netclass.None)
 	// ClassDNSNotFound: the name does not exist ("no such host", glibc's
 	// "Name or service not known"). In a cluster this is usually a Service
 	// that does not exist yet, or a wrong name or namespace.
-	ClassDNSNotFound FailureClass = "DNSNotFound"
+	ClassDNSNotFound = FailureClass(netclass.DNSNotFound)
 	// ClassDNSTemporary: the resolver did not give an answer (timeout,
 	// SERVFAIL, "Temporary failure in name resolution").
-	ClassDNSTemporary FailureClass = "DNSTemporary"
+	ClassDNSTemporary = FailureClass(netclass.DNSTemporary)
 	// ClassConnectionRefused: the address exists but nothing listens on the
 	// port, or the Service has no ready endpoints.
-	ClassConnectionRefused FailureClass = "ConnectionRefused"
+	ClassConnectionRefused = FailureClass(netclass.ConnectionRefused)
 	// ClassTimeout: the attempt did not finish within the per-attempt timeout
 	// (or before the overall deadline).
-	ClassTimeout FailureClass = "Timeout"
+	ClassTimeout = FailureClass(netclass.Timeout)
 	// ClassTLSUnknownAuthority: the server's certificate is not signed by a
 	// trusted CA.
-	ClassTLSUnknownAuthority FailureClass = "TLSUnknownAuthority"
+	ClassTLSUnknownAuthority = FailureClass(netclass.TLSUnknownAuthority)
 	// ClassTLSNameMismatch: the server's certificate is not valid for the name
 	// the client expects.
-	ClassTLSNameMismatch FailureClass = "TLSNameMismatch"
+	ClassTLSNameMismatch = FailureClass(netclass.TLSNameMismatch)
 	// ClassTLSHandshake: any other TLS failure: a plain-HTTP server behind an
 	// https:// URL, a rejected or missing client certificate, an expired
 	// certificate.
-	ClassTLSHandshake FailureClass = "TLSHandshake"
+	ClassTLSHandshake = FailureClass(netclass.TLSHandshake)
 	// ClassHTTPStatus: the server answered with a status code that does not
 	// count as ready (the code is in WaitError.StatusCode and
 	// Attempt.StatusCode).
@@ -55,7 +49,7 @@ const (
 	ClassUnexpectedBody FailureClass = "UnexpectedBody"
 	// ClassOther: anything else (connection reset, no route to host, a
 	// malformed response).
-	ClassOther FailureClass = "Other"
+	ClassOther = FailureClass(netclass.Other)
 )
 
 // Hint says, in one sentence, what a class usually means and what to check.
@@ -110,7 +104,9 @@ func (e *bodyError) Unwrap() error { return e.err }
 // caller got from its own net or net/http calls. A nil error is ClassNone.
 //
 // A DNS lookup that times out is ClassDNSTemporary rather than ClassTimeout:
-// the resolver, not the server, is what did not answer.
+// the resolver, not the server, is what did not answer. The network
+// failures are classified as package readiness classifies a member's (one
+// set of rules, internal/netclass).
 func Classify(err error) FailureClass {
 	if err == nil {
 		return ClassNone
@@ -121,65 +117,5 @@ func Classify(err error) FailureClass {
 	if _, ok := errors.AsType[*bodyError](err); ok {
 		return ClassUnexpectedBody
 	}
-	// TLS verification errors first: they carry no DNS or errno cause.
-	if _, ok := errors.AsType[x509.UnknownAuthorityError](err); ok {
-		return ClassTLSUnknownAuthority
-	}
-	if _, ok := errors.AsType[x509.HostnameError](err); ok {
-		return ClassTLSNameMismatch
-	}
-	if dnsErr, ok := errors.AsType[*net.DNSError](err); ok {
-		if dnsErr.IsNotFound {
-			return ClassDNSNotFound
-		}
-		return ClassDNSTemporary
-	}
-	if errors.Is(err, syscall.ECONNREFUSED) {
-		return ClassConnectionRefused
-	}
-	if isTLSFailure(err) {
-		return ClassTLSHandshake
-	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
-		return ClassTimeout
-	}
-	if netErr, ok := errors.AsType[net.Error](err); ok && netErr.Timeout() {
-		return ClassTimeout
-	}
-	// crypto/tls reports some handshake failures as plain errors whose text
-	// starts with "tls: ", e.g. an alert from the server read after a TLS 1.3
-	// handshake ("remote error: tls: certificate required").
-	if strings.HasPrefix(innermost(err).Error(), "tls: ") {
-		return ClassTLSHandshake
-	}
-	return ClassOther
-}
-
-// isTLSFailure reports the typed TLS failures other than the two
-// verification errors Classify names on their own.
-func isTLSFailure(err error) bool {
-	if _, ok := errors.AsType[x509.CertificateInvalidError](err); ok {
-		return true
-	}
-	if _, ok := errors.AsType[*tls.CertificateVerificationError](err); ok {
-		return true
-	}
-	if _, ok := errors.AsType[tls.RecordHeaderError](err); ok {
-		return true
-	}
-	if _, ok := errors.AsType[tls.AlertError](err); ok {
-		return true
-	}
-	return errors.Is(err, http.ErrSchemeMismatch)
-}
-
-// innermost follows a single-error Unwrap chain to its end.
-func innermost(err error) error {
-	for {
-		next := errors.Unwrap(err)
-		if next == nil {
-			return err
-		}
-		err = next
-	}
+	return FailureClass(netclass.Of(err))
 }

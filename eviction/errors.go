@@ -9,11 +9,11 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"syscall"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/udrain/udrain/internal/netclass"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -371,7 +371,7 @@ func ServerProblemOf(err error) (ServerProblem, int) {
 		urlErr *url.Error
 	)
 	switch {
-	case errors.Is(err, syscall.ECONNREFUSED):
+	case netclass.Of(err) == netclass.ConnectionRefused:
 		return ServerRefused, 0
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
 		return ServerNoAnswer, 0

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/udrain/udrain"
-	"github.com/udrain/udrain/bootstrap"
+	"github.com/udrain/udrain/internal/netclass"
 )
 
 // Reason is the class of a failed check in words that are safe to show to
@@ -63,16 +63,16 @@ func ReasonOf(err error) Reason {
 	}
 	// The network failures are classified as bootstrap classifies a
 	// server's: one set of rules for DNS, refused, TLS and timeouts.
-	switch bootstrap.Classify(err) {
-	case bootstrap.ClassDNSNotFound:
+	switch c := netclass.Of(err); {
+	case c == netclass.DNSNotFound:
 		return ReasonDNSNotFound
-	case bootstrap.ClassDNSTemporary:
+	case c == netclass.DNSTemporary:
 		return ReasonDNS
-	case bootstrap.ClassConnectionRefused:
+	case c == netclass.ConnectionRefused:
 		return ReasonRefused
-	case bootstrap.ClassTLSUnknownAuthority, bootstrap.ClassTLSNameMismatch, bootstrap.ClassTLSHandshake:
+	case c.IsTLS():
 		return ReasonTLS
-	case bootstrap.ClassTimeout:
+	case c == netclass.Timeout:
 		return ReasonTimeout
 	default:
 		return ReasonOther

@@ -3,10 +3,9 @@ package readiness
 import (
 	"errors"
 	"fmt"
-	"net"
-	"syscall"
 
 	"github.com/udrain/udrain"
+	"github.com/udrain/udrain/internal/netclass"
 )
 
 // The aggregation rules live here as small pure functions so that every
@@ -54,13 +53,10 @@ func Classify(err error) Class {
 	}
 	var gone *GoneError
 	var config *udrain.ConfigError
-	var dns *net.DNSError
-	switch {
+	switch c := netclass.Of(err); {
 	case errors.As(err, &gone), errors.As(err, &config):
 		return HardFailure
-	case errors.As(err, &dns) && dns.IsNotFound:
-		return HardFailure
-	case errors.Is(err, syscall.ECONNREFUSED):
+	case c == netclass.DNSNotFound, c == netclass.ConnectionRefused:
 		return HardFailure
 	default:
 		return SoftFailure
