@@ -25,8 +25,9 @@
 //     once; one that answers badly or slowly is down after
 //     [Options.FailureThreshold] consecutive failures; one not checked yet is
 //     not ready. These rules are the pure functions [Classify],
-//     [MemberState.Observe], [MemberState.Verdict] and [GroupReady], which the
-//     readiness-gate controller in readiness/gate applies to member pods too.
+//     [MemberState.Observe], [MemberState.Verdict] and [GroupReady]. (The
+//     readiness-gate controller in readiness/gate checks no endpoint: it
+//     judges the member pods by their status, with package health.)
 //   - The members are fixed when the checker is built: no request can choose
 //     what is dialed. Member answers are read up to a size limit, and every
 //     network call has a deadline.

@@ -8,9 +8,10 @@ import (
 	"github.com/udrain/udrain/internal/netclass"
 )
 
-// The aggregation rules live here as small pure functions so that every
-// component deciding group health (the in-pod endpoint of this package and
-// the readiness-gate controller of readiness/gate) applies the same ones.
+// The aggregation rules live here as small pure functions, for the in-pod
+// endpoint of this package and for callers that check members their own
+// way ([CheckFunc]). Network failures are classified as package bootstrap
+// classifies them (internal/netclass).
 
 // Class says how one check result counts toward a member's verdict.
 type Class int
@@ -71,9 +72,8 @@ type GoneError struct {
 }
 
 // Gone wraps err so that the member counts as down at once. A [CheckFunc]
-// returns it when it knows the member will not come back by itself; the
-// readiness-gate controller returns it for an evicted or deleted pod. Gone(nil)
-// returns nil.
+// returns it when it knows the member will not come back by itself (an
+// evicted or deleted pod). Gone(nil) returns nil.
 func Gone(err error) error {
 	if err == nil {
 		return nil
