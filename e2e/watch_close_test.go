@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"net/http"
-	"net/url"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -109,10 +108,7 @@ func (s shortWatches) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	q.Set("timeoutSeconds", strconv.Itoa(serverWatchTimeout))
 	r := req.Clone(req.Context())
-	u := *req.URL
-	u.RawQuery = q.Encode()
-	r.URL = &url.URL{}
-	*r.URL = u
+	r.URL.RawQuery = q.Encode() // Clone copied the URL
 	s.n.Add(1)
 	return s.next.RoundTrip(r)
 }

@@ -219,20 +219,17 @@ func (r *rollout) guardHistory(ctx context.Context) (context.Context, func()) {
 	}
 }
 
-// causeOf turns an error that ended in the cancel of ctx into the cause
-// of that cancel when it is a *HistoryChangedError: the rollout stopped
-// because its history changed, not because it was "canceled".
-func causeOf(ctx context.Context, err error) error {
-	var hc *HistoryChangedError
-	if err == nil || !errors.Is(err, context.Canceled) || !errors.As(context.Cause(ctx), &hc) {
-		return err
-	}
+// causeOf turns a *DomainError that ended in the cancel of ctx into one
+// that says why ctx was cancelled, when the cause is a T: the rollout
+// stopped because its Lease was lost (*LockLostError) or its history
+// changed (*HistoryChangedError), not because it was "canceled".
+func causeOf[T error](ctx context.Context, err error) error {
+	var cause T
 	var de *DomainError
-	if errors.As(err, &de) {
-		de.Err = hc
-		return err
+	if errors.As(context.Cause(ctx), &cause) && errors.As(err, &de) && errors.Is(de.Err, context.Canceled) {
+		de.Err = cause
 	}
-	return hc
+	return err
 }
 
 // confirmHistory reads one of the nodes from the API server (a list by

@@ -197,10 +197,7 @@ func (d *Drainer) takeLease(ctx context.Context, id string, cfg RolloutLock) (*h
 			return nil, lockError(cfg, name, err)
 		}
 		if holder := ptrValue(cur.Spec.HolderIdentity); holder != "" && holder != cfg.Identity {
-			renewed := cur.CreationTimestamp.Time
-			if cur.Spec.RenewTime != nil {
-				renewed = cur.Spec.RenewTime.Time
-			}
+			renewed := renewedAt(cur)
 			dur := time.Duration(ptrValue(cur.Spec.LeaseDurationSeconds)) * time.Second
 			if time.Since(renewed) < dur {
 				return nil, &LockedError{ID: id, Namespace: cfg.Namespace, Lease: name, Holder: holder, RenewedAt: renewed, Duration: dur}
@@ -306,7 +303,7 @@ func (h *heldLock) keep(ctx context.Context, lost func(error)) {
 				continue
 			case gerr == nil:
 				h.lost(lost, &LockLostError{ID: h.id, Namespace: h.cfg.Namespace, Lease: h.name,
-					Err: fmt.Errorf("another holder took it over (held by %q, renewed at %s): %w", ptrValue(cur.Spec.HolderIdentity), renewedAt(cur), err)})
+					Err: fmt.Errorf("another holder took it over (held by %q, renewed at %s): %w", ptrValue(cur.Spec.HolderIdentity), renewedAt(cur).UTC().Format(time.RFC3339), err)})
 				return
 			}
 			err = gerr // who holds it is not known: retried as a failed renewal
@@ -347,11 +344,12 @@ func (h *heldLock) release(ctx context.Context) {
 	}
 }
 
-func renewedAt(l *coordinationv1.Lease) string {
+// renewedAt is when the Lease was last renewed (made, if never).
+func renewedAt(l *coordinationv1.Lease) time.Time {
 	if l.Spec.RenewTime == nil {
-		return "never"
+		return l.CreationTimestamp.Time
 	}
-	return l.Spec.RenewTime.UTC().Format(time.RFC3339Nano)
+	return l.Spec.RenewTime.Time
 }
 
 func ptrValue[T any](p *T) T {

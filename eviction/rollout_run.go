@@ -172,7 +172,7 @@ func (r *rollout) run(ctx context.Context) (err error) {
 	for i := range r.res.Domains {
 		out := &r.res.Domains[i]
 		if err := r.domain(out).run(ctx); err != nil {
-			err = causeOf(ctx, err)
+			err = causeOf[*HistoryChangedError](ctx, err)
 			r.historyLost = errors.As(err, new(*HistoryChangedError))
 			out.Status = DomainFailed
 			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
@@ -311,11 +311,7 @@ func (r *rollout) hold(ctx context.Context, held *heldLock) (context.Context, fu
 	go held.keep(ctx, cancel)
 	return ctx, func(err error) error {
 		// A lost Lease stopped the rollout: say so, not "canceled".
-		var lost *LockLostError
-		var de *DomainError
-		if errors.As(context.Cause(ctx), &lost) && errors.As(err, &de) && errors.Is(de.Err, context.Canceled) {
-			de.Err = lost
-		}
+		err = causeOf[*LockLostError](ctx, err)
 		cancel(nil)
 		rctx, stop := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer stop()
