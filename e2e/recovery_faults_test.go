@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/udrain/udrain/e2e/fixture"
 	"github.com/udrain/udrain/e2e/testbed"
@@ -110,6 +112,7 @@ func TestRecoverySurvivesAPIServerRestart(t *testing.T) {
 	d := hookedDrainerOn(t, s, s.tt.Client, "udrain-events.txt", events,
 		eviction.Options{Evictor: recordingEvictor(eviction.EvictionAPI(s.tt.Client), accepted)}, hook)
 	bed.SuperviseControlPlane(t)
+	budget := recordBudget(t, s)
 	start := time.Now()
 	res, err := d.Rollout(ctx, eviction.RolloutOptions{
 		ID: "e2e-restart-recovery", Domains: s.domains(), RecoveryTimeout: restartRecoveryTimeout,
@@ -138,7 +141,7 @@ func TestRecoverySurvivesAPIServerRestart(t *testing.T) {
 	if !waiting {
 		t.Errorf("no WaitingRecovery event of %s after the kill: the restart did not meet its recovery", second)
 	}
-	checkRecoveryLags(t, s, events, groupOf, start, recoveryLagBound)
+	checkRecoveryLags(t, s, events, budget, groupOf, recoveryLagBound)
 	checkFaultedRollout(t, s, res, accepted, start, "e2e-restart-recovery")
 }
 
@@ -199,6 +202,7 @@ func TestRolloutSurvivesCutWatches(t *testing.T) {
 	accepted := &uidLog{}
 	d := hookedDrainerOn(t, s, client, "udrain-events.txt", events,
 		eviction.Options{Evictor: recordingEvictor(eviction.EvictionAPI(client), accepted)}, hook)
+	budget := recordBudget(t, s)
 	start := time.Now()
 	type outcome struct {
 		res *eviction.RolloutResult
@@ -260,7 +264,7 @@ func TestRolloutSurvivesCutWatches(t *testing.T) {
 		t.Errorf("the leader was evicted %s after its budget allowed it, want within 5 s (seen on the budget's watch, not at udrain's next retry)", unblockLag.Round(time.Millisecond))
 	}
 	t.Logf("blocked %s before the budget allowed the eviction", allowedAt.Sub(blocked.Time).Round(time.Millisecond))
-	checkRecoveryLags(t, s, events, groupOf, start, recoveryLagBoundCut)
+	checkRecoveryLags(t, s, events, budget, groupOf, recoveryLagBoundCut)
 	checkFaultedRollout(t, s, o.res, accepted, start, "e2e-cut")
 }
 
@@ -341,8 +345,10 @@ func (s *scenario) groupOfDomain(t *testing.T) map[string]int {
 
 // checkRecoveryLags asserts, per domain, that udrain reported it
 // recovered within bound of the pod recording seeing its group healthy
-// again after the domain was uncordoned, and logs the lags.
-func checkRecoveryLags(t *testing.T, s *scenario, events *eventLog, groupOf map[string]int, from time.Time, bound time.Duration) {
+// again after the domain was uncordoned and of the budget's status
+// counting every leader healthy (budget, recorded beside udrain), and
+// logs the lags.
+func checkRecoveryLags(t *testing.T, s *scenario, events *eventLog, budget *budgetLog, groupOf map[string]int, bound time.Duration) {
 	t.Helper()
 	recs := s.rec.Events()
 	var lines []string
@@ -359,10 +365,49 @@ func checkRecoveryLags(t *testing.T, s *scenario, events *eventLog, groupOf map[
 			t.Errorf("domain %s: the pod recording never saw group %d healthy after %s", dom, groupOf[dom], uncordoned.Format(time.TimeOnly))
 			continue
 		}
-		lag := recovered.Sub(healthy)
+		// The rollout waits for the budget's status too (the next
+		// domain's evictions are judged by it): the disruption controller
+		// keeps an evicted pod in status.disruptedPods for 2 minutes when
+		// it did not see the pod go, and a replacement of the same name
+		// (an LWS leader) is not counted healthy until then. After an API
+		// server restart its watch can miss that deletion; the clock then
+		// starts when the status caught up.
+		caught, st := budget.caughtUp(healthy)
+		if caught.IsZero() {
+			t.Errorf("domain %s: the budget's status never counted every leader healthy after %s (last seen %+v)", dom, healthy.Format(time.TimeOnly), st)
+			continue
+		}
+		from := healthy
+		if caught.After(from) {
+			from = caught
+			if behind := caught.Sub(healthy); behind > bound {
+				stale := budget.disruptedBefore(caught)
+				t.Logf("domain %s: the budget's status caught up %s after group %d was healthy again (disruptedPods %v then)",
+					dom, behind.Round(time.Millisecond), groupOf[dom], stale)
+				// udrain must have said why it waited, in words a human
+				// acts on, not only "budget behind".
+				said := slices.ContainsFunc(events.all()[i:j], func(e eviction.Event) bool {
+					return e.Type == eviction.EventWaitingRecovery && e.Domain == dom && strings.Contains(e.Message, "status.disruptedPods")
+				})
+				if len(stale) > 0 && !said {
+					t.Errorf("domain %s: the budget's status held %v as being evicted, and no WaitingRecovery event of udrain said so", dom, stale)
+				}
+			}
+		}
+		lag := recovered.Sub(from)
 		lines = append(lines, fmt.Sprintf("%s %s", dom, lag.Round(time.Millisecond)))
 		if lag > bound {
-			t.Errorf("domain %s: udrain saw the recovery %s after group %d was healthy again, want within %s", dom, lag.Round(time.Millisecond), groupOf[dom], bound)
+			// What udrain still waited for says whose event was late: its
+			// own watch (a member it saw not ready) or the disruption
+			// controller's (a budget it saw behind).
+			waited := "nothing"
+			for _, e := range events.all()[i:j] {
+				if e.Type == eviction.EventWaitingRecovery && e.Domain == dom {
+					waited = fmt.Sprintf("%q (at %s)", e.Message, e.Time.Format("15:04:05.000"))
+				}
+			}
+			t.Errorf("domain %s: udrain saw the recovery %s after group %d was healthy again (at %s) and its budget's status caught up (at %s), want within %s; it last waited for %s",
+				dom, lag.Round(time.Millisecond), groupOf[dom], healthy.Format("15:04:05.000"), caught.Format("15:04:05.000"), bound, waited)
 		}
 	}
 	sort.Strings(lines)
@@ -466,4 +511,82 @@ func (p *cuttingProxy) stats() ([]string, int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return slices.Clone(p.cuts), p.opened
+}
+
+// budgetLog records the statuses of the scenario's PDB as an informer of
+// the test's own sees them, independent of udrain's.
+type budgetLog struct {
+	mu   sync.Mutex
+	seen []budgetSeen
+}
+
+type budgetSeen struct {
+	at  time.Time
+	pdb *policyv1.PodDisruptionBudget
+}
+
+// recordBudget records the scenario's PDB until the test ends.
+func recordBudget(t *testing.T, s *scenario) *budgetLog {
+	t.Helper()
+	l := &budgetLog{}
+	lw := cache.NewFilteredListWatchFromClient(s.tt.Client.PolicyV1().RESTClient(), "poddisruptionbudgets", s.lws.Namespace,
+		func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + s.lws.PDBName() })
+	inf := cache.NewSharedIndexInformer(lw, &policyv1.PodDisruptionBudget{}, 0, cache.Indexers{})
+	add := func(obj any) {
+		if pdb, ok := obj.(*policyv1.PodDisruptionBudget); ok {
+			l.mu.Lock()
+			l.seen = append(l.seen, budgetSeen{time.Now(), pdb})
+			l.mu.Unlock()
+		}
+	}
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: add, UpdateFunc: func(_, obj any) { add(obj) }}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); inf.Run(ctx.Done()) }()
+	t.Cleanup(func() { cancel(); <-done })
+	if !cache.WaitForCacheSync(t.Context().Done(), inf.HasSynced) {
+		t.Fatal("the budget's informer did not sync")
+	}
+	return l
+}
+
+// caughtUp returns when, from `after` on, the budget's status first
+// counted every pod it expects healthy for its current spec (`after`
+// itself when the status in force then did), and the last status seen.
+func (l *budgetLog) caughtUp(after time.Time) (time.Time, policyv1.PodDisruptionBudgetStatus) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ok := func(p *policyv1.PodDisruptionBudget) bool {
+		return p.Status.ObservedGeneration >= p.Generation && p.Status.CurrentHealthy >= p.Status.ExpectedPods
+	}
+	var last policyv1.PodDisruptionBudgetStatus
+	for i, e := range l.seen {
+		last = e.pdb.Status
+		if e.at.After(after) {
+			if ok(e.pdb) {
+				return e.at, last
+			}
+			continue
+		}
+		if ok(e.pdb) && (i+1 == len(l.seen) || l.seen[i+1].at.After(after)) {
+			return after, last
+		}
+	}
+	return time.Time{}, last
+}
+
+// disruptedBefore returns the disruptedPods of the last status seen
+// before at.
+func (l *budgetLog) disruptedBefore(at time.Time) map[string]metav1.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out map[string]metav1.Time
+	for _, e := range l.seen {
+		if e.at.Before(at) {
+			out = e.pdb.Status.DisruptedPods
+		}
+	}
+	return out
 }
