@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -47,12 +48,26 @@ func (r *HealthReport) waiting() []string {
 // healthy; Report says what was still missing. It unwraps to the
 // context's error (context.DeadlineExceeded for a deadline).
 type NotHealthyError struct {
+	// Domains are the domains waited for, as named; empty for every
+	// domain.
+	Domains []string
+	// Waited is how long WaitHealthy waited.
+	Waited time.Duration
 	Report *HealthReport
 	Err    error
 }
 
 func (e *NotHealthyError) Error() string {
-	return fmt.Sprintf("not healthy (%v): %s", e.Err, strings.Join(abbreviate(e.Report.waiting(), 10), "; "))
+	what := "the groups of every domain"
+	switch len(e.Domains) {
+	case 0:
+	case 1:
+		what = "domain " + e.Domains[0]
+	default:
+		what = "domains " + strings.Join(e.Domains, ", ")
+	}
+	return fmt.Sprintf("%s not healthy after %s (%v): %s", what, e.Waited.Round(time.Millisecond), e.Err,
+		strings.Join(abbreviate(e.Report.waiting(), 10), "; "))
 }
 
 func (e *NotHealthyError) Unwrap() error { return e.Err }
@@ -106,6 +121,7 @@ func (d *Drainer) WaitHealthy(ctx context.Context, domains ...string) (*HealthRe
 	if slices.Contains(domains, "") {
 		return nil, emptyDomainError("Drainer.WaitHealthy(domains)")
 	}
+	start := d.s.Clock.Now()
 	v, err := d.startView(ctx)
 	if err != nil {
 		return nil, err
@@ -114,6 +130,9 @@ func (d *Drainer) WaitHealthy(ctx context.Context, domains ...string) (*HealthRe
 	emit := func(e Event) {
 		e.Time = d.s.Clock.Now()
 		d.events.emit(callSinkFrom(ctx), e)
+	}
+	notHealthy := func(r *HealthReport, err error) error {
+		return &NotHealthyError{Domains: domains, Waited: d.s.Clock.Since(start), Report: r, Err: err}
 	}
 	// Each round waits for what is not healthy now; groups that appear
 	// meanwhile (another drain's replacements, Pending) are seen by the
@@ -130,7 +149,7 @@ func (d *Drainer) WaitHealthy(ctx context.Context, domains ...string) (*HealthRe
 			// rather than spin.
 			select {
 			case <-ctx.Done():
-				return r, &NotHealthyError{Report: r, Err: ctx.Err()}
+				return r, notHealthy(r, ctx.Err())
 			case <-changed:
 			}
 		}
@@ -160,7 +179,7 @@ func (d *Drainer) WaitHealthy(ctx context.Context, domains ...string) (*HealthRe
 			if r.Healthy {
 				return r, nil
 			}
-			return r, &NotHealthyError{Report: r, Err: err}
+			return r, notHealthy(r, err)
 		}
 	}
 }

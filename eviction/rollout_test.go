@@ -527,6 +527,15 @@ func TestHealthAndWaitHealthy(t *testing.T) {
 	var nh *NotHealthyError
 	if _, err := d.WaitHealthy(short, "ud-2"); !errors.As(err, &nh) || !errors.Is(err, context.DeadlineExceeded) || nh.Report.Healthy || !strings.Contains(nh.Error(), "llm-1") {
 		t.Errorf("WaitHealthy = %v, want *NotHealthyError naming llm-1 that unwraps to DeadlineExceeded", err)
+	} else {
+		// What it waited for and how long, as fields (a command line
+		// words its own timeout from them) and in the message.
+		if diff := cmp.Diff([]string{"ud-2"}, nh.Domains); diff != "" || nh.Waited < 300*time.Millisecond || nh.Waited > 10*time.Second {
+			t.Errorf("NotHealthyError Domains (-want +got):\n%sWaited %v, want about 300ms", diff, nh.Waited)
+		}
+		if !strings.HasPrefix(nh.Error(), "domain ud-2 not healthy after ") {
+			t.Errorf("NotHealthyError = %q, want it to start with the domain and the time waited", nh.Error())
+		}
 	}
 	done := make(chan error, 1)
 	go func() {

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -116,9 +115,6 @@ whenever it changes. The exit code is 1 when --timeout passes first.`,
 			if report == nil {
 				return err // nothing to report: the layout or the watch failed
 			}
-			if err != nil && cmd.Context().Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-				err = &NotHealthyError{Domain: domain, Timeout: timeout, Err: err}
-			}
 			r := HealthReport{TypeMeta: typeMeta(KindHealthReport), Domain: domain, Health: report,
 				WaitedSeconds: seconds(o.cfg.Clock.Since(start)), Error: errorInfo(err)}
 			if perr := out.print(o.streams.Out, r, func(w io.Writer) error { return writeHealthTable(w, r) }); perr != nil {
@@ -168,23 +164,3 @@ func writeHealthTable(w io.Writer, r HealthReport) error {
 	}
 	return nil
 }
-
-// NotHealthyError reports a domain (or the cluster) not healthy within
-// wait-healthy's --timeout. It unwraps to context.DeadlineExceeded.
-type NotHealthyError struct {
-	// Domain is "" for every domain.
-	Domain  string
-	Timeout time.Duration
-	Err     error
-}
-
-func (e *NotHealthyError) Error() string {
-	what := "the cluster's groups"
-	if e.Domain != "" {
-		what = "domain " + e.Domain
-	}
-	return fmt.Sprintf("%s not healthy within %s: %v", what, e.Timeout, e.Err)
-}
-
-// Unwrap returns the cause.
-func (e *NotHealthyError) Unwrap() error { return e.Err }
