@@ -164,3 +164,14 @@ func ExampleDrainer_Rollout() {
 	// ud-2 DryRun inference/llama-1-1
 	// domains: 2
 }
+
+// A rollout named after what defines its upgrade: the same upgrade resumes
+// it, another starts a new rollout (as udrain's command line names a
+// rollout run without --id).
+func ExampleRolloutIDOf() {
+	a := eviction.RolloutIDOf(topology.DefaultDomainLabel, "./upgrade-nodes.sh 1.37.2")
+	b := eviction.RolloutIDOf(topology.DefaultDomainLabel, "./upgrade-nodes.sh 1.37.2")
+	c := eviction.RolloutIDOf(topology.DefaultDomainLabel, "./upgrade-nodes.sh 1.38.0")
+	fmt.Println(a == b, a == c, len(a))
+	// Output: true false 17
+}

@@ -2,6 +2,8 @@ package eviction
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"strings"
 	"time"
@@ -32,6 +34,18 @@ const DefaultStuckAfter = 2 * time.Minute
 
 // DefaultRolloutID is the ID of a rollout whose options name none.
 const DefaultRolloutID = "udrain"
+
+// RolloutIDOf derives a rollout's ID from what defines its upgrade (for
+// example the domain label and the upgrade command): "udrain-" and the
+// first 10 hex digits of the SHA-256 of the parts joined by NUL bytes. The
+// same parts give the same ID, so running the same upgrade again resumes
+// it, and another upgrade starts a new rollout instead of skipping the
+// domains the last one marked upgraded (which DefaultRolloutID, shared by
+// every rollout without an ID, would do).
+func RolloutIDOf(parts ...string) string {
+	sum := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
+	return "udrain-" + hex.EncodeToString(sum[:])[:10]
+}
 
 // UpgradeFunc upgrades the nodes of a drained domain (reboot, replace,
 // kubelet upgrade). It runs while the domain is cordoned and empty. An

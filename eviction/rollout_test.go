@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/udrain/udrain/health"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/udrain/udrain/health"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -859,5 +861,30 @@ func TestRolloutWaitsForTheUnschedulableTaintToGo(t *testing.T) {
 	defer mu.Unlock()
 	if removed.IsZero() || firstEviction.IsZero() || firstEviction.Before(removed) {
 		t.Errorf("the taint went at %v, ud-2's first eviction at %v: want the eviction after", removed, firstEviction)
+	}
+}
+
+func TestRolloutIDOf(t *testing.T) {
+	id := RolloutIDOf("topology.udrain.dev/upgrade-domain", "./upgrade.sh 1.37")
+	if !regexp.MustCompile(`^udrain-[0-9a-f]{10}$`).MatchString(id) {
+		t.Fatalf("ID %q is not udrain- and 10 hex digits", id)
+	}
+	if _, err := (RolloutOptions{ID: id}).withDefaults(); err != nil {
+		t.Errorf("RolloutOptions with ID %q: %v, want a valid ID", id, err)
+	}
+	for _, tc := range []struct {
+		name         string
+		parts        []string
+		wantSameAsID bool
+	}{
+		{"same parts resume", []string{"topology.udrain.dev/upgrade-domain", "./upgrade.sh 1.37"}, true},
+		{"another command starts fresh", []string{"topology.udrain.dev/upgrade-domain", "./upgrade.sh 1.38"}, false},
+		{"another label starts fresh", []string{"topology.kubernetes.io/zone", "./upgrade.sh 1.37"}, false},
+		{"parts do not run together", []string{"topology.udrain.dev/upgrade-domain./upgrade.sh", " 1.37"}, false},
+		{"parts are ordered", []string{"./upgrade.sh 1.37", "topology.udrain.dev/upgrade-domain"}, false},
+	} {
+		if got := RolloutIDOf(tc.parts...) == id; got != tc.wantSameAsID {
+			t.Errorf("%s: same ID = %v, want %v", tc.name, got, tc.wantSameAsID)
+		}
 	}
 }

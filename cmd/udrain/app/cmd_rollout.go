@@ -2,8 +2,6 @@ package app
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -21,15 +19,6 @@ import (
 // upgradeKillDelay is how long an interrupted upgrade command gets between
 // SIGTERM and SIGKILL.
 const upgradeKillDelay = 10 * time.Second
-
-// DefaultRolloutID is the ID of a rollout run without --id: "udrain-" and
-// the first 10 hex digits of the SHA-256 of the domain label, a NUL byte,
-// and the upgrade command. Running the same command again resumes the
-// rollout; another upgrade command starts a new one.
-func DefaultRolloutID(domainLabel, upgradeCommand string) string {
-	sum := sha256.Sum256([]byte(domainLabel + "\x00" + upgradeCommand))
-	return "udrain-" + hex.EncodeToString(sum[:])[:10]
-}
 
 // UpgradeCommandError reports an upgrade command that failed.
 type UpgradeCommandError struct {
@@ -180,7 +169,7 @@ A holder that died leaves a Lease that can be taken over once it expires
 				return usageErrorf("--gpu-check-grace=%s: use a positive duration (or --skip-gpu-check)", gpuGrace)
 			}
 			if id == "" {
-				id = DefaultRolloutID(df.label, uf.idInput())
+				id = eviction.RolloutIDOf(df.label, uf.idInput())
 			} else if err := validateID(id); err != nil {
 				return err
 			}

@@ -73,13 +73,3 @@ func ExampleDisplayName() {
 	// kubectl udrain
 	// udrain
 }
-
-// A rollout without --id is named after the domain label and the upgrade
-// command: the same command resumes it, a new command starts another.
-func ExampleDefaultRolloutID() {
-	a := app.DefaultRolloutID(topology.DefaultDomainLabel, "./upgrade-nodes.sh 1.37.2")
-	b := app.DefaultRolloutID(topology.DefaultDomainLabel, "./upgrade-nodes.sh 1.37.2")
-	c := app.DefaultRolloutID(topology.DefaultDomainLabel, "./upgrade-nodes.sh 1.38.0")
-	fmt.Println(a == b, a == c, len(a))
-	// Output: true false 17
-}

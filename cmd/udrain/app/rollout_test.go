@@ -2,7 +2,6 @@ package app
 
 import (
 	"encoding/json"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -11,27 +10,6 @@ import (
 
 	"github.com/udrain/udrain/eviction"
 )
-
-func TestDefaultRolloutID(t *testing.T) {
-	id := DefaultRolloutID("topology.udrain.dev/upgrade-domain", "./upgrade.sh 1.37")
-	if !regexp.MustCompile(`^udrain-[0-9a-f]{10}$`).MatchString(id) {
-		t.Fatalf("ID %q is not udrain- and 10 hex digits", id)
-	}
-	for _, tc := range []struct {
-		name         string
-		label, cmd   string
-		wantSameAsID bool
-	}{
-		{"same command and label resume", "topology.udrain.dev/upgrade-domain", "./upgrade.sh 1.37", true},
-		{"another command starts fresh", "topology.udrain.dev/upgrade-domain", "./upgrade.sh 1.38", false},
-		{"another label starts fresh", "topology.kubernetes.io/zone", "./upgrade.sh 1.37", false},
-		{"label and command do not run together", "topology.udrain.dev/upgrade-domain./upgrade.sh", " 1.37", false},
-	} {
-		if got := DefaultRolloutID(tc.label, tc.cmd) == id; got != tc.wantSameAsID {
-			t.Errorf("%s: same ID = %v, want %v", tc.name, got, tc.wantSameAsID)
-		}
-	}
-}
 
 // TestRolloutUpgradeCommand runs a whole rollout on the fake cluster (pods
 // come back Ready after their eviction): the upgrade command runs once per
@@ -43,7 +21,7 @@ func TestRolloutUpgradeCommand(t *testing.T) {
 	c := newCluster(t)
 	c.recreate = true
 	const upgrade = `echo "domain=$UDRAIN_DOMAIN nodes=$UDRAIN_NODES id=$UDRAIN_ROLLOUT_ID label=$UDRAIN_DOMAIN_LABEL home=${HOME:-unset}"; printf 'partial line to stderr' >&2`
-	id := DefaultRolloutID("topology.udrain.dev/upgrade-domain", upgrade)
+	id := eviction.RolloutIDOf("topology.udrain.dev/upgrade-domain", upgrade)
 
 	r := runOn(t, c, "rollout", "--ignore-daemonsets", "--upgrade-command", upgrade, "-o", "json")
 	if r.code != ExitOK {

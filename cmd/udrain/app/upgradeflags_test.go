@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/upgrade"
 )
 
@@ -185,7 +186,7 @@ func TestRolloutJobStep(t *testing.T) {
 	if res.UpgradeStep != "job template "+tmpl || res.UpgradeCommand != "" || !res.Result.Completed {
 		t.Errorf("report: step %q command %q completed %t", res.UpgradeStep, res.UpgradeCommand, res.Result.Completed)
 	}
-	if res.Result.ID != DefaultRolloutID("topology.udrain.dev/upgrade-domain", "--upgrade-job-template\x00"+jobTemplateYAML) {
+	if res.Result.ID != eviction.RolloutIDOf("topology.udrain.dev/upgrade-domain", "--upgrade-job-template\x00"+jobTemplateYAML) {
 		t.Errorf("rollout ID %s is not the default one of the template", res.Result.ID)
 	}
 }
@@ -208,7 +209,7 @@ func TestRolloutJobStepFails(t *testing.T) {
 	if r.code != ExitError {
 		t.Fatalf("exit code %d, want %d; stderr:\n%s", r.code, ExitError, r.stderr)
 	}
-	name := upgrade.JobName("kubelet-upgrade", DefaultRolloutID("topology.udrain.dev/upgrade-domain", "--upgrade-job-template\x00"+jobTemplateYAML), "ud-1", "gpu-2")
+	name := upgrade.JobName("kubelet-upgrade", eviction.RolloutIDOf("topology.udrain.dev/upgrade-domain", "--upgrade-job-template\x00"+jobTemplateYAML), "ud-1", "gpu-2")
 	if want := "upgrade Job udrain-system/" + name + " for node gpu-2 of domain ud-1 failed: BackoffLimitExceeded"; !strings.Contains(r.stderr, want) {
 		t.Errorf("stderr does not have %q:\n%s", want, r.stderr)
 	}
