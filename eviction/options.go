@@ -365,6 +365,14 @@ func New(client kubernetes.Interface, opts Options) (*Drainer, error) {
 	return &Drainer{client: client, s: s, events: &emitter{fn: opts.OnEvent}}, nil
 }
 
+// Validate checks the options without a cluster: it returns the
+// *udrain.ConfigError that New would return for them, so that a caller
+// (the CLI) can refuse bad input before it connects.
+func (o Options) Validate() error {
+	_, err := o.settle()
+	return err
+}
+
 // Validate checks the options that need no cluster: the ID, the domains
 // (none empty, none named twice), the order and steering, the timeouts and
 // the lock's settings. It returns the *udrain.ConfigError that Rollout

@@ -20,25 +20,18 @@ func (o *options) newDrainer(client kubernetes.Interface, df *domainFlags, dr *d
 // newDrainerWith is newDrainer reading the cluster through shared (nil:
 // the Drainer's own lists and watches, per call).
 func (o *options) newDrainerWith(client kubernetes.Interface, df *domainFlags, dr *drainFlags, onEvent func(eviction.Event), shared *eviction.Informers) (*eviction.Drainer, error) {
-	h, err := dr.helper()
+	opts, err := dr.options()
 	if err != nil {
 		return nil, err
 	}
 	policy, _ := df.policy()
-	// --timeout bounds the wait for an API server that cannot be reached,
-	// too: a drain of 5s does not wait 15s to say it cannot connect.
-	return eviction.New(client, eviction.Options{
-		ConnectTimeout:  connectTimeout(dr.timeout),
-		Helper:          h,
-		DomainLabel:     df.label,
-		Unlabeled:       policy,
-		Concurrency:     dr.concurrency,
-		AllowViolations: dr.allowViolations,
-		OnEvent:         onEvent,
-		Clock:           o.cfg.Clock,
-		Namespace:       o.explicitNamespace(),
-		Informers:       shared,
-	})
+	opts.DomainLabel = df.label
+	opts.Unlabeled = policy
+	opts.OnEvent = onEvent
+	opts.Clock = o.cfg.Clock
+	opts.Namespace = o.explicitNamespace()
+	opts.Informers = shared
+	return eviction.New(client, opts)
 }
 
 func newPlanCommand(o *options) *cobra.Command {

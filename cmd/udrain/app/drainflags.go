@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/labels"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/drain"
 
@@ -49,7 +48,7 @@ func (f *drainFlags) add(cmd *cobra.Command, timeoutHelp string) {
 	fs.StringVar(&f.dryRun, "dry-run", "none", `Must be "none", "server", or "client". If client strategy, only print what would be evicted, without sending anything. If server strategy, send every cordon and eviction with dryRun=All, once, so the API server checks them against the budgets without persisting anything.`)
 	fs.Lookup("dry-run").NoOptDefVal = "client"
 	fs.BoolVar(&f.allowViolations, "allow-violations", false, "Drain despite placement contract violations (see audit); pods under two PDBs still stop the domain, since the Eviction API cannot evict them.")
-	fs.IntVar(&f.concurrency, "concurrency", eviction.DefaultConcurrency, "Evictions (and node patches) in flight at once.")
+	fs.IntVar(&f.concurrency, "concurrency", eviction.DefaultConcurrency, "Evictions (and node patches) in flight at once; 0 for the default.")
 }
 
 // dryRunStrategy parses --dry-run as kubectl does, without its deprecated
@@ -69,27 +68,12 @@ func (f *drainFlags) dryRunStrategy() (cmdutil.DryRunStrategy, error) {
 // helper builds the drain.Helper of these flags: the fields kubectl drain
 // sets from the same flags, with kubectl's defaults. Fields kubectl sets
 // from elsewhere (Client, Ctx, Out, ErrOut, the node Selector) are not
-// used by package eviction and stay zero.
+// used by package eviction and stay zero. Only --dry-run is parsed here;
+// the values are package eviction's to judge (validate).
 func (f *drainFlags) helper() (*drain.Helper, error) {
 	dry, err := f.dryRunStrategy()
 	if err != nil {
 		return nil, err
-	}
-	if f.podSelector != "" {
-		if _, err := labels.Parse(f.podSelector); err != nil {
-			return nil, usageErrorf("--pod-selector=%q must be a valid label selector: %v", f.podSelector, err)
-		}
-	}
-	switch {
-	case f.timeout < 0:
-		return nil, usageErrorf("--timeout=%s: use 0 (no limit) or a positive duration", f.timeout)
-	case f.skipWaitForDeleteTimeout < 0:
-		return nil, usageErrorf("--skip-wait-for-delete-timeout=%d: use 0 (off) or a positive number of seconds", f.skipWaitForDeleteTimeout)
-	case f.chunkSize < 0:
-		return nil, usageErrorf("--chunk-size=%d: use 0 (no paging) or a positive number", f.chunkSize)
-	}
-	if f.concurrency < 1 {
-		return nil, usageErrorf("--concurrency=%d: must be at least 1", f.concurrency)
 	}
 	return &drain.Helper{
 		Force:                           f.force,
@@ -105,10 +89,31 @@ func (f *drainFlags) helper() (*drain.Helper, error) {
 	}, nil
 }
 
-// validate checks the flags before anything is contacted.
+// options maps the flags to the Drainer's options; the caller adds what
+// other flags and the command set (domain label, events, clock, reader).
+func (f *drainFlags) options() (eviction.Options, error) {
+	h, err := f.helper()
+	if err != nil {
+		return eviction.Options{}, err
+	}
+	// --timeout bounds the wait for an API server that cannot be reached,
+	// too: a drain of 5s does not wait 15s to say it cannot connect.
+	return eviction.Options{
+		ConnectTimeout:  connectTimeout(f.timeout),
+		Helper:          h,
+		Concurrency:     f.concurrency,
+		AllowViolations: f.allowViolations,
+	}, nil
+}
+
+// validate checks the flags before anything is contacted, by package
+// eviction's own validation (its *udrain.ConfigError in flag terms).
 func (f *drainFlags) validate() error {
-	_, err := f.helper()
-	return err
+	o, err := f.options()
+	if err != nil {
+		return err
+	}
+	return inFlagTerms(o.Validate())
 }
 
 // dryRunName is "none", "client" or "server".

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -81,20 +82,32 @@ func TestDrainFlagsOwn(t *testing.T) {
 	}
 }
 
+// Bad values are refused as usage errors, judged by package eviction's
+// validation and named by their flags, not by the library's fields.
 func TestDrainFlagsInvalid(t *testing.T) {
-	for _, args := range [][]string{
-		{"--dry-run=maybe"},
-		{"--dry-run=true"},
-		{"--pod-selector", "a in (b"},
-		{"--timeout=-1s"},
-		{"--skip-wait-for-delete-timeout=-5"},
-		{"--chunk-size=-1"},
-		{"--concurrency=0"},
+	for _, tc := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"--dry-run=maybe"}, "--dry-run"},
+		{[]string{"--dry-run=true"}, "--dry-run"},
+		{[]string{"--pod-selector", "a in (b"}, "--pod-selector"},
+		{[]string{"--timeout=-1s"}, "--timeout"},
+		{[]string{"--skip-wait-for-delete-timeout=-5"}, "--skip-wait-for-delete-timeout"},
+		{[]string{"--chunk-size=-1"}, "--chunk-size"},
+		{[]string{"--concurrency=-1"}, "--concurrency"},
 	} {
-		_, _, err := parseDrainFlags(t, args...)
-		if ExitCode(err) != ExitUsage {
-			t.Errorf("%q: got %v (exit code %d), want a usage error", args, err, ExitCode(err))
+		_, f, err := parseDrainFlags(t, tc.args...)
+		if err == nil {
+			err = f.validate()
 		}
+		if ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), tc.flag) || strings.Contains(err.Error(), "eviction.") {
+			t.Errorf("%q: got %v (exit code %d), want a usage error naming %s (not the library's field)", tc.args, err, ExitCode(err), tc.flag)
+		}
+	}
+	// 0 is the library's default, not an error.
+	if _, f, err := parseDrainFlags(t, "--concurrency=0"); err != nil || f.validate() != nil {
+		t.Errorf("--concurrency=0: %v, %v; want the default", err, f.validate())
 	}
 }
 

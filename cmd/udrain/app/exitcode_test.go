@@ -76,7 +76,7 @@ func TestCommandExitCodes(t *testing.T) {
 		{"bad output", nil, []string{"domains", "-o", "xml"}, ExitUsage, "use -o table, -o json or -o yaml"},
 		{"bad dry-run", nil, []string{"drain", "ud-1", "--dry-run=maybe"}, ExitUsage, `must be "none", "server", or "client"`},
 		{"bad unlabeled", nil, []string{"domains", "--unlabeled=ignore"}, ExitUsage, "use error, skip or own-domain"},
-		{"bad pod selector", nil, []string{"drain", "ud-1", "--pod-selector", "a in (b"}, ExitUsage, "must be a valid label selector"},
+		{"bad pod selector", nil, []string{"drain", "ud-1", "--pod-selector", "a in (b"}, ExitUsage, "invalid --pod-selector: \"a in (b\": unable to parse requirement"},
 		{"negative timeout", nil, []string{"drain", "ud-1", "--timeout=-1s"}, ExitUsage, "--timeout"},
 		{"bad rollout id", nil, []string{"rollout", "--id", "no spaces please"}, ExitUsage, "--id"},
 		{"bad URL", nil, []string{"wait-server", "ftp://x"}, ExitUsage, `invalid URL: ftp://x has scheme "ftp"`},
