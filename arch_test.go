@@ -1,21 +1,22 @@
 package udrain_test
 
 import (
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 )
 
-// TestOneNetworkClassifier: network failures (a refused connection, a name
-// that does not resolve, a TLS verification error) are classified in one
-// place, internal/netclass; bootstrap and readiness both use it, and
-// readiness does not import the server-wait package to do so.
-func TestOneNetworkClassifier(t *testing.T) {
-	classifiers := []string{"syscall.ECONNREFUSED", "x509.UnknownAuthorityError", "x509.HostnameError", ".IsNotFound"}
+// libraryFiles calls fn with the parsed non-test Go files of the library:
+// every package but the command line, the test harnesses, the scripts and
+// the examples.
+func libraryFiles(t *testing.T, mode parser.Mode, fn func(path string, src []byte, f *ast.File, fset *token.FileSet)) {
+	t.Helper()
 	fset := token.NewFileSet()
 	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
 		if err != nil {
@@ -23,7 +24,7 @@ func TestOneNetworkClassifier(t *testing.T) {
 		}
 		if d.IsDir() {
 			switch path {
-			case "e2e", "hack", "examples", "cmd", ".git", filepath.Join("internal", "netclass"):
+			case "e2e", "hack", "examples", "cmd", ".git":
 				return filepath.SkipDir
 			}
 			return nil
@@ -34,6 +35,62 @@ func TestOneNetworkClassifier(t *testing.T) {
 		src, err := os.ReadFile(path)
 		if err != nil {
 			return err
+		}
+		f, err := parser.ParseFile(fset, path, src, mode)
+		if err != nil {
+			return err
+		}
+		fn(path, src, f, fset)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// kubectlTexts are the library's texts that are kubectl drain's own,
+// word for word (its filters' messages): they name kubectl's flags, which
+// udrain's drain shares.
+var kubectlTexts = map[string]bool{
+	"DaemonSet-managed Pods (use --ignore-daemonsets to ignore)":       true,
+	"Pods with local storage (use --delete-emptydir-data to override)": true,
+	"Pods that declare no controller (use --force to override)":        true,
+	"DeletionTimestamp older than --skip-wait-for-delete-timeout":      true,
+}
+
+// TestLibraryTextsNameNoCommandLine: the library's messages name its own
+// settings, as Go code does; the command line maps them to its flags and
+// commands (cmd/udrain/app's flag tables). A library text that names a
+// flag or a command of udrain's command line reads wrong to every other
+// caller. Commands of kubectl that a finding gives as its fix are not
+// udrain's, and kubectl drain's own messages are kept word for word.
+func TestLibraryTextsNameNoCommandLine(t *testing.T) {
+	cli := regexp.MustCompile(`(^|[^-\w])--[a-z][a-z-]+|\budrain (uncordon|rollout|drain|plan|audit|wait-healthy|domains|gpu|serve-readiness|wait-server|rollout-status)\b`)
+	libraryFiles(t, 0, func(path string, _ []byte, f *ast.File, fset *token.FileSet) {
+		ast.Inspect(f, func(n ast.Node) bool {
+			lit, ok := n.(*ast.BasicLit)
+			if !ok || lit.Kind != token.STRING {
+				return true
+			}
+			text, err := strconv.Unquote(lit.Value)
+			if err != nil || !cli.MatchString(text) || kubectlTexts[text] || strings.HasPrefix(strings.TrimSpace(text), "kubectl ") || strings.Contains(text, "(kubectl ") {
+				return true
+			}
+			t.Errorf("%s: %q names a flag or command of the command line; name the library's setting, and map it in cmd/udrain/app", fset.Position(lit.Pos()), text)
+			return true
+		})
+	})
+}
+
+// TestOneNetworkClassifier: network failures (a refused connection, a name
+// that does not resolve, a TLS verification error) are classified in one
+// place, internal/netclass; bootstrap and readiness both use it, and
+// readiness does not import the server-wait package to do so.
+func TestOneNetworkClassifier(t *testing.T) {
+	classifiers := []string{"syscall.ECONNREFUSED", "x509.UnknownAuthorityError", "x509.HostnameError", ".IsNotFound"}
+	libraryFiles(t, parser.ImportsOnly, func(path string, src []byte, f *ast.File, _ *token.FileSet) {
+		if filepath.Dir(path) == filepath.Join("internal", "netclass") {
+			return
 		}
 		for _, c := range classifiers {
 			if c == ".IsNotFound" {
@@ -46,10 +103,6 @@ func TestOneNetworkClassifier(t *testing.T) {
 				t.Errorf("%s uses %s: classify network failures with internal/netclass", path, c)
 			}
 		}
-		f, err := parser.ParseFile(fset, path, src, parser.ImportsOnly)
-		if err != nil {
-			return err
-		}
 		if filepath.Dir(path) == "readiness" {
 			for _, imp := range f.Imports {
 				if p, _ := strconv.Unquote(imp.Path.Value); p == "github.com/udrain/udrain/bootstrap" {
@@ -57,9 +110,5 @@ func TestOneNetworkClassifier(t *testing.T) {
 				}
 			}
 		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }

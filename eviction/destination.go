@@ -179,7 +179,7 @@ func destinationFindings(dests []GroupDestination, steering Steering) []topology
 		switch d.Kind {
 		case DestinationDisruptedAgain:
 			f.Code, f.Domains = FindingDisruptedAgain, append(f.Domains, d.To)
-			f.Message = fmt.Sprintf("group %s, evicted from %s, can go %s; make room in an upgraded domain (a spare domain upgraded first), or use --steering Strict to make it wait for its own domain", d.Group, d.From, d.Message)
+			f.Message = fmt.Sprintf("group %s, evicted from %s, can go %s; make room in an upgraded domain (a spare domain upgraded first), or steer strictly (SteerStrict) to make it wait for its own domain", d.Group, d.From, d.Message)
 		case DestinationNoRoom:
 			f.Code = FindingNoRoom
 			if steering == SteerStrict {

@@ -233,7 +233,7 @@ func TestDestinationMessagesAndFindings(t *testing.T) {
 					"to upgraded domain ud-2 (room for 1 group)",
 				},
 				Findings: []topology.Finding{{Code: FindingDisruptedAgain, Severity: udrain.SeverityWarning, Namespace: testNS, Group: "llm-0", Domains: []string{"ud-1", "ud-3"},
-					Message: "group inference/llm-0, evicted from ud-1, can go only to a domain not upgraded yet (ud-3): it will be disrupted again when ud-3 drains; make room in an upgraded domain (a spare domain upgraded first), or use --steering Strict to make it wait for its own domain"}},
+					Message: "group inference/llm-0, evicted from ud-1, can go only to a domain not upgraded yet (ud-3): it will be disrupted again when ud-3 drains; make room in an upgraded domain (a spare domain upgraded first), or steer strictly (SteerStrict) to make it wait for its own domain"}},
 			}},
 		{"strict waits; no room back home is an error", objects(destNode(1, 1, 6), destNode(2, 1, 8), destNode(3, 1, 8), destGroup(0, 2, 4, "node-1-1"), destGroup(1, 2, 4, "node-2-1")),
 			[]string{"ud-1", "ud-2", "ud-3"}, SteerStrict, want{
@@ -252,7 +252,7 @@ func TestDestinationMessagesAndFindings(t *testing.T) {
 					"to domain ud-3, outside this rollout (room for 1 group)",
 				},
 				Findings: []topology.Finding{{Code: FindingDisruptedAgain, Severity: udrain.SeverityWarning, Namespace: testNS, Group: "llm-1", Domains: []string{"ud-2", "ud-1"},
-					Message: "group inference/llm-1, evicted from ud-2, can go to a domain not upgraded yet (ud-1), since steering is Off and nothing keeps it off there: it will be disrupted again when ud-1 drains; make room in an upgraded domain (a spare domain upgraded first), or use --steering Strict to make it wait for its own domain"}},
+					Message: "group inference/llm-1, evicted from ud-2, can go to a domain not upgraded yet (ud-1), since steering is Off and nothing keeps it off there: it will be disrupted again when ud-1 drains; make room in an upgraded domain (a spare domain upgraded first), or steer strictly (SteerStrict) to make it wait for its own domain"}},
 			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

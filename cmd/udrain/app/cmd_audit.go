@@ -138,7 +138,7 @@ func writeFindings(w io.Writer, fs []topology.Finding) error {
 	}
 	fmt.Fprintln(w)
 	for i, f := range fs {
-		fmt.Fprintf(w, "%d. %s %s: %s\n", i+1, strings.ToUpper(string(f.Severity)), f.Code, f.Message)
+		fmt.Fprintf(w, "%d. %s %s: %s%s\n", i+1, strings.ToUpper(string(f.Severity)), f.Code, f.Message, findingAdvice(f.Code))
 	}
 	return nil
 }

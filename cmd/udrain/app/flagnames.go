@@ -9,7 +9,9 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/udrain/udrain"
+	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/readiness"
+	"github.com/udrain/udrain/topology"
 )
 
 // fieldFlags names, for each setting that the libraries' errors and hints
@@ -98,6 +100,22 @@ var fieldFlags = map[string]string{
 	"Drainer.Uncordon":                         "'udrain uncordon DOMAIN'",
 	"Drainer.Rollout or Drainer.Drain with ID": "'udrain rollout' or 'udrain drain' with --id",
 	"Drainer.Health":                           "'udrain wait-healthy'",
+}
+
+// findingFlags names, for the findings whose remedy is a setting of the
+// library, the flag (and value) that applies it on the command line: the
+// finding's message names the setting as Go code does.
+var findingFlags = map[topology.FindingCode]string{
+	eviction.FindingDisruptedAgain: "--steering " + string(eviction.SteerStrict),
+}
+
+// findingAdvice is what the command line adds to a finding's message:
+// the flag of its remedy, if it has one.
+func findingAdvice(code topology.FindingCode) string {
+	if flag, ok := findingFlags[code]; ok {
+		return " (on this command line: " + flag + ")"
+	}
+	return ""
 }
 
 // inFlags replaces the qualified settings named in text by their flags.

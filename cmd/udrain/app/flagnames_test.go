@@ -7,6 +7,9 @@ import (
 
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/udrain/udrain/eviction"
 )
 
@@ -51,6 +54,48 @@ func TestDrainerErrorsNameTheCommandsArguments(t *testing.T) {
 		var usage *UsageError
 		if !errors.As(err, &usage) || !strings.HasPrefix(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want a usage error starting %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// The flag tables name flags that exist: each flag of fieldFlags on some
+// command, each remedy of findingFlags on the commands that print that
+// finding's remedy (audit and rollout), with a value the library accepts.
+func TestFlagTablesNameRealFlags(t *testing.T) {
+	root := NewCommand(streamsOf(nil, nil), Config{})
+	onSome := map[string]bool{}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.Flags().VisitAll(func(f *pflag.Flag) { onSome["--"+f.Name] = true })
+		c.PersistentFlags().VisitAll(func(f *pflag.Flag) { onSome["--"+f.Name] = true })
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	for field, flag := range fieldFlags {
+		name, _, _ := strings.Cut(flag, " ")
+		if strings.HasPrefix(name, "--") && !onSome[name] {
+			t.Errorf("fieldFlags[%q] = %q: no command has %s", field, flag, name)
+		}
+	}
+	for code, advice := range findingFlags {
+		name, value, _ := strings.Cut(advice, " ")
+		for _, use := range []string{"audit", "rollout"} {
+			cmd, _, err := root.Find([]string{use})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cmd.Flags().Lookup(strings.TrimPrefix(name, "--")) == nil {
+				t.Errorf("findingFlags[%s] = %q: %s has no %s", code, advice, use, name)
+			}
+		}
+		if name == "--steering" {
+			if err := (eviction.RolloutOptions{Steering: eviction.Steering(value)}).Validate(); err != nil {
+				t.Errorf("findingFlags[%s] = %q: %v", code, advice, err)
+			}
+		} else {
+			t.Errorf("findingFlags[%s] = %q: this test does not know how to check %s's value", code, advice, name)
 		}
 	}
 }
