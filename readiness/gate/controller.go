@@ -128,10 +128,11 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.mu.Unlock()
 
 	logger := klog.FromContext(ctx)
-	ctx, cancel := context.WithCancel(ctx)
+	parent := ctx
+	ctx, cancel := context.WithCancelCause(ctx)
 	c.progress.setRunning(true)
 	defer func() {
-		cancel()
+		cancel(nil)
 		if c.factory != nil {
 			c.factory.Shutdown() // waits for the informers, which stop with ctx
 		} else {
@@ -149,11 +150,20 @@ func (c *Controller) Run(ctx context.Context) error {
 		return nil // ctx done before the cache filled: nothing was written
 	}
 	c.progress.setSynced()
+	if c.opts.HistoryCheck > 0 {
+		go c.guardHistory(ctx, cancel)
+	}
+	var err error
 	if c.opts.LeaderElection == nil {
 		c.runTerm(ctx)
-		return nil
+	} else {
+		err = c.runElected(ctx)
 	}
-	return c.runElected(ctx)
+	var changed *HistoryChangedError
+	if cause := context.Cause(ctx); parent.Err() == nil && errors.As(cause, &changed) {
+		return changed
+	}
+	return err
 }
 
 // runTerm reconciles until ctx is done: every group once at the start (the

@@ -91,6 +91,18 @@
 // [Controller.Health] gives the state behind both, with the time of the
 // last successful sync (a probe through the queue with no group failing).
 //
+// # A cluster restored from a snapshot
+//
+// When etcd is restored from a snapshot, the cluster's history goes back:
+// the API server's resourceVersion is older than the one the pod cache's
+// watch resumes from, and that watch waits until the server reaches it,
+// missing every change meanwhile, so leaders' conditions would stay as
+// they were, on groups that changed. Every [Options.HistoryCheck] (30 s)
+// the controller lists at most one pod and compares the server's
+// resourceVersion with its cache's; when the server's is older, Run stops
+// with a [*HistoryChangedError] (the CLI exits 1, and its Deployment
+// restarts it with a fresh cache).
+//
 // What it is not for: it does not check members over the network (that is
 // package readiness, in the leader), does not evict or drain anything, and
 // never changes a pod's spec, labels or other conditions. It does not

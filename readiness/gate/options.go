@@ -36,6 +36,10 @@ const (
 	// second), short enough that a stuck leader is restarted, and its
 	// Lease handed over, within a couple of minutes.
 	DefaultMaxSyncAge = time.Minute
+	// DefaultHistoryCheck is how often the controller compares the API
+	// server's resourceVersion with its pod cache's (see
+	// [Options.HistoryCheck]): one list of at most one pod.
+	DefaultHistoryCheck = 30 * time.Second
 )
 
 // Options configures a [Controller]. The zero value watches all namespaces,
@@ -87,6 +91,17 @@ type Options struct {
 	// [DefaultMaxSyncAge]. Raise it if the first pass over all groups of a
 	// new leader takes longer.
 	MaxSyncAge time.Duration
+	// HistoryCheck is how often the controller asks the API server for its
+	// current resourceVersion (a list of at most one pod) and compares it
+	// with the newest its pod cache has seen. An older one means that the
+	// cluster's history went back, as when etcd is restored from a
+	// snapshot: the cache's watch then waits for a resourceVersion the
+	// server has not reached and misses every change until it does, so
+	// conditions would be left as they were. Run then stops with a
+	// [*HistoryChangedError]; start the controller again (its Deployment
+	// restarts it) for a fresh cache. 0 means [DefaultHistoryCheck];
+	// negative never checks.
+	HistoryCheck time.Duration
 	// Clock gives the condition's lastTransitionTime and the times of the
 	// health checks; nil means the system clock.
 	Clock clock.PassiveClock
@@ -167,6 +182,9 @@ func (o Options) complete() (Options, labels.Selector, error) {
 	}
 	if o.MaxSyncAge == 0 {
 		o.MaxSyncAge = DefaultMaxSyncAge
+	}
+	if o.HistoryCheck == 0 {
+		o.HistoryCheck = DefaultHistoryCheck
 	}
 	if len(o.Groupers) == 0 {
 		o.Groupers = topology.DefaultGroupers()
