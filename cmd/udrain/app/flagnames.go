@@ -43,6 +43,7 @@ var fieldFlags = map[string]string{
 	"gate.Options.Workers":              "--workers",
 	"gate.Options.ResyncPeriod":         "--resync-period",
 	"gate.Options.MaxSyncAge":           "--max-sync-age",
+	"gate.Options.HistoryCheck":         "--history-check",
 	"gate.Options.Namespace":            "--namespace",
 	"gate.LeaderElection.Namespace":     "--lease-namespace",
 	"gate.LeaderElection.Name":          "--lease-name",
