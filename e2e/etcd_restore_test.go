@@ -12,6 +12,7 @@ import (
 
 	"github.com/udrain/udrain/e2e/testbed"
 	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/readiness/gate"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -36,27 +37,36 @@ import (
 //   - a plain restore: resourceVersions go back to the snapshot's; udrain's
 //     read of a node before its upgraded mark tells. Watches that resume
 //     from a resourceVersion the server has not reached yet wait for it and
-//     then miss what came before, in every client-go controller (the
-//     readiness-gate controller of the test among them): the controllers
-//     must be restarted before anything goes on, so the run after it is not
-//     played.
+//     then miss what came before, in every client-go controller: the
+//     readiness-gate controller must see that its history went back and
+//     stop (it is started again, as its Deployment would), or it would
+//     never write a leader's condition again and the groups would not be
+//     healthy again. The run after it is played as in the first restore.
 //
 // It is not parallel: a restore takes the whole cluster back in time.
 func TestEtcdRestoredMidRolloutStops(t *testing.T) {
 	for _, tc := range []struct {
-		name   string
-		flags  []string
-		resume bool
+		name  string
+		flags []string
+		// gateStops: the readiness-gate controller sees its history
+		// go back (with the revision bumped it does not go back: every
+		// watch gets a 410 and lists again).
+		gateStops bool
 	}{
-		{"bump-revision", []string{"--bump-revision", "1000000000", "--mark-compacted"}, true},
-		{"plain", nil, false},
+		{"bump-revision", []string{"--bump-revision", "1000000000", "--mark-compacted"}, false},
+		{"plain", nil, true},
 	} {
-		t.Run(tc.name, func(t *testing.T) { etcdRestoreDrill(t, tc.flags, tc.resume) })
+		t.Run(tc.name, func(t *testing.T) { etcdRestoreDrill(t, tc.flags, tc.gateStops) })
 	}
 }
 
-func etcdRestoreDrill(t *testing.T, etcdutlFlags []string, thenResume bool) {
-	s := deploy(t, defaultScenario())
+// gateHistoryCheck is how often the drill's readiness-gate controller
+// checks its history (30 s by default).
+const gateHistoryCheck = 2 * time.Second
+
+func etcdRestoreDrill(t *testing.T, etcdutlFlags []string, gateStops bool) {
+	tt := bed.ForTest(t)
+	s := deployWithGate(t, tt, defaultScenario(), tt.Client, gate.Options{Namespace: tt.Name, HistoryCheck: gateHistoryCheck})
 	ctx := t.Context()
 	bed.SuperviseControlPlane(t)
 	snapshot := filepath.Join(t.TempDir(), "etcd.db")
@@ -155,10 +165,30 @@ func etcdRestoreDrill(t *testing.T, etcdutlFlags []string, thenResume bool) {
 		}
 	}
 
-	if !thenResume {
-		return
+	// The readiness-gate controller stops on the changed history (and
+	// is started again), within a few of its checks.
+	var restarts []gateRestart
+	deadline := time.Now().Add(10 * gateHistoryCheck)
+	for {
+		restarts = s.gate.restarted()
+		if len(restarts) > 0 || !gateStops || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
-	// The restored groups are whole again (their evicted pods are back).
+	switch {
+	case gateStops && len(restarts) == 0:
+		t.Errorf("the readiness-gate controller did not stop on the changed history within %s of the restore", time.Since(restored).Round(time.Second))
+	case !gateStops && len(restarts) > 0:
+		t.Errorf("the readiness-gate controller stopped on a changed history after a restore that bumped the revision: %v", restarts[0].err)
+	case gateStops:
+		// The restore step returns once every component is started
+		// again; the apiserver serves before that.
+		t.Logf("the readiness-gate controller stopped at %s (the restore step returned at %s): %v",
+			restarts[0].at.Format("15:04:05.000"), restored.Format("15:04:05.000"), restarts[0].err)
+	}
+	// The restored groups are whole again (their evicted pods are back),
+	// and their leaders' conditions say so.
 	s.waitHealthy(t, 2*time.Minute)
 	resume := time.Now()
 	again := &eventLog{}

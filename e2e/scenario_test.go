@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -40,6 +42,8 @@ type scenario struct {
 	// run by the KubeRay operator (see ray_test.go).
 	ray *fixture.RayClusters
 	rec *fixture.PodRecorder
+	// gate is the readiness-gate controller of the workload's leaders.
+	gate *gateRunner
 	// nodeList is the pool's nodes, for mapping pods to domains.
 	nodeList []corev1.Node
 }
@@ -78,7 +82,7 @@ func deployWithGate(t *testing.T, tt *testbed.Test, cfg scenarioConfig, gateClie
 	}
 	s.lws = fixture.LWS{Namespace: tt.Name, Name: "llm", Groups: cfg.Groups, Size: cfg.Size, Pool: tt.Name,
 		GPUsPerPod: cfg.GPUsPerPod, ReadyDelay: cfg.ReadyDelay, TerminateDelay: cfg.TerminateDelay, GracePeriodSeconds: 5}
-	startGateController(t, gateClient, gateOpts)
+	s.gate = startGateController(t, gateClient, gateOpts)
 	s.record(t, s.lws.Selector())
 	if err := s.lws.Create(ctx, tt.Client); err != nil {
 		t.Fatal(err)
@@ -107,22 +111,59 @@ func (s *scenario) record(t *testing.T, sel labels.Selector) {
 }
 
 // startGateController runs the readiness-gate controller on c with opts
-// until the test ends.
-func startGateController(t *testing.T, c kubernetes.Interface, opts gate.Options) {
+// until the test ends. A controller that stops because the cluster's
+// history went back (an etcd restore) is started again, as its Deployment
+// would restart it; gateRestarts says how often.
+func startGateController(t *testing.T, c kubernetes.Interface, opts gate.Options) *gateRunner {
 	t.Helper()
-	ctrl, err := gate.New(c, opts)
-	if err != nil {
+	if _, err := gate.New(c, opts); err != nil {
 		t.Fatal(err)
 	}
+	g := &gateRunner{}
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(0)))))
 	done := make(chan error, 1)
-	go func() { done <- ctrl.Run(ctx) }()
+	go func() {
+		for {
+			ctrl, err := gate.New(c, opts)
+			if err == nil {
+				err = ctrl.Run(ctx)
+			}
+			var changed *gate.HistoryChangedError
+			if ctx.Err() != nil || !errors.As(err, &changed) {
+				done <- err
+				return
+			}
+			g.mu.Lock()
+			g.restarts = append(g.restarts, gateRestart{time.Now(), changed})
+			g.mu.Unlock()
+		}
+	}()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("readiness-gate controller: %v", err)
 		}
 	})
+	return g
+}
+
+// gateRunner is a readiness-gate controller run by startGateController.
+type gateRunner struct {
+	mu       sync.Mutex
+	restarts []gateRestart
+}
+
+// gateRestart is a stop of the controller on a changed history, and its
+// start again.
+type gateRestart struct {
+	at  time.Time
+	err *gate.HistoryChangedError
+}
+
+func (g *gateRunner) restarted() []gateRestart {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.restarts)
 }
 
 // waitHealthy waits until every group is healthy and the PDB over the
