@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
@@ -46,6 +48,17 @@ func (o DrainOptions) id() string {
 		return DefaultDrainID
 	}
 	return o.ID
+}
+
+// Validate checks the options without a cluster: an ID that is not a
+// valid label value is a *udrain.ConfigError, as Drain and Execute return
+// it before any request. (A rollout with the same ID resumes the drain's
+// domain, and a rollout's ID is written into taints and a Lease's name.)
+func (o DrainOptions) Validate() error {
+	if errs := validation.IsValidLabelValue(o.id()); len(errs) > 0 {
+		return configError("DrainOptions.ID", "%q cannot name a drain (it is the cordon mark's value, and a rollout that resumes the domain needs it as a label value): %s", o.ID, strings.Join(errs, "; "))
+	}
+	return nil
 }
 
 // Plan reads the cluster and plans the drain of domain. It changes nothing.
@@ -98,6 +111,9 @@ func (d *Drainer) Drain(ctx context.Context, domain string, opts DrainOptions) (
 	if domain == "" {
 		return nil, nil, emptyDomainError("Drainer.Drain(domain)")
 	}
+	if err := opts.Validate(); err != nil {
+		return nil, nil, err
+	}
 	ctx = withCallSink(ctx, opts.OnEvent)
 	v, err := d.startView(ctx)
 	if err != nil {
@@ -120,6 +136,9 @@ func (d *Drainer) Drain(ctx context.Context, domain string, opts DrainOptions) (
 // gone. It evicts only pods the plan names, by UID. A plan whose Err is
 // not nil is refused with a *DomainError before anything changes.
 func (d *Drainer) Execute(ctx context.Context, plan *Plan, opts DrainOptions) (*Result, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
 	if err := plan.Err(); err != nil {
 		return nil, &DomainError{ID: opts.id(), Domain: plan.Domain, Stage: StagePlan, Err: err}
 	}

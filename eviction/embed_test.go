@@ -575,6 +575,56 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 	}
 }
 
+// Options.Validate, DrainOptions.Validate and RolloutStatusOptions.Validate
+// return, without a cluster, the ConfigError that New, Drain (and
+// Execute) and RolloutStatus return; Drain and Execute refuse a bad ID
+// before any request.
+func TestValidateWithoutACluster(t *testing.T) {
+	long := strings.Repeat("a", 64)
+	for _, tc := range []struct {
+		name  string
+		err   error
+		field string
+	}{
+		{"Options, fine", Options{}.Validate(), ""},
+		{"Options, negative concurrency", Options{Concurrency: -1}.Validate(), "eviction.Options.Concurrency"},
+		{"Options, bad pod selector", Options{Helper: &drain.Helper{PodSelector: "a in (b"}}.Validate(), "eviction.Options.Helper.PodSelector"},
+		{"DrainOptions, default ID", DrainOptions{}.Validate(), ""},
+		{"DrainOptions, an ID", DrainOptions{ID: "maintenance-2026.12"}.Validate(), ""},
+		{"DrainOptions, a space", DrainOptions{ID: "a b"}.Validate(), "eviction.DrainOptions.ID"},
+		{"DrainOptions, too long", DrainOptions{ID: long}.Validate(), "eviction.DrainOptions.ID"},
+		{"status, default ID", RolloutStatusOptions{}.Validate(""), ""},
+		{"status, bad ID", RolloutStatusOptions{}.Validate("a b"), "eviction.Drainer.RolloutStatus(id)"},
+		{"status, a domain twice", RolloutStatusOptions{Domains: []string{"ud-1", "ud-1"}}.Validate(""), "eviction.RolloutStatusOptions.Domains"},
+	} {
+		var cfg *udrain.ConfigError
+		switch {
+		case tc.field == "" && tc.err != nil:
+			t.Errorf("%s: %v, want nil", tc.name, tc.err)
+		case tc.field != "" && (!errors.As(tc.err, &cfg) || cfg.Field != tc.field):
+			t.Errorf("%s: %v, want a ConfigError on %s", tc.name, tc.err, tc.field)
+		}
+	}
+	ctx := testContext(t)
+	fc := newFakeCluster(t, lwsCluster(1, 1, 2)...)
+	d, err := New(fc.client, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := len(fc.client.Actions())
+	_, _, drainErr := d.Drain(ctx, "ud-1", DrainOptions{ID: "a b"})
+	_, execErr := d.Execute(ctx, &Plan{Domain: "ud-1"}, DrainOptions{ID: "a b"})
+	for _, err := range []error{drainErr, execErr} {
+		var cfg *udrain.ConfigError
+		if !errors.As(err, &cfg) || cfg.Field != "eviction.DrainOptions.ID" {
+			t.Errorf("Drain or Execute with ID %q = %v, want a ConfigError on eviction.DrainOptions.ID", "a b", err)
+		}
+	}
+	if got := fc.client.Actions()[before:]; len(got) != 0 {
+		t.Errorf("%d requests for a bad ID, want none: %v", len(got), got)
+	}
+}
+
 // WaitRecovered waits for the groups a drain disrupted, also while none of
 // their pods exists yet (WaitHealthy of the domain sees no group then).
 func TestWaitRecoveredAfterADrain(t *testing.T) {

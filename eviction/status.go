@@ -173,12 +173,9 @@ type RolloutETA struct {
 // is checked as), an unknown domain a *topology.UnknownDomainError, before
 // any request.
 func (d *Drainer) RolloutStatus(ctx context.Context, id string, opts RolloutStatusOptions) (*RolloutStatus, error) {
-	// The rollout's own checks and defaults; the identity is set so that
-	// none is made up: the status holds no Lease.
-	ro, err := RolloutOptions{ID: id, Domains: opts.Domains, Order: opts.Order,
-		Lock: RolloutLock{Disabled: opts.NoLock, Namespace: opts.LockNamespace, Identity: "status"}}.withDefaults()
+	ro, err := opts.rollout(id)
 	if err != nil {
-		return nil, inStatusTerms(err)
+		return nil, err
 	}
 	v, err := d.startView(ctx)
 	if err != nil {
@@ -265,6 +262,24 @@ func (d *Drainer) statusFrom(ctx context.Context, v *view, ro RolloutOptions, st
 	st.ETA = estimate(st.Domains)
 	klog.FromContext(ctx).V(4).Info("Read the rollout's status", "rollout", ro.ID, "running", st.Running, "done", st.Done, "domains", len(st.Domains))
 	return nil
+}
+
+// Validate checks, without a cluster, the ID (empty: DefaultRolloutID)
+// and the options of a status: it returns the *udrain.ConfigError that
+// Drainer.RolloutStatus would return for them, so that a caller (the
+// CLI) can refuse bad input before it connects.
+func (o RolloutStatusOptions) Validate(id string) error {
+	_, err := o.rollout(id)
+	return err
+}
+
+// rollout is the rollout whose status the options ask for, checked and
+// with its defaults, as Rollout checks its options; the identity is set so
+// that none is made up: the status holds no Lease.
+func (o RolloutStatusOptions) rollout(id string) (RolloutOptions, error) {
+	ro, err := RolloutOptions{ID: id, Domains: o.Domains, Order: o.Order,
+		Lock: RolloutLock{Disabled: o.NoLock, Namespace: o.LockNamespace, Identity: "status"}}.withDefaults()
+	return ro, inStatusTerms(err)
 }
 
 // inStatusTerms names, in a *udrain.ConfigError of the rollout's checks,

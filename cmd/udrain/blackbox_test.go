@@ -563,7 +563,13 @@ current-context: test
 		// Issue 22/23: steering, order and IDs are checked before any request.
 		{[]string{"rollout", "--steering", "Sometimes"}, `--steering: "Sometimes" is not a steering mode`},
 		{[]string{"rollout", "--order", "Random"}, `--order: "Random" is not an order`},
-		{[]string{"rollout", "--id", "has spaces / slashes"}, `--id="has spaces / slashes": a valid label`},
+		{[]string{"rollout", "--id", "has spaces / slashes"}, `invalid --id: "has spaces / slashes" cannot name a rollout`},
+		{[]string{"drain", "ud-1", "--id", "has spaces"}, `invalid --id: "has spaces" cannot name a drain`},
+		{[]string{"rollout", "status", "has spaces"}, `invalid ID: "has spaces" cannot name a rollout`},
+		// Issue 25: the library's validation, in flag terms.
+		{[]string{"rollout", "--gpu-check-grace", "-1s"}, `invalid --gpu-check-grace: -1s is negative`},
+		{[]string{"rollout", "--recovery-timeout", "-1s"}, `invalid --recovery-timeout: -1s is negative`},
+		{[]string{"drain", "ud-1", "--concurrency", "-1"}, `invalid --concurrency: -1 is negative`},
 	} {
 		requests.Store(0)
 		r := run(t, bin, append(tc.args, "--kubeconfig", kubeconfig)...)

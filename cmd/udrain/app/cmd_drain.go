@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/udrain/udrain/eviction"
 )
@@ -38,7 +37,7 @@ Exit codes: 3 when --timeout passes while a PDB blocks, 4 on a contract
 violation.`,
 		Args: exactArgs(1, "one upgrade domain"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := firstError(df.validate(), dr.validate(), out.validate(), validateID(id)); err != nil {
+			if err := firstError(df.validate(), dr.validate(), out.validate(), inFlagTerms(eviction.DrainOptions{ID: id}.Validate())); err != nil {
 				return err
 			}
 			client, err := o.client()
@@ -133,16 +132,4 @@ func writeSummary(w io.Writer, s eviction.Summary, rollout bool) {
 		fmt.Fprintln(w, "Longest block: none")
 	}
 	fmt.Fprintf(w, "Duration: %s\n", human(s.Duration))
-}
-
-// validateID checks a drain's or rollout's ID: it is stored as an
-// annotation value and shown in logs.
-func validateID(id string) error {
-	if errs := validation.IsValidLabelValue(id); len(errs) > 0 || id == "" {
-		if id == "" {
-			errs = []string{"empty"}
-		}
-		return usageErrorf("--id=%q: %s (it is stored as an annotation value and shown in logs; use letters, digits, '-', '_' and '.')", id, strings.Join(errs, "; "))
-	}
-	return nil
 }

@@ -162,16 +162,8 @@ A holder that died leaves a Lease that can be taken over once it expires
 			if err := firstError(df.validate(), dr.validate(), out.validate(), uf.validate(o.lookPath)); err != nil {
 				return err
 			}
-			if recoveryTimeout < 0 {
-				return usageErrorf("--recovery-timeout=%s: use 0 (no limit) or a positive duration", recoveryTimeout)
-			}
-			if gpuGrace <= 0 {
-				return usageErrorf("--gpu-check-grace=%s: use a positive duration (or --skip-gpu-check)", gpuGrace)
-			}
 			if id == "" {
 				id = eviction.RolloutIDOf(df.label, uf.idInput())
-			} else if err := validateID(id); err != nil {
-				return err
 			}
 			if flagChanged(cmd.Flags(), "domains") && len(domains) == 0 {
 				return usageErrorf("--domains is empty: name the domains to upgrade (comma-separated), or leave the flag out for every domain")

@@ -64,12 +64,8 @@ through one watch of nodes, pods and budgets, and reads the Lease every
 			var id string
 			if len(args) == 1 {
 				id = args[0]
-				if err := validateID(id); err != nil {
-					return err
-				}
 			}
-			if err := (eviction.RolloutOptions{ID: id, Domains: domains, Order: so.Order,
-				Lock: eviction.RolloutLock{Disabled: noLock, Namespace: lockNamespace}}).Validate(); err != nil {
+			if err := so.Validate(id); err != nil {
 				return inFlagTerms(err)
 			}
 			client, err := o.client()

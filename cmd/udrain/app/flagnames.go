@@ -88,6 +88,7 @@ var fieldFlags = map[string]string{
 	"eviction.RolloutOptions.GPUCheck.Grace":                  "--gpu-check-grace",
 	"eviction.RolloutOptions.Lock.Namespace":                  "--lock-namespace",
 	"eviction.RolloutOptions.ID":                              "--id",
+	"eviction.DrainOptions.ID":                                "--id",
 	"eviction.RolloutOptions.Steering":                        "--steering",
 	"eviction.RolloutOptions.Order":                           "--order",
 	"RolloutOptions.Lock.Namespace":                           "--lock-namespace",
