@@ -590,3 +590,38 @@ func (l *budgetLog) disruptedBefore(at time.Time) map[string]metav1.Time {
 	}
 	return out
 }
+
+// caughtUp finds the first status, from a moment on, that counts every
+// expected pod healthy for the budget's current spec, or the status in
+// force at that moment.
+func TestBudgetLogCaughtUp(t *testing.T) {
+	t0 := time.Date(2026, 12, 3, 6, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	pdb := func(gen, observed int64, healthy, expected int32) *policyv1.PodDisruptionBudget {
+		return &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Generation: gen},
+			Status: policyv1.PodDisruptionBudgetStatus{ObservedGeneration: observed, CurrentHealthy: healthy, ExpectedPods: expected}}
+	}
+	l := &budgetLog{seen: []budgetSeen{
+		{at(0), pdb(1, 1, 3, 3)},  // caught up
+		{at(10), pdb(1, 1, 2, 3)}, // a leader evicted
+		{at(20), pdb(2, 1, 3, 3)}, // a new spec, not observed yet
+		{at(30), pdb(2, 2, 3, 3)}, // caught up
+	}}
+	for _, tc := range []struct {
+		after, want time.Time
+	}{
+		{at(5), at(5)},   // the status in force then counts all
+		{at(0), at(0)},   // the same, at the event itself
+		{at(10), at(30)}, // behind, then not observed, then caught up
+		{at(15), at(30)},
+		{at(31), at(31)},
+	} {
+		if got, _ := l.caughtUp(tc.after); !got.Equal(tc.want) {
+			t.Errorf("caughtUp(%s) = %s, want %s", tc.after.Format(time.TimeOnly), got.Format(time.TimeOnly), tc.want.Format(time.TimeOnly))
+		}
+	}
+	behind := &budgetLog{seen: []budgetSeen{{at(0), pdb(1, 1, 2, 3)}}}
+	if got, st := behind.caughtUp(at(0)); !got.IsZero() || st.CurrentHealthy != 2 {
+		t.Errorf("caughtUp of a budget that never catches up = %s, %+v; want zero and the last status", got, st)
+	}
+}
