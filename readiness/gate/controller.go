@@ -131,8 +131,10 @@ func (c *Controller) Run(ctx context.Context) error {
 	parent := ctx
 	ctx, cancel := context.WithCancelCause(ctx)
 	c.progress.setRunning(true)
+	var guard sync.WaitGroup
 	defer func() {
 		cancel(nil)
+		guard.Wait()
 		if c.factory != nil {
 			c.factory.Shutdown() // waits for the informers, which stop with ctx
 		} else {
@@ -151,7 +153,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	c.progress.setSynced()
 	if c.opts.HistoryCheck > 0 {
-		go c.guardHistory(ctx, cancel)
+		guard.Go(func() { c.guardHistory(ctx, cancel) })
 	}
 	var err error
 	if c.opts.LeaderElection == nil {
