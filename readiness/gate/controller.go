@@ -116,7 +116,9 @@ func New(client kubernetes.Interface, opts Options) (*Controller, error) {
 // until ctx is done; with [Options.LeaderElection] it reconciles only while
 // it holds the Lease, and campaigns again when it loses it. It returns nil
 // once ctx is done and every worker has stopped (and the Lease, if held, is
-// released), or [ErrAlreadyRun]. Run it in a goroutine to embed the
+// released); a [*HistoryChangedError], after the same, when the cluster's
+// history went back under its pod cache (see [Options.HistoryCheck]); or
+// [ErrAlreadyRun]. Run it in a goroutine to embed the
 // controller; cancel ctx to stop it.
 func (c *Controller) Run(ctx context.Context) error {
 	c.mu.Lock()
