@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -14,6 +13,8 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/udrain/udrain/internal/resourceversion"
 )
 
 // HistoryChangedError reports that the cluster's state went back in time
@@ -82,12 +83,7 @@ func (h *history) update(old, cur interface{}) {
 		return
 	}
 	was, now := o.GetResourceVersion(), n.GetResourceVersion()
-	if was == now || was == "" || now == "" {
-		return
-	}
-	a, err1 := strconv.ParseUint(was, 10, 64)
-	b, err2 := strconv.ParseUint(now, 10, 64)
-	if err1 != nil || err2 != nil || b >= a {
+	if !resourceversion.Older(now, was) {
 		return
 	}
 	h.mu.Lock()

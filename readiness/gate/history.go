@@ -3,11 +3,12 @@ package gate
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/udrain/udrain/internal/resourceversion"
 )
 
 // HistoryChangedError reports that the API server's resourceVersion went
@@ -50,18 +51,11 @@ func (c *Controller) guardHistory(ctx context.Context, cancel context.CancelCaus
 			logger.V(2).Info("Could not read the API server's resourceVersion; checking again later", "err", err)
 			continue
 		}
-		if older(list.ResourceVersion, seen) {
+		if resourceversion.Older(list.ResourceVersion, seen) {
 			err := &HistoryChangedError{Seen: seen, Server: list.ResourceVersion}
 			logger.Error(err, "Stopping: the cluster's history went back")
 			cancel(err)
 			return
 		}
 	}
-}
-
-// older reports whether resourceVersion a is older than b, both decimal.
-func older(a, b string) bool {
-	x, err1 := strconv.ParseUint(a, 10, 64)
-	y, err2 := strconv.ParseUint(b, 10, 64)
-	return err1 == nil && err2 == nil && x < y
 }
