@@ -18,6 +18,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -221,16 +222,17 @@ func TestRolloutSurvivesCutWatches(t *testing.T) {
 	// Blocked, and its connections cut: once udrain's retries are far
 	// apart, heal the group and see how soon the leader goes once the
 	// budget allows it.
-	allowed := watchBudgetAllows(t, s)
+	healFrom := time.Now()
 	const blockedFor = 9 * time.Second
 	if err := sleepCtx(ctx, time.Until(blocked.Time.Add(blockedFor))); err != nil {
 		t.Fatal(err)
 	}
 	setContainersReady(t, s, worker, true)
 	var allowedAt time.Time
-	select {
-	case allowedAt = <-allowed:
-	case <-time.After(time.Minute):
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		allowedAt = budget.allows(healFrom)
+		return !allowedAt.IsZero(), nil
+	}); err != nil {
 		t.Fatal("the budget did not allow a disruption within a minute of the group healing")
 	}
 	evicted, err := events.waitFor(ctx, time.Minute, func(e eviction.Event) bool {
@@ -266,28 +268,6 @@ func TestRolloutSurvivesCutWatches(t *testing.T) {
 	t.Logf("blocked %s before the budget allowed the eviction", allowedAt.Sub(blocked.Time).Round(time.Millisecond))
 	checkRecoveryLags(t, s, events, budget, groupOf, recoveryLagBoundCut)
 	checkFaultedRollout(t, s, o.res, accepted, start, "e2e-cut")
-}
-
-// watchBudgetAllows watches the scenario's PDB from now on and sends the
-// time its status first allows a disruption.
-func watchBudgetAllows(t *testing.T, s *scenario) <-chan time.Time {
-	t.Helper()
-	w, err := s.tt.Client.PolicyV1().PodDisruptionBudgets(s.lws.Namespace).Watch(t.Context(), metav1.ListOptions{
-		FieldSelector: "metadata.name=" + s.lws.PDBName()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make(chan time.Time, 1)
-	go func() {
-		defer w.Stop()
-		for e := range w.ResultChan() {
-			if pdb, ok := e.Object.(*policyv1.PodDisruptionBudget); ok && pdb.Status.DisruptionsAllowed > 0 {
-				out <- time.Now()
-				return
-			}
-		}
-	}()
-	return out
 }
 
 // checkFaultedRollout asserts what a completed rollout under faults
@@ -556,11 +536,24 @@ func recordBudget(t *testing.T, s *scenario) *budgetLog {
 // counted every pod it expects healthy for its current spec (`after`
 // itself when the status in force then did), and the last status seen.
 func (l *budgetLog) caughtUp(after time.Time) (time.Time, policyv1.PodDisruptionBudgetStatus) {
+	return l.first(after, func(p *policyv1.PodDisruptionBudget) bool {
+		return p.Status.ObservedGeneration >= p.Generation && p.Status.CurrentHealthy >= p.Status.ExpectedPods
+	})
+}
+
+// allows returns when, from `after` on, the budget's status first allowed
+// a disruption (zero if not yet).
+func (l *budgetLog) allows(after time.Time) time.Time {
+	at, _ := l.first(after, func(p *policyv1.PodDisruptionBudget) bool { return p.Status.DisruptionsAllowed > 0 })
+	return at
+}
+
+// first returns when, from `after` on, a status seen first satisfied ok
+// (`after` itself when the status in force then did; zero if none has),
+// and the last status seen.
+func (l *budgetLog) first(after time.Time, ok func(*policyv1.PodDisruptionBudget) bool) (time.Time, policyv1.PodDisruptionBudgetStatus) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	ok := func(p *policyv1.PodDisruptionBudget) bool {
-		return p.Status.ObservedGeneration >= p.Generation && p.Status.CurrentHealthy >= p.Status.ExpectedPods
-	}
 	var last policyv1.PodDisruptionBudgetStatus
 	for i, e := range l.seen {
 		last = e.pdb.Status
@@ -593,7 +586,7 @@ func (l *budgetLog) disruptedBefore(at time.Time) map[string]metav1.Time {
 
 // caughtUp finds the first status, from a moment on, that counts every
 // expected pod healthy for the budget's current spec, or the status in
-// force at that moment.
+// force at that moment; allows, the first that allows a disruption.
 func TestBudgetLogCaughtUp(t *testing.T) {
 	t0 := time.Date(2026, 12, 3, 6, 0, 0, 0, time.UTC)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
@@ -619,6 +612,16 @@ func TestBudgetLogCaughtUp(t *testing.T) {
 		if got, _ := l.caughtUp(tc.after); !got.Equal(tc.want) {
 			t.Errorf("caughtUp(%s) = %s, want %s", tc.after.Format(time.TimeOnly), got.Format(time.TimeOnly), tc.want.Format(time.TimeOnly))
 		}
+	}
+	allowing := &budgetLog{seen: []budgetSeen{
+		{at(0), &policyv1.PodDisruptionBudget{Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 0}}},
+		{at(10), &policyv1.PodDisruptionBudget{Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 1}}},
+	}}
+	if got := allowing.allows(at(5)); !got.Equal(at(10)) {
+		t.Errorf("allows(%s) = %s, want %s", at(5).Format(time.TimeOnly), got.Format(time.TimeOnly), at(10).Format(time.TimeOnly))
+	}
+	if got := allowing.allows(at(11)); !got.Equal(at(11)) {
+		t.Errorf("allows(%s) = %s, want the moment itself (the status in force allows)", at(11).Format(time.TimeOnly), got.Format(time.TimeOnly))
 	}
 	behind := &budgetLog{seen: []budgetSeen{{at(0), pdb(1, 1, 2, 3)}}}
 	if got, st := behind.caughtUp(at(0)); !got.IsZero() || st.CurrentHealthy != 2 {

@@ -113,10 +113,11 @@ func (s *scenario) record(t *testing.T, sel labels.Selector) {
 // startGateController runs the readiness-gate controller on c with opts
 // until the test ends. A controller that stops because the cluster's
 // history went back (an etcd restore) is started again, as its Deployment
-// would restart it; gateRestarts says how often.
+// would restart it; gateRunner.restarted says when and why.
 func startGateController(t *testing.T, c kubernetes.Interface, opts gate.Options) *gateRunner {
 	t.Helper()
-	if _, err := gate.New(c, opts); err != nil {
+	ctrl, err := gate.New(c, opts)
+	if err != nil {
 		t.Fatal(err)
 	}
 	g := &gateRunner{}
@@ -124,18 +125,18 @@ func startGateController(t *testing.T, c kubernetes.Interface, opts gate.Options
 	done := make(chan error, 1)
 	go func() {
 		for {
-			ctrl, err := gate.New(c, opts)
-			if err == nil {
-				err = ctrl.Run(ctx)
-			}
+			err := ctrl.Run(ctx)
 			var changed *gate.HistoryChangedError
-			if ctx.Err() != nil || !errors.As(err, &changed) {
-				done <- err
-				return
+			if ctx.Err() == nil && errors.As(err, &changed) {
+				g.mu.Lock()
+				g.restarts = append(g.restarts, gateRestart{time.Now(), changed})
+				g.mu.Unlock()
+				if ctrl, err = gate.New(c, opts); err == nil {
+					continue
+				}
 			}
-			g.mu.Lock()
-			g.restarts = append(g.restarts, gateRestart{time.Now(), changed})
-			g.mu.Unlock()
+			done <- err
+			return
 		}
 	}()
 	t.Cleanup(func() {
