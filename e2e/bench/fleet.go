@@ -177,7 +177,22 @@ const (
 	// (what does not fit in upgraded room waits, Pending, for its own
 	// domain); limited to the pool's domains.
 	FleetStrict FleetMode = "strict"
+	// FleetNewScoreAll is udrain's default (FleetNew) on a cluster whose
+	// kube-scheduler scores every feasible node
+	// (percentageOfNodesToScore: 100, hack/kwok/scheduler-score-all.yaml)
+	// instead of its adaptive sample: what a PreferNoSchedule taint can
+	// do when the scheduler weighs it on every node.
+	FleetNewScoreAll FleetMode = "new-score-all"
 )
+
+// SchedulerConfig is the kube-scheduler configuration file (relative to
+// the checkout) of the cluster of mode m, or "" for the testbed's default.
+func (m FleetMode) SchedulerConfig() string {
+	if m == FleetNewScoreAll {
+		return "hack/kwok/scheduler-score-all.yaml"
+	}
+	return ""
+}
 
 // ParseFleetModes reads a comma-separated list of modes ("old,new").
 func ParseFleetModes(s string) ([]FleetMode, error) {
@@ -185,13 +200,13 @@ func ParseFleetModes(s string) ([]FleetMode, error) {
 	for _, x := range strings.Split(s, ",") {
 		m := FleetMode(strings.TrimSpace(x))
 		switch m {
-		case FleetOld, FleetNew, FleetStrict:
+		case FleetOld, FleetNew, FleetStrict, FleetNewScoreAll:
 			if slices.Contains(out, m) {
 				return nil, fmt.Errorf("fleet mode %q given twice", m)
 			}
 			out = append(out, m)
 		default:
-			return nil, fmt.Errorf("unknown fleet mode %q: use %s, %s or %s, or several (%s,%s)", x, FleetOld, FleetNew, FleetStrict, FleetOld, FleetNew)
+			return nil, fmt.Errorf("unknown fleet mode %q: use %s, %s, %s or %s, or several (%s,%s)", x, FleetOld, FleetNew, FleetStrict, FleetNewScoreAll, FleetOld, FleetNew)
 		}
 	}
 	return out, nil
@@ -218,6 +233,8 @@ func (m FleetMode) Describe() string {
 		return "the old behaviour: no steering taint (Steering Off), the domains in natural order (Order Given), the spare last"
 	case FleetStrict:
 		return "udrain's strict steering: pending domains tainted NoSchedule (Steering Strict), the domains that evict nothing first (Order SpareFirst)"
+	case FleetNewScoreAll:
+		return "udrain's default (Steering PreferUpgraded, Order SpareFirst) with kube-scheduler scoring every feasible node (percentageOfNodesToScore: 100) instead of its adaptive sample"
 	}
 	return "udrain's default: pending domains tainted PreferNoSchedule (Steering PreferUpgraded), the domains that evict nothing first (Order SpareFirst)"
 }

@@ -3,6 +3,8 @@ package bench
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	"sigs.k8s.io/yaml"
 
 	"github.com/udrain/udrain/e2e/fixture"
 	"github.com/udrain/udrain/eviction"
@@ -189,6 +192,42 @@ func TestExclusiveWithin(t *testing.T) {
 	}
 }
 
+// TestFleetSchedulerConfig: only the new-score-all mode's cluster gets a
+// scheduler configuration of its own, and the file asks kube-scheduler
+// to score every node.
+func TestFleetSchedulerConfig(t *testing.T) {
+	for _, m := range []FleetMode{FleetOld, FleetNew, FleetStrict} {
+		if c := m.SchedulerConfig(); c != "" {
+			t.Errorf("%s: scheduler config %q, want the testbed's default", m, c)
+		}
+	}
+	c := FleetNewScoreAll.SchedulerConfig()
+	data, err := os.ReadFile(filepath.Join("..", "..", c))
+	if err != nil {
+		t.Fatalf("%s: %v", FleetNewScoreAll, err)
+	}
+	var cfg struct {
+		APIVersion               string `json:"apiVersion"`
+		Kind                     string `json:"kind"`
+		PercentageOfNodesToScore *int   `json:"percentageOfNodesToScore"`
+		LeaderElection           struct {
+			LeaderElect *bool `json:"leaderElect"`
+		} `json:"leaderElection"`
+	}
+	if err := yaml.Unmarshal(data, &cfg); err != nil {
+		t.Fatalf("%s: %v", c, err)
+	}
+	if cfg.APIVersion != "kubescheduler.config.k8s.io/v1" || cfg.Kind != "KubeSchedulerConfiguration" {
+		t.Errorf("%s: %s %s, want kubescheduler.config.k8s.io/v1 KubeSchedulerConfiguration (kwokctl refuses others)", c, cfg.APIVersion, cfg.Kind)
+	}
+	if cfg.PercentageOfNodesToScore == nil || *cfg.PercentageOfNodesToScore != 100 {
+		t.Errorf("%s: percentageOfNodesToScore %v, want 100", c, cfg.PercentageOfNodesToScore)
+	}
+	if le := cfg.LeaderElection.LeaderElect; le == nil || *le {
+		t.Errorf("%s: leaderElect %v, want false (the testbed runs one scheduler)", c, le)
+	}
+}
+
 func TestFleetModes(t *testing.T) {
 	domains := []string{"p-ud0", "p-ud1", "p-ud2"}
 	for _, tc := range []struct {
@@ -200,6 +239,7 @@ func TestFleetModes(t *testing.T) {
 		{"new", []FleetMode{FleetNew}, ""},
 		{" old ", []FleetMode{FleetOld}, ""},
 		{"old,new,strict", []FleetMode{FleetOld, FleetNew, FleetStrict}, ""},
+		{"new,new-score-all", []FleetMode{FleetNew, FleetNewScoreAll}, ""},
 		{"new,new", nil, "given twice"},
 		{"steered", nil, `unknown fleet mode "steered"`},
 		{"", nil, "unknown fleet mode"},
@@ -228,6 +268,8 @@ func TestFleetModes(t *testing.T) {
 		{FleetNew, DrainerJob{Domains: domains, RolloutID: "bench", Order: eviction.OrderSpareFirst}},
 		// The same order, pending domains closed to new pods.
 		{FleetStrict, DrainerJob{Domains: domains, RolloutID: "bench", Order: eviction.OrderSpareFirst, Steering: eviction.SteerStrict}},
+		// udrain's default, as new: only the cluster's scheduler differs.
+		{FleetNewScoreAll, DrainerJob{Domains: domains, RolloutID: "bench", Order: eviction.OrderSpareFirst}},
 	} {
 		if diff := cmp.Diff(tc.want, tc.mode.Job(domains)); diff != "" {
 			t.Errorf("%s: job (-want +got):\n%s", tc.mode, diff)

@@ -91,10 +91,13 @@ type Results struct {
 	// Fleet is the fleet's rollout in udrain's default mode (or in the
 	// only mode run before issue 22); FleetOld the same fleet with the old
 	// behaviour (FleetOld), on a cluster of its own, for the side by side.
-	// FleetStrict is the same fleet with the strict steering.
-	Fleet       *FleetResult `json:"fleet,omitempty"`
-	FleetOld    *FleetResult `json:"fleetOld,omitempty"`
-	FleetStrict *FleetResult `json:"fleetStrict,omitempty"`
+	// FleetStrict is the same fleet with the strict steering;
+	// FleetScoreAll udrain's default with kube-scheduler scoring every
+	// node.
+	Fleet         *FleetResult `json:"fleet,omitempty"`
+	FleetOld      *FleetResult `json:"fleetOld,omitempty"`
+	FleetStrict   *FleetResult `json:"fleetStrict,omitempty"`
+	FleetScoreAll *FleetResult `json:"fleetScoreAll,omitempty"`
 	// GoBench are the packages' Go benchmarks (hack/bench.sh runs them).
 	GoBench []GoBenchmark `json:"goBenchmarks,omitempty"`
 	// GoBenchCommand is the command that produced GoBench.
@@ -701,22 +704,26 @@ func (f FleetShape) describe() string {
 }
 
 // SetFleet keeps a fleet result in its place: FleetOld for the old mode,
-// FleetStrict for the strict one, Fleet otherwise.
+// FleetStrict for the strict one, FleetScoreAll for the default on a
+// scheduler that scores every node, Fleet otherwise.
 func (r *Results) SetFleet(fl *FleetResult) {
 	switch fl.Mode {
 	case FleetOld:
 		r.FleetOld = fl
 	case FleetStrict:
 		r.FleetStrict = fl
+	case FleetNewScoreAll:
+		r.FleetScoreAll = fl
 	default:
 		r.Fleet = fl
 	}
 }
 
-// fleetRuns lists the fleet results, old first, strict last.
+// fleetRuns lists the fleet results, old first, then the default, the
+// default on a scheduler that scores every node, strict last.
 func (r *Results) fleetRuns() []*FleetResult {
 	var out []*FleetResult
-	for _, fl := range []*FleetResult{r.FleetOld, r.Fleet, r.FleetStrict} {
+	for _, fl := range []*FleetResult{r.FleetOld, r.Fleet, r.FleetScoreAll, r.FleetStrict} {
 		if fl != nil {
 			out = append(out, fl)
 		}
@@ -733,6 +740,8 @@ func (fl *FleetResult) modeLabel() string {
 		return "udrain's default"
 	case FleetStrict:
 		return "strict steering"
+	case FleetNewScoreAll:
+		return "udrain's default, the scheduler scoring every node"
 	}
 	return ""
 }

@@ -166,6 +166,18 @@ func TestWriteMarkdown(t *testing.T) {
 			},
 		},
 		{
+			name: "fleet, the default on a scheduler that scores every node, beside the default",
+			res: Results{
+				FleetScoreAll: fleetRun(FleetNewScoreAll, 14000, Safety{Groups: 250, Disruptions: 250, DisruptedOnce: 250}, 0, 1.2),
+				Fleet:         fleetRun(FleetNew, 14350, Safety{Groups: 250, Disruptions: 250, DisruptedOnce: 250}, 0, 1.2),
+			},
+			want: []string{
+				"| figure | new (udrain's default) | new-score-all (udrain's default, the scheduler scoring every node) |",
+				"| evictions per ordinary pod (ordinary evictions, audit log / Deployment pods) | 1.02 (14350 / 14000) | 1.00 (14000 / 14000) |",
+				"### new-score-all: udrain's default (Steering PreferUpgraded, Order SpareFirst) with kube-scheduler scoring every feasible node (percentageOfNodesToScore: 100) instead of its adaptive sample",
+			},
+		},
+		{
 			name: "scale, Go benchmarks, outage, errors",
 			res: Results{
 				Errors: []string{"api run 1: boom"},

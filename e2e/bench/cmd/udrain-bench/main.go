@@ -167,7 +167,7 @@ func parseFlags() (*flags, error) {
 	ordinaryTwoStep := fs.Bool("fleet-ordinary-two-step", false, "fleet: kwok starts ordinary pods as group pods (Running, then ready after the start-up delay, an Event each); default: in one step, without Events")
 	fs.IntVar(&f.fleet.ReplicasPerDeployment, "fleet-replicas", full.ReplicasPerDeployment, "fleet: replicas per Deployment")
 	fs.IntVar(&f.fleet.Spare, "fleet-spare", full.Spare, "fleet: empty domains added once the workloads run (spare capacity, last in natural order)")
-	fleetModes := fs.String("fleet-modes", "old,new", "fleet: rollouts to run, each on a fresh cluster, side by side in the report: old (no steering taint, natural order), new (udrain's default: steering, spare domains first), strict (NoSchedule on pending domains, spare domains first); comma-separated")
+	fleetModes := fs.String("fleet-modes", "old,new", "fleet: rollouts to run, each on a fresh cluster, side by side in the report: old (no steering taint, natural order), new (udrain's default: steering, spare domains first), strict (NoSchedule on pending domains, spare domains first), new-score-all (new, on a cluster whose kube-scheduler scores every node: hack/kwok/scheduler-score-all.yaml); comma-separated")
 	var ready, terminate time.Duration
 	var grace int64
 	fs.DurationVar(&ready, "ready-delay", 5*time.Second, "pods' start-up delay (kwok) before their containers are ready")
@@ -374,7 +374,7 @@ func run() int {
 		}
 		// Each mode on a cluster of its own: the same fresh start, and
 		// no namespace of the other still being deleted.
-		flags, shown := fleetKwokctlFlags(f)
+		flags, shown := fleetKwokctlFlags(f, mode)
 		name := fleetClusterName(f.fleetCluster, mode, len(f.fleetModes))
 		err := withCluster(ctx, f, name, f.fleetKubeconfig, flags, func(env *bench.Env) {
 			if r, err := env.RunFleet(ctx, f.fleet, mode, f.upgradeStep, f.timeout); err != nil {
@@ -496,21 +496,27 @@ func fleetClusterName(base string, mode bench.FleetMode, modes int) string {
 
 // fleetKwokctlFlags returns the extra kwokctl flags of the fleet's cluster,
 // and the same with a path in the checkout relative to it, for the report.
-func fleetKwokctlFlags(f *flags) (flags, shown []string) {
+func fleetKwokctlFlags(f *flags, mode bench.FleetMode) (flags, shown []string) {
 	if !f.fleetQPSLimits {
 		flags = append(flags, "--disable-qps-limits")
 	}
 	shown = slices.Clone(flags)
-	if c := f.fleetKwokConfig; c != "" {
+	file := func(flag, c string) {
 		abs := c
 		if !filepath.IsAbs(c) {
 			abs = filepath.Join(f.repo, c)
 		}
-		flags = append(flags, "--config="+abs)
+		flags = append(flags, flag+"="+abs)
 		if rel, err := filepath.Rel(f.repo, abs); err == nil && filepath.IsLocal(rel) {
 			c = rel
 		}
-		shown = append(shown, "--config="+c)
+		shown = append(shown, flag+"="+c)
+	}
+	if c := f.fleetKwokConfig; c != "" {
+		file("--config", c)
+	}
+	if c := mode.SchedulerConfig(); c != "" {
+		file("--kube-scheduler-config", c)
 	}
 	return flags, shown
 }
