@@ -88,6 +88,10 @@ func TestAdmissionWebhookRefusals(t *testing.T) {
 			if tc.wantCordoned && !strings.Contains(err.Error(), "stay cordoned") {
 				t.Errorf("the error does not say the domain stays cordoned: %v", err)
 			}
+			// The field a caller acts on says what the node shows.
+			if de := (*DomainError)(nil); !errors.As(err, &de) || de.Cordoned() != tc.wantCordoned {
+				t.Errorf("DomainError.Cordoned() of %v: want %v", err, tc.wantCordoned)
+			}
 			if tc.wantStage == StagePhase1 {
 				if n := len(log.ofType(EventRetrying)); n != tc.wantAttempts-1 {
 					t.Errorf("%d Retrying events, want %d", n, tc.wantAttempts-1)

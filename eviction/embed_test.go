@@ -344,8 +344,37 @@ func TestDrainIDHoldsTheDomain(t *testing.T) {
 	if !errors.As(err, &ip) || ip.By != "maint-42" || !errors.As(err, &de) || de.Domain != "ud-1" || de.Stage != StagePlan {
 		t.Fatalf("rollout over a drained domain: %v, want a DomainError at Plan with an InProgressError by maint-42", err)
 	}
-	if msg := err.Error(); !strings.Contains(msg, "Drainer.Uncordon") || strings.Contains(msg, "udrain uncordon") {
-		t.Errorf("the hint names a CLI command or no library call: %s", msg)
+	// What resumes it is in the fields (By, Domain), not in prose for one
+	// kind of caller: the message says what is, in terms of both.
+	if msg := err.Error(); !strings.Contains(msg, `cordoned by "maint-42"`) || strings.Contains(msg, "udrain uncordon") || strings.Contains(msg, "Drainer.") {
+		t.Errorf("the message names a call or a command, or not who cordoned the domain: %s", msg)
+	}
+}
+
+// DomainError.Cordoned: the stages between the cordon and the uncordon,
+// and the message says so only then.
+func TestDomainErrorCordoned(t *testing.T) {
+	for _, tc := range []struct {
+		stage Stage
+		want  bool
+	}{
+		{StagePlan, false},
+		{StageCordon, false},
+		{StagePhase1, true},
+		{StagePhase2, true},
+		{StageWaitGone, true},
+		{StageUpgrade, true},
+		{StageGPUCheck, true},
+		{StageUncordon, false},
+		{StageRecovery, false},
+	} {
+		e := &DomainError{Domain: "ud-1", Stage: tc.stage, Err: errors.New("boom")}
+		if got := e.Cordoned(); got != tc.want {
+			t.Errorf("%s: Cordoned() = %v, want %v", tc.stage, got, tc.want)
+		}
+		if got := strings.Contains(e.Error(), "stay cordoned"); got != tc.want {
+			t.Errorf("%s: %q says the nodes stay cordoned: %v, want %v", tc.stage, e.Error(), got, tc.want)
+		}
 	}
 }
 

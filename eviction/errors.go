@@ -104,13 +104,25 @@ func (e *DomainError) Error() string {
 			fmt.Fprintf(&b, "; not healthy yet: %s", strings.Join(abbreviate(w, 10), "; "))
 		}
 	}
-	switch e.Stage {
-	case StagePlan:
+	switch {
+	case e.Stage == StagePlan:
 		b.WriteString(" (nothing was changed)")
-	case StagePhase1, StagePhase2, StageWaitGone, StageUpgrade, StageGPUCheck:
-		b.WriteString(" (the domain's nodes stay cordoned: run it again to resume, or release them with Drainer.Uncordon)")
+	case e.Cordoned():
+		b.WriteString(" (the domain's nodes stay cordoned)")
 	}
 	return b.String()
+}
+
+// Cordoned reports whether the domain's nodes stay cordoned: the domain
+// stopped after its cordon and before its uncordon. The same Drain or
+// Rollout with the same ID resumes it; Drainer.Uncordon releases its
+// nodes instead.
+func (e *DomainError) Cordoned() bool {
+	switch e.Stage {
+	case StagePhase1, StagePhase2, StageWaitGone, StageUpgrade, StageGPUCheck:
+		return true
+	}
+	return false
 }
 
 // Unwrap returns the cause and, when a budget was blocking, a
@@ -226,7 +238,9 @@ func (e *AdmissionError) Error() string {
 func (e *AdmissionError) Unwrap() error { return e.Err }
 
 // InProgressError reports a domain that another rollout, or a drain, has
-// cordoned and not finished. Nothing was changed.
+// cordoned and not finished. Nothing was changed. Resume that one
+// (Drainer.Rollout or Drainer.Drain with ID By), or release the domain
+// (Drainer.Uncordon) before running this one again.
 type InProgressError struct {
 	Domain, Node string
 	// By is the ID of the rollout or drain that cordoned it; ID this one's.
@@ -234,8 +248,7 @@ type InProgressError struct {
 }
 
 func (e *InProgressError) Error() string {
-	return fmt.Sprintf("node %s of domain %s is cordoned by %q, which has not finished; resume it (Drainer.Rollout or Drainer.Drain with ID %q), or uncordon the domain (Drainer.Uncordon) before running %q",
-		e.Node, e.Domain, e.By, e.By, e.ID)
+	return fmt.Sprintf("node %s of domain %s is cordoned by %q, which has not finished (this is %q)", e.Node, e.Domain, e.By, e.ID)
 }
 
 // PermissionError reports a request the API server refused for lack of

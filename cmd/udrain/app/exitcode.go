@@ -108,12 +108,23 @@ func hint(err error, program, cmdPath string) string {
 		refused   *eviction.RefusedPodsError
 		unlabeled *topology.UnlabeledNodesError
 		stopped   *eviction.DomainError
+		held      *eviction.InProgressError
 	)
+	// release is how to give back the nodes of a domain that stopped
+	// cordoned, instead of resuming it.
+	release := func() string {
+		if errors.As(err, &stopped) && stopped.Cordoned() {
+			return fmt.Sprintf("; or release its nodes with '%s uncordon %s'", program, stopped.Domain)
+		}
+		return ""
+	}
 	switch {
 	case errors.Is(err, context.Canceled):
-		return "interrupted: nothing new was started after the signal; run the same command again to resume"
+		return "interrupted: nothing new was started after the signal; run the same command again to resume" + release()
+	case errors.As(err, &held):
+		return fmt.Sprintf("resume %q first (the command that started it, with --id %s), or release the domain with '%s uncordon %s' and run this command again", held.By, held.By, program, held.Domain)
 	case errors.As(err, &blocked):
-		return fmt.Sprintf("a PodDisruptionBudget still refuses evictions; wait until its groups are healthy ('%s wait-healthy') and run the same command again", program)
+		return fmt.Sprintf("a PodDisruptionBudget still refuses evictions; wait until its groups are healthy ('%s wait-healthy') and run the same command again", program) + release()
 	case errors.As(err, &contract) && cmdPath == program+" audit":
 		return "each finding says what to fix"
 	case errors.As(err, &contract):
@@ -125,7 +136,9 @@ func hint(err error, program, cmdPath string) string {
 	case errors.As(err, &stopped) && stopped.Timeout > 0 && stopped.Stage == eviction.StageRecovery:
 		return "the rollout is resumable: see why the groups are not healthy above, then run the same command again (with a longer --recovery-timeout if they need it)"
 	case errors.As(err, &stopped) && stopped.Timeout > 0:
-		return "the drain is resumable: run the same command again, with a longer --timeout if the pods need it"
+		return "the drain is resumable: run the same command again, with a longer --timeout if the pods need it" + release()
+	case errors.As(err, &stopped) && stopped.Cordoned():
+		return fmt.Sprintf("the domain's nodes stay cordoned: run the same command again to resume, or release them with '%s uncordon %s'", program, stopped.Domain)
 	}
 	var usage *UsageError
 	if errors.As(err, &usage) {

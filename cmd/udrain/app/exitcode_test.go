@@ -182,7 +182,65 @@ func TestStopsNameCommandsNotLibraryCalls(t *testing.T) {
 	if r.code != ExitBlocked {
 		t.Fatalf("exit code %d, want %d; stderr:\n%s", r.code, ExitBlocked, r.stderr)
 	}
-	if strings.Contains(r.stderr, "Drainer.") || !strings.Contains(r.stderr, "'udrain uncordon DOMAIN'") {
+	if strings.Contains(r.stderr, "Drainer.") || !strings.Contains(r.stderr, "'udrain uncordon ud-2'") {
 		t.Errorf("stderr names library calls, or not the command:\n%s", r.stderr)
+	}
+}
+
+// The advice the command line gives for a stop comes from the error's
+// fields: which domain, whether its nodes stay cordoned, who holds it.
+func TestHintFromStopFields(t *testing.T) {
+	held := &eviction.InProgressError{Domain: "ud-1", Node: "n1", By: "maint-42", ID: "udrain-abc"}
+	for _, tc := range []struct {
+		name    string
+		err     error
+		want    []string
+		wantNot []string
+	}{{
+		name: "stopped cordoned, no limit ran out",
+		err:  &eviction.DomainError{Domain: "ud-1", Stage: eviction.StageUpgrade, Err: errors.New("step failed")},
+		want: []string{"stay cordoned", "run the same command again", "'udrain uncordon ud-1'"},
+	}, {
+		name: "timeout in phase 2",
+		err:  &eviction.DomainError{Domain: "ud-1", Stage: eviction.StagePhase2, Timeout: time.Minute, Err: context.DeadlineExceeded},
+		want: []string{"resumable", "--timeout", "'udrain uncordon ud-1'"},
+	}, {
+		name:    "recovery timeout: the nodes are uncordoned already",
+		err:     &eviction.DomainError{Domain: "ud-1", Stage: eviction.StageRecovery, Timeout: time.Minute, Err: context.DeadlineExceeded},
+		want:    []string{"--recovery-timeout"},
+		wantNot: []string{"uncordon"},
+	}, {
+		name:    "held by another drain: nothing changed here",
+		err:     &eviction.DomainError{Domain: "ud-1", Stage: eviction.StagePlan, Err: held},
+		want:    []string{`resume "maint-42"`, "--id maint-42", "'udrain uncordon ud-1'"},
+		wantNot: []string{"stay cordoned"},
+	}, {
+		name: "interrupted while cordoned",
+		err:  &eviction.DomainError{Domain: "ud-2", Stage: eviction.StagePhase1, Err: context.Canceled},
+		want: []string{"interrupted", "'udrain uncordon ud-2'"},
+	}, {
+		name: "blocked by a budget while cordoned",
+		err: &eviction.DomainError{Domain: "ud-2", Stage: eviction.StagePhase1, Err: context.DeadlineExceeded,
+			Block: &eviction.BlockInfo{Namespace: "ns", PDB: "llm"}},
+		want: []string{"'udrain wait-healthy'", "'udrain uncordon ud-2'"},
+	}, {
+		name:    "refused at plan: nothing to release",
+		err:     &eviction.DomainError{Domain: "ud-2", Stage: eviction.StagePlan, Err: context.Canceled},
+		want:    []string{"interrupted"},
+		wantNot: []string{"uncordon"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := hint(tc.err, "udrain", "udrain drain")
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("hint %q: want %q in it", got, w)
+				}
+			}
+			for _, w := range tc.wantNot {
+				if strings.Contains(got, w) {
+					t.Errorf("hint %q: want no %q in it", got, w)
+				}
+			}
+		})
 	}
 }

@@ -98,10 +98,6 @@ var fieldFlags = map[string]string{
 	"RolloutOptions.Order":                                    "--order",
 	"RolloutOptions.Steering":                                 "--steering",
 	"RolloutOptions.Domains":                                  "--domains",
-	// The library calls its hints name, as commands.
-	"Drainer.Uncordon":                         "'udrain uncordon DOMAIN'",
-	"Drainer.Rollout or Drainer.Drain with ID": "'udrain rollout' or 'udrain drain' with --id",
-	"Drainer.Health":                           "'udrain wait-healthy'",
 }
 
 // findingFlags names, for the findings whose remedy is a setting of the
