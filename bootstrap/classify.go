@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/internal/netclass"
 )
 
@@ -53,7 +54,8 @@ const (
 )
 
 // Hint says, in one sentence, what a class usually means and what to check.
-// It returns "" for ClassNone.
+// It returns "" for ClassNone. It names no setting: the Options field that
+// fixes the failure, if one does, is Setting.
 func (c FailureClass) Hint() string {
 	switch c {
 	case ClassNone:
@@ -67,18 +69,46 @@ func (c FailureClass) Hint() string {
 	case ClassTimeout:
 		return "the server did not answer in time: it may be overloaded or hung, or a network policy drops the traffic"
 	case ClassTLSUnknownAuthority:
-		return "the server certificate is signed by an unknown CA: give the CA bundle that signed it (bootstrap.Options.CAFile)"
+		return "the server certificate is signed by an unknown CA: give the CA bundle that signed it"
 	case ClassTLSNameMismatch:
-		return "the server certificate is not valid for this name: use a name it was issued for, or set bootstrap.Options.ServerName"
+		return "the server certificate is not valid for this name: use a name it was issued for, or set the name to verify"
 	case ClassTLSHandshake:
 		return "the TLS handshake failed: check the scheme (http:// vs https://) and the client certificate"
 	case ClassHTTPStatus:
-		return "the server answers but is not ready yet; if this status means ready, list it in bootstrap.Options.StatusCodes"
+		return "the server answers but is not ready yet; if this status means ready, accept it"
 	case ClassUnexpectedBody:
-		return "the server answers but its body fails bootstrap.Options.CheckBody"
+		return "the server answers but its body fails the body check"
 	default:
 		return "unexpected failure: see the error"
 	}
+}
+
+// Setting names, in udrain.ConfigError.Field's form, the Options field
+// that the class's Hint says to set ("bootstrap.Options.CAFile"), or ""
+// when no setting fixes it.
+func (c FailureClass) Setting() string {
+	switch c {
+	case ClassTLSUnknownAuthority:
+		return "bootstrap.Options.CAFile"
+	case ClassTLSNameMismatch:
+		return "bootstrap.Options.ServerName"
+	case ClassHTTPStatus:
+		return "bootstrap.Options.StatusCodes"
+	case ClassUnexpectedBody:
+		return "bootstrap.Options.CheckBody"
+	}
+	return ""
+}
+
+// Advice is Hint followed by the setting that fixes the failure, named by
+// name (nil keeps the Go name): "...; if this status means ready, accept
+// it (bootstrap.Options.StatusCodes)".
+func (c FailureClass) Advice(name func(setting string) string) string {
+	h := c.Hint()
+	if s := c.Setting(); s != "" && h != "" {
+		h += " (" + udrain.NameSetting(name, s) + ")"
+	}
+	return h
 }
 
 // statusError is the failure of an attempt whose HTTP status is not accepted.

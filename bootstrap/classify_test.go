@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -76,6 +77,41 @@ func TestFailureClassHint(t *testing.T) {
 	}
 	if h := ClassNone.Hint(); h != "" {
 		t.Errorf("ClassNone.Hint() = %q, want empty", h)
+	}
+}
+
+// A hint names no setting; the setting that fixes the failure is a field
+// of its own, which Advice and WaitError.Describe name as the caller asks.
+func TestFailureClassSetting(t *testing.T) {
+	flags := func(s string) string { return map[string]string{"bootstrap.Options.StatusCodes": "--status"}[s] }
+	for _, tc := range []struct {
+		class      FailureClass
+		setting    string
+		wantAdvice string
+	}{
+		{ClassTLSUnknownAuthority, "bootstrap.Options.CAFile", "the server certificate is signed by an unknown CA: give the CA bundle that signed it (bootstrap.Options.CAFile)"},
+		{ClassTLSNameMismatch, "bootstrap.Options.ServerName", "the server certificate is not valid for this name: use a name it was issued for, or set the name to verify (bootstrap.Options.ServerName)"},
+		{ClassHTTPStatus, "bootstrap.Options.StatusCodes", "the server answers but is not ready yet; if this status means ready, accept it (--status)"},
+		{ClassUnexpectedBody, "bootstrap.Options.CheckBody", "the server answers but its body fails the body check (bootstrap.Options.CheckBody)"},
+		{ClassConnectionRefused, "", "nothing accepts connections on that port yet: the server may still be starting, or the port or the Service's targetPort is wrong"},
+		{ClassNone, "", ""},
+	} {
+		if got := tc.class.Setting(); got != tc.setting {
+			t.Errorf("%s: Setting() = %q, want %q", tc.class, got, tc.setting)
+		}
+		if got := tc.class.Advice(flags); got != tc.wantAdvice {
+			t.Errorf("%s: Advice = %q, want %q", tc.class, got, tc.wantAdvice)
+		}
+		if strings.Contains(tc.class.Hint(), "Options.") {
+			t.Errorf("%s: Hint %q names a setting", tc.class, tc.class.Hint())
+		}
+	}
+	we := &WaitError{Target: "http://h", Class: ClassHTTPStatus, Attempts: 1, Last: errors.New("server answered 503"), Cause: ErrAttemptsExhausted}
+	if got := we.Describe(flags); !strings.HasSuffix(got, "(the server answers but is not ready yet; if this status means ready, accept it (--status))") {
+		t.Errorf("Describe = %q, want the hint with the flag", got)
+	}
+	if got := we.Error(); !strings.HasSuffix(got, "accept it (bootstrap.Options.StatusCodes))") {
+		t.Errorf("Error = %q, want the hint with the Go setting", got)
 	}
 }
 

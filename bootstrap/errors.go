@@ -52,6 +52,12 @@ type WaitError struct {
 // Error says what was waited for, why waiting stopped, how long it took, the
 // last failure and a hint on what to check.
 func (e *WaitError) Error() string {
+	return e.Describe(nil)
+}
+
+// Describe is Error with the setting its hint names (FailureClass.Setting)
+// named by name, e.g. a command line's flag; nil keeps the Go name.
+func (e *WaitError) Describe(name func(setting string) string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "server %s not reachable: %s after %d %s in %s", e.Target, e.stopReason(), e.Attempts, plural(e.Attempts, "attempt", "attempts"), e.Elapsed.Round(time.Millisecond))
 	if e.Class == ClassNone {
@@ -62,7 +68,7 @@ func (e *WaitError) Error() string {
 	if e.Last != nil {
 		fmt.Fprintf(&b, ": %v", e.Last)
 	}
-	if h := e.Class.Hint(); h != "" {
+	if h := e.Class.Advice(name); h != "" {
 		fmt.Fprintf(&b, " (%s)", h)
 	}
 	return b.String()

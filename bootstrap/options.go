@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/clock"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/redact"
 )
 
@@ -396,7 +397,7 @@ func (o Options) buildTLSConfig(t *target) (*tls.Config, error) {
 		}
 		c.Certificates = []tls.Certificate{cert}
 	case o.ClientCertFile != "" || o.ClientKeyFile != "":
-		return nil, optionErrorf("ClientCertFile", "set both bootstrap.Options.ClientCertFile and bootstrap.Options.ClientKeyFile for %s, or neither", t.redacted)
+		return nil, &udrain.ConfigError{Field: "bootstrap.Options.ClientCertFile", Problem: fmt.Sprintf("set it and the client key for %s, or neither", t.redacted), See: []string{"bootstrap.Options.ClientKeyFile"}}
 	}
 	return c, nil
 }

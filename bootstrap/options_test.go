@@ -54,7 +54,7 @@ func TestWaitForServerInvalidInput(t *testing.T) {
 		{"bad status code", http_, Options{StatusCodes: []int{200, 1000}}, "bootstrap.Options.StatusCodes", "holds 1000: HTTP status codes are 100 to 599"},
 		{"missing CA file", https, Options{CAFile: missing}, "bootstrap.Options.CAFile", "cannot read " + missing},
 		{"CA file not PEM", https, Options{CAFile: notPEM}, "bootstrap.Options.CAFile", "holds no PEM certificate"},
-		{"cert without key", https, Options{ClientCertFile: notPEM}, "bootstrap.Options.ClientCertFile", "set both bootstrap.Options.ClientCertFile and bootstrap.Options.ClientKeyFile"},
+		{"cert without key", https, Options{ClientCertFile: notPEM}, "bootstrap.Options.ClientCertFile", "set it and the client key for https://gpustack-server/healthz, or neither"},
 		{"bad key pair", https, Options{ClientCertFile: notPEM, ClientKeyFile: notPEM}, "bootstrap.Options.ClientCertFile", "cannot load the client certificate"},
 		{"missing token file", http_, Options{BearerTokenFile: missing}, "bootstrap.Options.BearerTokenFile", "cannot read"},
 		{"empty token file", http_, Options{BearerTokenFile: empty}, "bootstrap.Options.BearerTokenFile", "is empty"},

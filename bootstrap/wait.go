@@ -212,6 +212,9 @@ func (w *waiter) reportFailure(attempt int, elapsed, next time.Duration, changed
 	}
 	if changed {
 		kv = append(kv, "hint", w.lastClass.Hint())
+		if setting := w.lastClass.Setting(); setting != "" {
+			kv = append(kv, "setting", setting)
+		}
 		w.logger.Info("Server not reachable yet", kv...)
 		return
 	}

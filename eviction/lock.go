@@ -73,6 +73,21 @@ func (e *LockedError) Error() string {
 		e.ID, e.Namespace, e.Lease, e.Holder, e.RenewedAt.UTC().Format(time.RFC3339), e.Duration)
 }
 
+// LockNamespaceError reports that the namespace of the rollout's Lease
+// does not exist (and RolloutLock.CreateNamespace is off, or could not
+// create it). Nothing was changed: create the namespace, or choose
+// another (RolloutOptions.Lock.Namespace).
+type LockNamespaceError struct {
+	Namespace, Lease string
+	Err              error
+}
+
+func (e *LockNamespaceError) Error() string {
+	return fmt.Sprintf("taking the rollout's Lease %s/%s: the namespace does not exist: %v", e.Namespace, e.Lease, e.Err)
+}
+
+func (e *LockNamespaceError) Unwrap() error { return e.Err }
+
 // LockLostError reports a rollout that lost its Lease while it ran (it
 // could not renew it in time and another holder took it over); the
 // rollout stopped.
@@ -249,7 +264,7 @@ func (d *Drainer) createLockNamespace(ctx context.Context, name string) error {
 
 func lockError(cfg RolloutLock, name string, err error) error {
 	if apierrors.IsNotFound(err) {
-		return fmt.Errorf("taking the rollout's Lease %s/%s: %w (create the namespace, e.g. kubectl create namespace %s, or choose another with RolloutOptions.Lock.Namespace)", cfg.Namespace, name, err, cfg.Namespace)
+		return &LockNamespaceError{Namespace: cfg.Namespace, Lease: name, Err: err}
 	}
 	if apierrors.IsForbidden(err) && !strings.Contains(err.Error(), "being terminated") {
 		role := "the Role udrain-rollout-lock (namespace " + DefaultLockNamespace + ")"

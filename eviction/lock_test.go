@@ -238,7 +238,7 @@ func TestRolloutLockForbidden(t *testing.T) {
 
 // With CreateNamespace, a rollout on a cluster without the Lease's
 // namespace creates it (labelled as udrain's) and runs; without it, it
-// stops at once and says to create the namespace.
+// stops at once with a *LockNamespaceError naming the namespace.
 func TestRolloutCreatesTheLockNamespace(t *testing.T) {
 	for _, create := range []bool{false, true} {
 		t.Run(fmt.Sprint(create), func(t *testing.T) {
@@ -257,8 +257,11 @@ func TestRolloutCreatesTheLockNamespace(t *testing.T) {
 			switch {
 			case create && (err != nil || nsErr != nil || ns.Labels["app.kubernetes.io/managed-by"] != "udrain"):
 				t.Errorf("err = %v, namespace %v (%v); want the rollout done in a namespace it made", err, ns, nsErr)
-			case !create && (err == nil || !strings.Contains(err.Error(), "create the namespace") || nsErr == nil):
-				t.Errorf("err = %v, namespace error %v; want a stop that says to create the namespace, and none made", err, nsErr)
+			case !create && (!errors.As(err, new(*LockNamespaceError)) || nsErr == nil):
+				t.Errorf("err = %v, namespace error %v; want a *LockNamespaceError, and no namespace made", err, nsErr)
+			}
+			if lne := (*LockNamespaceError)(nil); !create && errors.As(err, &lne) && (lne.Namespace != DefaultLockNamespace || !strings.Contains(err.Error(), "the namespace does not exist")) {
+				t.Errorf("err = %v: want it to name the namespace %s, which does not exist", err, DefaultLockNamespace)
 			}
 		})
 	}

@@ -74,7 +74,8 @@ func (o Options) withDefaults() (Options, error) {
 		o.Timeout = max(DefaultTimeout, o.MemberTimeout)
 	}
 	if o.MemberTimeout > o.Timeout {
-		return o, optionError("MemberTimeout", "%v is longer than readiness.Options.Timeout (%v); make it shorter or raise readiness.Options.Timeout", o.MemberTimeout, o.Timeout)
+		return o, &udrain.ConfigError{Field: "readiness.Options.MemberTimeout", See: []string{"readiness.Options.Timeout"},
+			Problem: fmt.Sprintf("%v is longer than the timeout of a round of checks (%v); make it shorter or raise that", o.MemberTimeout, o.Timeout)}
 	}
 	if o.TTL == 0 {
 		o.TTL = DefaultTTL

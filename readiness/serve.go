@@ -118,7 +118,8 @@ func (o ServeOptions) withDefaults(timeout time.Duration) (ServeOptions, error) 
 		o.ShutdownTimeout = DefaultShutdownTimeout
 	}
 	if o.WriteTimeout <= timeout {
-		return o, &udrain.ConfigError{Field: "readiness.ServeOptions.WriteTimeout", Problem: fmt.Sprintf("%v is not longer than readiness.Options.Timeout (%v): an answer that waits for a round of checks would be cut off; raise it", o.WriteTimeout, timeout)}
+		return o, &udrain.ConfigError{Field: "readiness.ServeOptions.WriteTimeout", See: []string{"readiness.Options.Timeout"},
+			Problem: fmt.Sprintf("%v is not longer than the timeout of a round of checks (%v): an answer that waits for a round would be cut off; raise it", o.WriteTimeout, timeout)}
 	}
 	return o, nil
 }

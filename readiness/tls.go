@@ -42,7 +42,7 @@ func (o TLSOptions) Config() (*tls.Config, error) {
 		}
 	}
 	if (o.ClientCertFile == "") != (o.ClientKeyFile == "") {
-		return nil, tlsError("ClientCertFile", "set both readiness.TLSOptions.ClientCertFile and readiness.TLSOptions.ClientKeyFile, or neither")
+		return nil, &udrain.ConfigError{Field: "readiness.TLSOptions.ClientCertFile", Problem: "set it and the client key, or neither", See: []string{"readiness.TLSOptions.ClientKeyFile"}}
 	}
 	if o.ClientCertFile != "" {
 		cert, err := tls.LoadX509KeyPair(o.ClientCertFile, o.ClientKeyFile)

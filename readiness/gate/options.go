@@ -153,9 +153,10 @@ func (c Change) String() string {
 }
 
 // configError returns a *udrain.ConfigError about field, a field of the
-// package's settings ("Options.Selector", "LeaderElection.Name").
-func configError(field, problem string) error {
-	return &udrain.ConfigError{Field: "gate." + field, Problem: problem}
+// package's settings ("Options.Selector", "LeaderElection.Name"), and the
+// other settings (qualified) the problem involves.
+func configError(field, problem string, see ...string) error {
+	return &udrain.ConfigError{Field: "gate." + field, Problem: problem, See: see}
 }
 
 // complete validates o and fills in the defaults.
@@ -248,10 +249,10 @@ func (le LeaderElection) complete() (LeaderElection, error) {
 		}
 	}
 	if le.LeaseDuration <= le.RenewDeadline {
-		return le, configError("LeaderElection.LeaseDuration", fmt.Sprintf("%v is not longer than gate.LeaderElection.RenewDeadline (%v); a leader must give up before others may take over", le.LeaseDuration, le.RenewDeadline))
+		return le, configError("LeaderElection.LeaseDuration", fmt.Sprintf("%v is not longer than the renew deadline (%v); a leader must give up before others may take over", le.LeaseDuration, le.RenewDeadline), "gate.LeaderElection.RenewDeadline")
 	}
 	if minRenew := time.Duration(leaderelection.JitterFactor * float64(le.RetryPeriod)); le.RenewDeadline <= minRenew {
-		return le, configError("LeaderElection.RenewDeadline", fmt.Sprintf("%v is not longer than %v×gate.LeaderElection.RetryPeriod (%v); lengthen it or shorten gate.LeaderElection.RetryPeriod", le.RenewDeadline, leaderelection.JitterFactor, minRenew))
+		return le, configError("LeaderElection.RenewDeadline", fmt.Sprintf("%v is not longer than %v× the retry period (%v); lengthen it or shorten that", le.RenewDeadline, leaderelection.JitterFactor, minRenew), "gate.LeaderElection.RetryPeriod")
 	}
 	return le, nil
 }

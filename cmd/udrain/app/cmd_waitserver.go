@@ -105,7 +105,7 @@ func buildWaitServerResult(res *bootstrap.Result, err error) WaitServerResult {
 	var we *bootstrap.WaitError
 	if errors.As(err, &we) {
 		r.Target, r.Attempts, r.ElapsedSeconds, r.StatusCode = we.Target, we.Attempts, seconds(we.Elapsed), we.StatusCode
-		r.FailureClass, r.Hint = string(we.Class), inFlags.Replace(we.Class.Hint())
+		r.FailureClass, r.Hint = string(we.Class), we.Class.Advice(flagOf)
 	}
 	r.Error = errorInfo(err)
 	return r

@@ -109,6 +109,7 @@ func hint(err error, program, cmdPath string) string {
 		unlabeled *topology.UnlabeledNodesError
 		stopped   *eviction.DomainError
 		held      *eviction.InProgressError
+		lockNS    *eviction.LockNamespaceError
 	)
 	// release is how to give back the nodes of a domain that stopped
 	// cordoned, instead of resuming it.
@@ -121,6 +122,8 @@ func hint(err error, program, cmdPath string) string {
 	switch {
 	case errors.Is(err, context.Canceled):
 		return "interrupted: nothing new was started after the signal; run the same command again to resume" + release()
+	case errors.As(err, &lockNS):
+		return fmt.Sprintf("create it ('kubectl create namespace %s'), or choose another with --lock-namespace", lockNS.Namespace)
 	case errors.As(err, &held):
 		return fmt.Sprintf("resume %q first (the command that started it, with --id %s), or release the domain with '%s uncordon %s' and run this command again", held.By, held.By, program, held.Domain)
 	case errors.As(err, &blocked):

@@ -224,6 +224,10 @@ func TestHintFromStopFields(t *testing.T) {
 			Block: &eviction.BlockInfo{Namespace: "ns", PDB: "llm"}},
 		want: []string{"'udrain wait-healthy'", "'udrain uncordon ud-2'"},
 	}, {
+		name: "the Lease's namespace is missing",
+		err:  fmt.Errorf("rollout: %w", &eviction.LockNamespaceError{Namespace: "udrain-system", Lease: "udrain-rollout-x", Err: errors.New("not found")}),
+		want: []string{"'kubectl create namespace udrain-system'", "--lock-namespace"},
+	}, {
 		name:    "refused at plan: nothing to release",
 		err:     &eviction.DomainError{Domain: "ud-2", Stage: eviction.StagePlan, Err: context.Canceled},
 		want:    []string{"interrupted"},

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"cmp"
 	"errors"
 	"slices"
 	"strings"
@@ -91,13 +90,6 @@ var fieldFlags = map[string]string{
 	"eviction.DrainOptions.ID":                                "--id",
 	"eviction.RolloutOptions.Steering":                        "--steering",
 	"eviction.RolloutOptions.Order":                           "--order",
-	"RolloutOptions.Lock.Namespace":                           "--lock-namespace",
-	"RolloutOptions.RecoveryTimeout":                          "--recovery-timeout",
-	"RolloutOptions.GPUCheck.Grace":                           "--gpu-check-grace",
-	"RolloutOptions.GPUCheck":                                 "--gpu-check-grace (or --skip-gpu-check)",
-	"RolloutOptions.Order":                                    "--order",
-	"RolloutOptions.Steering":                                 "--steering",
-	"RolloutOptions.Domains":                                  "--domains",
 }
 
 // findingFlags names, for the findings whose remedy is a setting of the
@@ -116,21 +108,31 @@ func findingAdvice(code topology.FindingCode) string {
 	return ""
 }
 
-// inFlags replaces the qualified settings named in text by their flags.
-// Longer names go first, so that one that starts another is replaced
-// whole.
-var inFlags = func() *strings.Replacer {
-	fields := make([]string, 0, len(fieldFlags))
-	for f := range fieldFlags {
-		fields = append(fields, f)
+// flagOf names a setting of the libraries (in udrain.ConfigError.Field's
+// form) by the flag or argument that sets it on the command line, or ""
+// when none does (the setting keeps its Go name).
+func flagOf(setting string) string { return fieldFlags[setting] }
+
+// describer is an error of the libraries that names settings as fields
+// (udrain.ConfigError, bootstrap.WaitError): Describe renders it with
+// each setting named as the caller asks.
+type describer interface {
+	error
+	Describe(name func(setting string) string) string
+}
+
+// describe is err's message with the settings its errors name as fields
+// named by their flags: the part that an error of the libraries wrote
+// (its Error) becomes its Describe(flagOf). Nothing else of the text is
+// touched.
+func describe(err error) string {
+	msg := err.Error()
+	var d describer
+	if errors.As(err, &d) {
+		msg = strings.Replace(msg, d.Error(), d.Describe(flagOf), 1)
 	}
-	slices.SortFunc(fields, func(a, b string) int { return cmp.Or(cmp.Compare(len(b), len(a)), strings.Compare(a, b)) })
-	pairs := make([]string, 0, 2*len(fields))
-	for _, f := range fields {
-		pairs = append(pairs, f, fieldFlags[f])
-	}
-	return strings.NewReplacer(pairs...)
-}()
+	return msg
+}
 
 // inFlagTerms rewrites a configuration error of a library (a
 // *udrain.ConfigError, or a *readiness.EnvError) as a usage error in terms
@@ -140,22 +142,24 @@ func inFlagTerms(err error) error {
 	var env *readiness.EnvError
 	switch {
 	case errors.As(err, &config):
-		return &UsageError{Err: errors.New(inFlags.Replace(err.Error()))}
+		return &UsageError{Err: errors.New(describe(err))}
 	case errors.As(err, &env):
 		return &UsageError{Err: err}
 	}
 	return err
 }
 
-// flagTermsError is an error whose message names flags instead of the
-// library settings it names; it unwraps to the error.
+// flagTermsError is an error described in terms of flags (describe); it
+// unwraps to the error.
 type flagTermsError struct{ err error }
 
-func (e *flagTermsError) Error() string { return inFlags.Replace(e.err.Error()) }
+func (e *flagTermsError) Error() string { return describe(e.err) }
 func (e *flagTermsError) Unwrap() error { return e.err }
 
 // flagTermsSink is a log sink that names flags where the libraries' log
-// lines name their settings (a hint's "bootstrap.Options.CAFile").
+// lines name a setting as a value of its own (bootstrap's "setting"
+// beside its hint) and in the errors they log; messages and other values
+// pass unchanged.
 type flagTermsSink struct{ logr.LogSink }
 
 // inFlagTermsLogger returns logger with its lines in terms of flags.
@@ -182,14 +186,14 @@ func (s flagTermsSink) WithCallDepth(depth int) logr.LogSink {
 }
 
 func (s flagTermsSink) Info(level int, msg string, kv ...any) {
-	s.LogSink.Info(level, inFlags.Replace(msg), inFlagValues(kv)...)
+	s.LogSink.Info(level, msg, inFlagValues(kv)...)
 }
 
 func (s flagTermsSink) Error(err error, msg string, kv ...any) {
 	if err != nil {
 		err = &flagTermsError{err: err}
 	}
-	s.LogSink.Error(err, inFlags.Replace(msg), inFlagValues(kv)...)
+	s.LogSink.Error(err, msg, inFlagValues(kv)...)
 }
 
 func (s flagTermsSink) WithValues(kv ...any) logr.LogSink {
@@ -200,13 +204,20 @@ func (s flagTermsSink) WithName(name string) logr.LogSink {
 	return flagTermsSink{s.LogSink.WithName(name)}
 }
 
-// inFlagValues rewrites the strings and errors among key/value pairs.
+// settingKey is the key under which the libraries log the setting that
+// fixes what a line reports.
+const settingKey = "setting"
+
+// inFlagValues names by its flag the value of a "setting" key, and
+// describes the errors, among key/value pairs.
 func inFlagValues(kv []any) []any {
 	out := slices.Clone(kv)
 	for i, v := range out {
 		switch v := v.(type) {
 		case string:
-			out[i] = inFlags.Replace(v)
+			if i%2 == 1 && out[i-1] == settingKey {
+				out[i] = udrain.NameSetting(flagOf, v)
+			}
 		case error:
 			out[i] = &flagTermsError{err: v}
 		}

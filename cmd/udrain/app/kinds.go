@@ -64,7 +64,7 @@ func errorInfo(err error) *ErrorInfo {
 		return nil
 	}
 	code := ExitCode(err)
-	return &ErrorInfo{Reason: reason(code), ExitCode: code, Message: inFlags.Replace(err.Error())}
+	return &ErrorInfo{Reason: reason(code), ExitCode: code, Message: describe(err)}
 }
 
 // DomainList is the report of "udrain domains".

@@ -384,11 +384,11 @@ func Run(ctx context.Context, args []string, streams genericiooptions.IOStreams,
 	if code == ExitInterrupted {
 		fmt.Fprintln(streams.ErrOut, "interrupted")
 	} else if errors.As(err, &rep) {
-		fmt.Fprintf(streams.ErrOut, "error: %s\n", secrets.Scrub(inFlags.Replace(rep.summary)))
+		fmt.Fprintf(streams.ErrOut, "error: %s\n", secrets.Scrub(rep.summary))
 	} else {
-		// The libraries name Go settings and calls; a user of the command
-		// line reads flags and commands.
-		fmt.Fprintf(streams.ErrOut, "error: %s\n", secrets.Scrub(inFlags.Replace(err.Error())))
+		// The libraries' errors name Go settings; a user of the command
+		// line reads flags.
+		fmt.Fprintf(streams.ErrOut, "error: %s\n", secrets.Scrub(describe(err)))
 	}
 	if h := hint(err, program, cmdPath); h != "" {
 		fmt.Fprintln(streams.ErrOut, h)

@@ -142,7 +142,7 @@ func TestServeReadinessUsage(t *testing.T) {
 		{"lws flag without lws", nil, []string{"serve-readiness", "--member", "a=http://a:1", "--port", "8000"}, "go with --from-lws-env"},
 		{"lws env missing", nil, []string{"serve-readiness", "--from-lws-env", "--port", "8000"}, "LWS_LEADER_ADDRESS"},
 		{"lws port missing", lws, []string{"serve-readiness", "--from-lws-env"}, "invalid --port: 0"},
-		{"member timeout above check timeout", nil, []string{"serve-readiness", "--member", "a=http://a:1", "--member-timeout", "2s", "--check-timeout", "1s"}, "--member-timeout: 2s is longer than --check-timeout (1s)"},
+		{"member timeout above check timeout", nil, []string{"serve-readiness", "--member", "a=http://a:1", "--member-timeout", "2s", "--check-timeout", "1s"}, "--member-timeout: 2s is longer than the timeout of a round of checks (1s); make it shorter or raise that (see --check-timeout)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, _ := testConfig(nil)
@@ -242,7 +242,7 @@ func TestReadinessGateControllerUsage(t *testing.T) {
 	}{
 		{"bad selector", []string{"readiness-gate-controller", "-l", "a in (b"}, "invalid --selector"},
 		{"lease name without namespace", []string{"readiness-gate-controller", "--lease-name", "x"}, "go with --lease-namespace"},
-		{"bad lease durations", []string{"readiness-gate-controller", "--lease-namespace", "udrain", "--lease-duration", "5s", "--renew-deadline", "10s"}, "--lease-duration: 5s is not longer than --renew-deadline (10s)"},
+		{"bad lease durations", []string{"readiness-gate-controller", "--lease-namespace", "udrain", "--lease-duration", "5s", "--renew-deadline", "10s"}, "--lease-duration: 5s is not longer than the renew deadline (10s); a leader must give up before others may take over (see --renew-deadline)"},
 		{"negative max sync age", []string{"readiness-gate-controller", "--max-sync-age=-1s"}, "invalid --max-sync-age: -1s is negative"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

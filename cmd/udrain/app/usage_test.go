@@ -117,15 +117,15 @@ func TestErrorsNameTheCommandsFlags(t *testing.T) {
 		args       []string
 		wantStderr string
 	}{
-		{[]string{"serve-readiness", "--member", "a=http://a:1", "--member-timeout", "2s"}, "invalid --member-timeout: 2s is longer than --check-timeout (800ms); make it shorter or raise --check-timeout"},
+		{[]string{"serve-readiness", "--member", "a=http://a:1", "--member-timeout", "2s"}, "invalid --member-timeout: 2s is longer than the timeout of a round of checks (800ms); make it shorter or raise that (see --check-timeout)"},
 		{[]string{"serve-readiness", "--member", "a=http://a:1", "--failure-threshold", "-1"}, "invalid --failure-threshold"},
 		{[]string{"serve-readiness", "--member", "a=http://a:1", "--max-connections", "-1"}, "invalid --max-connections"},
 		{[]string{"serve-readiness", "--member", "a=https://a:1", "--ca-file", "/nonexistent/ca.crt"}, "invalid --ca-file: cannot read /nonexistent/ca.crt"},
-		{[]string{"serve-readiness", "--member", "a=https://a:1", "--client-cert", "c.crt"}, "invalid --client-cert: set both --client-cert and --client-key, or neither"},
+		{[]string{"serve-readiness", "--member", "a=https://a:1", "--client-cert", "c.crt"}, "invalid --client-cert: set it and the client key, or neither (see --client-key)"},
 		{[]string{"wait-server", "http://a:1", "--attempt-timeout=-1s"}, "invalid --attempt-timeout: -1s is negative"},
 		{[]string{"wait-server", "http://a:1", "--ca-file", "ca.crt"}, "invalid --ca-file: is set but target http://a:1 is not https://"},
 		{[]string{"wait-server", "http://a:1", "--client-cert", "c.crt"}, "invalid --client-cert: is set but target"},
-		{[]string{"wait-server", "https://a:1", "--client-key", "c.key"}, "invalid --client-cert: set both --client-cert and --client-key for https://a:1, or neither"},
+		{[]string{"wait-server", "https://a:1", "--client-key", "c.key"}, "invalid --client-cert: set it and the client key for https://a:1, or neither (see --client-key)"},
 		{[]string{"wait-server", "http:///x"}, "invalid URL: http:///x has no host"},
 	} {
 		cfg := noClusterConfig(t)
@@ -204,7 +204,7 @@ func TestHintsNameFlags(t *testing.T) {
 		if r.code != ExitError {
 			t.Fatalf("exit code %d, want %d: %s", r.code, ExitError, r.stderr)
 		}
-		if n := strings.Count(r.stdout+r.stderr, "list it in --status"); n < 2 || strings.Contains(r.stdout+r.stderr, "StatusCodes") {
+		if n := strings.Count(r.stdout+r.stderr, "--status"); n < 2 || strings.Contains(r.stdout+r.stderr, "StatusCodes") {
 			t.Errorf("-o %s: the hint names --status %d times (want it in the log line and the error) or names the Go field:\nstdout:\n%s\nstderr:\n%s", output, n, r.stdout, r.stderr)
 		}
 	}
