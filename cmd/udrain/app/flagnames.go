@@ -98,6 +98,13 @@ var fieldFlags = map[string]string{
 	"RolloutOptions.Order":                                    "--order",
 	"RolloutOptions.Steering":                                 "--steering",
 	"RolloutOptions.Domains":                                  "--domains",
+	// eviction's Reader (domains, audit, wait-healthy, rollout status)
+	"eviction.ReadOptions.ConnectTimeout":  "--timeout",
+	"eviction.ReadOptions.DomainLabel":     "--domain-label",
+	"eviction.ReadOptions.Namespace":       "--namespace",
+	"eviction.Reader.Health(domains)":      "DOMAIN",
+	"eviction.Reader.WaitHealthy(domains)": "DOMAIN",
+	"eviction.Reader.RolloutStatus(id)":    "ID",
 	// The library calls its hints name, as commands.
 	"Drainer.Uncordon":                         "'udrain uncordon DOMAIN'",
 	"Drainer.Rollout or Drainer.Drain with ID": "'udrain rollout' or 'udrain drain' with --id",
