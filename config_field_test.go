@@ -68,6 +68,14 @@ func TestConfigErrorFieldsFollowTheConvention(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	reader, err := eviction.NewReader(client, eviction.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	newReader := func(opts eviction.ReadOptions) error {
+		_, err := eviction.NewReader(client, opts)
+		return err
+	}
 	checker, err := readiness.NewChecker([]readiness.Member{{Name: "a", Check: func(context.Context) error { return nil }}}, readiness.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -196,6 +204,22 @@ func TestConfigErrorFieldsFollowTheConvention(t *testing.T) {
 		{"eviction.RolloutStatusOptions.Order", func() error { return status("", eviction.RolloutStatusOptions{Order: "random"}) }},
 		{"eviction.RolloutStatusOptions.LockNamespace", func() error {
 			return status("", eviction.RolloutStatusOptions{LockNamespace: "Not_A_Namespace"})
+		}},
+
+		// eviction: the Reader's options, its constructor and methods.
+		{"eviction.NewReader(client)", func() error { _, err := eviction.NewReader(nil, eviction.ReadOptions{}); return err }},
+		{"eviction.ReadOptions.DomainLabel", func() error { return newReader(eviction.ReadOptions{DomainLabel: "not a key!"}) }},
+		{"eviction.ReadOptions.Namespace", func() error { return newReader(eviction.ReadOptions{Namespace: "Not_A_Namespace"}) }},
+		{"eviction.ReadOptions.ConnectTimeout", func() error { return newReader(eviction.ReadOptions{ConnectTimeout: -1}) }},
+		{"eviction.ReadOptions.Groupers[0]", func() error { return newReader(eviction.ReadOptions{Groupers: []topology.Grouper{nil}}) }},
+		{"eviction.ReadOptions.Informers.Pods", func() error {
+			return newReader(eviction.ReadOptions{Informers: &eviction.Informers{Nodes: cache.NewSharedIndexInformer(nil, &corev1.Node{}, 0, nil)}})
+		}},
+		{"eviction.Reader.Health(domains)", func() error { _, err := reader.Health(ctx, ""); return err }},
+		{"eviction.Reader.WaitHealthy(domains)", func() error { _, err := reader.WaitHealthy(ctx, "ud-1", ""); return err }},
+		{"eviction.Reader.RolloutStatus(id)", func() error {
+			_, err := reader.RolloutStatus(ctx, "not an ID!", eviction.RolloutStatusOptions{})
+			return err
 		}},
 
 		// readiness: checks, members, the checker and its server.

@@ -4,6 +4,21 @@
 // platform controller builds one Drainer and calls it as often as it likes,
 // over the informers it already runs.
 //
+// It has two entry points:
+//
+//   - New(client, Options) returns a Drainer: it plans, drains, uncordons,
+//     rolls out, and reads (Snapshot, Health, WaitHealthy, WaitRecovered,
+//     PlanRollout, RolloutStatus) under its drain settings.
+//   - NewReader(client, ReadOptions) returns a Reader, the read-only entry
+//     point, for callers that change nothing (a status page, a report, a
+//     script waiting for health): Snapshot, Health, WaitHealthy,
+//     PlanRollout and RolloutStatus, with the Drainer's results, from
+//     options that hold only what reading needs (domain label, namespace,
+//     informers, connect timeout, clock, events). It sends no write
+//     request, every pod counts in the plans it reads (as with kubectl's
+//     Force, IgnoreAllDaemonSets and DeleteEmptyDirData), and its
+//     WaitHealthy is bounded by the context's deadline.
+//
 // # The drain of one domain
 //
 //  1. Cordon every node of the domain (marked with CordonedByAnnotation and

@@ -3,6 +3,7 @@ package eviction_test
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -163,6 +164,62 @@ func ExampleDrainer_Rollout() {
 	// ud-2 DryRun inference/llama-1
 	// ud-2 DryRun inference/llama-1-1
 	// domains: 2
+}
+
+// A caller that only reads (a status page, a report, a script waiting
+// for health) uses a Reader: it takes no drain settings and sends no
+// write. WaitHealthy is bounded by its context's deadline.
+func ExampleReader() {
+	nodes, pods, pdbs := exampleCluster()
+	var objs []runtime.Object
+	for i := range nodes {
+		objs = append(objs, &nodes[i])
+	}
+	for i := range pods {
+		objs = append(objs, &pods[i])
+	}
+	for i := range pdbs {
+		objs = append(objs, &pdbs[i])
+	}
+	client := fake.NewClientset(objs...)
+
+	r, err := eviction.NewReader(client, eviction.ReadOptions{DomainLabel: topology.DefaultDomainLabel})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	report, err := r.WaitHealthy(ctx, "ud-1")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, dom := range report.Domains {
+		for _, g := range dom.Groups {
+			fmt.Printf("%s: group %s %s, %d/%d ready\n", dom.Domain, g.ID, g.Reason, g.ReadyMembers, g.Size)
+		}
+	}
+	st, err := r.RolloutStatus(ctx, "kubelet-1.37", eviction.RolloutStatusOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, d := range st.Domains {
+		fmt.Printf("rollout %s: %s %s, %d pods to evict\n", st.ID, d.Domain, d.State, d.Pods)
+	}
+	writes := 0
+	for _, a := range client.Actions() {
+		if v := a.GetVerb(); v != "get" && v != "list" && v != "watch" {
+			writes++
+		}
+	}
+	fmt.Println("writes:", writes)
+	// Output:
+	// ud-1: group inference/llama-0 GroupReady, 2/2 ready
+	// rollout kubelet-1.37: ud-1 Pending, 2 pods to evict
+	// rollout kubelet-1.37: ud-2 Pending, 2 pods to evict
+	// writes: 0
 }
 
 // A rollout named after what defines its upgrade: the same upgrade resumes

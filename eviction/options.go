@@ -345,7 +345,8 @@ func (s *settings) dryRunName() string {
 // Drainer plans and executes the drain of upgrade domains, rolls upgrades
 // over them and reports their health. It keeps no state between calls but
 // the serialisation of OnEvent, and is safe for concurrent use: a
-// controller builds one and calls it as often as it likes.
+// controller builds one and calls it as often as it likes. A caller that
+// only reads needs no drain settings: see Reader.
 type Drainer struct {
 	client kubernetes.Interface
 	s      *settings

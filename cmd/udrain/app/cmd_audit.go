@@ -53,11 +53,11 @@ Error is found (or nodes lack the domain label), 0 otherwise.`,
 			if err != nil {
 				return err
 			}
-			d, err := o.newDrainer(client, &df, healthDrainFlags(), nil)
+			rd, err := o.newReader(client, &df, eviction.ReadOptions{})
 			if err != nil {
 				return err
 			}
-			s, err := d.Snapshot(o.quietContext(cmd.Context()))
+			s, err := rd.Snapshot(o.quietContext(cmd.Context()))
 			if err != nil {
 				return err
 			}
@@ -71,7 +71,7 @@ Error is found (or nodes lack the domain label), 0 otherwise.`,
 				Groups: len(groups), PDBs: len(s.PDBs)}
 			// Where the rollout's evicted groups go: its destination
 			// findings join the contract's.
-			if plan, err := d.PlanRollout(o.quietContext(cmd.Context()), ro); plan != nil {
+			if plan, err := rd.PlanRollout(o.quietContext(cmd.Context()), ro); plan != nil {
 				report.Rollout = plan
 				for _, f := range plan.Findings {
 					if f.Code == eviction.FindingDisruptedAgain || f.Code == eviction.FindingNoRoom {

@@ -40,11 +40,11 @@ pod on its nodes (whole and Ready or not), and its GPUs per product.`,
 			if err != nil {
 				return err
 			}
-			d, err := o.newDrainer(client, &df, healthDrainFlags(), nil)
+			r, err := o.newReader(client, &df, eviction.ReadOptions{})
 			if err != nil {
 				return err
 			}
-			report, err := d.Health(o.quietContext(cmd.Context()))
+			report, err := r.Health(o.quietContext(cmd.Context()))
 			if err != nil {
 				return err
 			}
@@ -55,12 +55,6 @@ pod on its nodes (whole and Ready or not), and its GPUs per product.`,
 	df.add(cmd)
 	out.add(cmd)
 	return cmd
-}
-
-// healthDrainFlags are the drain flags of the commands that only read
-// health: every pod counts, whatever a drain would do with it.
-func healthDrainFlags() *drainFlags {
-	return &drainFlags{gracePeriod: -1, dryRun: "none", concurrency: eviction.DefaultConcurrency, force: true, ignoreDaemonSets: true, deleteEmptyDirData: true}
 }
 
 // buildDomainList describes every domain of layout: its nodes (and what

@@ -14,12 +14,6 @@ import (
 
 // newDrainer builds the Drainer of the domain and drain flags.
 func (o *options) newDrainer(client kubernetes.Interface, df *domainFlags, dr *drainFlags, onEvent func(eviction.Event)) (*eviction.Drainer, error) {
-	return o.newDrainerWith(client, df, dr, onEvent, nil)
-}
-
-// newDrainerWith is newDrainer reading the cluster through shared (nil:
-// the Drainer's own lists and watches, per call).
-func (o *options) newDrainerWith(client kubernetes.Interface, df *domainFlags, dr *drainFlags, onEvent func(eviction.Event), shared *eviction.Informers) (*eviction.Drainer, error) {
 	opts, err := dr.options()
 	if err != nil {
 		return nil, err
@@ -30,8 +24,19 @@ func (o *options) newDrainerWith(client kubernetes.Interface, df *domainFlags, d
 	opts.OnEvent = onEvent
 	opts.Clock = o.cfg.Clock
 	opts.Namespace = o.explicitNamespace()
-	opts.Informers = shared
 	return eviction.New(client, opts)
+}
+
+// newReader builds the Reader of the commands that change nothing: ro
+// (events, informers, connect timeout) with the domain flags, --namespace
+// and the clock.
+func (o *options) newReader(client kubernetes.Interface, df *domainFlags, ro eviction.ReadOptions) (*eviction.Reader, error) {
+	policy, _ := df.policy()
+	ro.DomainLabel = df.label
+	ro.Unlabeled = policy
+	ro.Clock = o.cfg.Clock
+	ro.Namespace = o.explicitNamespace()
+	return eviction.NewReader(client, ro)
 }
 
 func newPlanCommand(o *options) *cobra.Command {

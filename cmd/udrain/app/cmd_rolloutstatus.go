@@ -92,7 +92,7 @@ through one watch of nodes, pods and budgets, and reads the Lease every
 				defer factory.Shutdown()
 				defer cancel()
 			}
-			d, err := o.newDrainerWith(client, &df, healthDrainFlags(), nil, shared)
+			d, err := o.newReader(client, &df, eviction.ReadOptions{Informers: shared})
 			if err != nil {
 				return err
 			}

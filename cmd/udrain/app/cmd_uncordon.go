@@ -30,7 +30,8 @@ wait-healthy DOMAIN.`,
 			if err != nil {
 				return err
 			}
-			d, err := o.newDrainer(client, &df, healthDrainFlags(), nil)
+			policy, _ := df.policy()
+			d, err := eviction.New(client, eviction.Options{DomainLabel: df.label, Unlabeled: policy, Namespace: o.explicitNamespace(), Clock: o.cfg.Clock})
 			if err != nil {
 				return err
 			}
@@ -90,13 +91,13 @@ whenever it changes. The exit code is 1 when --timeout passes first.`,
 				return err
 			}
 			prog := &lineProgress{w: o.streams.ErrOut, clk: o.cfg.Clock}
-			hf := healthDrainFlags()
-			hf.timeout = timeout
-			d, err := o.newDrainer(client, &df, hf, func(e eviction.Event) {
+			// --timeout bounds the wait through ctx, below, and the wait
+			// for an API server that cannot be reached.
+			d, err := o.newReader(client, &df, eviction.ReadOptions{ConnectTimeout: connectTimeout(timeout), OnEvent: func(e eviction.Event) {
 				if e.Type == eviction.EventWaitingRecovery {
 					prog.note("WaitingHealthy", domain, e.Message)
 				}
-			})
+			}})
 			if err != nil {
 				return err
 			}

@@ -90,6 +90,13 @@ var fieldFlags = map[string]string{
 	"eviction.DrainOptions.ID":                                "--id",
 	"eviction.RolloutOptions.Steering":                        "--steering",
 	"eviction.RolloutOptions.Order":                           "--order",
+	// eviction's Reader (domains, audit, wait-healthy, rollout status)
+	"eviction.ReadOptions.ConnectTimeout":  "--timeout",
+	"eviction.ReadOptions.DomainLabel":     "--domain-label",
+	"eviction.ReadOptions.Namespace":       "--namespace",
+	"eviction.Reader.Health(domains)":      "DOMAIN",
+	"eviction.Reader.WaitHealthy(domains)": "DOMAIN",
+	"eviction.Reader.RolloutStatus(id)":    "ID",
 }
 
 // findingFlags names, for the findings whose remedy is a setting of the

@@ -58,6 +58,38 @@ func TestDrainerErrorsNameTheCommandsArguments(t *testing.T) {
 	}
 }
 
+// So do the errors of the Reader that the commands which change nothing
+// (domains, audit, wait-healthy, rollout status) run.
+func TestReaderErrorsNameTheCommandsArguments(t *testing.T) {
+	ctx := t.Context()
+	r, err := eviction.NewReader(fake.NewClientset(), eviction.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	newReader := func(opts eviction.ReadOptions) error {
+		_, err := eviction.NewReader(fake.NewClientset(), opts)
+		return err
+	}
+	for _, tc := range []struct {
+		name string
+		call func() error
+		want string
+	}{
+		{"domains", func() error { _, err := r.Health(ctx, ""); return err }, "invalid DOMAIN: empty"},
+		{"wait-healthy", func() error { _, err := r.WaitHealthy(ctx, ""); return err }, "invalid DOMAIN: empty"},
+		{"status ID", func() error { _, err := r.RolloutStatus(ctx, "a b", eviction.RolloutStatusOptions{}); return err }, "invalid ID: "},
+		{"--domain-label", func() error { return newReader(eviction.ReadOptions{DomainLabel: "a b"}) }, `invalid --domain-label: "a b"`},
+		{"--namespace", func() error { return newReader(eviction.ReadOptions{Namespace: "A"}) }, `invalid --namespace: "A"`},
+		{"--timeout", func() error { return newReader(eviction.ReadOptions{ConnectTimeout: -1}) }, "invalid --timeout: -1ns"},
+	} {
+		err := inFlagTerms(tc.call())
+		var usage *UsageError
+		if !errors.As(err, &usage) || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want a usage error starting %q", tc.name, err, tc.want)
+		}
+	}
+}
+
 // The flag tables name flags that exist: each flag of fieldFlags on some
 // command, each remedy of findingFlags on the commands that print that
 // finding's remedy (audit and rollout), with a value the library accepts.
