@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 
@@ -18,18 +17,7 @@ import (
 // watch of their own. (A controller-runtime manager does the same with
 // eviction.InformersFromCache(ctx, mgr.GetCache()).)
 func ExampleInformersFromFactory() {
-	nodes, pods, pdbs := exampleCluster()
-	var objs []runtime.Object
-	for i := range nodes {
-		objs = append(objs, &nodes[i])
-	}
-	for i := range pods {
-		objs = append(objs, &pods[i])
-	}
-	for i := range pdbs {
-		objs = append(objs, &pdbs[i])
-	}
-	client := fake.NewClientset(objs...)
+	client := exampleClient(false)
 
 	// The controller's factory, with the informers udrain needs.
 	factory := informers.NewSharedInformerFactory(client, 0)

@@ -81,18 +81,7 @@ func ExampleNewPlan() {
 // Options takes kubectl drain's settings as they are: a tool that already
 // builds a *drain.Helper hands it over.
 func ExampleNew() {
-	nodes, pods, pdbs := exampleCluster()
-	var objs []runtime.Object
-	for i := range nodes {
-		objs = append(objs, &nodes[i])
-	}
-	for i := range pods {
-		objs = append(objs, &pods[i])
-	}
-	for i := range pdbs {
-		objs = append(objs, &pdbs[i])
-	}
-	client := fake.NewClientset(objs...)
+	client := exampleClient(false)
 
 	helper := &drain.Helper{GracePeriodSeconds: -1, IgnoreAllDaemonSets: true, DryRunStrategy: cmdutil.DryRunClient}
 	d, err := eviction.New(client, eviction.Options{
@@ -170,18 +159,7 @@ func ExampleDrainer_Rollout() {
 // for health) uses a Reader: it takes no drain settings and sends no
 // write. WaitHealthy is bounded by its context's deadline.
 func ExampleReader() {
-	nodes, pods, pdbs := exampleCluster()
-	var objs []runtime.Object
-	for i := range nodes {
-		objs = append(objs, &nodes[i])
-	}
-	for i := range pods {
-		objs = append(objs, &pods[i])
-	}
-	for i := range pdbs {
-		objs = append(objs, &pdbs[i])
-	}
-	client := fake.NewClientset(objs...)
+	client := exampleClient(false)
 
 	r, err := eviction.NewReader(client, eviction.ReadOptions{DomainLabel: topology.DefaultDomainLabel})
 	if err != nil {
