@@ -2,36 +2,31 @@ package gpu
 
 import (
 	"fmt"
-	"github.com/udrain/udrain"
 	"strings"
+
+	"github.com/udrain/udrain"
 )
 
-// Label keys and prefixes read by ClassifyNode. The NVIDIA keys are those of
-// GPU Feature Discovery and the GPU Operator; the AMD keys those of the AMD
-// node labeller (both its amd.com/gpu.<property>=<value> form and its
-// beta.amd.com/gpu.<property>.<value>=<count> form); the Intel keys those of
-// the Intel GPU plugin's NFD hook and rules.
+// Label prefixes and keys read by ClassifyNode. The NVIDIA labels are those
+// of GPU Feature Discovery and the GPU Operator; the AMD labels those of the
+// AMD node labeller (both its amd.com/gpu.<property>=<value> form and its
+// beta.amd.com/gpu.<property>.<value>=<count> form); the Intel labels those
+// of the Intel GPU plugin's NFD hook and rules. Which labels under each
+// prefix are read, and as what, is said by labelPrefixes and the tables it
+// names.
 const (
-	labelNFDPrefix     = "feature.node.kubernetes.io/"
-	labelNFDPCIPrefix  = labelNFDPrefix + "pci-"
-	labelNFDAMDGPU     = labelNFDPrefix + "amd-gpu"
-	labelNFDAMDVGPU    = labelNFDPrefix + "amd-vgpu"
-	labelNFDIntelGPU   = "intel.feature.node.kubernetes.io/gpu"
-	labelNVIDIAPrefix  = "nvidia.com/"
-	labelAMDPrefix     = "amd.com/gpu."
-	labelAMDBetaPrefix = "beta.amd.com/gpu."
-	labelIntelPrefix   = "gpu.intel.com/"
-
-	labelGKEAccelerator    = "cloud.google.com/gke-accelerator"
-	labelGKETPUAccelerator = "cloud.google.com/gke-tpu-accelerator"
-	labelGKESharing        = "cloud.google.com/gke-gpu-sharing-strategy"
-	labelGKEMaxClients     = "cloud.google.com/gke-max-shared-clients-per-gpu"
-	labelGKEPartitionSize  = "cloud.google.com/gke-gpu-partition-size"
-	labelAKSAccelerator    = "kubernetes.azure.com/accelerator"
-	labelKarpenterPrefix   = "karpenter.k8s.aws/instance-"
-	labelEKSPrefix         = "eks.amazonaws.com/instance-"
-	labelInstanceType      = "node.kubernetes.io/instance-type"
-	labelInstanceTypeBeta  = "beta.kubernetes.io/instance-type"
+	labelNFDPrefix        = "feature.node.kubernetes.io/"
+	labelNFDIntelPrefix   = "intel.feature.node.kubernetes.io/"
+	labelNVIDIAPrefix     = "nvidia.com/"
+	labelAMDPrefix        = "amd.com/gpu."
+	labelAMDBetaPrefix    = "beta.amd.com/gpu."
+	labelIntelPrefix      = "gpu.intel.com/"
+	labelGKEPrefix        = "cloud.google.com/gke-"
+	labelAKSPrefix        = "kubernetes.azure.com/"
+	labelKarpenterPrefix  = "karpenter.k8s.aws/instance-"
+	labelEKSPrefix        = "eks.amazonaws.com/instance-"
+	labelInstanceType     = "node.kubernetes.io/instance-type"
+	labelInstanceTypeBeta = "beta.kubernetes.io/instance-type"
 )
 
 // Priorities of the label sources that describe a device: a labeller that
@@ -42,6 +37,264 @@ const (
 	prioCloud     = 2
 	prioLabeller  = 3
 )
+
+// A labelPrefix is a family of labels ClassifyNode reads: a label whose
+// name (its key after the prefix) is in names is read by that rule, any
+// other as others says.
+type labelPrefix struct {
+	prefix string
+	names  []namedRule
+	others scanner
+}
+
+// A scanner reads the labels of a family that its names table does not
+// list, whose names hold a value (a PCI ID, a MIG profile, a property).
+type scanner uint8
+
+const (
+	scanNone scanner = iota
+	scanNFDPCI
+	scanNVIDIAMIGProfile
+	scanAMDBetaProperty
+	scanIntelPattern
+	scanKarpenterInstance
+	scanEKSInstance
+)
+
+// labelPrefixes are the label families ClassifyNode reads. No prefix starts
+// another, so a label belongs to one family at most.
+var labelPrefixes = [...]labelPrefix{
+	{labelNFDPrefix, nfdLabels, scanNFDPCI},
+	{labelNFDIntelPrefix, nfdIntelLabels, scanNone},
+	{labelNVIDIAPrefix, nvidiaLabels, scanNVIDIAMIGProfile},
+	{labelAMDPrefix, amdLabels, scanNone},
+	{labelAMDBetaPrefix, nil, scanAMDBetaProperty},
+	{labelIntelPrefix, intelLabels, scanIntelPattern},
+	{labelKarpenterPrefix, nil, scanKarpenterInstance},
+	{labelEKSPrefix, nil, scanEKSInstance},
+	{labelGKEPrefix, gkeLabels, scanNone},
+	{labelAKSPrefix, aksLabels, scanNone},
+}
+
+// scanLabels reads every label once, dispatching on its prefix, into o.
+func scanLabels(labels map[string]string, o *observations) {
+	for key, value := range labels {
+		o.scanLabel(key, value)
+	}
+	o.finishCloudInstances()
+	if it, ok := labels[labelInstanceType]; ok {
+		o.scanInstanceType(labelInstanceType, it)
+	} else if it, ok := labels[labelInstanceTypeBeta]; ok {
+		o.scanInstanceType(labelInstanceTypeBeta, it)
+	}
+}
+
+func (o *observations) scanLabel(key, value string) {
+	if key == "" {
+		return
+	}
+	for i := range labelPrefixes {
+		p := &labelPrefixes[i]
+		if p.prefix[0] != key[0] {
+			continue // cheaper than comparing the whole prefix
+		}
+		name, ok := strings.CutPrefix(key, p.prefix)
+		if !ok {
+			continue
+		}
+		if r := lookup(p.names, name); r != nil {
+			o.apply(r, key, value, value)
+		} else {
+			o.scan(p.others, key, name, value)
+		}
+		return
+	}
+}
+
+// scan reads the label key=value, whose name is the key after its family's
+// prefix, with scanner s. The scanners are called directly, not through
+// function values, so that the observations of ClassifyNode stay on its
+// stack.
+func (o *observations) scan(s scanner, key, name, value string) {
+	switch s {
+	case scanNFDPCI:
+		o.scanPCI(key, name, value)
+	case scanNVIDIAMIGProfile:
+		o.scanMIGProfileLabel(key, name, value)
+	case scanAMDBetaProperty:
+		o.scanAMDBeta(key, name, value)
+	case scanIntelPattern:
+		o.scanIntelPattern(key, name, value)
+	case scanKarpenterInstance:
+		o.scanCloudInstance(&o.karpenterGPU, &o.karpenterAccel, SourceKarpenter, key, name, value)
+	case scanEKSInstance:
+		o.scanCloudInstance(&o.eksGPU, &o.eksAccel, SourceEKS, key, name, value)
+	}
+}
+
+// fact is what a label's value tells about the devices. The same fact from
+// several labels is ranked by their priority (best).
+type fact uint8
+
+const (
+	factNone fact = iota
+	// factProduct is the product name.
+	factProduct
+	// factSharingProduct is the product name as GFD writes it, whose
+	// -SHARED and -MIG-<profile> suffixes say how the GPUs are shared.
+	factSharingProduct
+	// factCount is the number of devices.
+	factCount
+	// factMemory is the memory of one device.
+	factMemory
+	// factFamily is the architecture or family of the devices.
+	factFamily
+)
+
+// A setting is an observation field that a label's value sets rather than
+// ranks: how the GPUs are shared and managed, and sums over the labels of
+// each device model. Like a scanner, it is a name that set resolves, not a
+// function value, so that observations stay on the stack.
+type setting uint8
+
+const (
+	setNone setting = iota
+	setReplicas
+	setSharingStrategy
+	setMIGStrategy
+	setMIGCapable
+	setMIGConfig
+	setMIGConfigState
+	setDeployPlugin
+	setGKESharing
+	setGKEMaxClients
+	setGKEPartition
+	setIntelMillicores
+	setIntelMemory
+	// Sums over the labels of each device model.
+	sumIntelDevices
+	sumAMDBetaDevices
+	sumAMDBetaFamilies
+)
+
+// A labelRule says what one label is: the evidence it is (none when tier is
+// ""), the fact its value gives, and the setting its value sets.
+type labelRule struct {
+	tier     Tier
+	source   Source
+	vendor   Vendor
+	vendorOf func(value string) Vendor // instead of vendor: the maker the value names
+	ifTrue   bool                      // a presence label: nothing unless its value is "true"
+	fact     fact
+	prio     int
+	set      setting
+}
+
+// A namedRule is the rule for the label of one name.
+type namedRule struct {
+	name string
+	labelRule
+}
+
+// lookup returns the rule for the label name, or nil.
+func lookup(rules []namedRule, name string) *labelRule {
+	for i := range rules {
+		if rules[i].name == name {
+			return &rules[i].labelRule
+		}
+	}
+	return nil
+}
+
+// apply records what rule r makes of the label key=value. The fact is read
+// from subject: the value, or for a label matched by a pattern the part of
+// its name the pattern leaves open.
+func (o *observations) apply(r *labelRule, key, value, subject string) {
+	if r.ifTrue && !isTrue(value) {
+		return
+	}
+	v := r.vendor
+	if r.vendorOf != nil {
+		v = r.vendorOf(value)
+	}
+	if r.tier != "" {
+		o.add(r.tier, r.source, key, value, v)
+	}
+	o.record(r.fact, key, subject, r.prio, v)
+	o.set(r.set, key, value)
+}
+
+// set stores the value of label key in setting f; a malformed value is a
+// finding and leaves the setting alone.
+func (o *observations) set(f setting, key, value string) {
+	switch f {
+	case setReplicas:
+		o.setNumber(&o.replicas, key, value, parseCount)
+	case setSharingStrategy:
+		o.sharingStrategy = value
+	case setMIGStrategy:
+		o.migStrategy = value
+	case setMIGCapable:
+		o.migCapable = isTrue(value)
+	case setMIGConfig:
+		o.migConfig = value
+	case setMIGConfigState:
+		o.migConfigState = value
+	case setDeployPlugin:
+		o.deployPlugin, o.hasDeployPlugin = value, true
+	case setGKESharing:
+		o.gkeSharing = value
+	case setGKEMaxClients:
+		o.setNumber(&o.gkeMaxClients, key, value, parseCount)
+	case setGKEPartition:
+		if err := validMIGProfile(value); err != nil {
+			o.malformed(key, value, err)
+		} else {
+			o.gkePartition = value
+		}
+	case setIntelMillicores:
+		o.setNumber(&o.intelMillicores, key, value, parseCount)
+	case setIntelMemory:
+		o.setNumber(&o.intelMemoryMiB, key, value, parseBytesAsMiB)
+	case sumIntelDevices, sumAMDBetaDevices, sumAMDBetaFamilies:
+		if n, ok := o.parse(key, value, parseCount); ok {
+			o.addTo(f, n)
+		}
+	}
+}
+
+// addTo adds the count n to the sum f.
+func (o *observations) addTo(f setting, n int64) {
+	switch f {
+	case sumIntelDevices:
+		o.intelDeviceCount += n
+	case sumAMDBetaDevices:
+		o.amdBetaDeviceCount += n
+	case sumAMDBetaFamilies:
+		o.amdBetaFamilyCount += n
+	}
+}
+
+// record ranks the fact f that value gives, from the label key.
+func (o *observations) record(f fact, key, value string, prio int, v Vendor) {
+	switch f {
+	case factProduct:
+		o.product(key, value, prio, v)
+	case factSharingProduct:
+		if p, ok := o.product(key, value, prio, v); ok {
+			o.productShared = p.Shared
+			o.productMIGProfile = p.MIGProfile
+		}
+	case factCount:
+		o.count(key, value, prio, v)
+	case factMemory:
+		o.memory(key, value, prio, v)
+	case factFamily:
+		o.family(key, value, prio, v)
+	}
+}
+
+func isTrue(v string) bool { return strings.EqualFold(v, "true") }
 
 type candidate[T comparable] struct {
 	value  T
@@ -122,22 +375,35 @@ func (o *observations) malformed(key, value string, err error) {
 	})
 }
 
-func (o *observations) count(key, value string, prio int, v Vendor) {
-	n, err := parseCount(value)
+// parse reads a number from the value of label key with read; a value read
+// refuses is a malformed label.
+func (o *observations) parse(key, value string, read func(string) (int64, error)) (int64, bool) {
+	n, err := read(value)
 	if err != nil {
 		o.malformed(key, value, err)
-		return
+		return 0, false
 	}
-	o.counts = append(o.counts, candidate[int64]{value: n, prio: prio, vendor: v, key: key})
+	return n, true
+}
+
+// setNumber sets *dst to the number the value of label key holds; a
+// malformed value leaves *dst alone.
+func (o *observations) setNumber(dst *int64, key, value string, read func(string) (int64, error)) {
+	if n, ok := o.parse(key, value, read); ok {
+		*dst = n
+	}
+}
+
+func (o *observations) count(key, value string, prio int, v Vendor) {
+	if n, ok := o.parse(key, value, parseCount); ok {
+		o.counts = append(o.counts, candidate[int64]{value: n, prio: prio, vendor: v, key: key})
+	}
 }
 
 func (o *observations) memory(key, value string, prio int, v Vendor) {
-	n, err := parseMemoryMiB(value)
-	if err != nil {
-		o.malformed(key, value, err)
-		return
+	if n, ok := o.parse(key, value, parseMemoryMiB); ok {
+		o.memories = append(o.memories, candidate[int64]{value: n, prio: prio, vendor: v, key: key})
 	}
-	o.memories = append(o.memories, candidate[int64]{value: n, prio: prio, vendor: v, key: key})
 }
 
 // product records a product label value; it returns the parsed value for
@@ -158,45 +424,6 @@ func (o *observations) family(key, value string, prio int, v Vendor) {
 	}
 	o.families = append(o.families, candidate[string]{value: value, prio: prio, vendor: v, key: key})
 }
-
-// scanLabels reads every label once, dispatching on its prefix, into o.
-func scanLabels(labels map[string]string, o *observations) {
-	for key, value := range labels {
-		switch {
-		case strings.HasPrefix(key, labelNFDPrefix):
-			o.scanNFD(key, value)
-		case strings.HasPrefix(key, labelNVIDIAPrefix):
-			o.scanNVIDIA(key, key[len(labelNVIDIAPrefix):], value)
-		case strings.HasPrefix(key, labelAMDPrefix):
-			o.scanAMD(key, key[len(labelAMDPrefix):], value)
-		case strings.HasPrefix(key, labelAMDBetaPrefix):
-			o.scanAMDBeta(key, key[len(labelAMDBetaPrefix):], value)
-		case strings.HasPrefix(key, labelIntelPrefix):
-			o.scanIntel(key, key[len(labelIntelPrefix):], value)
-		case key == labelNFDIntelGPU:
-			if isTrue(value) {
-				o.add(TierHardware, SourceNFD, key, value, VendorIntel)
-			}
-		case strings.HasPrefix(key, labelKarpenterPrefix):
-			scanCloudInstance(o, &o.karpenterGPU, &o.karpenterAccel, SourceKarpenter, key, key[len(labelKarpenterPrefix):], value)
-		case strings.HasPrefix(key, labelEKSPrefix):
-			scanCloudInstance(o, &o.eksGPU, &o.eksAccel, SourceEKS, key, key[len(labelEKSPrefix):], value)
-		case strings.HasPrefix(key, "cloud.google.com/gke-"):
-			o.scanGKE(key, value)
-		case key == labelAKSAccelerator:
-			v := vendorFromManufacturer(value)
-			o.add(TierHardware, SourceAKS, key, value, v)
-		}
-	}
-	o.finishCloudInstances()
-	if it, ok := labels[labelInstanceType]; ok {
-		o.scanInstanceType(labelInstanceType, it)
-	} else if it, ok := labels[labelInstanceTypeBeta]; ok {
-		o.scanInstanceType(labelInstanceTypeBeta, it)
-	}
-}
-
-func isTrue(v string) bool { return strings.EqualFold(v, "true") }
 
 func (o *observations) migProfile(name string) *MIGProfile {
 	if o.migProfiles == nil {

@@ -2,6 +2,33 @@ package gpu
 
 import "strings"
 
+// gkeLabels are the labels of GKE node pools read, by their name after
+// "cloud.google.com/gke-": the accelerator and GPU sharing.
+var gkeLabels = []namedRule{
+	{"accelerator", labelRule{tier: TierHardware, source: SourceGKE, vendorOf: gkeAcceleratorVendor, fact: factProduct, prio: prioCloudName}},
+	{"tpu-accelerator", labelRule{tier: TierHardware, source: SourceGKE, vendor: VendorGoogleTPU, fact: factProduct, prio: prioCloudName}},
+
+	// Not evidence: how the GPUs are shared and partitioned.
+	{"gpu-sharing-strategy", labelRule{set: setGKESharing}},
+	{"max-shared-clients-per-gpu", labelRule{set: setGKEMaxClients}},
+	{"gpu-partition-size", labelRule{set: setGKEPartition}},
+}
+
+// gkeAcceleratorVendor reads the vendor from a GKE accelerator name
+// ("nvidia-tesla-t4"); any other name is of VendorUnknown.
+func gkeAcceleratorVendor(accelerator string) Vendor {
+	if strings.HasPrefix(accelerator, "nvidia-") {
+		return VendorNVIDIA
+	}
+	return VendorUnknown
+}
+
+// aksLabels are the labels of AKS node pools read, by their name after
+// "kubernetes.azure.com/".
+var aksLabels = []namedRule{
+	{"accelerator", labelRule{tier: TierHardware, source: SourceAKS, vendorOf: vendorFromManufacturer}},
+}
+
 // cloudInstance holds the instance-gpu-* or instance-accelerator-* labels of
 // Karpenter or EKS Auto Mode.
 type cloudInstance struct {
@@ -16,8 +43,9 @@ type cloudInstance struct {
 
 // scanCloudInstance reads the instance-gpu-* and instance-accelerator-*
 // labels that Karpenter (karpenter.k8s.aws/) and EKS Auto Mode
-// (eks.amazonaws.com/) copy from the EC2 instance type.
-func scanCloudInstance(o *observations, gpu, accel *cloudInstance, source Source, key, name, value string) {
+// (eks.amazonaws.com/) copy from the EC2 instance type; name is the key
+// after "instance-".
+func (o *observations) scanCloudInstance(gpu, accel *cloudInstance, source Source, key, name, value string) {
 	var c *cloudInstance
 	var attr string
 	switch {
@@ -35,16 +63,14 @@ func scanCloudInstance(o *observations, gpu, accel *cloudInstance, source Source
 	case "name":
 		c.name = value
 	case "count":
-		n, err := parseCount(value)
-		if err != nil {
-			o.malformed(key, value, err)
+		n, ok := o.parse(key, value, parseCount)
+		if !ok {
 			return
 		}
 		c.count = n
 	case "memory":
-		n, err := parseMemoryMiB(value)
-		if err != nil {
-			o.malformed(key, value, err)
+		n, ok := o.parse(key, value, parseMemoryMiB)
+		if !ok {
 			return
 		}
 		c.memoryMiB = n
@@ -81,36 +107,6 @@ func (o *observations) finishCloudInstances() {
 	}
 }
 
-// scanGKE reads the accelerator and GPU sharing labels of GKE node pools.
-func (o *observations) scanGKE(key, value string) {
-	switch key {
-	case labelGKEAccelerator:
-		v := VendorUnknown
-		if strings.HasPrefix(value, "nvidia-") {
-			v = VendorNVIDIA
-		}
-		o.add(TierHardware, SourceGKE, key, value, v)
-		o.product(key, value, prioCloudName, v)
-	case labelGKETPUAccelerator:
-		o.add(TierHardware, SourceGKE, key, value, VendorGoogleTPU)
-		o.product(key, value, prioCloudName, VendorGoogleTPU)
-	case labelGKESharing:
-		o.gkeSharing = value
-	case labelGKEMaxClients:
-		if n, err := parseCount(value); err != nil {
-			o.malformed(key, value, err)
-		} else {
-			o.gkeMaxClients = n
-		}
-	case labelGKEPartitionSize:
-		if err := validMIGProfile(value); err != nil {
-			o.malformed(key, value, err)
-		} else {
-			o.gkePartition = value
-		}
-	}
-}
-
 // scanInstanceType recognises the accelerated instance families of EC2,
 // Azure and Google Compute Engine. Managed node groups of EKS and AKS carry
 // no GPU label of their own, so the instance type is their hardware
@@ -133,6 +129,13 @@ var awsFamilies = map[string]Vendor{
 	"inf1": VendorAWSNeuron, "inf2": VendorAWSNeuron, "trn1": VendorAWSNeuron, "trn1n": VendorAWSNeuron, "trn2": VendorAWSNeuron,
 }
 
+// gceFamilies maps Compute Engine machine families with accelerators to
+// their vendor.
+var gceFamilies = map[string]Vendor{
+	"a2": VendorNVIDIA, "a3": VendorNVIDIA, "a4": VendorNVIDIA, "a4x": VendorNVIDIA, "g2": VendorNVIDIA, "g4": VendorNVIDIA,
+	"ct4p": VendorGoogleTPU, "ct5l": VendorGoogleTPU, "ct5lp": VendorGoogleTPU, "ct5p": VendorGoogleTPU, "ct6e": VendorGoogleTPU,
+}
+
 func instanceTypeVendor(it string) (Vendor, Source) {
 	if family, _, ok := strings.Cut(it, "."); ok {
 		if v, ok := awsFamilies[family]; ok {
@@ -142,7 +145,8 @@ func instanceTypeVendor(it string) (Vendor, Source) {
 	}
 	if rest, ok := strings.CutPrefix(it, "Standard_N"); ok && rest != "" {
 		// Azure N-series: NC, ND and NV carry NVIDIA GPUs except the AMD
-		// sizes (NVv4 "as_v4", NG, ND MI300X).
+		// sizes (NVv4 "as_v4", NG, ND MI300X). The size names follow no
+		// family table, so this stays code.
 		switch {
 		case rest[0] == 'G' || strings.Contains(rest, "MI300X") || rest[0] == 'V' && strings.HasSuffix(rest, "as_v4"):
 			return VendorAMD, SourceAKS
@@ -152,11 +156,8 @@ func instanceTypeVendor(it string) (Vendor, Source) {
 		return "", ""
 	}
 	family, _, _ := strings.Cut(it, "-")
-	switch family {
-	case "a2", "a3", "a4", "a4x", "g2", "g4":
-		return VendorNVIDIA, SourceGKE
-	case "ct4p", "ct5l", "ct5lp", "ct5p", "ct6e":
-		return VendorGoogleTPU, SourceGKE
+	if v, ok := gceFamilies[family]; ok {
+		return v, SourceGKE
 	}
 	return "", ""
 }

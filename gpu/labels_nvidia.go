@@ -2,59 +2,39 @@ package gpu
 
 import "strings"
 
-// scanNVIDIA reads GPU Feature Discovery and GPU Operator labels; name is the
-// key without "nvidia.com/".
-func (o *observations) scanNVIDIA(key, name, value string) {
-	const v = VendorNVIDIA
-	switch name {
-	case "gpu.present":
-		if isTrue(value) {
-			o.add(TierHardware, SourceNVIDIAOperator, key, value, v)
-		}
-	case "gpu.product":
-		o.add(TierDescriptive, SourceGFD, key, value, v)
-		if p, ok := o.product(key, value, prioLabeller, v); ok {
-			o.productShared = p.Shared
-			o.productMIGProfile = p.MIGProfile
-		}
-	case "gpu.count":
-		o.add(TierDescriptive, SourceGFD, key, value, v)
-		o.count(key, value, prioLabeller, v)
-	case "gpu.memory":
-		o.add(TierDescriptive, SourceGFD, key, value, v)
-		o.memory(key, value, prioLabeller, v)
-	case "gpu.family":
-		o.add(TierDescriptive, SourceGFD, key, value, v)
-		o.family(key, value, prioLabeller, v)
-	case "gpu.replicas":
-		if n, err := parseCount(value); err != nil {
-			o.malformed(key, value, err)
-		} else {
-			o.replicas = n
-		}
-	case "gpu.sharing-strategy":
-		o.sharingStrategy = value
-	case "mig.strategy":
-		o.migStrategy = value
-	case "mig.capable":
-		o.migCapable = isTrue(value)
-	case "mig.config":
-		o.migConfig = value
-	case "mig.config.state":
-		o.migConfigState = value
-	case "gpu.deploy.device-plugin":
-		o.deployPlugin, o.hasDeployPlugin = value, true
-	default:
-		if rest, ok := strings.CutPrefix(name, "mig-"); ok {
-			o.scanMIGProfileLabel(key, rest, value)
-		}
-	}
+// nvidiaLabels are the GPU Feature Discovery and GPU Operator labels read,
+// by their name after "nvidia.com/". The per-profile MIG labels,
+// mig-<profile>.<attribute>, are read by scanMIGProfileLabel.
+var nvidiaLabels = []namedRule{
+	// The operator's NFD rule: the GPUs are on the PCI bus.
+	{"gpu.present", labelRule{tier: TierHardware, source: SourceNVIDIAOperator, vendor: VendorNVIDIA, ifTrue: true}},
+
+	// GFD's description of the GPUs.
+	{"gpu.product", labelRule{tier: TierDescriptive, source: SourceGFD, vendor: VendorNVIDIA, fact: factSharingProduct, prio: prioLabeller}},
+	{"gpu.count", labelRule{tier: TierDescriptive, source: SourceGFD, vendor: VendorNVIDIA, fact: factCount, prio: prioLabeller}},
+	{"gpu.memory", labelRule{tier: TierDescriptive, source: SourceGFD, vendor: VendorNVIDIA, fact: factMemory, prio: prioLabeller}},
+	{"gpu.family", labelRule{tier: TierDescriptive, source: SourceGFD, vendor: VendorNVIDIA, fact: factFamily, prio: prioLabeller}},
+
+	// Not evidence: how the GPUs are shared and partitioned, and whether the
+	// operator deploys the device plugin.
+	{"gpu.replicas", labelRule{set: setReplicas}},
+	{"gpu.sharing-strategy", labelRule{set: setSharingStrategy}},
+	{"mig.strategy", labelRule{set: setMIGStrategy}},
+	{"mig.capable", labelRule{set: setMIGCapable}},
+	{"mig.config", labelRule{set: setMIGConfig}},
+	{"mig.config.state", labelRule{set: setMIGConfigState}},
+	{"gpu.deploy.device-plugin", labelRule{set: setDeployPlugin}},
 }
 
 // scanMIGProfileLabel reads nvidia.com/mig-<profile>.<attribute>, which GFD
-// writes per MIG profile under the mixed strategy. The profile contains dots
-// itself ("1g.10gb"), so it ends at the first dot after its "gb".
-func (o *observations) scanMIGProfileLabel(key, rest, value string) {
+// writes per MIG profile under the mixed strategy; name is the key without
+// "nvidia.com/". The profile contains dots itself ("1g.10gb"), so it ends at
+// the first dot after its "gb".
+func (o *observations) scanMIGProfileLabel(key, name, value string) {
+	rest, ok := strings.CutPrefix(name, "mig-")
+	if !ok {
+		return
+	}
 	gb := strings.Index(rest, "gb")
 	if gb < 0 {
 		return
@@ -75,16 +55,8 @@ func (o *observations) scanMIGProfileLabel(key, rest, value string) {
 	o.add(TierDescriptive, SourceGFD, key, value, VendorNVIDIA)
 	switch attr {
 	case "count":
-		if n, err := parseCount(value); err != nil {
-			o.malformed(key, value, err)
-		} else {
-			p.Count = n
-		}
+		o.setNumber(&p.Count, key, value, parseCount)
 	case "memory":
-		if n, err := parseMemoryMiB(value); err != nil {
-			o.malformed(key, value, err)
-		} else {
-			p.MemoryMiB = n
-		}
+		o.setNumber(&p.MemoryMiB, key, value, parseMemoryMiB)
 	}
 }

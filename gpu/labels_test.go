@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -433,6 +434,96 @@ func TestInstanceTypeVendor(t *testing.T) {
 	for _, c := range instanceTypeCases {
 		if v, s := instanceTypeVendor(c.instanceType); v != c.vendor || s != c.source {
 			t.Errorf("instanceTypeVendor(%q) = %q, %q; want %q, %q", c.instanceType, v, s, c.vendor, c.source)
+		}
+	}
+}
+
+// TestLabelTablesCovered checks that every row of the label tables has a
+// case in TestScanLabels or TestInstanceTypeVendor, so that no row goes
+// unchecked.
+func TestLabelTablesCovered(t *testing.T) {
+	var keys []string
+	for _, cases := range [][]labelCase{exactKeyCases, nvidiaCases, amdCases, intelCases, pciCases, cloudCases} {
+		for _, c := range cases {
+			keys = slices.AppendSeq(keys, maps.Keys(c.labels))
+		}
+	}
+	covered := func(match func(key string) bool) bool { return slices.ContainsFunc(keys, match) }
+	for _, p := range labelPrefixes {
+		if !covered(func(k string) bool { return strings.HasPrefix(k, p.prefix) }) {
+			t.Errorf("no case for the labels under %s", p.prefix)
+		}
+		for _, r := range p.names {
+			if !covered(func(k string) bool { return k == p.prefix+r.name }) {
+				t.Errorf("no case for the label %s%s", p.prefix, r.name)
+			}
+		}
+	}
+	for _, p := range intelPatterns {
+		if !covered(func(k string) bool {
+			name, ok := strings.CutPrefix(k, labelIntelPrefix)
+			return ok && strings.HasPrefix(name, p.prefix) && strings.HasSuffix(name, p.suffix)
+		}) {
+			t.Errorf("no case for the labels %s%s*%s", labelIntelPrefix, p.prefix, p.suffix)
+		}
+	}
+	for prop := range amdBetaProperties {
+		if !covered(func(k string) bool { return strings.HasPrefix(k, labelAMDBetaPrefix+prop+".") }) {
+			t.Errorf("no case for the labels %s%s.*", labelAMDBetaPrefix, prop)
+		}
+	}
+	for _, pv := range pciVendors {
+		if !slices.ContainsFunc(pciCases, func(c labelCase) bool {
+			return len(c.want.evidence) == 1 && c.want.evidence[0].Vendor == pv.vendor && strings.Contains(c.want.evidence[0].Key, fmt.Sprintf("%04x", pv.id))
+		}) {
+			t.Errorf("no case for a PCI label with vendor ID %04x", pv.id)
+		}
+	}
+	families := map[string]bool{}
+	for _, c := range instanceTypeCases {
+		aws, _, _ := strings.Cut(c.instanceType, ".")
+		gce, _, _ := strings.Cut(c.instanceType, "-")
+		families[aws], families[gce] = true, true
+	}
+	for _, table := range []map[string]Vendor{awsFamilies, gceFamilies} {
+		for family := range table {
+			if !families[family] {
+				t.Errorf("no case for the instance family %s", family)
+			}
+		}
+	}
+}
+
+// TestLabelTablesUnique checks that a label belongs to one family at most
+// and has one rule in it, as scanLabel and lookup, which take the first
+// that matches, assume.
+func TestLabelTablesUnique(t *testing.T) {
+	for i, a := range labelPrefixes {
+		for j, b := range labelPrefixes {
+			if i != j && strings.HasPrefix(a.prefix, b.prefix) {
+				t.Errorf("label prefix %s starts %s", b.prefix, a.prefix)
+			}
+		}
+		names := map[string]bool{}
+		for _, r := range a.names {
+			if names[r.name] {
+				t.Errorf("two rules for the label %s%s", a.prefix, r.name)
+			}
+			names[r.name] = true
+		}
+	}
+	ids := map[uint16]bool{}
+	for _, pv := range pciVendors {
+		if ids[pv.id] {
+			t.Errorf("two rows for PCI vendor ID %04x", pv.id)
+		}
+		ids[pv.id] = true
+	}
+	for i, a := range intelPatterns {
+		for _, b := range intelPatterns[:i] {
+			if a.prefix == b.prefix && a.suffix == b.suffix {
+				t.Errorf("two rules for the labels %s%s*%s", labelIntelPrefix, a.prefix, a.suffix)
+			}
 		}
 	}
 }
