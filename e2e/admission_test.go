@@ -167,7 +167,7 @@ func TestRolloutStopsOnAdmissionWebhook(t *testing.T) {
 	if err != nil {
 		t.Fatalf("rollout %s after the webhook was removed: %v", id, err)
 	}
-	t.Logf("without the webhook, rollout %s completed in %s", id, res.Duration.Round(time.Millisecond))
+	t.Logf("without the webhook, rollout %s completed in %s", id, res.Duration.Duration().Round(time.Millisecond))
 	checkWholeRollout(t, s, start, "all rollouts")
 	checkUpgradedAndUncordoned(t, s, id)
 }

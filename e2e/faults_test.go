@@ -106,7 +106,7 @@ func TestRolloutSurvivesAPIServerRestart(t *testing.T) {
 	// recovered (it discounts the same pod) and the next domain's first
 	// eviction is refused that long: correct, but slow.
 	if b := res.Summary().LongestBlock; b != nil {
-		t.Logf("PodDisruptionBudget %s/%s blocked the rollout for %s (see the comment above)", b.Namespace, b.PDB, b.Duration.Round(time.Second))
+		t.Logf("PodDisruptionBudget %s/%s blocked the rollout for %s (see the comment above)", b.Namespace, b.PDB, b.Duration.Duration().Round(time.Second))
 	}
 	// The outage hit phase 1 of the second domain: its eviction was retried.
 	if !slices.ContainsFunc(events.all(), func(e eviction.Event) bool {

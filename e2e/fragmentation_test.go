@@ -150,7 +150,7 @@ func TestRecoveryStopsOnFragmentedGPUs(t *testing.T) {
 	if !slices.Equal(statuses, []eviction.DomainStatus{eviction.DomainSkipped, eviction.DomainDone, eviction.DomainDone}) {
 		t.Errorf("resumed rollout: domains %v, want %s skipped, the others done", statuses, first)
 	}
-	t.Logf("after the fix, the rollout resumed and completed in %s", res.Duration.Round(time.Millisecond))
+	t.Logf("after the fix, the rollout resumed and completed in %s", res.Duration.Duration().Round(time.Millisecond))
 	checkWholeRollout(t, s, start, "both runs")
 }
 

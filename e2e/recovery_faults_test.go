@@ -135,7 +135,7 @@ func TestRecoverySurvivesAPIServerRestart(t *testing.T) {
 		t.Fatalf("rollout across an apiserver restart during recovery: %v", err)
 	}
 	t.Logf("the apiserver was killed when %s's recovery started and ready again %s later; the rollout took %s",
-		second, r.readyAfter.Round(10*time.Millisecond), res.Duration.Round(time.Millisecond))
+		second, r.readyAfter.Round(10*time.Millisecond), res.Duration.Duration().Round(time.Millisecond))
 	waiting := slices.ContainsFunc(events.all(), func(e eviction.Event) bool {
 		return e.Type == eviction.EventWaitingRecovery && e.Domain == second && e.Time.After(r.killedAt)
 	})
@@ -254,7 +254,7 @@ func TestRolloutSurvivesCutWatches(t *testing.T) {
 	}
 	cuts, conns := proxy.stats()
 	t.Logf("rollout took %s; %d connection cuts %v (%d connections opened); the leader was evicted %s after its budget allowed it",
-		o.res.Duration.Round(time.Millisecond), len(cuts), cuts, conns, unblockLag.Round(time.Millisecond))
+		o.res.Duration.Duration().Round(time.Millisecond), len(cuts), cuts, conns, unblockLag.Round(time.Millisecond))
 	for _, why := range []string{"blocked", "uncordoned", "waiting for recovery"} {
 		if !slices.Contains(cuts, why) {
 			t.Errorf("no cut %q happened: cuts %v", why, cuts)

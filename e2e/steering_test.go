@@ -101,7 +101,7 @@ func TestSteeredRolloutMovesEachGroupOnce(t *testing.T) {
 						t.Logf("group %s came back to %s: its new leader was made at %s, %s after the domain's uncordon", g.Group, g.From, made.Format("15:04:05.000"), made.Sub(uncordoned[g.From]).Round(time.Millisecond))
 					}
 				}
-				t.Logf("group %s: %s -> %s, down %s", g.Group, g.From, g.To, g.Downtime.Round(time.Millisecond))
+				t.Logf("group %s: %s -> %s, down %s", g.Group, g.From, g.To, g.Downtime.Duration().Round(time.Millisecond))
 			}
 		}
 		checkNoPendingTaint(t, s)

@@ -219,7 +219,7 @@ func TestRolloutNodeLabelHandshake(t *testing.T) {
 	}
 	t.Logf("rollout took %s", time.Since(start).Round(time.Millisecond))
 	for _, dom := range res.Domains {
-		t.Logf("domain %s: upgrade step %s", dom.Domain, dom.Upgrade.Round(time.Millisecond))
+		t.Logf("domain %s: upgrade step %s", dom.Domain, dom.Upgrade.Duration().Round(time.Millisecond))
 	}
 	stopAgent()
 	<-agentDone

@@ -2,7 +2,6 @@ package eviction
 
 import (
 	"context"
-	"encoding/json"
 	"sync"
 	"time"
 
@@ -26,22 +25,8 @@ type GroupDowntime struct {
 	Evicted time.Time  `json:"evicted"`
 	Healthy *time.Time `json:"healthy,omitempty"`
 	// Downtime is Healthy less Evicted (zero while not healthy).
-	Downtime time.Duration `json:"-"`
+	Downtime Seconds `json:"downtimeSeconds"`
 }
-
-// MarshalJSON writes Downtime as downtimeSeconds.
-func (g GroupDowntime) MarshalJSON() ([]byte, error) {
-	type plain GroupDowntime
-	return withSeconds(plain(g), secondsField{"downtimeSeconds", &g.Downtime})
-}
-
-// UnmarshalJSON reads what MarshalJSON writes.
-func (g *GroupDowntime) UnmarshalJSON(b []byte) error {
-	type plain GroupDowntime
-	return readSeconds(b, (*plain)(g), secondsField{"downtimeSeconds", &g.Downtime})
-}
-
-var _ json.Marshaler = GroupDowntime{}
 
 // downtimes follows the groups a domain's drain disrupts, from their first
 // eviction until they are healthy again: an evaluation of the groups still
@@ -220,7 +205,7 @@ func (t *downtimes) result(recovered *DomainHealth) []GroupDowntime {
 		gd := GroupDowntime{Group: id, From: t.from, To: g.to, Evicted: g.evictedAt}
 		if !g.healthyAt.IsZero() {
 			at := g.healthyAt
-			gd.Healthy, gd.Downtime = &at, at.Sub(g.evictedAt)
+			gd.Healthy, gd.Downtime = &at, Seconds(at.Sub(g.evictedAt))
 		}
 		out = append(out, gd)
 	}

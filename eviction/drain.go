@@ -228,7 +228,7 @@ func (d *Drainer) execute(ctx context.Context, v *view, plan *Plan, id string, o
 	ex.progress = Progress{Phase1Total: len(plan.Phase1), Phase2Total: len(plan.Phase2)}
 	ex.res.Phase1.Pods, ex.res.Phase2.Pods = len(plan.Phase1), len(plan.Phase2)
 	defer func() {
-		ex.res.Duration = clk.Since(ex.res.Started)
+		ex.res.Duration = Seconds(clk.Since(ex.res.Started))
 		slices.SortFunc(ex.res.GroupsDisrupted, topology.CompareGroupIDs)
 	}()
 
@@ -344,7 +344,7 @@ func (ex *execution) run(ctx context.Context) error {
 		if err := ex.evictAll(ctx, ph.phase, ph.pods, ph.res); err != nil {
 			return err
 		}
-		ph.res.Duration = clk.Since(start)
+		ph.res.Duration = Seconds(clk.Since(start))
 		ex.checkNodes()
 		ex.emit(Event{Type: EventPhaseDone, Phase: ph.phase, Message: fmt.Sprintf("%s done: every pod evicted", ph.phase)})
 	}

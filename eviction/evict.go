@@ -273,10 +273,10 @@ func (ex *execution) unblock(p PlannedPod, info *BlockInfo, phase Phase) {
 	if ob := ex.blocks[key]; ob != nil {
 		ob.waiting = slices.DeleteFunc(ob.waiting, func(r PodRef) bool { return r == p.PodRef })
 		if len(ob.waiting) == 0 {
-			ob.rec.Duration = now.Sub(ob.rec.Since)
+			ob.rec.Duration = Seconds(now.Sub(ob.rec.Since))
 			ex.res.Blocks = append(ex.res.Blocks, ob.rec)
 			delete(ex.blocks, key)
-			ex.log.Info("PodDisruptionBudget no longer blocks", "pdb", key, "blockedFor", ob.rec.Duration.Round(time.Millisecond))
+			ex.log.Info("PodDisruptionBudget no longer blocks", "pdb", key, "blockedFor", ob.rec.Duration.Duration().Round(time.Millisecond))
 		}
 	}
 	ex.mu.Unlock()
@@ -299,7 +299,7 @@ func (ex *execution) closeBlocks() {
 	sort.Strings(keys)
 	for _, k := range keys {
 		rec := ex.blocks[k].rec
-		rec.Duration = now.Sub(rec.Since)
+		rec.Duration = Seconds(now.Sub(rec.Since))
 		ex.res.Blocks = append(ex.res.Blocks, rec)
 	}
 	ex.blocks = map[string]*openBlock{}

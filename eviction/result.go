@@ -13,8 +13,8 @@ import (
 // wire schema of udrain's JSON and YAML output: the CLI prints them with an
 // apiVersion and a kind around them and nothing copied field by field.
 // JSON conventions: names in lowerCamelCase; an empty list or optional
-// object is omitted; durations are seconds (a number, to the nanosecond)
-// in fields whose name ends in "Seconds"; times are RFC 3339.
+// object is omitted; a duration is a Seconds (a number of seconds, written
+// even when 0) in a field whose name ends in "Seconds"; times are RFC 3339.
 
 // PhaseResult counts what happened to one phase's pods.
 type PhaseResult struct {
@@ -28,7 +28,7 @@ type PhaseResult struct {
 	// were only waited on.
 	AlreadyTerminating int `json:"alreadyTerminating"`
 	// Duration is the time from the phase's start to its last eviction.
-	Duration time.Duration `json:"-"`
+	Duration Seconds `json:"durationSeconds"`
 }
 
 // BlockInfo describes a PodDisruptionBudget that refuses evictions now.
@@ -108,12 +108,12 @@ func (b BlockInfo) String() string {
 
 // BlockRecord is one stretch of time a PDB refused a domain's evictions.
 type BlockRecord struct {
-	Namespace string        `json:"namespace"`
-	PDB       string        `json:"pdb"`
-	Since     time.Time     `json:"since"`
-	Duration  time.Duration `json:"-"`
+	Namespace string    `json:"namespace"`
+	PDB       string    `json:"pdb"`
+	Since     time.Time `json:"since"`
 	// Pods are the pods that waited on the budget during the block.
-	Pods []PodRef `json:"pods,omitempty"`
+	Pods     []PodRef `json:"pods,omitempty"`
+	Duration Seconds  `json:"durationSeconds"`
 }
 
 // DryRunVerdict is what a dry run found for one pod.
@@ -171,9 +171,9 @@ type Result struct {
 	DryRunOutcomes  []DryRunOutcome    `json:"dryRunOutcomes,omitempty"`
 	// Completed is true when every planned pod is gone (or, in a dry run,
 	// was checked).
-	Completed bool          `json:"completed"`
-	Started   time.Time     `json:"started"`
-	Duration  time.Duration `json:"-"`
+	Completed bool      `json:"completed"`
+	Started   time.Time `json:"started"`
+	Duration  Seconds   `json:"durationSeconds"`
 }
 
 // Summary is the end-of-run account of a drain or a rollout.
@@ -197,8 +197,8 @@ type Summary struct {
 	LongestDowntime *GroupDowntime `json:"longestDowntime,omitempty"`
 	// LongestBlock is the longest time a PDB refused evictions (the first
 	// of the longest); nil if none did.
-	LongestBlock *BlockRecord  `json:"longestBlock,omitempty"`
-	Duration     time.Duration `json:"-"`
+	LongestBlock *BlockRecord `json:"longestBlock,omitempty"`
+	Duration     Seconds      `json:"durationSeconds"`
 }
 
 // Summary sums up the drain.

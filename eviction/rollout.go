@@ -154,9 +154,9 @@ type DomainOutcome struct {
 	// downtime: from its first pod's eviction until it was healthy again,
 	// wherever it runs now.
 	Groups   []GroupDowntime `json:"groups,omitempty"`
-	Upgrade  time.Duration   `json:"-"`
-	Recovery time.Duration   `json:"-"`
-	Duration time.Duration   `json:"-"`
+	Upgrade  Seconds         `json:"upgradeSeconds"`
+	Recovery Seconds         `json:"recoverySeconds"`
+	Duration Seconds         `json:"durationSeconds"`
 }
 
 // RolloutResult is what a rollout did: an outcome for every domain it was
@@ -180,9 +180,9 @@ type RolloutResult struct {
 	// rollout that stopped before it started its first domain.
 	Status *RolloutStatus `json:"status,omitempty"`
 	// Completed is true when every domain is done, skipped or dry-run.
-	Completed bool          `json:"completed"`
-	Started   time.Time     `json:"started"`
-	Duration  time.Duration `json:"-"`
+	Completed bool      `json:"completed"`
+	Started   time.Time `json:"started"`
+	Duration  Seconds   `json:"durationSeconds"`
 }
 
 // Summary sums up the rollout.
@@ -247,7 +247,7 @@ func (d *Drainer) Rollout(ctx context.Context, opts RolloutOptions) (*RolloutRes
 		res:    &RolloutResult{ID: opts.ID, DryRun: d.s.dryRunName(), Started: d.s.Clock.Now()},
 		logger: klog.FromContext(ctx).WithValues("rollout", opts.ID)}
 	err = r.run(ctx)
-	r.res.Duration = d.s.Clock.Since(r.res.Started)
+	r.res.Duration = Seconds(d.s.Clock.Since(r.res.Started))
 	return r.res, err
 }
 

@@ -60,7 +60,7 @@ func (s *domainRun) stop(stage Stage, err error) error {
 func (s *domainRun) run(ctx context.Context) error {
 	clk := s.r.d.s.Clock
 	s.start = clk.Now()
-	defer func() { s.out.Duration = clk.Since(s.start) }()
+	defer func() { s.out.Duration = Seconds(clk.Since(s.start)) }()
 	s.emit(Event{Type: EventDomainStarted})
 	if err := s.prepare(ctx); err != nil {
 		return s.stop(StagePlan, err)
@@ -179,9 +179,9 @@ func (s *domainRun) upgrade(ctx context.Context) error {
 	if err := s.r.opts.Upgrade(ctx, s.dom); err != nil {
 		return err
 	}
-	s.out.Upgrade = clk.Since(t0)
-	s.logger.Info("Upgrade step done", "took", s.out.Upgrade.Round(time.Millisecond))
-	s.emit(Event{Type: EventUpgradeDone, Message: fmt.Sprintf("took %s", s.out.Upgrade.Round(time.Millisecond))})
+	s.out.Upgrade = Seconds(clk.Since(t0))
+	s.logger.Info("Upgrade step done", "took", s.out.Upgrade.Duration().Round(time.Millisecond))
+	s.emit(Event{Type: EventUpgradeDone, Message: fmt.Sprintf("took %s", s.out.Upgrade.Duration().Round(time.Millisecond))})
 	return nil
 }
 
@@ -293,7 +293,7 @@ func (s *domainRun) recover(ctx context.Context) error {
 	t0 := clk.Now()
 	h, err := s.r.d.waitRecoveredOrStuck(ctx, s.r.v, s.target, s.emit, s.r.opts.RecoveryTimeout, s.r.opts.StuckAfter)
 	s.out.Health = h
-	s.out.Recovery = clk.Since(t0)
+	s.out.Recovery = Seconds(clk.Since(t0))
 	if s.down != nil {
 		s.out.Groups = s.down.result(h)
 	}

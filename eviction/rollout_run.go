@@ -154,7 +154,7 @@ func (r *rollout) run(ctx context.Context) (err error) {
 		if lerr != nil {
 			return lerr
 		}
-		r.lock = &RolloutLockStatus{Namespace: r.opts.Lock.Namespace, Name: held.name, Holder: r.opts.Lock.Identity, Held: true, Duration: r.opts.Lock.Duration}
+		r.lock = &RolloutLockStatus{Namespace: r.opts.Lock.Namespace, Name: held.name, Holder: r.opts.Lock.Identity, Held: true, Duration: Seconds(r.opts.Lock.Duration)}
 		var release func(error) error
 		ctx, release = r.hold(ctx, held)
 		defer func() { err = release(err) }()

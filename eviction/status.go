@@ -139,7 +139,7 @@ type RolloutLockStatus struct {
 	AcquiredAt *time.Time `json:"acquiredAt,omitempty"`
 	RenewedAt  *time.Time `json:"renewedAt,omitempty"`
 	// Duration is how long the Lease holds without a renewal.
-	Duration time.Duration `json:"-"`
+	Duration Seconds `json:"durationSeconds"`
 }
 
 // RolloutETA is a rollout's expected end: the median of the gaps between
@@ -147,15 +147,16 @@ type RolloutLockStatus struct {
 // recovery each; the median, so that a pause between a stop and a resume
 // does not count), times the domains left.
 type RolloutETA struct {
-	// PerDomain is the median gap; Samples counts the gaps.
-	PerDomain time.Duration `json:"-"`
-	Samples   int           `json:"samples"`
+	// Samples counts the gaps.
+	Samples int `json:"samples"`
 	// DomainsLeft counts the domains not marked upgraded yet.
 	DomainsLeft int `json:"domainsLeft"`
-	// Remaining is PerDomain times DomainsLeft.
-	Remaining time.Duration `json:"-"`
 	// At is the last upgraded mark plus Remaining.
 	At time.Time `json:"at"`
+	// PerDomain is the median gap.
+	PerDomain Seconds `json:"perDomainSeconds"`
+	// Remaining is PerDomain times DomainsLeft.
+	Remaining Seconds `json:"remainingSeconds"`
 }
 
 // RolloutStatus reads where rollout id stands from what it writes to the
@@ -450,7 +451,7 @@ func estimate(ps []DomainProgress) *RolloutETA {
 		per = (gaps[len(gaps)/2-1] + per) / 2
 	}
 	rem := per * time.Duration(left)
-	return &RolloutETA{PerDomain: per, Samples: len(gaps), DomainsLeft: left, Remaining: rem, At: marks[len(marks)-1].Add(rem)}
+	return &RolloutETA{Samples: len(gaps), DomainsLeft: left, At: marks[len(marks)-1].Add(rem), PerDomain: Seconds(per), Remaining: Seconds(rem)}
 }
 
 // readRolloutLock GETs the rollout's Lease; nil when there is none.
@@ -471,7 +472,7 @@ func (d *Drainer) readRolloutLock(ctx context.Context, namespace, id string, now
 		return nil, err
 	}
 	ls := &RolloutLockStatus{Namespace: namespace, Name: name, Holder: ptrValue(lease.Spec.HolderIdentity),
-		Duration: time.Duration(ptrValue(lease.Spec.LeaseDurationSeconds)) * time.Second}
+		Duration: Seconds(time.Duration(ptrValue(lease.Spec.LeaseDurationSeconds)) * time.Second)}
 	if t := lease.Spec.AcquireTime; t != nil {
 		at := t.Time
 		ls.AcquiredAt = &at
@@ -483,6 +484,6 @@ func (d *Drainer) readRolloutLock(ctx context.Context, namespace, id string, now
 	if !renewed.IsZero() {
 		ls.RenewedAt = &renewed
 	}
-	ls.Held = ls.Holder != "" && now.Sub(renewed) < ls.Duration
+	ls.Held = ls.Holder != "" && now.Sub(renewed) < ls.Duration.Duration()
 	return ls, nil
 }

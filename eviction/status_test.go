@@ -149,7 +149,7 @@ func TestRolloutStatus(t *testing.T) {
 			want: []progressLine{done("ud-1", "20m0s"), done("ud-2", "10m0s"),
 				{Domain: "ud-3", State: "Draining", Stage: "Phase1", Pods: 2, Cordoned: 2, NotBefore: "10m0s"}, pending("ud-4")},
 			running: true, holder: "host-a",
-			eta: &RolloutETA{PerDomain: 10 * time.Minute, Samples: 1, DomainsLeft: 2, Remaining: 20 * time.Minute, At: statusNow.Add(10 * time.Minute)},
+			eta: &RolloutETA{PerDomain: Seconds(10 * time.Minute), Samples: 1, DomainsLeft: 2, Remaining: Seconds(20 * time.Minute), At: statusNow.Add(10 * time.Minute)},
 		},
 		{
 			name:    "upgrading the third domain, its group Pending",
@@ -157,7 +157,7 @@ func TestRolloutStatus(t *testing.T) {
 			want: []progressLine{done("ud-1", "20m0s"), done("ud-2", "10m0s"),
 				{Domain: "ud-3", State: "Upgrading", Stage: "Upgrade", Cordoned: 2, NotBefore: "10m0s", Down: []string{"llm-2"}}, pending("ud-4")},
 			running: true, holder: "host-a",
-			eta: &RolloutETA{PerDomain: 10 * time.Minute, Samples: 1, DomainsLeft: 2, Remaining: 20 * time.Minute, At: statusNow.Add(10 * time.Minute)},
+			eta: &RolloutETA{PerDomain: Seconds(10 * time.Minute), Samples: 1, DomainsLeft: 2, Remaining: Seconds(20 * time.Minute), At: statusNow.Add(10 * time.Minute)},
 		},
 		{
 			name:    "stopped in the upgrade: Lease released",
@@ -188,21 +188,21 @@ func TestRolloutStatus(t *testing.T) {
 			want: []progressLine{done("ud-1", "20m0s"), {Domain: "ud-2", State: "Recovering", Stage: "Uncordon", Cordoned: 2, Up: 1, Since: "1m0s"},
 				pending("ud-3"), pending("ud-4")},
 			running: true, holder: "host-a",
-			eta: &RolloutETA{PerDomain: 19 * time.Minute, Samples: 1, DomainsLeft: 2, Remaining: 38 * time.Minute, At: statusNow.Add(37 * time.Minute)},
+			eta: &RolloutETA{PerDomain: Seconds(19 * time.Minute), Samples: 1, DomainsLeft: 2, Remaining: Seconds(38 * time.Minute), At: statusNow.Add(37 * time.Minute)},
 		},
 		{
 			name:    "recovering the last domain upgraded while running",
 			cluster: held(newStatusCluster().upgraded(1, 20*time.Minute).upgraded(2, time.Minute)),
 			want:    []progressLine{done("ud-1", "20m0s"), {Domain: "ud-2", State: "Recovering", Stage: "Recovery", Up: 2, Since: "1m0s"}, pending("ud-3"), pending("ud-4")},
 			running: true, holder: "host-a",
-			eta: &RolloutETA{PerDomain: 19 * time.Minute, Samples: 1, DomainsLeft: 2, Remaining: 38 * time.Minute, At: statusNow.Add(37 * time.Minute)},
+			eta: &RolloutETA{PerDomain: Seconds(19 * time.Minute), Samples: 1, DomainsLeft: 2, Remaining: Seconds(38 * time.Minute), At: statusNow.Add(37 * time.Minute)},
 		},
 		{
 			name:    "stopped in the recovery: its group Pending, no holder",
 			cluster: newStatusCluster().upgraded(1, 20*time.Minute).upgraded(2, time.Minute).drained(1, true).lease("", time.Minute),
 			want: []progressLine{done("ud-1", "20m0s"), {Domain: "ud-2", State: "Stopped", Stage: "Recovery", Up: 2, Since: "1m0s", Down: []string{"llm-1"}},
 				pending("ud-3"), pending("ud-4")},
-			eta: &RolloutETA{PerDomain: 19 * time.Minute, Samples: 1, DomainsLeft: 2, Remaining: 38 * time.Minute, At: statusNow.Add(37 * time.Minute)},
+			eta: &RolloutETA{PerDomain: Seconds(19 * time.Minute), Samples: 1, DomainsLeft: 2, Remaining: Seconds(38 * time.Minute), At: statusNow.Add(37 * time.Minute)},
 		},
 		{
 			name:    "completed",
@@ -217,7 +217,7 @@ func TestRolloutStatus(t *testing.T) {
 				{Domain: "ud-4", State: "Draining", Stage: "Phase1", Pods: 2, Cordoned: 2, NotBefore: "10m0s"},
 				{Domain: "ud-0", State: "Pending"}, {Domain: "ud-5", State: "Pending"}, pending("ud-3")},
 			running: true, holder: "host-a",
-			eta: &RolloutETA{PerDomain: 10 * time.Minute, Samples: 1, DomainsLeft: 4, Remaining: 40 * time.Minute, At: statusNow.Add(30 * time.Minute)},
+			eta: &RolloutETA{PerDomain: Seconds(10 * time.Minute), Samples: 1, DomainsLeft: 4, Remaining: Seconds(40 * time.Minute), At: statusNow.Add(30 * time.Minute)},
 		},
 		{
 			name:    "given domains keep their order",
@@ -346,9 +346,9 @@ func TestRolloutStatusErrors(t *testing.T) {
 func TestRolloutStatusJSON(t *testing.T) {
 	at := statusNow
 	st := RolloutStatus{ID: "r1", Time: statusNow, Running: true,
-		Lock:    &RolloutLockStatus{Namespace: "ns", Name: "l", Holder: "h", Held: true, RenewedAt: &at, Duration: 30 * time.Second},
+		Lock:    &RolloutLockStatus{Namespace: "ns", Name: "l", Holder: "h", Held: true, RenewedAt: &at, Duration: Seconds(30 * time.Second)},
 		Domains: []DomainProgress{{Domain: "ud-1", State: StateDraining, Stage: StagePhase1, Pods: 2}},
-		ETA:     &RolloutETA{PerDomain: 90 * time.Second, Samples: 2, DomainsLeft: 2, Remaining: 3 * time.Minute, At: statusNow}}
+		ETA:     &RolloutETA{PerDomain: Seconds(90 * time.Second), Samples: 2, DomainsLeft: 2, Remaining: Seconds(3 * time.Minute), At: statusNow}}
 	b, err := json.Marshal(st)
 	if err != nil {
 		t.Fatal(err)

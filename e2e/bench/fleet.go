@@ -548,7 +548,7 @@ func (e *Env) RunFleet(ctx context.Context, f FleetShape, mode FleetMode, upgrad
 		res.EvictionsPerOrdinaryPod = perOrdinaryPod(res.OrdinaryPodsEvicted, f)
 	}
 	if rep.Rollout != nil {
-		b := Analyze(rep.Events, o, Delays{Terminate: f.TerminateDelay, UpgradeStep: upgradeStep}, rep.Rollout.Started, rep.Rollout.Duration)
+		b := Analyze(rep.Events, o, Delays{Terminate: f.TerminateDelay, UpgradeStep: upgradeStep}, rep.Rollout.Started, rep.Rollout.Duration.Duration())
 		res.Udrain.Breakdown = &b
 		e.logf("fleet (%s): rollout %s (bound %s, ratio %.2f), order %v; groups disrupted more than once %d; group pods started on pending domains %d; ordinary evictions %d (%.2f per Deployment pod); %d requests for %d evicted pods (%.2f each; audit %s), watches %s, peak heap %s, RSS %s",
 			mode, b.Wall.Round(time.Second), b.Bound.Round(time.Second), b.Ratio, res.DomainOrder, res.Udrain.Safety.DisruptedMore, res.GroupPodsOnPending,

@@ -364,7 +364,7 @@ func (e *Env) RunRollout(ctx context.Context, cfg ComparisonConfig, run int) (*C
 		o := Observe(side.p.Recorder.Events(), ObserveOptions{UDOf: side.p.UDOf, Workloads: side.p.ObservedWorkloads(), From: start})
 		side.s.finish(o, AllGroups(side.p.ObservedWorkloads()))
 		if side.s == &res.Udrain && rep.Rollout != nil {
-			b := Analyze(rep.Events, o, delays, rep.Rollout.Started, rep.Rollout.Duration)
+			b := Analyze(rep.Events, o, delays, rep.Rollout.Started, rep.Rollout.Duration.Duration())
 			side.s.Breakdown = &b
 		}
 	}
@@ -428,7 +428,7 @@ func (e *Env) RunScale(ctx context.Context, s Shape, upgradeStep, timeout time.D
 	res.Udrain.finish(o, AllGroups(p.ObservedWorkloads()))
 	res.Udrain.Audit = e.audit(ctx, user, res.Udrain.Requests)
 	if rep.Rollout != nil {
-		b := Analyze(rep.Events, o, Delays{Terminate: s.TerminateDelay, UpgradeStep: upgradeStep}, rep.Rollout.Started, rep.Rollout.Duration)
+		b := Analyze(rep.Events, o, Delays{Terminate: s.TerminateDelay, UpgradeStep: upgradeStep}, rep.Rollout.Started, rep.Rollout.Duration.Duration())
 		res.Udrain.Breakdown = &b
 		e.logf("scale: rollout %s (bound %s, ratio %.2f), %d requests for %d pods, peak heap %d MiB", b.Wall.Round(time.Second), b.Bound.Round(time.Second),
 			b.Ratio, rep.Requests.Total(), res.Udrain.EvictedPods, rep.Memory.PeakHeapAlloc>>20)

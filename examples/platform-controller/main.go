@@ -126,9 +126,9 @@ func run(ctx context.Context, args []string, stderr io.Writer, newClients newCli
 	if res != nil {
 		sum := res.Summary()
 		kv := []any{"id", res.ID, "domainsDone", sum.DomainsDone, "domainsSkipped", sum.DomainsSkipped,
-			"phase1Evicted", sum.Phase1Evicted, "phase2Evicted", sum.Phase2Evicted, "groupsDisrupted", sum.GroupsDisrupted, "duration", res.Duration}
+			"phase1Evicted", sum.Phase1Evicted, "phase2Evicted", sum.Phase2Evicted, "groupsDisrupted", sum.GroupsDisrupted, "duration", res.Duration.Duration()}
 		if b := sum.LongestBlock; b != nil {
-			kv = append(kv, "longestBlock", b.Duration, "longestBlockPDB", b.Namespace+"/"+b.PDB)
+			kv = append(kv, "longestBlock", b.Duration.Duration(), "longestBlockPDB", b.Namespace+"/"+b.PDB)
 		}
 		for _, d := range res.Domains {
 			kv = append(kv, "domain."+d.Domain, d.Status)

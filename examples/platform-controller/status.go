@@ -138,7 +138,7 @@ func statusOf(st *eviction.RolloutStatus) nodeUpgradeStatus {
 	}
 	if eta := st.ETA; eta != nil {
 		out.ETA = new(metav1.NewTime(eta.At))
-		out.ETAPerDomain = &metav1.Duration{Duration: eta.PerDomain.Round(time.Second)}
+		out.ETAPerDomain = &metav1.Duration{Duration: eta.PerDomain.Duration().Round(time.Second)}
 	}
 	return out
 }

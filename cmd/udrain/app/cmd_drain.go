@@ -75,11 +75,11 @@ func writeDrainTable(w io.Writer, r DrainReport) error {
 	case res.DryRun != "":
 		fmt.Fprintf(w, "Dry run (%s) of the drain of domain %s: nothing was changed.\n", res.DryRun, res.Domain)
 	case res.Completed:
-		fmt.Fprintf(w, "Drained domain %s in %s.\n", res.Domain, human(res.Duration))
+		fmt.Fprintf(w, "Drained domain %s in %s.\n", res.Domain, human(res.Duration.Duration()))
 	case r.Error.Reason == reason(ExitInterrupted):
-		fmt.Fprintf(w, "The drain of domain %s was interrupted after %s.\n", res.Domain, human(res.Duration))
+		fmt.Fprintf(w, "The drain of domain %s was interrupted after %s.\n", res.Domain, human(res.Duration.Duration()))
 	default:
-		fmt.Fprintf(w, "The drain of domain %s stopped after %s: %s\n", res.Domain, human(res.Duration), r.Error.Message)
+		fmt.Fprintf(w, "The drain of domain %s stopped after %s: %s\n", res.Domain, human(res.Duration.Duration()), r.Error.Message)
 	}
 	if res.DryRun == "" {
 		fmt.Fprintf(w, "Cordoned: %s (already cordoned: %s)\n", listOrNone(res.Cordoned), listOrNone(res.AlreadyCordoned))
@@ -88,7 +88,7 @@ func writeDrainTable(w io.Writer, r DrainReport) error {
 		}
 		for i, ph := range []eviction.PhaseResult{res.Phase1, res.Phase2} {
 			fmt.Fprintf(w, "Phase %d: %d of %s evicted (%d already gone, %d already terminating) in %s\n",
-				i+1, ph.Evicted, plural(ph.Pods, "pod", "pods"), ph.AlreadyGone, ph.AlreadyTerminating, human(ph.Duration))
+				i+1, ph.Evicted, plural(ph.Pods, "pod", "pods"), ph.AlreadyGone, ph.AlreadyTerminating, human(ph.Duration.Duration()))
 		}
 	}
 	writeSummary(w, r.Summary, false)
@@ -121,15 +121,15 @@ func writeSummary(w io.Writer, s eviction.Summary, rollout bool) {
 	if rollout {
 		fmt.Fprintf(w, "Groups disrupted again: %d\n", s.GroupsDisruptedAgain)
 		if g := s.LongestDowntime; g != nil {
-			fmt.Fprintf(w, "Longest downtime: %s, group %s (from %s to %s)\n", human(g.Downtime), g.Group, g.From, orDash(g.To))
+			fmt.Fprintf(w, "Longest downtime: %s, group %s (from %s to %s)\n", human(g.Downtime.Duration()), g.Group, g.From, orDash(g.To))
 		} else {
 			fmt.Fprintln(w, "Longest downtime: none")
 		}
 	}
 	if b := s.LongestBlock; b != nil {
-		fmt.Fprintf(w, "Longest block: %s by PodDisruptionBudget %s/%s\n", human(b.Duration), b.Namespace, b.PDB)
+		fmt.Fprintf(w, "Longest block: %s by PodDisruptionBudget %s/%s\n", human(b.Duration.Duration()), b.Namespace, b.PDB)
 	} else {
 		fmt.Fprintln(w, "Longest block: none")
 	}
-	fmt.Fprintf(w, "Duration: %s\n", human(s.Duration))
+	fmt.Fprintf(w, "Duration: %s\n", human(s.Duration.Duration()))
 }

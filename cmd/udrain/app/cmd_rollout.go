@@ -276,11 +276,11 @@ func writeRolloutTable(w io.Writer, r RolloutReport) error {
 	case res.DryRun != "":
 		fmt.Fprintf(w, "%s: dry run (%s), nothing was changed.\n", what, res.DryRun)
 	case res.Completed:
-		fmt.Fprintf(w, "%s completed in %s.\n", what, human(r.Summary.Duration))
+		fmt.Fprintf(w, "%s completed in %s.\n", what, human(r.Summary.Duration.Duration()))
 	case r.Error.Reason == reason(ExitInterrupted):
-		fmt.Fprintf(w, "%s was interrupted after %s.\n", what, human(r.Summary.Duration))
+		fmt.Fprintf(w, "%s was interrupted after %s.\n", what, human(r.Summary.Duration.Duration()))
 	default:
-		fmt.Fprintf(w, "%s stopped after %s: %s\n", what, human(r.Summary.Duration), r.Error.Message)
+		fmt.Fprintf(w, "%s stopped after %s: %s\n", what, human(r.Summary.Duration.Duration()), r.Error.Message)
 	}
 	tw := newTable(w)
 	fmt.Fprintln(tw, "\nDOMAIN\tSTATUS\tPHASE 1\tPHASE 2\tGROUPS\tLONGEST BLOCK\tUPGRADE\tRECOVERY\tDURATION")
@@ -291,11 +291,11 @@ func writeRolloutTable(w io.Writer, r RolloutReport) error {
 		}
 		longest := "-"
 		if b := d.Drain.Summary().LongestBlock; b != nil {
-			longest = fmt.Sprintf("%s %s/%s", human(b.Duration), b.Namespace, b.PDB)
+			longest = fmt.Sprintf("%s %s/%s", human(b.Duration.Duration()), b.Namespace, b.PDB)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%d/%d\t%d\t%s\t%s\t%s\t%s\n", d.Domain, d.Status,
 			d.Drain.Phase1.Evicted, d.Drain.Phase1.Pods, d.Drain.Phase2.Evicted, d.Drain.Phase2.Pods, len(d.Drain.GroupsDisrupted), longest,
-			human(d.Upgrade), human(d.Recovery), human(d.Duration))
+			human(d.Upgrade.Duration()), human(d.Recovery.Duration()), human(d.Duration.Duration()))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -369,7 +369,7 @@ func writeDowntimes(w io.Writer, domains []eviction.DomainOutcome) error {
 	tw := newTable(w)
 	fmt.Fprintln(tw, "GROUP\tFROM\tTO\tDOWNTIME")
 	for _, g := range rows {
-		down := human(g.Downtime)
+		down := human(g.Downtime.Duration())
 		if g.Healthy == nil {
 			down = "not healthy yet"
 		}

@@ -194,7 +194,7 @@ func writeRolloutStatusTable(w io.Writer, r RolloutStatusReport) error {
 	fmt.Fprintf(w, "%d of %s done", st.Done, plural(len(st.Domains), "domain", "domains"))
 	if e := st.ETA; e != nil {
 		fmt.Fprintf(w, "; ETA %s (%s), %s a domain over the last %s", e.At.UTC().Format(time.RFC3339), inOrAgo(e.At.Sub(now)),
-			human(e.PerDomain), plural(e.Samples+1, "domain", "domains"))
+			human(e.PerDomain.Duration()), plural(e.Samples+1, "domain", "domains"))
 	}
 	fmt.Fprintln(w, ".")
 	tw := newTable(w)
@@ -263,7 +263,7 @@ func lockLine(st *eviction.RolloutStatus, noLock bool, ago func(time.Time) strin
 	case l.Holder == "":
 		return fmt.Sprintf("not running; %s released, %s", lease, renewed)
 	}
-	return fmt.Sprintf("not running; %s of %s expired, %s (it holds %s)", lease, l.Holder, renewed, human(l.Duration))
+	return fmt.Sprintf("not running; %s of %s expired, %s (it holds %s)", lease, l.Holder, renewed, human(l.Duration.Duration()))
 }
 
 // inOrAgo says when a time is, from a duration to it.

@@ -44,10 +44,7 @@ func TestDocsDescribeEveryField(t *testing.T) {
 				continue
 			}
 			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			if name == "-" && f.Type == reflect.TypeOf(time.Duration(0)) {
-				// Written in seconds by the type's MarshalJSON.
-				name = strings.ToLower(f.Name[:1]) + f.Name[1:] + "Seconds"
-			} else if name == "-" || (f.Type.Kind() == reflect.Interface) {
+			if name == "-" || f.Type.Kind() == reflect.Interface {
 				continue
 			}
 			if f.Anonymous || name == "" {

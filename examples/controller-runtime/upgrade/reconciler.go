@@ -211,7 +211,7 @@ func finish(s *Status, res *eviction.RolloutResult, err error) {
 		sum := res.Summary()
 		s.Phase = PhaseSucceeded
 		s.set(ConditionSucceeded, metav1.ConditionTrue, "RolloutDone", fmt.Sprintf("%d domain(s) upgraded, %d skipped (done before), %d group(s) disrupted, in %s",
-			sum.DomainsDone, sum.DomainsSkipped, sum.GroupsDisrupted, res.Duration.Round(time.Millisecond)))
+			sum.DomainsDone, sum.DomainsSkipped, sum.GroupsDisrupted, res.Duration.Duration().Round(time.Millisecond)))
 		s.set(ConditionProgressing, metav1.ConditionFalse, "RolloutDone", "")
 	case errors.Is(err, context.Canceled):
 		s.Phase = PhaseInterrupted

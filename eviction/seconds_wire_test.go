@@ -1,0 +1,99 @@
+package eviction
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/udrain/udrain/topology"
+)
+
+// TestResultDurationsOnTheWire checks that every result type with a
+// duration writes it under its wire name, in seconds, last in the object
+// (where the hand-spliced JSON of udrain 0.1 put them, an order the CLI's
+// golden files pin), and reads it back.
+func TestResultDurationsOnTheWire(t *testing.T) {
+	t0 := time.Date(2026, 7, 1, 10, 0, 0, 0, time.UTC)
+	t1 := t0.Add(90 * time.Second)
+	g := topology.GroupID{Kind: topology.KindLeaderWorkerSet, Namespace: "ns", Name: "llm"}
+	block := BlockRecord{Namespace: "ns", PDB: "leaders", Since: t0, Pods: []PodRef{{Namespace: "ns", Name: "llm-0"}}, Duration: Seconds(1500 * time.Millisecond)}
+	down := GroupDowntime{Group: g, From: "ud-1", To: "ud-2", Evicted: t0, Healthy: &t1, Downtime: Seconds(90 * time.Second)}
+	drain := Result{ID: "r1", Domain: "ud-1", Phase1: PhaseResult{Pods: 1, Evicted: 1, Duration: Seconds(time.Second)},
+		Blocks: []BlockRecord{block}, Completed: true, Started: t0, Duration: Seconds(90 * time.Minute)}
+	for _, tc := range []struct {
+		v any
+		// seconds are the wire names of its durations, in order, with
+		// their values.
+		seconds [][2]string
+	}{
+		{PhaseResult{Pods: 3, Evicted: 2, AlreadyGone: 1, Duration: Seconds(1500 * time.Nanosecond)}, [][2]string{{"durationSeconds", "0.0000015"}}},
+		{block, [][2]string{{"durationSeconds", "1.5"}}},
+		{drain, [][2]string{{"durationSeconds", "5400"}}},
+		{Summary{DomainsDone: 1, DomainsTotal: 1, Phase1Evicted: 1, LongestDowntime: &down, LongestBlock: &block, Duration: Seconds(2 * time.Second)},
+			[][2]string{{"durationSeconds", "2"}}},
+		{DomainOutcome{Domain: "ud-1", Status: DomainDone, Drain: &drain, Groups: []GroupDowntime{down},
+			Upgrade: Seconds(1500 * time.Millisecond), Recovery: Seconds(90 * time.Minute), Duration: Seconds(time.Nanosecond)},
+			[][2]string{{"upgradeSeconds", "1.5"}, {"recoverySeconds", "5400"}, {"durationSeconds", "0.000000001"}}},
+		{RolloutResult{ID: "r1", Domains: []DomainOutcome{{Domain: "ud-1", Status: DomainDone, Duration: Seconds(time.Second)}}, Completed: true,
+			Started: t0, Duration: Seconds(3 * time.Minute)}, [][2]string{{"durationSeconds", "180"}}},
+		{RolloutLockStatus{Namespace: "ns", Name: "udrain-rollout-r1", Holder: "h", Held: true, AcquiredAt: &t0, RenewedAt: &t1, Duration: Seconds(15 * time.Second)},
+			[][2]string{{"durationSeconds", "15"}}},
+		{RolloutETA{Samples: 2, DomainsLeft: 3, At: t1, PerDomain: Seconds(90 * time.Second), Remaining: Seconds(270 * time.Second)},
+			[][2]string{{"perDomainSeconds", "90"}, {"remainingSeconds", "270"}}},
+		{down, [][2]string{{"downtimeSeconds", "90"}}},
+	} {
+		typ := reflect.TypeOf(tc.v)
+		b, err := json.Marshal(tc.v)
+		if err != nil {
+			t.Fatalf("%s: %v", typ.Name(), err)
+		}
+		keys, values := topLevel(t, b)
+		if len(keys) < len(tc.seconds) {
+			t.Fatalf("%s: %s has fewer keys than %v", typ.Name(), b, tc.seconds)
+		}
+		var got [][2]string
+		for i := len(keys) - len(tc.seconds); i < len(keys); i++ {
+			got = append(got, [2]string{keys[i], string(values[keys[i]])})
+		}
+		if diff := cmp.Diff(tc.seconds, got); diff != "" {
+			t.Errorf("%s: the last keys of %s (-want +got):\n%s", typ.Name(), b, diff)
+		}
+		back := reflect.New(typ)
+		if err := json.Unmarshal(b, back.Interface()); err != nil {
+			t.Fatalf("%s: %v", typ.Name(), err)
+		}
+		if diff := cmp.Diff(tc.v, back.Elem().Interface()); diff != "" {
+			t.Errorf("%s: round trip of %s (-want +got):\n%s", typ.Name(), b, diff)
+		}
+	}
+}
+
+// topLevel returns the keys of the JSON object b in order, and their raw
+// values.
+func topLevel(t *testing.T, b []byte) ([]string, map[string]json.RawMessage) {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		t.Fatalf("%s is not an object: %v %v", b, tok, err)
+	}
+	var keys []string
+	values := map[string]json.RawMessage{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := tok.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, k)
+		values[k] = v
+	}
+	return keys, values
+}
