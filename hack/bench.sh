@@ -23,10 +23,7 @@
 #                                        with the old behaviour (no steering taint, natural
 #                                        order) and with udrain's steering and order, side by side;
 #                                        strict (-fleet-modes old,new,strict) adds a third run
-#                                        with pending domains tainted NoSchedule;
-#                                        new-score-all runs udrain's default on a cluster whose
-#                                        kube-scheduler scores every node (percentageOfNodesToScore
-#                                        100, hack/kwok/scheduler-score-all.yaml)
+#                                        with pending domains tainted NoSchedule
 #   hack/bench.sh -run api -repeat 5     only the API cost (one domain, 4 pods, 30 s block,
 #                                        at 0 s and 3 s of termination), five times, for the p95
 #                                        of the reaction to the budget freeing
