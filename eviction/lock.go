@@ -176,7 +176,7 @@ func (d *Drainer) takeLease(ctx context.Context, id string, cfg RolloutLock) (*h
 	leases := d.client.CoordinationV1().Leases(cfg.Namespace)
 	name := lockName(id)
 	for attempt := 0; ; attempt++ {
-		now := metav1.NewMicroTime(time.Now())
+		now := metav1.NewMicroTime(d.s.Clock.Now())
 		secs := int32(cfg.Duration / time.Second)
 		var cur *coordinationv1.Lease
 		err := d.bounded(ctx, func(ctx context.Context) (err error) {
@@ -214,7 +214,7 @@ func (d *Drainer) takeLease(ctx context.Context, id string, cfg RolloutLock) (*h
 		if holder := ptrValue(cur.Spec.HolderIdentity); holder != "" && holder != cfg.Identity {
 			renewed := renewedAt(cur)
 			dur := time.Duration(ptrValue(cur.Spec.LeaseDurationSeconds)) * time.Second
-			if time.Since(renewed) < dur {
+			if d.s.Clock.Since(renewed) < dur {
 				return nil, &LockedError{ID: id, Namespace: cfg.Namespace, Lease: name, Holder: holder, RenewedAt: renewed, Duration: dur}
 			}
 			klog.FromContext(ctx).Info("Taking over an expired rollout Lease", "lease", cfg.Namespace+"/"+name, "previousHolder", holder, "renewedAt", renewed)
@@ -282,16 +282,17 @@ func lockError(cfg RolloutLock, name string, err error) error {
 func (h *heldLock) keep(ctx context.Context, lost func(error)) {
 	leases := h.d.client.CoordinationV1().Leases(h.cfg.Namespace)
 	every := h.cfg.Duration / 3
-	lastRenew := time.Now()
-	t := time.NewTicker(every)
+	clk := h.d.s.Clock
+	lastRenew := clk.Now()
+	t := clk.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 		}
-		now := metav1.NewMicroTime(time.Now())
+		now := metav1.NewMicroTime(clk.Now())
 		l := h.lease.DeepCopy()
 		l.Spec.RenewTime = &now
 		// A renewal the server leaves unanswered must end before the
@@ -324,7 +325,7 @@ func (h *heldLock) keep(ctx context.Context, lost func(error)) {
 			err = gerr // who holds it is not known: retried as a failed renewal
 		}
 		klog.FromContext(ctx).V(2).Info("Renewing the rollout's Lease failed; retrying", "lease", h.cfg.Namespace+"/"+h.name, "err", err)
-		if time.Since(lastRenew) > h.cfg.Duration-every {
+		if clk.Since(lastRenew) > h.cfg.Duration-every {
 			h.lost(lost, &LockLostError{ID: h.id, Namespace: h.cfg.Namespace, Lease: h.name, Err: err})
 			return
 		}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/udrain/udrain/topology"
 )
@@ -273,5 +274,80 @@ func sleepFor(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	case <-time.After(d):
 		return nil
+	}
+}
+
+// The Lease is kept on the Drainer's clock: renewals come every third of
+// its duration, and renewals that keep failing make it lost once the Lease
+// would expire before the next one (more than two thirds since the last
+// success), not before.
+func TestLeaseKeptOnTheClock(t *testing.T) {
+	ctx := testContext(t)
+	clk := clocktesting.NewFakeClock(statusNow)
+	fc := newFakeCluster(t)
+	attempts := make(chan bool, 10) // true: the renewal succeeded
+	var fail atomic.Bool
+	fc.client.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if fail.Load() {
+			attempts <- false
+			return true, nil, apierrors.NewServiceUnavailable("etcd is down")
+		}
+		return false, nil, nil
+	})
+	d, err := New(fc.client, Options{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := RolloutLock{Identity: "me", Duration: 30 * time.Second}.settle()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := d.takeLease(ctx, "r", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := h.lease.Spec.RenewTime.Time; !got.Equal(statusNow) {
+		t.Fatalf("taken at %s, want the clock's %s", got, statusNow)
+	}
+	lost := make(chan error, 1)
+	go h.keep(ctx, func(err error) { lost <- err })
+	tick := func() {
+		t.Helper()
+		for !clk.HasWaiters() {
+			time.Sleep(time.Millisecond)
+		}
+		clk.Step(10 * time.Second)
+	}
+
+	// A renewal that succeeds writes the clock's time.
+	tick()
+	for !lease(t, fc, "udrain-rollout-r").Spec.RenewTime.Time.Equal(statusNow.Add(10 * time.Second)) {
+		if ctx.Err() != nil {
+			t.Fatal("the renewal never wrote the clock's time")
+		}
+		time.Sleep(time.Millisecond)
+	}
+
+	// Then two failures: 10 s and 20 s since the last renewal, within
+	// the 30 s Lease; a third, 30 s since, is too late.
+	fail.Store(true)
+	for i, at := range []time.Duration{10 * time.Second, 20 * time.Second, 30 * time.Second} {
+		tick()
+		<-attempts
+		select {
+		case err := <-lost:
+			if i < 2 {
+				t.Fatalf("lost %s after the last renewal (%v), want kept until 30 s", at, err)
+			}
+			var le *LockLostError
+			if !errors.As(err, &le) || le.Lease != "udrain-rollout-r" {
+				t.Fatalf("lost: %v, want a *LockLostError naming the Lease", err)
+			}
+			return
+		case <-time.After(100 * time.Millisecond):
+			if i == 2 {
+				t.Fatalf("still kept %s after the last renewal, want lost", at)
+			}
+		}
 	}
 }

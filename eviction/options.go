@@ -116,7 +116,11 @@ type Options struct {
 	// an Evictor).
 	Evictor Evictor
 
-	// Clock is used for timestamps and waiting; nil means the real clock.
+	// Clock is used for timestamps, waits, timeouts of the drain and the
+	// recovery, and the rollout Lease's times and renewals; nil means the
+	// real clock. Real time still bounds what talks to the network (the
+	// connect timeout, a request or renewal left unanswered) and the pacing
+	// that coalesces bursts of watch events into one evaluation.
 	Clock clock.WithTicker
 
 	// Informers, if set, are the caller's shared informers (see
