@@ -116,10 +116,11 @@ type Options struct {
 	// an Evictor).
 	Evictor Evictor
 
-	// Clock is used for timestamps, waits, timeouts of the drain and the
-	// recovery, and the rollout Lease's times and renewals; nil means the
-	// real clock. Real time still bounds what talks to the network (the
-	// connect timeout, a request or renewal left unanswered) and the pacing
+	// Clock is used for timestamps, the pauses between retries, the GPU
+	// check's grace, the recovery's expiry timers and the rollout Lease's
+	// times and renewals; nil means the real clock. Deadlines (Timeout,
+	// RecoveryTimeout, the connect and request timeouts, a renewal left
+	// unanswered) are context deadlines in real time, and so is the pacing
 	// that coalesces bursts of watch events into one evaluation.
 	Clock clock.WithTicker
 
