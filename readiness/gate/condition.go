@@ -20,34 +20,14 @@ import (
 // The kubelet then keeps the leader unready until the condition is True.
 const ConditionType corev1.PodConditionType = "udrain.dev/group-ready"
 
-// Reasons of the condition: package health's reasons, the one judgment of
-// a group's health that udrain's planning, recovery and CLI use too. A
-// False condition carries the reason of its worst problem, in this order:
-// no members, a member missing, terminating, not scheduled, not running,
-// not ready.
-const (
-	// ReasonGroupReady: every member is healthy and the group has its
-	// expected size.
-	ReasonGroupReady = string(health.ReasonGroupReady)
-	// ReasonNoMembers: no pod of the group exists.
-	ReasonNoMembers = string(health.ReasonNoMembers)
-	// ReasonMemberMissing: the group has fewer pods than its expected size.
-	ReasonMemberMissing = string(health.ReasonMemberMissing)
-	// ReasonMemberTerminating: a member is being deleted (evicted,
-	// preempted, rolled).
-	ReasonMemberTerminating = string(health.ReasonMemberTerminating)
-	// ReasonMemberUnscheduled: a member is Pending without a node.
-	ReasonMemberUnscheduled = string(health.ReasonMemberUnscheduled)
-	// ReasonMemberNotRunning: a member's phase is not Running (Pending on a
-	// node, Failed, Succeeded, Unknown).
-	ReasonMemberNotRunning = string(health.ReasonMemberNotRunning)
-	// ReasonMemberNotReady: a member runs but is not Ready (for the leader:
-	// its containers are not ready).
-	ReasonMemberNotReady = string(health.ReasonMemberNotReady)
-)
+// The condition's Reason is the group's [health.Reason], the one judgment
+// of a group's health that udrain's planning, recovery and CLI use too:
+// [health.ReasonGroupReady] when True, else the reason of the worst
+// problem, in this order: no members, a member missing, terminating, not
+// scheduled, not running, not ready.
 
 // Evaluate returns the condition the leader of g should carry: True with
-// [ReasonGroupReady] when package health judges the group healthy, else
+// [health.ReasonGroupReady] when package health judges the group healthy, else
 // False with the reason of the worst problem and a message naming the
 // members at fault, e.g.
 //

@@ -21,11 +21,12 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/udrain/udrain"
+	"github.com/udrain/udrain/health"
 	"github.com/udrain/udrain/topology"
 )
 
 func healthy(n int) verdict {
-	return verdict{corev1.ConditionTrue, ReasonGroupReady, fmt.Sprintf("%d/%d members healthy", n, n)}
+	return verdict{corev1.ConditionTrue, health.ReasonGroupReady, fmt.Sprintf("%d/%d members healthy", n, n)}
 }
 
 // TestControllerFollowsMembers starts the controller on a group, changes a
@@ -40,41 +41,41 @@ func TestControllerFollowsMembers(t *testing.T) {
 		name:   "member deleted",
 		pods:   lwsGroup("vllm", 0, 4, nil),
 		change: func(fc *fakeCluster) { fc.delete("vllm-0-3") },
-		want:   []verdict{healthy(4), {corev1.ConditionFalse, ReasonMemberMissing, "vllm-0-3 missing; 3/4 members healthy"}},
+		want:   []verdict{healthy(4), {corev1.ConditionFalse, health.ReasonMemberMissing, "vllm-0-3 missing; 3/4 members healthy"}},
 	}, {
 		name:   "member unready",
 		pods:   lwsGroup("vllm", 0, 4, nil),
 		change: func(fc *fakeCluster) { fc.update("vllm-0-2", notReady) },
-		want:   []verdict{healthy(4), {corev1.ConditionFalse, ReasonMemberNotReady, "vllm-0-2 not ready; 3/4 members healthy"}},
+		want:   []verdict{healthy(4), {corev1.ConditionFalse, health.ReasonMemberNotReady, "vllm-0-2 not ready; 3/4 members healthy"}},
 	}, {
 		name:   "member terminating",
 		pods:   lwsGroup("vllm", 0, 4, nil),
 		change: func(fc *fakeCluster) { fc.update("vllm-0-1", terminating) },
-		want:   []verdict{healthy(4), {corev1.ConditionFalse, ReasonMemberTerminating, "vllm-0-1 terminating; 3/4 members healthy"}},
+		want:   []verdict{healthy(4), {corev1.ConditionFalse, health.ReasonMemberTerminating, "vllm-0-1 terminating; 3/4 members healthy"}},
 	}, {
 		name:   "leader's containers unready",
 		pods:   lwsGroup("vllm", 0, 4, nil),
 		change: func(fc *fakeCluster) { fc.update("vllm-0", containersNotReady) },
-		want:   []verdict{healthy(4), {corev1.ConditionFalse, ReasonMemberNotReady, "vllm-0 containers not ready; 3/4 members healthy"}},
+		want:   []verdict{healthy(4), {corev1.ConditionFalse, health.ReasonMemberNotReady, "vllm-0 containers not ready; 3/4 members healthy"}},
 	}, {
 		name: "group short of size",
 		pods: lwsGroup("vllm", 0, 4, nil, 3),
-		want: []verdict{{corev1.ConditionFalse, ReasonMemberMissing, "vllm-0-3 missing; 3/4 members healthy"}},
+		want: []verdict{{corev1.ConditionFalse, health.ReasonMemberMissing, "vllm-0-3 missing; 3/4 members healthy"}},
 	}, {
 		name:   "recovery: the missing member comes back",
 		pods:   lwsGroup("vllm", 0, 4, nil, 3),
 		change: func(fc *fakeCluster) { fc.create(lwsPod("vllm", 0, 3, 4)) },
-		want:   []verdict{{corev1.ConditionFalse, ReasonMemberMissing, "vllm-0-3 missing; 3/4 members healthy"}, healthy(4)},
+		want:   []verdict{{corev1.ConditionFalse, health.ReasonMemberMissing, "vllm-0-3 missing; 3/4 members healthy"}, healthy(4)},
 	}, {
 		name:   "recovery: the unready member becomes ready",
 		pods:   lwsGroup("vllm", 0, 4, map[int][]podOption{2: {notReady}}),
 		change: func(fc *fakeCluster) { fc.update("vllm-0-2", ready) },
-		want:   []verdict{{corev1.ConditionFalse, ReasonMemberNotReady, "vllm-0-2 not ready; 3/4 members healthy"}, healthy(4)},
+		want:   []verdict{{corev1.ConditionFalse, health.ReasonMemberNotReady, "vllm-0-2 not ready; 3/4 members healthy"}, healthy(4)},
 	}, {
 		name:   "member relabeled into another group",
 		pods:   lwsGroup("vllm", 0, 4, nil),
 		change: func(fc *fakeCluster) { fc.update("vllm-0-3", withLabel(topology.LWSGroupIndexLabel, "1")) },
-		want:   []verdict{healthy(4), {corev1.ConditionFalse, ReasonMemberMissing, "vllm-0-3 missing; 3/4 members healthy"}},
+		want:   []verdict{healthy(4), {corev1.ConditionFalse, health.ReasonMemberMissing, "vllm-0-3 missing; 3/4 members healthy"}},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -305,7 +306,7 @@ func TestTwoReplicas(t *testing.T) {
 	fc.update("vllm-0-2", ready)
 	fc.waitFor("b to write the recovery", func() bool { return len(b.rec.changeList()) == 1 })
 
-	wantA := []verdict{healthy(4), {corev1.ConditionFalse, ReasonMemberNotReady, "vllm-0-2 not ready; 3/4 members healthy"}}
+	wantA := []verdict{healthy(4), {corev1.ConditionFalse, health.ReasonMemberNotReady, "vllm-0-2 not ready; 3/4 members healthy"}}
 	if diff := cmp.Diff(wantA, a.rec.changeVerdicts()); diff != "" {
 		t.Errorf("a's writes (-want +got):\n%s", diff)
 	}
@@ -351,7 +352,7 @@ func TestLostLeaseStopsWrites(t *testing.T) {
 	if n := a.rec.eventCount("term start"); n != 2 {
 		t.Errorf("%d terms, want 2", n)
 	}
-	want := []verdict{healthy(2), {corev1.ConditionFalse, ReasonMemberNotReady, "vllm-0-1 not ready; 1/2 members healthy"}}
+	want := []verdict{healthy(2), {corev1.ConditionFalse, health.ReasonMemberNotReady, "vllm-0-1 not ready; 1/2 members healthy"}}
 	if diff := cmp.Diff(want, a.rec.changeVerdicts()); diff != "" {
 		t.Errorf("a's writes (-want +got):\n%s", diff)
 	}
@@ -456,7 +457,7 @@ func TestPatch(t *testing.T) {
 		"status": map[string]any{"conditions": []any{map[string]any{
 			"type":               string(ConditionType),
 			"status":             "True",
-			"reason":             ReasonGroupReady,
+			"reason":             string(health.ReasonGroupReady),
 			"message":            "2/2 members healthy",
 			"lastTransitionTime": "2026-07-01T12:00:00Z",
 			"lastProbeTime":      nil,
@@ -497,7 +498,7 @@ func TestTerminatingLeaderWrittenOnce(t *testing.T) {
 		fc.delete(name)
 		fc.waitFor("a reconcile after "+name+" went", func() bool { return ctrl.rec.count("vllm-0", syncLeaderGoing) > before })
 	}
-	want := []verdict{healthy(4), {corev1.ConditionFalse, ReasonMemberTerminating, "vllm-0 terminating; 3/4 members healthy"}}
+	want := []verdict{healthy(4), {corev1.ConditionFalse, health.ReasonMemberTerminating, "vllm-0 terminating; 3/4 members healthy"}}
 	if diff := cmp.Diff(want, ctrl.rec.changeVerdicts()); diff != "" {
 		t.Errorf("conditions written (-want +got):\n%s", diff)
 	}
