@@ -55,7 +55,7 @@ func runFake(t *testing.T, ctx context.Context, target string, opts Options, bet
 	t.Helper()
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	fc := testclock.NewFakeClock(start)
-	opts.clock = fc
+	opts.Clock = fc
 	attempts := make(chan Attempt)
 	opts.OnAttempt = func(a Attempt) { attempts <- a }
 	done := make(chan fakeRun, 1)

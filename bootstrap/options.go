@@ -110,12 +110,14 @@ type Options struct {
 	// from the goroutine running WaitForServer. It must not block for long:
 	// the next attempt waits for it.
 	OnAttempt func(Attempt)
+	// Clock drives the elapsed time, the overall Timeout and the delays
+	// between attempts; nil means the real clock. The timeouts of the
+	// network calls themselves are real time.
+	Clock clock.Clock
 
-	// Test hooks. clock drives elapsed time and the delays between attempts
-	// (not the timeouts of the network calls); dial replaces the dialer of
-	// TCP targets and of the HTTP transport.
-	clock clock.Clock
-	dial  func(ctx context.Context, network, address string) (net.Conn, error)
+	// Test hook: dial replaces the dialer of TCP targets and of the HTTP
+	// transport.
+	dial func(ctx context.Context, network, address string) (net.Conn, error)
 }
 
 // BodyContains returns a CheckBody function that accepts a body containing
@@ -162,7 +164,7 @@ func (o Options) settings(t *target) (*settings, error) {
 		checkBody:      o.CheckBody,
 		logEvery:       o.LogEvery,
 		onAttempt:      o.OnAttempt,
-		clock:          o.clock,
+		clock:          o.Clock,
 		dial:           o.dial,
 	}
 	switch {
