@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/udrain/udrain/health"
+	"github.com/udrain/udrain/internal/podcache"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -116,7 +117,7 @@ func (t *downtimes) down() []wantedGroup {
 }
 
 // evaluate judges the groups that are down now.
-func (t *downtimes) evaluate(memo *podMemo) {
+func (t *downtimes) evaluate(memo *podcache.Memo) {
 	wants := t.down()
 	if len(wants) == 0 {
 		return
@@ -165,11 +166,11 @@ func (t *downtimes) domainOf(g *topology.Group) string {
 // follow evaluates the groups that are down on every change of the view
 // until ctx ends.
 func (t *downtimes) follow(ctx context.Context) {
-	memo := newPodMemo()
+	memo := podcache.NewMemo()
 	for {
 		changed := t.v.changed.wait()
 		t.evaluate(memo)
-		memo.turn()
+		memo.Turn()
 		select {
 		case <-ctx.Done():
 			return

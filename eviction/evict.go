@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/udrain/udrain/health"
+	"github.com/udrain/udrain/internal/podcache"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -180,7 +181,7 @@ func (ex *execution) budgetCounts(info *BlockInfo) {
 	if err != nil {
 		return
 	}
-	for _, p := range ex.v.budgetPods(pdb, newPodMemo()) {
+	for _, p := range ex.v.budgetPods(pdb, podcache.NewMemo()) {
 		if health.CountsForBudget(p) || !sel.Matches(labels.Set(p.Labels)) {
 			continue
 		}

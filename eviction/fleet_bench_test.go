@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/kubectl/pkg/drain"
 
+	"github.com/udrain/udrain/internal/podcache"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -77,7 +78,7 @@ var fleetCaches = []struct {
 	transform func() cache.TransformFunc
 }{
 	{"informers", func() cache.TransformFunc { return stripForCache }},
-	{"own", func() cache.TransformFunc { return compactTransform() }},
+	{"own", func() cache.TransformFunc { return podcache.NewTransform(stripForCache) }},
 }
 
 // fleetInformers returns informers over the snapshot's objects, and its two
@@ -231,10 +232,10 @@ func benchRecoveryOf(b *testing.B, d *Drainer, domain string, groups int) {
 	now := time.Now()
 	b.ReportAllocs()
 	var h *DomainHealth
-	memo := newPodMemo() // as a recovery wait evaluates
+	memo := podcache.NewMemo() // as a recovery wait evaluates
 	for b.Loop() {
 		h = v.evaluateWith(t, groupers, now, memo)
-		memo.turn()
+		memo.Turn()
 	}
 	if !h.Healthy || len(h.Groups) != len(plan.Groups) || len(h.Budgets) != len(plan.Groups) {
 		b.Fatalf("healthy %v, %d groups, %d budgets; want healthy, %d of each; waiting: %.300v", h.Healthy, len(h.Groups), len(h.Budgets), len(plan.Groups), h.waiting())
@@ -440,7 +441,7 @@ func benchView(b *testing.B, n int, transform cache.TransformFunc) {
 func BenchmarkFleetPodBytes(b *testing.B) {
 	snap := benchFleet(1000, fleetDomain)
 	api := newAPIPods(b)
-	slim := compactTransform()
+	slim := podcache.NewTransform(stripForCache)
 	reads := func(o *corev1.Pod) *corev1.Pod {
 		c := &corev1.Pod{ObjectMeta: o.ObjectMeta}
 		c.ManagedFields = nil

@@ -37,7 +37,8 @@ func TestHistoryNoticesAResourceVersionThatWentBack(t *testing.T) {
 		{"a pod", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "u", ResourceVersion: "7"}},
 			&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "u", ResourceVersion: "6"}},
 			&wentBack{object: "pod ns/p", was: "7", now: "6"}},
-		{"a slim pod keeps no version", &slimPod{name: "p"}, &slimPod{name: "p"}, nil},
+		{"a slim pod keeps no version", slimOf(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "u", ResourceVersion: "7"}}),
+			slimOf(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "u", ResourceVersion: "6"}}), nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := (&Drainer{}).newView()

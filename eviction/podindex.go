@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/udrain/udrain/internal/podcache"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -58,11 +59,10 @@ func newPodIndexFunc() cache.IndexFunc {
 	scratch := sync.Pool{New: func() any { return &corev1.Pod{} }}
 	return func(obj interface{}) ([]string, error) {
 		pod, ok := obj.(*corev1.Pod)
-		if sp, slim := obj.(*slimPod); slim {
+		if sp, slim := obj.(*podcache.Pod); slim {
 			pod, ok = scratch.Get().(*corev1.Pod), true
 			*pod = corev1.Pod{}
-			pod.Name, pod.Namespace, pod.Labels, pod.Annotations = sp.name, sp.namespace.Value(), sp.labels(), sp.annotations()
-			pod.Spec.NodeName, pod.Spec.SchedulingGroup = sp.node.Value(), sp.shape.Spec.SchedulingGroup
+			sp.IndexFields(pod)
 			defer scratch.Put(pod)
 		}
 		if !ok {
@@ -112,10 +112,10 @@ func (v *view) objectsByPodIndex(value string) []interface{} {
 // With the pod index and the default groupers it groups only the pods
 // indexed under those groups: the same members, so the same groups, as
 // grouping the whole namespace.
-func (v *view) groupsIn(ns string, wants []wantedGroup, groupers []topology.Grouper, memo *podMemo) map[topology.GroupID]*topology.Group {
+func (v *view) groupsIn(ns string, wants []wantedGroup, groupers []topology.Grouper, memo *podcache.Memo) map[topology.GroupID]*topology.Group {
 	byID := make(map[topology.GroupID]*topology.Group, len(wants))
 	if v.groupIndex == nil || v.d.s.Groupers != nil || !v.inScope(ns) {
-		groups := topology.FindGroups(memo.pods(v.podObjectsIn(ns)), groupers...)
+		groups := topology.FindGroups(memo.Pods(v.podObjectsIn(ns)), groupers...)
 		for i := range groups {
 			byID[groups[i].ID] = &groups[i]
 		}
@@ -125,7 +125,7 @@ func (v *view) groupsIn(ns string, wants []wantedGroup, groupers []topology.Grou
 		if _, done := byID[want.id]; done {
 			continue
 		}
-		groups := topology.FindGroups(memo.pods(v.objectsByPodIndex(groupIndexKey(want.id))), groupers...)
+		groups := topology.FindGroups(memo.Pods(v.objectsByPodIndex(groupIndexKey(want.id))), groupers...)
 		for i := range groups {
 			if groups[i].ID == want.id {
 				byID[want.id] = &groups[i]
@@ -140,7 +140,7 @@ func (v *view) groupsIn(ns string, wants []wantedGroup, groupers []topology.Grou
 // selector requires; else among the whole namespace. Pods are matched
 // before they are read (a slim cache materializes only the selected
 // ones: a workload's leaders, not all its members).
-func (v *view) budgetPods(pdb *policyv1.PodDisruptionBudget, memo *podMemo) []*corev1.Pod {
+func (v *view) budgetPods(pdb *policyv1.PodDisruptionBudget, memo *podcache.Memo) []*corev1.Pod {
 	var objs []interface{}
 	indexed := false
 	if v.groupIndex != nil && v.inScope(pdb.Namespace) {
@@ -163,11 +163,11 @@ func (v *view) budgetPods(pdb *policyv1.PodDisruptionBudget, memo *podMemo) []*c
 		if sel == nil {
 			var err error
 			if sel, err = metav1.LabelSelectorAsSelector(pdb.Spec.Selector); err != nil {
-				return memo.pods(objs) // health.Budget says what is wrong
+				return memo.Pods(objs) // health.Budget says what is wrong
 			}
 		}
-		if sel.Matches(labelsOf(o)) {
-			pods = append(pods, memo.pod(o))
+		if sel.Matches(podcache.LabelsOf(o)) {
+			pods = append(pods, memo.Pod(o))
 		}
 	}
 	return pods
@@ -213,9 +213,9 @@ func (v *view) planPods(nodes []string) (pods []*corev1.Pod, ok bool) {
 	add := func(objs []interface{}) []*corev1.Pod {
 		var added []*corev1.Pod
 		for _, o := range objs {
-			if !seen[o] && v.inScope(namespaceOf(o)) {
+			if !seen[o] && v.inScope(podcache.NamespaceOf(o)) {
 				seen[o] = true
-				p := asPod(o)
+				p := podcache.AsPod(o)
 				pods = append(pods, p)
 				added = append(added, p)
 			}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/udrain/udrain/health"
+	"github.com/udrain/udrain/internal/podcache"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -206,7 +207,7 @@ func (v *view) evaluate(t recoveryTarget, groupers []topology.Grouper, now time.
 }
 
 // evaluateWith is evaluate reading slimPods through memo (nil: none).
-func (v *view) evaluateWith(t recoveryTarget, groupers []topology.Grouper, now time.Time, memo *podMemo) *DomainHealth {
+func (v *view) evaluateWith(t recoveryTarget, groupers []topology.Grouper, now time.Time, memo *podcache.Memo) *DomainHealth {
 	h := &DomainHealth{Domain: t.domain, Healthy: true}
 	h.Groups = v.judgeGroups(t.groups, groupers, memo)
 	for _, st := range h.Groups {
@@ -227,7 +228,7 @@ func (v *view) evaluateWith(t recoveryTarget, groupers []topology.Grouper, now t
 // judgeGroups judges the wanted groups as they are now, wherever their
 // pods run, namespace by namespace; a stranded group whose namespace has
 // no pod left is not judged (see evaluate).
-func (v *view) judgeGroups(wants []wantedGroup, groupers []topology.Grouper, memo *podMemo) []health.GroupStatus {
+func (v *view) judgeGroups(wants []wantedGroup, groupers []topology.Grouper, memo *podcache.Memo) []health.GroupStatus {
 	byNS := map[string][]wantedGroup{}
 	for _, g := range wants {
 		byNS[g.id.Namespace] = append(byNS[g.id.Namespace], g)
@@ -296,11 +297,11 @@ func (d *Drainer) waitRecoveredOrStuck(ctx context.Context, v *view, t recoveryT
 	stuck := stuckWatch{after: stuckAfter, since: map[types.UID]time.Time{}, starting: map[types.UID]*startingMember{}, warning: d.podWarning}
 	// Evaluations follow each other, most pods unchanged between them: a
 	// slim cache's pods are materialized once for the whole wait.
-	memo := newPodMemo()
+	memo := podcache.NewMemo()
 	for {
 		changed := v.changed.wait()
 		h := v.evaluateWith(t, groupers, d.s.Clock.Now(), memo)
-		memo.turn()
+		memo.Turn()
 		evaluated := time.Now()
 		if d.s.evaluated != nil {
 			d.s.evaluated()

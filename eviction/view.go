@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/udrain/udrain/internal/podcache"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -241,7 +242,7 @@ func (v *view) pod(namespace, name string) (*corev1.Pod, bool) {
 	if err != nil || !ok {
 		return nil, false
 	}
-	return asPod(obj), true
+	return podcache.AsPod(obj), true
 }
 
 // gone reports whether the pod with this UID no longer exists.
@@ -250,7 +251,7 @@ func (v *view) gone(p PodRef) bool {
 		return true
 	}
 	obj, ok, err := v.pods.GetByKey(p.Namespace + "/" + p.Name)
-	return err != nil || !ok || !hasUID(obj, p.UID)
+	return err != nil || !ok || !podcache.HasUID(obj, p.UID)
 }
 
 func (v *view) pdb(namespace, name string) (*policyv1.PodDisruptionBudget, bool) {
@@ -302,7 +303,7 @@ func (v *view) podObjectsIn(namespace string) []interface{} {
 	}
 	var objs []interface{}
 	for _, o := range v.pods.List() {
-		if namespaceOf(o) == namespace {
+		if podcache.NamespaceOf(o) == namespace {
 			objs = append(objs, o)
 		}
 	}
@@ -313,7 +314,7 @@ func (v *view) podObjectsIn(namespace string) []interface{} {
 func podsOf(objs []interface{}) []*corev1.Pod {
 	pods := make([]*corev1.Pod, len(objs))
 	for i, o := range objs {
-		pods[i] = asPod(o)
+		pods[i] = podcache.AsPod(o)
 	}
 	return pods
 }
@@ -376,7 +377,7 @@ func (v *view) snapshotOf(ctx context.Context, nodes []corev1.Node, pods []*core
 // PodGroup (spec.schedulingGroup.podGroupName).
 func (v *view) anyPodGroupMember() bool {
 	for _, obj := range v.pods.List() {
-		if podGroupNameOf(obj) != "" && v.inScope(namespaceOf(obj)) {
+		if podcache.GroupNameOf(obj) != "" && v.inScope(podcache.NamespaceOf(obj)) {
 			return true
 		}
 	}

@@ -11,6 +11,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/udrain/udrain/internal/podcache"
 )
 
 // A view with informers of its own (the CLI's case, or a Drainer given no
@@ -51,7 +53,7 @@ func (d *Drainer) startOwnView(parent context.Context) (*ownStart, error) {
 	ctx, cancel := context.WithCancel(parent)
 	transform := stripForCache
 	if d.s.slimPods() {
-		transform = compactTransform()
+		transform = podcache.NewTransform(stripForCache)
 	}
 	opts := []informers.SharedInformerOption{informers.WithTransform(transform)}
 	if d.s.Namespace != "" {

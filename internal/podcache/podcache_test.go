@@ -1,4 +1,4 @@
-package eviction
+package podcache
 
 import (
 	"runtime"
@@ -141,18 +141,18 @@ func TestSlimPodKeepsWhatUdrainReads(t *testing.T) {
 				tt.want(want)
 			}
 			before := full.DeepCopy()
-			obj, err := compactTransform()(full)
+			obj, err := NewTransform(passThrough)(full)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(before, full); diff != "" {
 				t.Errorf("the transform changed the pod it was given (-before +after):\n%s", diff)
 			}
-			if diff := cmp.Diff(want, asPod(obj)); diff != "" {
+			if diff := cmp.Diff(want, AsPod(obj)); diff != "" {
 				t.Errorf("materialized pod (-want +got):\n%s", diff)
 			}
-			if !hasUID(obj, want.UID) || (want.UID != "" && hasUID(obj, "other")) {
-				t.Errorf("hasUID(%q) is wrong", want.UID)
+			if !HasUID(obj, want.UID) || (want.UID != "" && HasUID(obj, "other")) {
+				t.Errorf("HasUID(%q) is wrong", want.UID)
 			}
 			// client-go keys and indexes it as it would the pod.
 			for _, f := range []cache.KeyFunc{cache.MetaNamespaceKeyFunc, cache.DeletionHandlingMetaNamespaceKeyFunc} {
@@ -163,27 +163,29 @@ func TestSlimPodKeepsWhatUdrainReads(t *testing.T) {
 			if ns, err := cache.MetaNamespaceIndexFunc(obj); err != nil || !cmp.Equal(ns, []string{"team-a"}) {
 				t.Errorf("namespace index = %v, %v", ns, err)
 			}
-			want2, _ := newPodIndexFunc()(want)
-			got2, _ := newPodIndexFunc()(obj)
-			if diff := cmp.Diff(want2, got2); diff != "" {
-				t.Errorf("udrain's pod index (-of the pod +of the slimPod):\n%s", diff)
+			indexed := &corev1.Pod{}
+			obj.(*Pod).IndexFields(indexed)
+			wantIndexed := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: want.Name, Namespace: want.Namespace, Labels: want.Labels, Annotations: want.Annotations},
+				Spec: corev1.PodSpec{NodeName: want.Spec.NodeName, SchedulingGroup: want.Spec.SchedulingGroup}}
+			if diff := cmp.Diff(wantIndexed, indexed); diff != "" {
+				t.Errorf("IndexFields (-of the pod +of the slim pod):\n%s", diff)
 			}
-			again, _ := compactTransform()(obj)
+			again, _ := NewTransform(passThrough)(obj)
 			if again != obj {
-				t.Errorf("a slimPod given again was not returned as it is")
+				t.Errorf("a Pod given again was not returned as it is")
 			}
 		})
 	}
 }
 
 func TestSlimPodsShareTheirTemplate(t *testing.T) {
-	transform := compactTransform()
+	transform := NewTransform(passThrough)
 	a, _ := transform(fullPod("llm-0-1", testUUID))
 	b, _ := transform(fullPod("llm-0-2", "1b1e4c7d-2a5f-4e3b-9c9d-0a1e4f7b2c5d"))
 	other := fullPod("llm-0-3", "2b1e4c7d-2a5f-4e3b-9c9d-0a1e4f7b2c5d")
 	other.Status.Conditions[0].Status = corev1.ConditionFalse
 	c, _ := transform(other)
-	sa, sb, sc := a.(*slimPod), b.(*slimPod), c.(*slimPod)
+	sa, sb, sc := a.(*Pod), b.(*Pod), c.(*Pod)
 	if sa.shape != sb.shape || sa.owners != sb.owners || sa.keys != sb.keys {
 		t.Errorf("two pods of one template in one state do not share shape, owners and keys")
 	}
@@ -194,13 +196,13 @@ func TestSlimPodsShareTheirTemplate(t *testing.T) {
 		t.Errorf("pods of one controller do not share owners and keys across shapes")
 	}
 	// Each keeps its own name where the label said its name.
-	if got := asPod(b).Labels["statefulset.kubernetes.io/pod-name"]; got != "llm-0-2" {
+	if got := AsPod(b).Labels["statefulset.kubernetes.io/pod-name"]; got != "llm-0-2" {
 		t.Errorf("pod-name label of llm-0-2 = %q", got)
 	}
 }
 
 func TestPodShapesForgetShapesNoPodHolds(t *testing.T) {
-	shapes := newPodShapes()
+	shapes := newShapes()
 	kept := shapes.slim(fullPod("llm-0-1", testUUID))
 	for i := range 50 {
 		p := fullPod("llm-0-2", testUUID)
@@ -219,7 +221,7 @@ func TestPodShapesForgetShapesNoPodHolds(t *testing.T) {
 	if n := shapes.shapes.len(); n != 1 {
 		t.Errorf("%d shapes left once only one pod holds one; want 1", n)
 	}
-	if got := asPod(kept).Status.Phase; got != corev1.PodRunning {
+	if got := AsPod(kept).Status.Phase; got != corev1.PodRunning {
 		t.Errorf("the kept pod's phase is %q", got)
 	}
 }
@@ -250,7 +252,7 @@ func TestUUIDRoundTrip(t *testing.T) {
 }
 
 func TestSlimLabelsMatchAsTheMap(t *testing.T) {
-	obj, _ := compactTransform()(fullPod("llm-0-1", testUUID))
+	obj, _ := NewTransform(passThrough)(fullPod("llm-0-1", testUUID))
 	full := fullPod("llm-0-1", testUUID)
 	for _, sel := range []string{
 		"leaderworkerset.sigs.k8s.io/name=llm",
@@ -266,40 +268,49 @@ func TestSlimLabelsMatchAsTheMap(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := s.Matches(labelsOf(obj)), s.Matches(labels.Set(full.Labels)); got != want {
-			t.Errorf("%q matches the slimPod: %v, the pod: %v", sel, got, want)
+		if got, want := s.Matches(LabelsOf(obj)), s.Matches(labels.Set(full.Labels)); got != want {
+			t.Errorf("%q matches the Pod: %v, the pod: %v", sel, got, want)
 		}
 	}
 }
 
 func TestPodMemoReadsEachSlimPodOnceUntilItChanges(t *testing.T) {
-	transform := compactTransform()
+	transform := NewTransform(passThrough)
 	a, _ := transform(fullPod("llm-0-1", testUUID))
 	b, _ := transform(fullPod("llm-0-2", "1b1e4c7d-2a5f-4e3b-9c9d-0a1e4f7b2c5d"))
-	memo := newPodMemo()
-	pa, pb := memo.pod(a), memo.pod(b)
-	if memo.pod(a) != pa {
+	memo := NewMemo()
+	pa, pb := memo.Pod(a), memo.Pod(b)
+	if memo.Pod(a) != pa {
 		t.Errorf("a second read in one evaluation materialized again")
 	}
-	memo.turn()
-	if memo.pod(a) != pa {
+	memo.Turn()
+	if memo.Pod(a) != pa {
 		t.Errorf("the next evaluation materialized an unchanged pod again")
 	}
-	memo.turn() // b was not read by the last evaluation: forgotten
-	if memo.pod(b) == pb {
+	memo.Turn() // b was not read by the last evaluation: forgotten
+	if memo.Pod(b) == pb {
 		t.Errorf("a pod the last evaluation did not read is still kept")
 	}
 	updated := fullPod("llm-0-1", testUUID)
 	updated.Status.Phase = corev1.PodFailed
 	a2, _ := transform(updated)
-	if got := memo.pod(a2).Status.Phase; got != corev1.PodFailed {
+	if got := memo.Pod(a2).Status.Phase; got != corev1.PodFailed {
 		t.Errorf("after an update the memo gives phase %q", got)
 	}
-	var none *podMemo
-	if none.pod(a) == none.pod(a) {
+	var none *Memo
+	if none.Pod(a) == none.Pod(a) {
 		t.Errorf("a nil memo kept a pod")
 	}
-	if p := (&corev1.Pod{}); memo.pod(p) != p {
+	if p := (&corev1.Pod{}); memo.Pod(p) != p {
 		t.Errorf("a whole pod is not given as it is")
 	}
+}
+
+// passThrough is the transform of objects that are not pods.
+func passThrough(obj interface{}) (interface{}, error) { return obj, nil }
+
+func ptrTo[T any](v T) *T { return &v }
+
+func ownedBy(kind, name string) []metav1.OwnerReference {
+	return []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: kind, Name: name, Controller: ptrTo(true), UID: types.UID(name + "-owner")}}
 }

@@ -1,4 +1,7 @@
-package eviction
+// Package podcache is udrain's own compact pod cache: pods kept as
+// immutable slim values whose shared parts (a template's shape, owners,
+// label keys) are interned, and read back as *corev1.Pod.
+package podcache
 
 import (
 	"runtime"
@@ -11,13 +14,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 )
 
 // udrain's own pod cache (a Drainer without Options.Informers: the CLI's
-// case) keeps a slimPod per pod instead of a *corev1.Pod, whose struct
+// case) keeps a Pod per pod instead of a *corev1.Pod, whose struct
 // alone is 1.2 kB before any of its strings, maps and slices: a fleet of
-// 450,000 pods would hold gigabytes. A slimPod keeps what udrain and
+// 450,000 pods would hold gigabytes. A Pod keeps what udrain and
 // kubectl drain's filters read of a pod, and shares what pods of one
 // template in one state have in common:
 //
@@ -35,16 +39,16 @@ import (
 // Strings that many pods repeat (namespaces, nodes, label keys and values)
 // are interned with package unique, so a pod holds an 8-byte handle of
 // each. Plans, health evaluations and callbacks read *corev1.Pod values
-// materialized from slimPods (asPod), holding exactly those fields; their
+// materialized from slim pods (AsPod), holding exactly those fields; their
 // maps and slices may be shared and must not be modified.
 //
 // Helper.AdditionalFilters and Options.Groupers may read any field of a
-// pod, so with either the cache keeps whole pods (stripForCache).
+// pod, so with either the cache keeps whole pods (the transform's other).
 
-// slimPod is a pod as udrain's own cache holds it. It is immutable: an
+// Pod is a pod as udrain's own cache holds it. It is immutable: an
 // update of the pod replaces it. It is a metav1.Object so that client-go's
 // stores key and index it; its setters do nothing.
-type slimPod struct {
+type Pod struct {
 	name      string
 	uuid      [16]byte // the UID, when it is a canonical UUID (else in extra)
 	namespace unique.Handle[string]
@@ -77,18 +81,18 @@ type podExtra struct {
 	uid       types.UID
 }
 
-// podShapes interns pod shapes and owner references by content. An entry
-// lives as long as a slimPod holds it: the tables hold weak pointers and
+// shapeTable interns pod shapes and owner references by content. An entry
+// lives as long as a Pod holds it: the tables hold weak pointers and
 // forget an entry once it is collected, so a long rollout does not
 // accumulate the shapes of pods long gone.
-type podShapes struct {
+type shapeTable struct {
 	shapes interner[corev1.Pod]
 	owners interner[[]metav1.OwnerReference]
 	keys   interner[podKeys]
 }
 
-func newPodShapes() *podShapes {
-	return &podShapes{
+func newShapes() *shapeTable {
+	return &shapeTable{
 		shapes: interner[corev1.Pod]{entries: map[string]weak.Pointer[corev1.Pod]{}},
 		owners: interner[[]metav1.OwnerReference]{entries: map[string]weak.Pointer[[]metav1.OwnerReference]{}},
 		keys:   interner[podKeys]{entries: map[string]weak.Pointer[podKeys]{}},
@@ -132,10 +136,10 @@ func (t *interner[T]) len() int {
 	return len(t.entries)
 }
 
-// slim returns the slimPod of p; p is not modified, and the slimPod shares
+// slim returns the Pod of p; p is not modified, and the Pod shares
 // only strings and immutable parts with it.
-func (t *podShapes) slim(p *corev1.Pod) *slimPod {
-	sp := &slimPod{
+func (t *shapeTable) slim(p *corev1.Pod) *Pod {
+	sp := &Pod{
 		name:      p.Name,
 		namespace: unique.Make(p.Namespace),
 		node:      unique.Make(p.Spec.NodeName),
@@ -170,7 +174,7 @@ func (t *podShapes) slim(p *corev1.Pod) *slimPod {
 // that is the pod's name (a StatefulSet's statefulset.kubernetes.io/pod-name
 // label) is stored as nameValue: interning it would cost a table entry per
 // pod.
-func (t *podShapes) pairs(p *corev1.Pod) (*podKeys, []unique.Handle[string]) {
+func (t *shapeTable) pairs(p *corev1.Pod) (*podKeys, []unique.Handle[string]) {
 	n := len(p.Labels) + len(p.Annotations)
 	if n == 0 {
 		return nil, nil
@@ -218,7 +222,7 @@ func ownersKey(refs []metav1.OwnerReference) (string, bool) {
 	return string(b), true
 }
 
-// shapeOf returns the part of p that slimPods share (see above).
+// shapeOf returns the part of p that slim pods share (see above).
 func shapeOf(p *corev1.Pod) *corev1.Pod {
 	s := &corev1.Pod{}
 	s.Spec.SchedulingGroup = p.Spec.SchedulingGroup
@@ -283,7 +287,7 @@ func containerStates(cs []corev1.ContainerStatus) []corev1.ContainerStatus {
 	return out
 }
 
-// nameValue stands for the pod's name among a slimPod's label and
+// nameValue stands for the pod's name among a Pod's label and
 // annotation values; no label value can be it (it has a NUL byte).
 const nameValue = "\x00name"
 
@@ -304,15 +308,15 @@ func pairsMap(name string, keys *podKeys, values []unique.Handle[string], from, 
 	return m
 }
 
-// labels and annotations are the slimPod's.
-func (sp *slimPod) labels() map[string]string {
+// labels and annotations are the Pod's.
+func (sp *Pod) labels() map[string]string {
 	if sp.keys == nil {
 		return nil
 	}
 	return pairsMap(sp.name, sp.keys, sp.values, 0, sp.keys.labels)
 }
 
-func (sp *slimPod) annotations() map[string]string {
+func (sp *Pod) annotations() map[string]string {
 	if sp.keys == nil {
 		return nil
 	}
@@ -339,7 +343,7 @@ func formatUUID(u *[16]byte) string {
 
 // pod materializes the pod: a new *corev1.Pod whose maps are its own and
 // whose other slices are shared with every pod of its shape.
-func (sp *slimPod) pod() *corev1.Pod {
+func (sp *Pod) pod() *corev1.Pod {
 	p := new(corev1.Pod)
 	*p = *sp.shape
 	p.Name, p.Namespace, p.UID = sp.name, sp.namespace.Value(), sp.uid()
@@ -350,39 +354,40 @@ func (sp *slimPod) pod() *corev1.Pod {
 	if sp.owners != nil {
 		p.OwnerReferences = *sp.owners
 	}
-	p.Spec.NodeName = sp.node.Value()
+	p.Spec.NodeName, p.Spec.SchedulingGroup = sp.node.Value(), sp.shape.Spec.SchedulingGroup
 	return p
 }
 
-// asPod returns the pod a store object is: a cached *corev1.Pod as it is,
-// a slimPod materialized. It returns nil for anything else.
-func asPod(obj interface{}) *corev1.Pod {
+// AsPod returns the pod a store object is: a cached *corev1.Pod as it is,
+// a Pod materialized. It returns nil for anything else.
+func AsPod(obj interface{}) *corev1.Pod {
 	switch o := obj.(type) {
 	case *corev1.Pod:
 		return o
-	case *slimPod:
+	case *Pod:
 		return o.pod()
 	}
 	return nil
 }
 
-// podMemo keeps pods materialized from slimPods from one evaluation of a
-// recovery wait to the next: a slimPod is immutable, so its pod is the
+// Memo keeps pods materialized from slim pods from one evaluation of a
+// recovery wait to the next: a Pod is immutable, so its pod is the
 // same until an update replaces it. Only the pods read by the last
-// evaluation are kept. A nil *podMemo materializes every time.
-type podMemo struct {
-	last, next map[*slimPod]*corev1.Pod
+// evaluation are kept. A nil *Memo materializes every time.
+type Memo struct {
+	last, next map[*Pod]*corev1.Pod
 }
 
-func newPodMemo() *podMemo {
-	return &podMemo{last: map[*slimPod]*corev1.Pod{}, next: map[*slimPod]*corev1.Pod{}}
+// NewMemo returns an empty memo.
+func NewMemo() *Memo {
+	return &Memo{last: map[*Pod]*corev1.Pod{}, next: map[*Pod]*corev1.Pod{}}
 }
 
-// pod is asPod through the memo.
-func (m *podMemo) pod(obj interface{}) *corev1.Pod {
-	sp, ok := obj.(*slimPod)
+// Pod is AsPod through the memo.
+func (m *Memo) Pod(obj interface{}) *corev1.Pod {
+	sp, ok := obj.(*Pod)
 	if !ok || m == nil {
-		return asPod(obj)
+		return AsPod(obj)
 	}
 	p, ok := m.next[sp]
 	if !ok {
@@ -394,50 +399,50 @@ func (m *podMemo) pod(obj interface{}) *corev1.Pod {
 	return p
 }
 
-// pods is podsOf through the memo.
-func (m *podMemo) pods(objs []interface{}) []*corev1.Pod {
+// Pods is AsPod of each, through the memo.
+func (m *Memo) Pods(objs []interface{}) []*corev1.Pod {
 	pods := make([]*corev1.Pod, len(objs))
 	for i, o := range objs {
-		pods[i] = m.pod(o)
+		pods[i] = m.Pod(o)
 	}
 	return pods
 }
 
-// turn starts the next evaluation: it keeps what the last one read.
-func (m *podMemo) turn() {
-	m.last, m.next = m.next, make(map[*slimPod]*corev1.Pod, len(m.next))
+// Turn starts the next evaluation: it keeps what the last one read.
+func (m *Memo) Turn() {
+	m.last, m.next = m.next, make(map[*Pod]*corev1.Pod, len(m.next))
 }
 
-// hasUID reports whether a cached pod has uid, without materializing it.
-func hasUID(obj interface{}, uid types.UID) bool {
+// HasUID reports whether a cached pod has uid, without materializing it.
+func HasUID(obj interface{}, uid types.UID) bool {
 	switch o := obj.(type) {
 	case *corev1.Pod:
 		return o.UID == uid
-	case *slimPod:
+	case *Pod:
 		return o.hasUID(uid)
 	}
 	return false
 }
 
-// namespaceOf returns the namespace of a cached pod without materializing
+// NamespaceOf returns the namespace of a cached pod without materializing
 // it.
-func namespaceOf(obj interface{}) string {
+func NamespaceOf(obj interface{}) string {
 	switch o := obj.(type) {
 	case *corev1.Pod:
 		return o.Namespace
-	case *slimPod:
+	case *Pod:
 		return o.namespace.Value()
 	}
 	return ""
 }
 
-// podGroupNameOf returns the native PodGroup a cached pod names, if any.
-func podGroupNameOf(obj interface{}) string {
+// GroupNameOf returns the native PodGroup a cached pod names, if any.
+func GroupNameOf(obj interface{}) string {
 	var sg *corev1.PodSchedulingGroup
 	switch o := obj.(type) {
 	case *corev1.Pod:
 		sg = o.Spec.SchedulingGroup
-	case *slimPod:
+	case *Pod:
 		sg = o.shape.Spec.SchedulingGroup
 	}
 	if sg == nil || sg.PodGroupName == nil {
@@ -446,15 +451,157 @@ func podGroupNameOf(obj interface{}) string {
 	return *sg.PodGroupName
 }
 
-// compactTransform returns the transform of udrain's own informers with
-// the slim pod cache: pods become slimPods, other objects go through
-// stripForCache. A slimPod given again is returned as it is.
-func compactTransform() func(interface{}) (interface{}, error) {
-	shapes := newPodShapes()
+// NewTransform returns the transform of informers that keep a slim pod
+// cache: pods become *Pod values, sharing what pods of one template have in
+// common with every pod this transform made; other objects go through
+// other. A *Pod given again is returned as it is.
+func NewTransform(other func(interface{}) (interface{}, error)) func(interface{}) (interface{}, error) {
+	shapes := newShapes()
 	return func(obj interface{}) (interface{}, error) {
 		if p, ok := obj.(*corev1.Pod); ok {
 			return shapes.slim(p), nil
 		}
-		return stripForCache(obj)
+		return other(obj)
 	}
+}
+
+// The metav1.Object methods client-go's key and index functions read.
+func (sp *Pod) GetNamespace() string               { return sp.namespace.Value() }
+func (sp *Pod) GetName() string                    { return sp.name }
+func (sp *Pod) GetUID() types.UID                  { return sp.uid() }
+func (sp *Pod) GetLabels() map[string]string       { return sp.labels() }
+func (sp *Pod) GetAnnotations() map[string]string  { return sp.annotations() }
+func (sp *Pod) GetDeletionTimestamp() *metav1.Time { return AsPod(sp).DeletionTimestamp }
+
+func (sp *Pod) GetDeletionGracePeriodSeconds() *int64 {
+	return AsPod(sp).DeletionGracePeriodSeconds
+}
+
+func (sp *Pod) GetOwnerReferences() []metav1.OwnerReference { return AsPod(sp).OwnerReferences }
+
+// The rest of metav1.Object: a Pod keeps none of it, and is never
+// changed in place.
+func (sp *Pod) SetNamespace(string)                           {}
+func (sp *Pod) SetName(string)                                {}
+func (sp *Pod) GetGenerateName() string                       { return "" }
+func (sp *Pod) SetGenerateName(string)                        {}
+func (sp *Pod) SetUID(types.UID)                              {}
+func (sp *Pod) GetResourceVersion() string                    { return "" }
+func (sp *Pod) SetResourceVersion(string)                     {}
+func (sp *Pod) GetGeneration() int64                          { return 0 }
+func (sp *Pod) SetGeneration(int64)                           {}
+func (sp *Pod) GetSelfLink() string                           { return "" }
+func (sp *Pod) SetSelfLink(string)                            {}
+func (sp *Pod) GetCreationTimestamp() metav1.Time             { return metav1.Time{} }
+func (sp *Pod) SetCreationTimestamp(metav1.Time)              {}
+func (sp *Pod) SetDeletionTimestamp(*metav1.Time)             {}
+func (sp *Pod) SetDeletionGracePeriodSeconds(*int64)          {}
+func (sp *Pod) SetLabels(map[string]string)                   {}
+func (sp *Pod) SetAnnotations(map[string]string)              {}
+func (sp *Pod) GetFinalizers() []string                       { return nil }
+func (sp *Pod) SetFinalizers([]string)                        {}
+func (sp *Pod) SetOwnerReferences([]metav1.OwnerReference)    {}
+func (sp *Pod) GetManagedFields() []metav1.ManagedFieldsEntry { return nil }
+func (sp *Pod) SetManagedFields([]metav1.ManagedFieldsEntry)  {}
+
+// slimLabels are a Pod's labels as a labels.Labels, for selectors to
+// match without materializing the pod.
+type slimLabels struct{ sp *Pod }
+
+func (l slimLabels) Lookup(key string) (string, bool) {
+	k := l.sp.keys
+	if k == nil {
+		return "", false
+	}
+	if i, ok := slices.BinarySearch(k.keys[:k.labels], key); ok {
+		v := l.sp.values[i].Value()
+		if v == nameValue {
+			v = l.sp.name
+		}
+		return v, true
+	}
+	return "", false
+}
+
+func (l slimLabels) Has(key string) bool {
+	_, ok := l.Lookup(key)
+	return ok
+}
+
+func (l slimLabels) Get(key string) string {
+	v, _ := l.Lookup(key)
+	return v
+}
+
+// LabelsOf returns a cached pod's labels without materializing it.
+func LabelsOf(obj interface{}) labels.Labels {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		return labels.Set(o.Labels)
+	case *Pod:
+		return slimLabels{o}
+	}
+	return labels.Set(nil)
+}
+
+// uid returns the pod's UID.
+func (sp *Pod) uid() types.UID {
+	if sp.extra != nil && sp.extra.otherUID {
+		return sp.extra.uid
+	}
+	return types.UID(formatUUID(&sp.uuid))
+}
+
+// hasUID reports whether the pod has uid, without formatting its own.
+func (sp *Pod) hasUID(uid types.UID) bool {
+	if sp.extra != nil && sp.extra.otherUID {
+		return sp.extra.uid == uid
+	}
+	var u [16]byte
+	return parseUUID(string(uid), &u) && u == sp.uuid
+}
+
+// parseUUID parses a UUID in its canonical form (lower-case hex, 8-4-4-4-12)
+// into u; false for anything else, so that formatUUID gives back s.
+func parseUUID(s string, u *[16]byte) bool {
+	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
+		return false
+	}
+	j := 0
+	for i := 0; i < 36; {
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			i++
+			continue
+		}
+		hi, ok1 := hexDigit(s[i])
+		lo, ok2 := hexDigit(s[i+1])
+		if !ok1 || !ok2 {
+			return false
+		}
+		u[j] = hi<<4 | lo
+		j++
+		i += 2
+	}
+	return true
+}
+
+func hexDigit(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	}
+	return 0, false
+}
+
+var _ metav1.Object = (*Pod)(nil)
+
+// IndexFields sets on p what the index functions of udrain's pod caches
+// read of a pod: its name, namespace, labels, annotations, node and
+// scheduling group, without materializing the rest. p's other fields are
+// left as they are.
+func (sp *Pod) IndexFields(p *corev1.Pod) {
+	p.Name, p.Namespace, p.Labels, p.Annotations = sp.name, sp.namespace.Value(), sp.labels(), sp.annotations()
+	p.Spec.NodeName, p.Spec.SchedulingGroup = sp.node.Value(), sp.shape.Spec.SchedulingGroup
 }
