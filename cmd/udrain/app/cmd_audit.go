@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/report"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -67,27 +68,27 @@ Error is found (or nodes lack the domain label), 0 otherwise.`,
 			}
 			groups := topology.FindGroups(s.Pods, topology.Groupers(s.PodGroups)...)
 			r := topology.Audit(topology.AuditInput{Layout: layout, Groups: groups, PDBs: s.PDBs, Pods: s.Pods})
-			report := AuditReport{TypeMeta: typeMeta(KindAuditReport), LabelKey: layout.LabelKey, Domains: layout.Names(),
+			doc := report.AuditReport{TypeMeta: report.NewTypeMeta(report.KindAuditReport), LabelKey: layout.LabelKey, Domains: layout.Names(),
 				Groups: len(groups), PDBs: len(s.PDBs)}
 			// Where the rollout's evicted groups go: its destination
 			// findings join the contract's.
 			if plan, err := rd.PlanRollout(o.quietContext(cmd.Context()), ro); plan != nil {
-				report.Rollout = plan
+				doc.Rollout = plan
 				for _, f := range plan.Findings {
 					if f.Code == eviction.FindingDisruptedAgain || f.Code == eviction.FindingNoRoom {
 						r.Findings = append(r.Findings, f)
 					}
 				}
 			} else {
-				report.RolloutProblem = err.Error()
+				doc.RolloutProblem = err.Error()
 			}
-			report.Errors, report.Warnings, report.Findings = len(r.Errors()), len(r.Warnings()), r.Findings
-			if err := out.print(o.streams.Out, report, func(w io.Writer) error { return writeAuditTable(w, report) }); err != nil {
+			doc.Errors, doc.Warnings, doc.Findings = len(r.Errors()), len(r.Warnings()), r.Findings
+			if err := out.print(o.streams.Out, doc, func(w io.Writer) error { return writeAuditTable(w, doc) }); err != nil {
 				return err
 			}
 			if err := r.Err(); err != nil {
 				return &reportedError{err: err, summary: fmt.Sprintf("placement contract violated: %s, %s",
-					plural(report.Errors, "error", "errors"), plural(report.Warnings, "warning", "warnings"))}
+					plural(doc.Errors, "error", "errors"), plural(doc.Warnings, "warning", "warnings"))}
 			}
 			return nil
 		},
@@ -98,7 +99,7 @@ Error is found (or nodes lack the domain label), 0 otherwise.`,
 	return cmd
 }
 
-func writeAuditTable(w io.Writer, r AuditReport) error {
+func writeAuditTable(w io.Writer, r report.AuditReport) error {
 	fmt.Fprintf(w, "Audited %s (label %s), %s and %s.\n", plural(len(r.Domains), "domain", "domains"), r.LabelKey,
 		plural(r.Groups, "group", "groups"), plural(r.PDBs, "PodDisruptionBudget", "PodDisruptionBudgets"))
 	switch {

@@ -11,6 +11,7 @@ import (
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/gpu"
 	"github.com/udrain/udrain/health"
+	"github.com/udrain/udrain/report"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -44,11 +45,11 @@ pod on its nodes (whole and Ready or not), and its GPUs per product.`,
 			if err != nil {
 				return err
 			}
-			report, err := r.Health(o.quietContext(cmd.Context()))
+			hr, err := r.Health(o.quietContext(cmd.Context()))
 			if err != nil {
 				return err
 			}
-			list := buildDomainList(nodes, layout, report, gpu.Options{Clock: o.cfg.Clock})
+			list := buildDomainList(nodes, layout, hr, gpu.Options{Clock: o.cfg.Clock})
 			return out.print(o.streams.Out, list, func(w io.Writer) error { return writeDomainsTable(w, list) })
 		},
 	}
@@ -59,24 +60,24 @@ pod on its nodes (whole and Ready or not), and its GPUs per product.`,
 
 // buildDomainList describes every domain of layout: its nodes (and what
 // package gpu makes of them) and package eviction's health of its groups.
-func buildDomainList(nodes []corev1.Node, layout *topology.Layout, report *eviction.HealthReport, gopts gpu.Options) DomainList {
-	list := DomainList{TypeMeta: typeMeta(KindDomainList), LabelKey: layout.LabelKey, Unlabeled: layout.Unlabeled, Unscheduled: report.Unscheduled}
+func buildDomainList(nodes []corev1.Node, layout *topology.Layout, h *eviction.HealthReport, gopts gpu.Options) report.DomainList {
+	list := report.DomainList{TypeMeta: report.NewTypeMeta(report.KindDomainList), LabelKey: layout.LabelKey, Unlabeled: layout.Unlabeled, Unscheduled: h.Unscheduled}
 	byName := map[string]*corev1.Node{}
 	for i := range nodes {
 		byName[nodes[i].Name] = &nodes[i]
 	}
 	healthOf := map[string]eviction.DomainHealth{}
-	for _, h := range report.Domains {
-		healthOf[h.Domain] = h
+	for _, d := range h.Domains {
+		healthOf[d.Domain] = d
 	}
 	for _, d := range layout.Domains {
-		info := DomainInfo{Name: d.Name, ControlPlaneNodes: len(d.ControlPlaneNodes), Health: healthOf[d.Name]}
+		info := report.DomainInfo{Name: d.Name, ControlPlaneNodes: len(d.ControlPlaneNodes), Health: healthOf[d.Name]}
 		inDomain := map[string]bool{}
 		for _, name := range d.Nodes {
 			n := byName[name]
 			inDomain[name] = true
 			_, cp := n.Labels[topology.ControlPlaneLabel]
-			dn := DomainNode{
+			dn := report.DomainNode{
 				Name: name, Cordoned: n.Spec.Unschedulable, CordonedBy: n.Annotations[eviction.CordonedByAnnotation],
 				UpgradedBy: n.Annotations[eviction.UpgradedByAnnotation], ControlPlane: cp, GPU: gpu.ClassifyNode(n, gopts),
 			}
@@ -103,7 +104,7 @@ func gpuText(gpus []eviction.GPUCapacity) string {
 	return strings.Join(parts, ", ")
 }
 
-func writeDomainsTable(w io.Writer, list DomainList) error {
+func writeDomainsTable(w io.Writer, list report.DomainList) error {
 	tw := newTable(w)
 	fmt.Fprintln(tw, "DOMAIN\tNODES\tCORDONED\tCONTROL-PLANE\tGROUPS\tUNHEALTHY\tGPUS")
 	for _, d := range list.Items {

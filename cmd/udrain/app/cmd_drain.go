@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/report"
 )
 
 func newDrainCommand(o *options) *cobra.Command {
@@ -55,8 +56,8 @@ violation.`,
 			if res == nil {
 				return err
 			}
-			report := DrainReport{TypeMeta: typeMeta(KindDrainResult), Plan: plan, Result: res, Summary: res.Summary(), Error: errorInfo(err)}
-			if perr := out.print(o.streams.Out, report, func(w io.Writer) error { return writeDrainTable(w, report) }); perr != nil {
+			doc := report.DrainReport{TypeMeta: report.NewTypeMeta(report.KindDrainResult), Plan: plan, Result: res, Summary: res.Summary(), Error: errorInfo(err)}
+			if perr := out.print(o.streams.Out, doc, func(w io.Writer) error { return writeDrainTable(w, doc) }); perr != nil {
 				return perr
 			}
 			return err
@@ -69,7 +70,7 @@ violation.`,
 	return cmd
 }
 
-func writeDrainTable(w io.Writer, r DrainReport) error {
+func writeDrainTable(w io.Writer, r report.DrainReport) error {
 	res := r.Result
 	switch {
 	case res.DryRun != "":

@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 
 	"github.com/udrain/udrain/gpu"
+	"github.com/udrain/udrain/report"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -53,12 +54,12 @@ The exit code is 0 whether or not problems are found; scripts read
 					plugins = append(plugins, daemonSets[i])
 				}
 			}
-			report := GPUSummary{TypeMeta: typeMeta(KindGPUSummary), LabelKey: df.label, Domains: map[string]string{},
+			doc := report.GPUSummary{TypeMeta: report.NewTypeMeta(report.KindGPUSummary), LabelKey: df.label, Domains: map[string]string{},
 				Summary: gpu.Summarize(nodes, plugins, gpu.Options{Clock: o.cfg.Clock, GracePeriod: grace})}
 			for _, n := range nodes {
-				report.Domains[n.Name] = n.Labels[df.label]
+				doc.Domains[n.Name] = n.Labels[df.label]
 			}
-			return out.print(o.streams.Out, report, func(w io.Writer) error { return writeGPUTable(w, report) })
+			return out.print(o.streams.Out, doc, func(w io.Writer) error { return writeGPUTable(w, doc) })
 		},
 	}
 	cmd.Flags().StringVar(&df.label, "domain-label", topology.DefaultDomainLabel, "Node label whose value names a node's upgrade domain (shown per node)")
@@ -67,7 +68,7 @@ The exit code is 0 whether or not problems are found; scripts read
 	return cmd
 }
 
-func writeGPUTable(w io.Writer, r GPUSummary) error {
+func writeGPUTable(w io.Writer, r report.GPUSummary) error {
 	s := r.Summary
 	tw := newTable(w)
 	fmt.Fprintln(tw, "POOL\tNODES\tGPUS\tADVERTISED\tPROBLEM NODES")

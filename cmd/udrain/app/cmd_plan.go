@@ -10,6 +10,7 @@ import (
 
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/health"
+	"github.com/udrain/udrain/report"
 )
 
 // newDrainer builds the Drainer of the domain and drain flags.
@@ -78,8 +79,8 @@ refused, 4 the placement contract is violated (or a pod is under two PDBs).`,
 			if err != nil {
 				return err
 			}
-			report := PlanReport{TypeMeta: typeMeta(KindPlan), Plan: plan, Executable: plan.Err() == nil, Problem: errorInfo(plan.Err())}
-			if err := out.print(o.streams.Out, report, func(w io.Writer) error { return writePlanTable(w, report) }); err != nil {
+			doc := report.PlanReport{TypeMeta: report.NewTypeMeta(report.KindPlan), Plan: plan, Executable: plan.Err() == nil, Problem: errorInfo(plan.Err())}
+			if err := out.print(o.streams.Out, doc, func(w io.Writer) error { return writePlanTable(w, doc) }); err != nil {
 				return err
 			}
 			if err := plan.Err(); err != nil {
@@ -94,7 +95,7 @@ refused, 4 the placement contract is violated (or a pod is under two PDBs).`,
 	return cmd
 }
 
-func writePlanTable(w io.Writer, r PlanReport) error {
+func writePlanTable(w io.Writer, r report.PlanReport) error {
 	p := r.Plan
 	pods := len(p.Phase1) + len(p.Phase2)
 	fmt.Fprintf(w, "Plan for domain %s (label %s): %s, %s to evict, %s disrupted.\n",

@@ -13,6 +13,7 @@ import (
 
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/metrics"
+	"github.com/udrain/udrain/report"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -235,9 +236,9 @@ A holder that died leaves a Lease that can be taken over once it expires
 			if res == nil {
 				return err
 			}
-			report := RolloutReport{TypeMeta: typeMeta(KindRolloutResult), UpgradeCommand: uf.command, UpgradeStep: uf.describe(), LabelKey: df.label,
+			doc := report.RolloutReport{TypeMeta: report.NewTypeMeta(report.KindRolloutResult), UpgradeCommand: uf.command, UpgradeStep: uf.describe(), LabelKey: df.label,
 				Result: res, Summary: res.Summary(), Error: errorInfo(err)}
-			if perr := out.print(o.streams.Out, report, func(w io.Writer) error { return writeRolloutTable(w, report) }); perr != nil {
+			if perr := out.print(o.streams.Out, doc, func(w io.Writer) error { return writeRolloutTable(w, doc) }); perr != nil {
 				return perr
 			}
 			return err
@@ -263,7 +264,7 @@ A holder that died leaves a Lease that can be taken over once it expires
 	return cmd
 }
 
-func writeRolloutTable(w io.Writer, r RolloutReport) error {
+func writeRolloutTable(w io.Writer, r report.RolloutReport) error {
 	res := r.Result
 	what := "Rollout " + res.ID
 	if r.UpgradeCommand != "" {

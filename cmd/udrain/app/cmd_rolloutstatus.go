@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/informers"
 
 	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/report"
 )
 
 func newRolloutStatusCommand(o *options) *cobra.Command {
@@ -97,8 +98,8 @@ through one watch of nodes, pods and budgets, and reads the Lease every
 				return err
 			}
 			print := func(st *eviction.RolloutStatus) error {
-				report := RolloutStatusReport{TypeMeta: typeMeta(KindRolloutStatus), LabelKey: df.label, NoLock: noLock, Status: st}
-				return out.print(o.streams.Out, report, func(w io.Writer) error { return writeRolloutStatusTable(w, report) })
+				doc := report.RolloutStatusReport{TypeMeta: report.NewTypeMeta(report.KindRolloutStatus), LabelKey: df.label, NoLock: noLock, Status: st}
+				return out.print(o.streams.Out, doc, func(w io.Writer) error { return writeRolloutStatusTable(w, doc) })
 			}
 			if !watch {
 				st, err := d.RolloutStatus(ctx, id, so)
@@ -186,7 +187,7 @@ func statusKey(st *eviction.RolloutStatus) string {
 	return string(b)
 }
 
-func writeRolloutStatusTable(w io.Writer, r RolloutStatusReport) error {
+func writeRolloutStatusTable(w io.Writer, r report.RolloutStatusReport) error {
 	st := r.Status
 	now := st.Time
 	ago := func(t time.Time) string { return human(now.Sub(t)) + " ago" }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/report"
 )
 
 func newUncordonCommand(o *options) *cobra.Command {
@@ -39,7 +40,7 @@ wait-healthy DOMAIN.`,
 			if err != nil {
 				return err
 			}
-			r := UncordonResult{TypeMeta: typeMeta(KindUncordonResult), Domain: args[0], Uncordoned: done}
+			r := report.UncordonResult{TypeMeta: report.NewTypeMeta(report.KindUncordonResult), Domain: args[0], Uncordoned: done}
 			return out.print(o.streams.Out, r, func(w io.Writer) error {
 				if len(r.Uncordoned) == 0 {
 					_, err := fmt.Fprintf(w, "Domain %s: every node was schedulable already.\n", r.Domain)
@@ -112,11 +113,11 @@ whenever it changes. The exit code is 1 when --timeout passes first.`,
 			if domain != "" {
 				domains = []string{domain}
 			}
-			report, err := d.WaitHealthy(ctx, domains...)
-			if report == nil {
+			hr, err := d.WaitHealthy(ctx, domains...)
+			if hr == nil {
 				return err // nothing to report: the layout or the watch failed
 			}
-			r := HealthReport{TypeMeta: typeMeta(KindHealthReport), Domain: domain, Health: report,
+			r := report.HealthReport{TypeMeta: report.NewTypeMeta(report.KindHealthReport), Domain: domain, Health: hr,
 				WaitedSeconds: seconds(o.cfg.Clock.Since(start)), Error: errorInfo(err)}
 			if perr := out.print(o.streams.Out, r, func(w io.Writer) error { return writeHealthTable(w, r) }); perr != nil {
 				return perr
@@ -130,7 +131,7 @@ whenever it changes. The exit code is 1 when --timeout passes first.`,
 	return cmd
 }
 
-func writeHealthTable(w io.Writer, r HealthReport) error {
+func writeHealthTable(w io.Writer, r report.HealthReport) error {
 	what := "Every domain"
 	if r.Domain != "" {
 		what = "Domain " + r.Domain

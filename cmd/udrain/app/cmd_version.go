@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/udrain/udrain/report"
 )
 
 // The release stamps, set at build time by the release build
@@ -39,15 +41,15 @@ var pseudoVersion = regexp.MustCompile(`[-.](\d{14})-([0-9a-f]{12})(\+.*)?$`)
 func buildVersion() string { return thisBuild().Version }
 
 // thisBuild is the Version report of this binary.
-func thisBuild() Version {
+func thisBuild() report.Version {
 	bi, _ := debug.ReadBuildInfo()
 	return versionReport(stamps{version: version, commit: commit, buildDate: buildDate}, bi)
 }
 
 // versionReport is the Version report of a binary: the stamps first, then
 // the build info (nil when the binary has none).
-func versionReport(s stamps, bi *debug.BuildInfo) Version {
-	v := Version{TypeMeta: typeMeta(KindVersion), Version: s.version, Commit: s.commit, BuildDate: s.buildDate,
+func versionReport(s stamps, bi *debug.BuildInfo) report.Version {
+	v := report.Version{TypeMeta: report.NewTypeMeta(report.KindVersion), Version: s.version, Commit: s.commit, BuildDate: s.buildDate,
 		GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
 	if bi == nil {
 		if v.Version == "" {
@@ -121,7 +123,7 @@ them from its build info ("" where it has none).`,
 	return cmd
 }
 
-func writeVersionTable(w io.Writer, v Version) error {
+func writeVersionTable(w io.Writer, v report.Version) error {
 	orUnknown := func(s string) string {
 		if s == "" {
 			return "unknown"

@@ -10,6 +10,7 @@ import (
 
 	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/bootstrap"
+	"github.com/udrain/udrain/report"
 )
 
 func newWaitServerCommand(o *options) *cobra.Command {
@@ -96,8 +97,8 @@ the last failure), 2 bad URL or flags, 130 interrupted.`,
 	return cmd
 }
 
-func buildWaitServerResult(res *bootstrap.Result, err error) WaitServerResult {
-	r := WaitServerResult{TypeMeta: typeMeta(KindWaitServerResult)}
+func buildWaitServerResult(res *bootstrap.Result, err error) report.WaitServerResult {
+	r := report.WaitServerResult{TypeMeta: report.NewTypeMeta(report.KindWaitServerResult)}
 	if res != nil {
 		r.Target, r.Reachable, r.Attempts, r.ElapsedSeconds = res.Target, true, res.Attempts, seconds(res.Elapsed)
 		r.StatusCode, r.RemoteAddr = res.StatusCode, res.RemoteAddr
@@ -111,7 +112,7 @@ func buildWaitServerResult(res *bootstrap.Result, err error) WaitServerResult {
 	return r
 }
 
-func writeWaitServerTable(w io.Writer, r WaitServerResult) error {
+func writeWaitServerTable(w io.Writer, r report.WaitServerResult) error {
 	if !r.Reachable {
 		class := r.FailureClass
 		if class == "" {

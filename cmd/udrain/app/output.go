@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
+
+	"github.com/udrain/udrain/report"
 )
 
 // Output formats of -o.
@@ -23,7 +25,7 @@ const (
 type outputFlag struct{ format string }
 
 func (f *outputFlag) add(cmd *cobra.Command) {
-	cmd.Flags().StringVarP(&f.format, "output", "o", outputTable, "Output format: table, json or yaml (json and yaml are the documented kinds of apiVersion "+APIVersion+")")
+	cmd.Flags().StringVarP(&f.format, "output", "o", outputTable, "Output format: table, json or yaml (json and yaml are the documented kinds of apiVersion "+report.APIVersion+")")
 }
 
 func (f *outputFlag) validate() error {

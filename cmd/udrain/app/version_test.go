@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/udrain/udrain/report"
 )
 
 // TestVersionReport: the release stamps win; without them the module
@@ -42,8 +44,8 @@ func TestVersionReport(t *testing.T) {
 			if diff := cmp.Diff(tc.want, [3]string{v.Version, v.Commit, v.BuildDate}); diff != "" {
 				t.Errorf("version, commit, buildDate (-want +got):\n%s", diff)
 			}
-			if v.GoVersion != runtime.Version() || v.Platform != runtime.GOOS+"/"+runtime.GOARCH || v.Kind != KindVersion {
-				t.Errorf("report %+v: want kind %s, this Go version and platform", v, KindVersion)
+			if v.GoVersion != runtime.Version() || v.Platform != runtime.GOOS+"/"+runtime.GOARCH || v.Kind != report.KindVersion {
+				t.Errorf("report %+v: want kind %s, this Go version and platform", v, report.KindVersion)
 			}
 		})
 	}
@@ -51,12 +53,12 @@ func TestVersionReport(t *testing.T) {
 
 func TestVersionTable(t *testing.T) {
 	for _, tc := range []struct {
-		v    Version
+		v    report.Version
 		want string
 	}{
-		{Version{Version: "v0.1.0", Commit: "abc", BuildDate: "2026-11-30T10:00:00Z", GoVersion: "go1.26.8", Platform: "linux/amd64"},
+		{report.Version{Version: "v0.1.0", Commit: "abc", BuildDate: "2026-11-30T10:00:00Z", GoVersion: "go1.26.8", Platform: "linux/amd64"},
 			"udrain v0.1.0 (commit abc, built 2026-11-30T10:00:00Z, go1.26.8, linux/amd64)\n"},
-		{Version{Version: "(devel)", GoVersion: "go1.26.8", Platform: "linux/arm64"},
+		{report.Version{Version: "(devel)", GoVersion: "go1.26.8", Platform: "linux/arm64"},
 			"udrain (devel) (commit unknown, built unknown, go1.26.8, linux/arm64)\n"},
 	} {
 		var b bytes.Buffer
