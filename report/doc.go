@@ -15,6 +15,15 @@
 //	if r.Kind != report.KindRolloutResult { ... }
 //	for _, d := range r.Result.Domains { ... }
 //
+// It also prints them as udrain does, for a program that shows people the
+// same tables (a controller writing a summary to its log): Print writes a
+// document in a Format (Table, JSON or YAML; ParseFormat reads the name),
+// and each report type's WriteTable writes its table. TableOptions adapt
+// the tables to the program: SettingName names the library's settings
+// the way its users set them (udrain names its flags), FindingNote adds to
+// a finding's message. The tables are for people; their wording may
+// change between releases, and programs read JSON.
+//
 // The JSON conventions are the library's (see package eviction):
 // lowerCamelCase names; an empty list or optional object is omitted;
 // durations are seconds in fields ending in "Seconds"; times are RFC 3339.

@@ -1,16 +1,11 @@
 package app
 
 import (
-	"fmt"
-	"io"
-	"strings"
-
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/gpu"
-	"github.com/udrain/udrain/health"
 	"github.com/udrain/udrain/report"
 	"github.com/udrain/udrain/topology"
 )
@@ -50,7 +45,7 @@ pod on its nodes (whole and Ready or not), and its GPUs per product.`,
 				return err
 			}
 			list := buildDomainList(nodes, layout, hr, gpu.Options{Clock: o.cfg.Clock})
-			return out.print(o.streams.Out, list, func(w io.Writer) error { return writeDomainsTable(w, list) })
+			return out.print(o.streams.Out, list)
 		},
 	}
 	df.add(cmd)
@@ -91,63 +86,6 @@ func buildDomainList(nodes []corev1.Node, layout *topology.Layout, h *eviction.H
 		list.Items = append(list.Items, info)
 	}
 	return list
-}
-
-func gpuText(gpus []eviction.GPUCapacity) string {
-	if len(gpus) == 0 {
-		return "-"
-	}
-	parts := make([]string, len(gpus))
-	for i, g := range gpus {
-		parts[i] = fmt.Sprintf("%d %s", g.GPUs, g.Product)
-	}
-	return strings.Join(parts, ", ")
-}
-
-func writeDomainsTable(w io.Writer, list report.DomainList) error {
-	tw := newTable(w)
-	fmt.Fprintln(tw, "DOMAIN\tNODES\tCORDONED\tCONTROL-PLANE\tGROUPS\tUNHEALTHY\tGPUS")
-	for _, d := range list.Items {
-		unhealthy := 0
-		for _, g := range d.Health.Groups {
-			if !g.Healthy {
-				unhealthy++
-			}
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%d/%d\t%d\t%d\t%d\t%s\n", d.Name, len(d.Nodes), d.CordonedNodes, len(d.Nodes), d.ControlPlaneNodes, len(d.Health.Groups), unhealthy, gpuText(d.GPUs))
-	}
-	fmt.Fprintln(tw, "\nNODE\tDOMAIN\tREADY\tCORDONED\tGPUS\tPRODUCT\tGPU-STATUS\tUPGRADED-BY")
-	for _, d := range list.Items {
-		for _, n := range d.Nodes {
-			cordoned := yesNo(n.Cordoned)
-			if n.CordonedBy != "" {
-				cordoned += " (udrain " + n.CordonedBy + ")"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", n.Name, d.Name, yesNo(n.Ready), cordoned, n.GPU.Count, orDash(n.GPU.Product), n.GPU.Status, orDash(n.UpgradedBy))
-		}
-	}
-	groups := len(list.Unscheduled)
-	for _, d := range list.Items {
-		groups += len(d.Health.Groups)
-	}
-	if groups > 0 {
-		fmt.Fprintln(tw, "\nNAMESPACE\tGROUP\tKIND\tDOMAIN\tLEADER\tREADY\tHEALTHY")
-		row := func(domain string, g health.GroupStatus) {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\n", g.ID.Namespace, g.ID.Name, g.ID.Kind, domain, orDash(g.Leader), g.ReadyMembers, g.Size, healthText(g))
-		}
-		for _, d := range list.Items {
-			for _, g := range d.Health.Groups {
-				row(d.Name, g)
-			}
-		}
-		for _, g := range list.Unscheduled {
-			row("(unscheduled)", g)
-		}
-	}
-	if len(list.Unlabeled) > 0 {
-		fmt.Fprintf(tw, "\nNodes without the label %s (left out): %s\n", list.LabelKey, strings.Join(list.Unlabeled, ", "))
-	}
-	return tw.Flush()
 }
 
 // firstError returns the first non-nil error.

@@ -1,8 +1,6 @@
 package app
 
 import (
-	"fmt"
-	"io"
 	"regexp"
 	"runtime"
 	"runtime/debug"
@@ -113,23 +111,9 @@ them from its build info ("" where it has none).`,
 			if err := out.validate(); err != nil {
 				return err
 			}
-			v := thisBuild()
-			return out.print(o.streams.Out, v, func(w io.Writer) error {
-				return writeVersionTable(w, v)
-			})
+			return out.print(o.streams.Out, thisBuild())
 		},
 	}
 	out.add(cmd)
 	return cmd
-}
-
-func writeVersionTable(w io.Writer, v report.Version) error {
-	orUnknown := func(s string) string {
-		if s == "" {
-			return "unknown"
-		}
-		return s
-	}
-	_, err := fmt.Fprintf(w, "udrain %s (commit %s, built %s, %s, %s)\n", v.Version, orUnknown(v.Commit), orUnknown(v.BuildDate), v.GoVersion, v.Platform)
-	return err
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/report"
 )
 
 // progress shows a drain or rollout while it runs, on stderr: a live view
@@ -312,7 +313,7 @@ func (p *liveProgress) view() []string {
 	if p.phase != 0 {
 		head += fmt.Sprintf("  phase %d", int(p.phase))
 	}
-	head += "  " + p.status + "  elapsed " + human(p.clk.Since(p.start))
+	head += "  " + p.status + "  elapsed " + report.FormatDuration(p.clk.Since(p.start))
 	lines := []string{head}
 	if pr := p.prog; pr.Phase1Total+pr.Phase2Total > 0 {
 		left := pr.Phase1Total + pr.Phase2Total - pr.Gone
@@ -322,7 +323,7 @@ func (p *liveProgress) view() []string {
 	if b := p.block; b != nil {
 		lines = append(lines, fmt.Sprintf("  blocked by PodDisruptionBudget %s/%s: allowed %d, healthy %d, needs %d, expected %d; for %s (%s waiting)",
 			b.Namespace, b.PDB, b.DisruptionsAllowed, b.CurrentHealthy, b.DesiredHealthy, b.ExpectedPods,
-			human(p.clk.Since(b.Since)), plural(len(b.Pods), "pod", "pods")))
+			report.FormatDuration(p.clk.Since(b.Since)), plural(len(b.Pods), "pod", "pods")))
 	}
 	if p.waiting != "" {
 		lines = append(lines, "  waiting for: "+p.waiting)

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"bytes"
 	"runtime"
 	"runtime/debug"
 	"testing"
@@ -48,25 +47,5 @@ func TestVersionReport(t *testing.T) {
 				t.Errorf("report %+v: want kind %s, this Go version and platform", v, report.KindVersion)
 			}
 		})
-	}
-}
-
-func TestVersionTable(t *testing.T) {
-	for _, tc := range []struct {
-		v    report.Version
-		want string
-	}{
-		{report.Version{Version: "v0.1.0", Commit: "abc", BuildDate: "2026-11-30T10:00:00Z", GoVersion: "go1.26.8", Platform: "linux/amd64"},
-			"udrain v0.1.0 (commit abc, built 2026-11-30T10:00:00Z, go1.26.8, linux/amd64)\n"},
-		{report.Version{Version: "(devel)", GoVersion: "go1.26.8", Platform: "linux/arm64"},
-			"udrain (devel) (commit unknown, built unknown, go1.26.8, linux/arm64)\n"},
-	} {
-		var b bytes.Buffer
-		if err := writeVersionTable(&b, tc.v); err != nil {
-			t.Fatal(err)
-		}
-		if b.String() != tc.want {
-			t.Errorf("got %q, want %q", b.String(), tc.want)
-		}
 	}
 }
