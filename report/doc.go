@@ -22,7 +22,9 @@
 // the tables to the program: SettingName names the library's settings
 // the way its users set them (udrain names its flags), FindingNote adds to
 // a finding's message. The tables are for people; their wording may
-// change between releases, and programs read JSON.
+// change between releases, and programs read JSON. FormatEvent writes an
+// event of a drain or rollout as the one line udrain's progress shows
+// without a terminal, whose words are stable.
 //
 // The JSON conventions are the library's (see package eviction):
 // lowerCamelCase names; an empty list or optional object is omitted;
