@@ -1,4 +1,4 @@
-package app
+package report_test
 
 import (
 	"os"
@@ -16,7 +16,7 @@ import (
 // every JSON field of every kind, under the section of its Go type: a
 // field added without documentation fails here.
 func TestDocsDescribeEveryField(t *testing.T) {
-	data, err := os.ReadFile("../../../docs/CLI.md")
+	data, err := os.ReadFile("../docs/CLI.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestDocsDescribeEveryField(t *testing.T) {
 	}
 }
 
-// typeTitle is the name of a type's section: its name for the CLI's own
+// typeTitle is the name of a type's section: its name for this package's
 // types, package.Name for the library's (eviction.Plan, gpu.Summary).
 func typeTitle(typ reflect.Type) string {
 	if typ.PkgPath() == reflect.TypeOf(report.TypeMeta{}).PkgPath() {
