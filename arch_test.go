@@ -112,3 +112,47 @@ func TestOneNetworkClassifier(t *testing.T) {
 		}
 	})
 }
+
+// TestNothingImportsTheCommandLine: the command line (cmd/...) builds on
+// the library, never the other way round.
+func TestNothingImportsTheCommandLine(t *testing.T) {
+	libraryFiles(t, parser.ImportsOnly, func(path string, _ []byte, f *ast.File, _ *token.FileSet) {
+		for _, imp := range f.Imports {
+			if p, _ := strconv.Unquote(imp.Path.Value); strings.HasPrefix(p, "github.com/udrain/udrain/cmd/") {
+				t.Errorf("%s imports %s: the library must not depend on the command line", path, p)
+			}
+		}
+	})
+}
+
+// TestReportIsALibrary: package report, the documents the command line
+// prints, imports the standard library, sigs.k8s.io/yaml and the result
+// types of the module's packages, no client and no command line; it
+// writes only to the writers it is given, never exits, and keeps no
+// package-level variables.
+func TestReportIsALibrary(t *testing.T) {
+	allowed := map[string]bool{"sigs.k8s.io/yaml": true}
+	for _, p := range []string{"", "/eviction", "/health", "/topology", "/gpu", "/bootstrap"} {
+		allowed["github.com/udrain/udrain"+p] = true
+	}
+	forbidden := regexp.MustCompile(`\bos\.(Stdout|Stderr|Exit)\b|\bfmt\.Print|\blog\.|\bpanic\(`)
+	libraryFiles(t, 0, func(path string, src []byte, f *ast.File, _ *token.FileSet) {
+		if filepath.Dir(path) != "report" {
+			return
+		}
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			if std := !strings.Contains(strings.SplitN(p, "/", 2)[0], "."); !std && !allowed[p] {
+				t.Errorf("%s imports %s: report may import the standard library, sigs.k8s.io/yaml and the module's root package, eviction, health, topology, gpu and bootstrap", path, p)
+			}
+		}
+		if m := forbidden.Find(src); m != nil {
+			t.Errorf("%s uses %s: report writes only to the io.Writer it is given and returns its errors", path, m)
+		}
+		for _, d := range f.Decls {
+			if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.VAR {
+				t.Errorf("%s declares package-level variables: report keeps no global state", path)
+			}
+		}
+	})
+}

@@ -25,6 +25,7 @@ import (
 	"github.com/udrain/udrain/cmd/udrain/app"
 	"github.com/udrain/udrain/e2e/fixture"
 	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/report"
 )
 
 // TestRolloutStopsOnLostGPUs is the drill "a GPU node comes back from its
@@ -66,13 +67,13 @@ kubectl patch node "$n" --subresource=status --type=merge -p '{"status":{"alloca
 	}
 
 	start := time.Now()
-	code, report, stderr := runRollout(ctx, args, c, environ)
+	code, rep, stderr := runRollout(ctx, args, c, environ)
 	firstRun := time.Since(start)
 	s.tt.OnFailure("udrain-run1.log", func(w io.Writer) error { _, err := io.WriteString(w, stderr); return err })
-	if code != app.ExitError || report.Error == nil || report.Result == nil {
-		t.Fatalf("first run: exit code %d, error %+v; want exit code %d with a report\n%s", code, report.Error, app.ExitError, stderr)
+	if code != app.ExitError || rep.Error == nil || rep.Result == nil {
+		t.Fatalf("first run: exit code %d, error %+v; want exit code %d with a report\n%s", code, rep.Error, app.ExitError, stderr)
 	}
-	msg := report.Error.Message
+	msg := rep.Error.Message
 	t.Logf("first run stopped after %s with exit code %d: %s", firstRun.Round(time.Millisecond), code, msg)
 	for _, want := range []string{
 		string(eviction.StageGPUCheck), broken, "advertises 0 nvidia.com/gpu, had 8",
@@ -84,7 +85,7 @@ kubectl patch node "$n" --subresource=status --type=merge -p '{"status":{"alloca
 		}
 	}
 	var statuses []eviction.DomainStatus
-	for _, d := range report.Result.Domains {
+	for _, d := range rep.Result.Domains {
 		statuses = append(statuses, d.Status)
 	}
 	if want := []eviction.DomainStatus{eviction.DomainFailed, eviction.DomainPending, eviction.DomainPending}; !slices.Equal(statuses, want) {
@@ -116,13 +117,13 @@ kubectl patch node "$n" --subresource=status --type=merge -p '{"status":{"alloca
 	if _, err := c.CoreV1().Nodes().Patch(ctx, broken, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
 		t.Fatal(err)
 	}
-	code, report, stderr = runRollout(ctx, args, c, environ)
+	code, rep, stderr = runRollout(ctx, args, c, environ)
 	s.tt.OnFailure("udrain-run2.log", func(w io.Writer) error { _, err := io.WriteString(w, stderr); return err })
-	if code != app.ExitOK || report.Result == nil || !report.Result.Completed {
-		t.Fatalf("second run, after the fix: exit code %d, error %+v\n%s", code, report.Error, stderr)
+	if code != app.ExitOK || rep.Result == nil || !rep.Result.Completed {
+		t.Fatalf("second run, after the fix: exit code %d, error %+v\n%s", code, rep.Error, stderr)
 	}
 	statuses = statuses[:0]
-	for _, d := range report.Result.Domains {
+	for _, d := range rep.Result.Domains {
 		statuses = append(statuses, d.Status)
 	}
 	if want := []eviction.DomainStatus{eviction.DomainSkipped, eviction.DomainDone, eviction.DomainDone}; !slices.Equal(statuses, want) {
@@ -130,15 +131,15 @@ kubectl patch node "$n" --subresource=status --type=merge -p '{"status":{"alloca
 	}
 	t.Logf("after the fix, the same command resumed and completed in %s (domains %v)", time.Since(fixedAt).Round(time.Millisecond), statuses)
 	checkWholeRollout(t, s, start, "both runs")
-	checkUpgradedAndUncordoned(t, s, report.Result.ID)
+	checkUpgradedAndUncordoned(t, s, rep.Result.ID)
 }
 
 // runRollout runs a udrain command line in process as users would run the
 // binary, on client, with environ as the upgrade command's environment;
 // it returns the exit code, the decoded JSON report and stderr.
-func runRollout(ctx context.Context, args []string, client kubernetes.Interface, environ func() []string) (int, app.RolloutReport, string) {
+func runRollout(ctx context.Context, args []string, client kubernetes.Interface, environ func() []string) (int, report.RolloutReport, string) {
 	code, stdout, stderr := runCLI(ctx, args, client, environ)
-	var r app.RolloutReport
+	var r report.RolloutReport
 	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
 		return code, r, fmt.Sprintf("%s\n(stdout is no rollout report: %v)\n%s", stderr, err, stdout)
 	}

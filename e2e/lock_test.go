@@ -22,6 +22,7 @@ import (
 	"github.com/udrain/udrain/cmd/udrain/app"
 	"github.com/udrain/udrain/e2e/testbed"
 	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/report"
 )
 
 // TestRolloutLockDrill is the "two rollouts at once" drill, with the udrain
@@ -62,19 +63,19 @@ func TestRolloutLockDrill(t *testing.T) {
 		t.Fatalf("neither rollout stopped within a minute: both run (Lease %s/%s)", eviction.DefaultLockNamespace, lease)
 	}
 	refusedAfter := time.Since(start)
-	report := loser.report(t)
-	if loser.code != app.ExitError || report.Error == nil || !strings.Contains(report.Error.Message, "is running elsewhere") ||
-		!strings.Contains(report.Error.Message, fmt.Sprintf("-%d-", holder.cmd.Process.Pid)) {
+	rep := loser.report(t)
+	if loser.code != app.ExitError || rep.Error == nil || !strings.Contains(rep.Error.Message, "is running elsewhere") ||
+		!strings.Contains(rep.Error.Message, fmt.Sprintf("-%d-", holder.cmd.Process.Pid)) {
 		t.Fatalf("the second rollout: exit code %d, error %+v; want exit code %d and an error naming the holder (pid %d)\n%s",
-			loser.code, report.Error, app.ExitError, holder.cmd.Process.Pid, loser.stderr())
+			loser.code, rep.Error, app.ExitError, holder.cmd.Process.Pid, loser.stderr())
 	}
-	for _, d := range report.Result.Domains {
+	for _, d := range rep.Result.Domains {
 		if d.Status != eviction.DomainPending || d.Drain != nil {
 			t.Errorf("the refused rollout touched domain %s: %s", d.Domain, d.Status)
 		}
 	}
 	t.Logf("two rollouts %s at once: pid %d holds the Lease, pid %d refused after %s: %s", id, holder.cmd.Process.Pid,
-		loser.cmd.Process.Pid, refusedAfter.Round(time.Millisecond), report.Error.Message)
+		loser.cmd.Process.Pid, refusedAfter.Round(time.Millisecond), rep.Error.Message)
 
 	// SIGKILL the holder in the second domain's upgrade step.
 	second := s.nodes.UD(1)
@@ -204,9 +205,9 @@ func startUdrain(t *testing.T, tt *testbed.Test, bin, name string, args []string
 func (p *udrainProcess) stderr() string { return p.errOut.String() }
 
 // report decodes the rollout's JSON report; call it once it has ended.
-func (p *udrainProcess) report(t *testing.T) app.RolloutReport {
+func (p *udrainProcess) report(t *testing.T) report.RolloutReport {
 	t.Helper()
-	var r app.RolloutReport
+	var r report.RolloutReport
 	if err := json.Unmarshal(p.out.Bytes(), &r); err != nil || r.Result == nil {
 		t.Fatalf("udrain %s: exit code %d, no rollout report on stdout (%v):\n%s\nstderr:\n%s", p.name, p.code, err, p.out, p.errOut)
 	}

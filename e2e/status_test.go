@@ -14,6 +14,7 @@ import (
 
 	"github.com/udrain/udrain/cmd/udrain/app"
 	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/report"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -93,14 +94,14 @@ func TestRolloutStatusAcrossAStop(t *testing.T) {
 	if code != app.ExitOK {
 		t.Fatalf("udrain rollout status: exit code %d: %s", code, stderr.String())
 	}
-	var report app.RolloutStatusReport
-	if err := json.Unmarshal(stdout.Bytes(), &report); err != nil {
+	var doc report.RolloutStatusReport
+	if err := json.Unmarshal(stdout.Bytes(), &doc); err != nil {
 		t.Fatalf("udrain rollout status -o json: %v\n%s", err, stdout.String())
 	}
-	if report.Kind != app.KindRolloutStatus || report.Status == nil {
-		t.Fatalf("udrain rollout status -o json: kind %q, status %v", report.Kind, report.Status)
+	if doc.Kind != report.KindRolloutStatus || doc.Status == nil {
+		t.Fatalf("udrain rollout status -o json: kind %q, status %v", doc.Kind, doc.Status)
 	}
-	checkStates(t, "the CLI, stopped", report.Status,
+	checkStates(t, "the CLI, stopped", doc.Status,
 		[]eviction.DomainState{eviction.StateDone, eviction.StateStopped, eviction.StatePending})
 
 	opts.Upgrade = func(ctx context.Context, dom topology.Domain) error {

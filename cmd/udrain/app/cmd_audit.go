@@ -2,12 +2,11 @@ package app
 
 import (
 	"fmt"
-	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/report"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -67,27 +66,27 @@ Error is found (or nodes lack the domain label), 0 otherwise.`,
 			}
 			groups := topology.FindGroups(s.Pods, topology.Groupers(s.PodGroups)...)
 			r := topology.Audit(topology.AuditInput{Layout: layout, Groups: groups, PDBs: s.PDBs, Pods: s.Pods})
-			report := AuditReport{TypeMeta: typeMeta(KindAuditReport), LabelKey: layout.LabelKey, Domains: layout.Names(),
+			doc := report.AuditReport{TypeMeta: report.NewTypeMeta(report.KindAuditReport), LabelKey: layout.LabelKey, Domains: layout.Names(),
 				Groups: len(groups), PDBs: len(s.PDBs)}
 			// Where the rollout's evicted groups go: its destination
 			// findings join the contract's.
 			if plan, err := rd.PlanRollout(o.quietContext(cmd.Context()), ro); plan != nil {
-				report.Rollout = plan
+				doc.Rollout = plan
 				for _, f := range plan.Findings {
 					if f.Code == eviction.FindingDisruptedAgain || f.Code == eviction.FindingNoRoom {
 						r.Findings = append(r.Findings, f)
 					}
 				}
 			} else {
-				report.RolloutProblem = err.Error()
+				doc.RolloutProblem = err.Error()
 			}
-			report.Errors, report.Warnings, report.Findings = len(r.Errors()), len(r.Warnings()), r.Findings
-			if err := out.print(o.streams.Out, report, func(w io.Writer) error { return writeAuditTable(w, report) }); err != nil {
+			doc.Errors, doc.Warnings, doc.Findings = len(r.Errors()), len(r.Warnings()), r.Findings
+			if err := out.print(o.streams.Out, doc); err != nil {
 				return err
 			}
 			if err := r.Err(); err != nil {
 				return &reportedError{err: err, summary: fmt.Sprintf("placement contract violated: %s, %s",
-					plural(report.Errors, "error", "errors"), plural(report.Warnings, "warning", "warnings"))}
+					plural(doc.Errors, "error", "errors"), plural(doc.Warnings, "warning", "warnings"))}
 			}
 			return nil
 		},
@@ -96,49 +95,4 @@ Error is found (or nodes lack the domain label), 0 otherwise.`,
 	out.add(cmd)
 	cmd.Flags().StringVar(&steering, "steering", string(eviction.SteerPreferUpgraded), "The steering of the rollout simulated: PreferUpgraded, Strict or Off (as udrain rollout --steering)")
 	return cmd
-}
-
-func writeAuditTable(w io.Writer, r AuditReport) error {
-	fmt.Fprintf(w, "Audited %s (label %s), %s and %s.\n", plural(len(r.Domains), "domain", "domains"), r.LabelKey,
-		plural(r.Groups, "group", "groups"), plural(r.PDBs, "PodDisruptionBudget", "PodDisruptionBudgets"))
-	switch {
-	case r.Rollout != nil:
-		fmt.Fprintf(w, "A rollout over every domain (steering %s) would take them in the order %s.\n", r.Rollout.Steering, strings.Join(r.Rollout.Domains, ", "))
-		if err := writeDestinations(w, r.Rollout.Destinations); err != nil {
-			return err
-		}
-		fmt.Fprintln(w)
-	case r.RolloutProblem != "":
-		fmt.Fprintf(w, "Where evicted groups would go was not simulated: %s\n\n", r.RolloutProblem)
-	}
-	if len(r.Findings) == 0 {
-		_, err := fmt.Fprintln(w, "The placement contract holds: no findings.")
-		return err
-	}
-	fmt.Fprintf(w, "%s, %s.\n\n", plural(r.Errors, "error", "errors"), plural(r.Warnings, "warning", "warnings"))
-	if err := writeFindings(w, r.Findings); err != nil {
-		return err
-	}
-	return nil
-}
-
-// writeFindings prints a table of findings, then each message in full.
-func writeFindings(w io.Writer, fs []topology.Finding) error {
-	tw := newTable(w)
-	fmt.Fprintln(tw, "SEVERITY\tCODE\tNAMESPACE\tGROUP/WORKLOAD\tDOMAINS\tPDBS")
-	for _, f := range fs {
-		what := f.Group
-		if what == "" {
-			what = f.Workload
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", f.Severity, f.Code, orDash(f.Namespace), orDash(what), joinOrDash(f.Domains), joinOrDash(f.PDBs))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintln(w)
-	for i, f := range fs {
-		fmt.Fprintf(w, "%d. %s %s: %s%s\n", i+1, strings.ToUpper(string(f.Severity)), f.Code, f.Message, findingAdvice(f.Code))
-	}
-	return nil
 }

@@ -1,13 +1,10 @@
 package app
 
 import (
-	"fmt"
-	"io"
-	"strings"
-
 	"github.com/spf13/cobra"
 
 	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/report"
 )
 
 func newDrainCommand(o *options) *cobra.Command {
@@ -55,8 +52,8 @@ violation.`,
 			if res == nil {
 				return err
 			}
-			report := DrainReport{TypeMeta: typeMeta(KindDrainResult), Plan: plan, Result: res, Summary: res.Summary(), Error: errorInfo(err)}
-			if perr := out.print(o.streams.Out, report, func(w io.Writer) error { return writeDrainTable(w, report) }); perr != nil {
+			doc := report.DrainReport{TypeMeta: report.NewTypeMeta(report.KindDrainResult), Plan: plan, Result: res, Summary: res.Summary(), Error: errorInfo(err)}
+			if perr := out.print(o.streams.Out, doc); perr != nil {
 				return perr
 			}
 			return err
@@ -67,69 +64,4 @@ violation.`,
 	out.add(cmd)
 	cmd.Flags().StringVar(&id, "id", eviction.DefaultDrainID, "Drain ID, recorded in the cordon mark of the nodes (annotation udrain.dev/cordoned-by); the same ID resumes, and a rollout with another ID waits until the domain is uncordoned")
 	return cmd
-}
-
-func writeDrainTable(w io.Writer, r DrainReport) error {
-	res := r.Result
-	switch {
-	case res.DryRun != "":
-		fmt.Fprintf(w, "Dry run (%s) of the drain of domain %s: nothing was changed.\n", res.DryRun, res.Domain)
-	case res.Completed:
-		fmt.Fprintf(w, "Drained domain %s in %s.\n", res.Domain, human(res.Duration.Duration()))
-	case r.Error.Reason == reason(ExitInterrupted):
-		fmt.Fprintf(w, "The drain of domain %s was interrupted after %s.\n", res.Domain, human(res.Duration.Duration()))
-	default:
-		fmt.Fprintf(w, "The drain of domain %s stopped after %s: %s\n", res.Domain, human(res.Duration.Duration()), r.Error.Message)
-	}
-	if res.DryRun == "" {
-		fmt.Fprintf(w, "Cordoned: %s (already cordoned: %s)\n", listOrNone(res.Cordoned), listOrNone(res.AlreadyCordoned))
-		if len(res.NodesGone) > 0 {
-			fmt.Fprintf(w, "Nodes deleted meanwhile: %s\n", strings.Join(res.NodesGone, ", "))
-		}
-		for i, ph := range []eviction.PhaseResult{res.Phase1, res.Phase2} {
-			fmt.Fprintf(w, "Phase %d: %d of %s evicted (%d already gone, %d already terminating) in %s\n",
-				i+1, ph.Evicted, plural(ph.Pods, "pod", "pods"), ph.AlreadyGone, ph.AlreadyTerminating, human(ph.Duration.Duration()))
-		}
-	}
-	writeSummary(w, r.Summary, false)
-	if len(res.DryRunOutcomes) > 0 {
-		fmt.Fprintln(w)
-		tw := newTable(w)
-		fmt.Fprintln(tw, "PHASE\tPOD\tOUTCOME")
-		for _, o := range res.DryRunOutcomes {
-			fmt.Fprintf(tw, "%d\t%s\t%s\n", o.Phase, o.Pod, o.Message)
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-	}
-	if r.Plan != nil {
-		for _, warning := range r.Plan.Warnings {
-			fmt.Fprintf(w, "Warning: %s\n", warning)
-		}
-	}
-	return nil
-}
-
-// writeSummary prints the summary lines shared by drain and rollout.
-func writeSummary(w io.Writer, s eviction.Summary, rollout bool) {
-	if rollout {
-		fmt.Fprintf(w, "Domains: %d done, %d skipped (done by an earlier run), %d in all\n", s.DomainsDone, s.DomainsSkipped, s.DomainsTotal)
-	}
-	fmt.Fprintf(w, "Pods evicted: %d in phase 1, %d in phase 2\n", s.Phase1Evicted, s.Phase2Evicted)
-	fmt.Fprintf(w, "Groups disrupted: %d\n", s.GroupsDisrupted)
-	if rollout {
-		fmt.Fprintf(w, "Groups disrupted again: %d\n", s.GroupsDisruptedAgain)
-		if g := s.LongestDowntime; g != nil {
-			fmt.Fprintf(w, "Longest downtime: %s, group %s (from %s to %s)\n", human(g.Downtime.Duration()), g.Group, g.From, orDash(g.To))
-		} else {
-			fmt.Fprintln(w, "Longest downtime: none")
-		}
-	}
-	if b := s.LongestBlock; b != nil {
-		fmt.Fprintf(w, "Longest block: %s by PodDisruptionBudget %s/%s\n", human(b.Duration.Duration()), b.Namespace, b.PDB)
-	} else {
-		fmt.Fprintln(w, "Longest block: none")
-	}
-	fmt.Fprintf(w, "Duration: %s\n", human(s.Duration.Duration()))
 }

@@ -2,14 +2,12 @@ package app
 
 import (
 	"fmt"
-	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/udrain/udrain/eviction"
-	"github.com/udrain/udrain/health"
+	"github.com/udrain/udrain/report"
 )
 
 // newDrainer builds the Drainer of the domain and drain flags.
@@ -78,8 +76,8 @@ refused, 4 the placement contract is violated (or a pod is under two PDBs).`,
 			if err != nil {
 				return err
 			}
-			report := PlanReport{TypeMeta: typeMeta(KindPlan), Plan: plan, Executable: plan.Err() == nil, Problem: errorInfo(plan.Err())}
-			if err := out.print(o.streams.Out, report, func(w io.Writer) error { return writePlanTable(w, report) }); err != nil {
+			doc := report.PlanReport{TypeMeta: report.NewTypeMeta(report.KindPlan), Plan: plan, Executable: plan.Err() == nil, Problem: errorInfo(plan.Err())}
+			if err := out.print(o.streams.Out, doc); err != nil {
 				return err
 			}
 			if err := plan.Err(); err != nil {
@@ -92,129 +90,4 @@ refused, 4 the placement contract is violated (or a pod is under two PDBs).`,
 	dr.add(cmd, "Used by drain (the time to wait before giving up, zero means infinite); plan ignores it.")
 	out.add(cmd)
 	return cmd
-}
-
-func writePlanTable(w io.Writer, r PlanReport) error {
-	p := r.Plan
-	pods := len(p.Phase1) + len(p.Phase2)
-	fmt.Fprintf(w, "Plan for domain %s (label %s): %s, %s to evict, %s disrupted.\n",
-		p.Domain, p.LabelKey, plural(len(p.Nodes), "node", "nodes"), plural(pods, "pod", "pods"), plural(len(p.Groups), "group", "groups"))
-	fmt.Fprintf(w, "Nodes: %s\n", strings.Join(p.Nodes, ", "))
-	if len(p.GPUs) > 0 {
-		fmt.Fprintf(w, "GPUs out of service: %s\n", gpuText(p.GPUs))
-	}
-	for i, pods := range [][]eviction.PlannedPod{p.Phase1, p.Phase2} {
-		desc := "pods selected by a PodDisruptionBudget (leaders), evicted first, paced by their budgets"
-		if i == 1 {
-			desc = "the other pods, evicted concurrently once every phase-1 pod is evicted"
-		}
-		fmt.Fprintf(w, "\nPhase %d: %s: %s\n", i+1, plural(len(pods), "pod", "pods"), desc)
-		if len(pods) == 0 {
-			continue
-		}
-		tw := newTable(w)
-		fmt.Fprintln(tw, "NAMESPACE\tPOD\tNODE\tPDBS\tGROUP\tNOTE")
-		for _, pod := range pods {
-			var note []string
-			if pod.Leader {
-				note = append(note, "leader")
-			}
-			if pod.Terminating {
-				note = append(note, "terminating: only waited for")
-			}
-			if pod.Warning != "" {
-				note = append(note, pod.Warning)
-			}
-			group := ""
-			if pod.Group != nil {
-				group = pod.Group.String()
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", pod.Namespace, pod.Name, pod.Node, joinOrDash(pod.PDBs), orDash(group), joinOrDash(note))
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-	}
-	if len(p.Skipped) > 0 {
-		fmt.Fprintf(w, "\nSkipped: %s\n", plural(len(p.Skipped), "pod", "pods"))
-		if err := writePodReasons(w, p.Skipped); err != nil {
-			return err
-		}
-	}
-	if len(p.Refused) > 0 {
-		fmt.Fprintf(w, "\nRefused (kubectl drain would refuse these with the current flags): %s\n", plural(len(p.Refused), "pod", "pods"))
-		if err := writePodReasons(w, p.Refused); err != nil {
-			return err
-		}
-	}
-	for _, warning := range p.Warnings {
-		fmt.Fprintf(w, "\nWarning: %s\n", warning)
-	}
-	for _, f := range p.GPUFit {
-		if f.Risk() {
-			fmt.Fprintf(w, "\nWarning: the evicted pods may not all fit back onto the domain's nodes: %s; free per node: %s. Fix placement (or the nodes' GPUs) before the drain, or the rollout's recovery waits for pods that stay Pending.\n",
-				f, gpuNodesText(f.Nodes))
-		}
-	}
-	if len(p.Blockers) > 0 {
-		fmt.Fprintln(w, "\nBlockers (would refuse phase 1 right now):")
-		tw := newTable(w)
-		fmt.Fprintln(tw, "NAMESPACE\tPDB\tNEEDED\tALLOWED\tHEALTHY\tDESIRED\tEXPECTED")
-		for _, b := range p.Blockers {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\n", b.Namespace, b.PDB, b.Needed, b.DisruptionsAllowed, b.CurrentHealthy, b.DesiredHealthy, b.ExpectedPods)
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-	}
-	if len(p.Groups) > 0 {
-		fmt.Fprintln(w, "\nGroups disrupted:")
-		tw := newTable(w)
-		fmt.Fprintln(tw, "NAMESPACE\tGROUP\tKIND\tLEADER\tSIZE\tEVICTED\tHEALTHY NOW")
-		for _, g := range p.Groups {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", g.ID.Namespace, g.ID.Name, g.ID.Kind, orDash(g.Leader), g.Size, g.Evicted, healthText(g.GroupStatus))
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-	}
-	if len(p.Findings) > 0 {
-		fmt.Fprintln(w, "\nContract findings for this domain:")
-		if err := writeFindings(w, p.Findings); err != nil {
-			return err
-		}
-	}
-	if r.Executable {
-		_, err := fmt.Fprintln(w, "\nThe drain can start.")
-		return err
-	}
-	_, err := fmt.Fprintf(w, "\nThe drain cannot start: %s\n", r.Problem.Message)
-	return err
-}
-
-// gpuNodesText shows free GPUs per node: "node-1 2/8, node-2 8/8".
-func gpuNodesText(nodes []eviction.NodeGPUs) string {
-	parts := make([]string, len(nodes))
-	for i, n := range nodes {
-		parts[i] = fmt.Sprintf("%s %d/%d", n.Node, n.Free, n.Allocatable)
-	}
-	return strings.Join(parts, ", ")
-}
-
-// healthText shows a group's health in a table cell: "yes", or "no:
-// <message>".
-func healthText(g health.GroupStatus) string {
-	if g.Healthy {
-		return "yes"
-	}
-	return "no: " + g.Message
-}
-
-func writePodReasons(w io.Writer, pods []eviction.PodReason) error {
-	tw := newTable(w)
-	fmt.Fprintln(tw, "NAMESPACE\tPOD\tNODE\tREASON")
-	for _, p := range pods {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Namespace, p.Name, p.Node, p.Reason)
-	}
-	return tw.Flush()
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os/exec"
 	"strings"
 	"time"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/metrics"
+	"github.com/udrain/udrain/report"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -235,9 +235,9 @@ A holder that died leaves a Lease that can be taken over once it expires
 			if res == nil {
 				return err
 			}
-			report := RolloutReport{TypeMeta: typeMeta(KindRolloutResult), UpgradeCommand: uf.command, UpgradeStep: uf.describe(), LabelKey: df.label,
+			doc := report.RolloutReport{TypeMeta: report.NewTypeMeta(report.KindRolloutResult), UpgradeCommand: uf.command, UpgradeStep: uf.describe(), LabelKey: df.label,
 				Result: res, Summary: res.Summary(), Error: errorInfo(err)}
-			if perr := out.print(o.streams.Out, report, func(w io.Writer) error { return writeRolloutTable(w, report) }); perr != nil {
+			if perr := out.print(o.streams.Out, doc); perr != nil {
 				return perr
 			}
 			return err
@@ -261,119 +261,4 @@ A holder that died leaves a Lease that can be taken over once it expires
 	mf.add(cmd)
 	cmd.AddCommand(newRolloutStatusCommand(o))
 	return cmd
-}
-
-func writeRolloutTable(w io.Writer, r RolloutReport) error {
-	res := r.Result
-	what := "Rollout " + res.ID
-	if r.UpgradeCommand != "" {
-		what += fmt.Sprintf(" (upgrade command %q)", r.UpgradeCommand)
-	}
-	if r.UpgradeStep != "" {
-		what += fmt.Sprintf(" (upgrade step: %s)", r.UpgradeStep)
-	}
-	switch {
-	case res.DryRun != "":
-		fmt.Fprintf(w, "%s: dry run (%s), nothing was changed.\n", what, res.DryRun)
-	case res.Completed:
-		fmt.Fprintf(w, "%s completed in %s.\n", what, human(r.Summary.Duration.Duration()))
-	case r.Error.Reason == reason(ExitInterrupted):
-		fmt.Fprintf(w, "%s was interrupted after %s.\n", what, human(r.Summary.Duration.Duration()))
-	default:
-		fmt.Fprintf(w, "%s stopped after %s: %s\n", what, human(r.Summary.Duration.Duration()), r.Error.Message)
-	}
-	tw := newTable(w)
-	fmt.Fprintln(tw, "\nDOMAIN\tSTATUS\tPHASE 1\tPHASE 2\tGROUPS\tLONGEST BLOCK\tUPGRADE\tRECOVERY\tDURATION")
-	for _, d := range res.Domains {
-		if d.Drain == nil {
-			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t-\t-\t-\n", d.Domain, d.Status)
-			continue
-		}
-		longest := "-"
-		if b := d.Drain.Summary().LongestBlock; b != nil {
-			longest = fmt.Sprintf("%s %s/%s", human(b.Duration.Duration()), b.Namespace, b.PDB)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%d/%d\t%d\t%s\t%s\t%s\t%s\n", d.Domain, d.Status,
-			d.Drain.Phase1.Evicted, d.Drain.Phase1.Pods, d.Drain.Phase2.Evicted, d.Drain.Phase2.Pods, len(d.Drain.GroupsDisrupted), longest,
-			human(d.Upgrade.Duration()), human(d.Recovery.Duration()), human(d.Duration.Duration()))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if err := writeDowntimes(w, res.Domains); err != nil {
-		return err
-	}
-	if res.DryRun != "" {
-		if err := writeDestinations(w, res.Destinations); err != nil {
-			return err
-		}
-	}
-	fmt.Fprintln(w)
-	writeSummary(w, r.Summary, true)
-	if len(res.Findings) > 0 {
-		fmt.Fprintln(w, "\nContract findings before the rollout:")
-		if err := writeFindings(w, res.Findings); err != nil {
-			return err
-		}
-	}
-	if !res.Completed && res.DryRun == "" && r.Error.ExitCode != ExitUsage && r.Error.ExitCode != ExitContract {
-		fmt.Fprintf(w, "\nTo resume, run the same command again (rollout ID %s).\n", res.ID)
-	}
-	return nil
-}
-
-// writeDestinations prints where each evicted group can go, as the
-// rollout's simulation found it: one line per group and domain it is
-// evicted from.
-func writeDestinations(w io.Writer, dests []eviction.GroupDestination) error {
-	if len(dests) == 0 {
-		return nil
-	}
-	fmt.Fprintln(w, "\nWhere the evicted groups can go (simulated before anything is touched):")
-	tw := newTable(w)
-	warned := 0
-	fmt.Fprintln(tw, "GROUP\tFROM\tTO\tKIND\tROOM")
-	for _, d := range dests {
-		room := "-"
-		if d.Room > 0 {
-			room = fmt.Sprint(d.Room)
-		}
-		if d.Room >= 100 { // the simulation counts no further
-			room += "+"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.Group, d.From, orDash(d.To), d.Kind, room)
-		if d.Kind == eviction.DestinationDisruptedAgain || d.Kind == eviction.DestinationNoRoom {
-			warned++
-		}
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if warned > 0 {
-		fmt.Fprintf(w, "%d group(s) would be disrupted again or find no room: see the findings below.\n", warned)
-	}
-	return nil
-}
-
-// writeDowntimes prints the downtime of every group the rollout
-// disrupted, domain by domain.
-func writeDowntimes(w io.Writer, domains []eviction.DomainOutcome) error {
-	var rows []eviction.GroupDowntime
-	for _, d := range domains {
-		rows = append(rows, d.Groups...)
-	}
-	if len(rows) == 0 {
-		return nil
-	}
-	fmt.Fprintln(w, "\nGroup downtime (first eviction until healthy again, wherever it runs):")
-	tw := newTable(w)
-	fmt.Fprintln(tw, "GROUP\tFROM\tTO\tDOWNTIME")
-	for _, g := range rows {
-		down := human(g.Downtime.Duration())
-		if g.Healthy == nil {
-			down = "not healthy yet"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", g.Group, g.From, orDash(g.To), down)
-	}
-	return tw.Flush()
 }

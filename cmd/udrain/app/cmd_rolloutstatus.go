@@ -3,8 +3,6 @@ package app
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"time"
@@ -14,6 +12,7 @@ import (
 	"k8s.io/client-go/informers"
 
 	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/report"
 )
 
 func newRolloutStatusCommand(o *options) *cobra.Command {
@@ -97,8 +96,8 @@ through one watch of nodes, pods and budgets, and reads the Lease every
 				return err
 			}
 			print := func(st *eviction.RolloutStatus) error {
-				report := RolloutStatusReport{TypeMeta: typeMeta(KindRolloutStatus), LabelKey: df.label, NoLock: noLock, Status: st}
-				return out.print(o.streams.Out, report, func(w io.Writer) error { return writeRolloutStatusTable(w, report) })
+				doc := report.RolloutStatusReport{TypeMeta: report.NewTypeMeta(report.KindRolloutStatus), LabelKey: df.label, NoLock: noLock, Status: st}
+				return out.print(o.streams.Out, doc)
 			}
 			if !watch {
 				st, err := d.RolloutStatus(ctx, id, so)
@@ -184,92 +183,4 @@ func statusKey(st *eviction.RolloutStatus) string {
 	}
 	b, _ := json.Marshal(c)
 	return string(b)
-}
-
-func writeRolloutStatusTable(w io.Writer, r RolloutStatusReport) error {
-	st := r.Status
-	now := st.Time
-	ago := func(t time.Time) string { return human(now.Sub(t)) + " ago" }
-	fmt.Fprintf(w, "Rollout %s: %s\n", st.ID, lockLine(st, r.NoLock, ago))
-	fmt.Fprintf(w, "%d of %s done", st.Done, plural(len(st.Domains), "domain", "domains"))
-	if e := st.ETA; e != nil {
-		fmt.Fprintf(w, "; ETA %s (%s), %s a domain over the last %s", e.At.UTC().Format(time.RFC3339), inOrAgo(e.At.Sub(now)),
-			human(e.PerDomain.Duration()), plural(e.Samples+1, "domain", "domains"))
-	}
-	fmt.Fprintln(w, ".")
-	tw := newTable(w)
-	fmt.Fprintln(tw, "\nDOMAIN\tSTATE\tSTAGE\tSINCE\tNODES\tCORDONED\tUPGRADED\tPODS\tDOWN")
-	for _, p := range st.Domains {
-		since := "-"
-		switch {
-		case p.Since != nil:
-			since = ago(*p.Since)
-		case p.NotBefore != nil:
-			since = "<" + ago(*p.NotBefore)
-		}
-		var down []string
-		for _, g := range p.Down {
-			down = append(down, g.ID.String())
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", p.Domain, p.State, orDash(string(p.Stage)), since, p.Nodes, p.Cordoned, p.Upgraded, p.Pods, joinOrDash(down))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	var notes []string
-	for _, p := range st.Domains {
-		if p.Stage == "" {
-			continue
-		}
-		for _, b := range p.Blockers {
-			notes = append(notes, fmt.Sprintf("%s: blocked by PodDisruptionBudget %s/%s (%s; phase 1 needs %d)", p.Domain, b.Namespace, b.PDB, b.BudgetCounts, b.Needed))
-		}
-		for _, g := range p.Down {
-			notes = append(notes, fmt.Sprintf("%s: group %s: %s", p.Domain, g.ID, g.Message))
-		}
-		for _, b := range p.Budgets {
-			notes = append(notes, fmt.Sprintf("%s: PodDisruptionBudget %s/%s: %s", p.Domain, b.Namespace, b.Name, b.Message))
-		}
-		if p.State == eviction.StateStopped {
-			notes = append(notes, fmt.Sprintf("%s: the rollout stopped here (%s); run the same rollout command again to resume (rollout ID %s)", p.Domain, p.Stage, st.ID))
-		}
-	}
-	if len(notes) > 0 {
-		fmt.Fprintln(w)
-		for _, n := range notes {
-			fmt.Fprintln(w, n)
-		}
-	}
-	return nil
-}
-
-// lockLine says whether the rollout runs, from its Lease.
-func lockLine(st *eviction.RolloutStatus, noLock bool, ago func(time.Time) string) string {
-	l := st.Lock
-	switch {
-	case noLock:
-		return "whether it runs is unknown (--no-lock: its Lease is not read)"
-	case l == nil:
-		return "no Lease found (the rollout is not running, or runs without a lock or with another --lock-namespace)"
-	}
-	lease := "Lease " + l.Namespace + "/" + l.Name
-	renewed := "never renewed"
-	if l.RenewedAt != nil {
-		renewed = "renewed " + ago(*l.RenewedAt)
-	}
-	switch {
-	case l.Held:
-		return fmt.Sprintf("running; %s held by %s, %s", lease, l.Holder, renewed)
-	case l.Holder == "":
-		return fmt.Sprintf("not running; %s released, %s", lease, renewed)
-	}
-	return fmt.Sprintf("not running; %s of %s expired, %s (it holds %s)", lease, l.Holder, renewed, human(l.Duration.Duration()))
-}
-
-// inOrAgo says when a time is, from a duration to it.
-func inOrAgo(d time.Duration) string {
-	if d < 0 {
-		return human(-d) + " overdue"
-	}
-	return "in " + human(d)
 }

@@ -2,14 +2,12 @@ package app
 
 import (
 	"context"
-	"fmt"
-	"io"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/report"
 )
 
 func newUncordonCommand(o *options) *cobra.Command {
@@ -39,15 +37,8 @@ wait-healthy DOMAIN.`,
 			if err != nil {
 				return err
 			}
-			r := UncordonResult{TypeMeta: typeMeta(KindUncordonResult), Domain: args[0], Uncordoned: done}
-			return out.print(o.streams.Out, r, func(w io.Writer) error {
-				if len(r.Uncordoned) == 0 {
-					_, err := fmt.Fprintf(w, "Domain %s: every node was schedulable already.\n", r.Domain)
-					return err
-				}
-				_, err := fmt.Fprintf(w, "Domain %s: uncordoned %s: %s\n", r.Domain, plural(len(r.Uncordoned), "node", "nodes"), strings.Join(r.Uncordoned, ", "))
-				return err
-			})
+			r := report.UncordonResult{TypeMeta: report.NewTypeMeta(report.KindUncordonResult), Domain: args[0], Uncordoned: done}
+			return out.print(o.streams.Out, r)
 		},
 	}
 	df.add(cmd)
@@ -112,13 +103,13 @@ whenever it changes. The exit code is 1 when --timeout passes first.`,
 			if domain != "" {
 				domains = []string{domain}
 			}
-			report, err := d.WaitHealthy(ctx, domains...)
-			if report == nil {
+			hr, err := d.WaitHealthy(ctx, domains...)
+			if hr == nil {
 				return err // nothing to report: the layout or the watch failed
 			}
-			r := HealthReport{TypeMeta: typeMeta(KindHealthReport), Domain: domain, Health: report,
+			r := report.HealthReport{TypeMeta: report.NewTypeMeta(report.KindHealthReport), Domain: domain, Health: hr,
 				WaitedSeconds: seconds(o.cfg.Clock.Since(start)), Error: errorInfo(err)}
-			if perr := out.print(o.streams.Out, r, func(w io.Writer) error { return writeHealthTable(w, r) }); perr != nil {
+			if perr := out.print(o.streams.Out, r); perr != nil {
 				return perr
 			}
 			return err
@@ -128,40 +119,4 @@ whenever it changes. The exit code is 1 when --timeout passes first.`,
 	out.add(cmd)
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "How long to wait before giving up (exit code 1); zero means infinite")
 	return cmd
-}
-
-func writeHealthTable(w io.Writer, r HealthReport) error {
-	what := "Every domain"
-	if r.Domain != "" {
-		what = "Domain " + r.Domain
-	}
-	groups, budgets := 0, map[string]bool{}
-	for _, d := range r.Health.Domains {
-		groups += len(d.Groups)
-		for _, b := range d.Budgets {
-			budgets[b.Namespace+"/"+b.Name] = true // a budget may span domains
-		}
-	}
-	if r.Health.Healthy {
-		fmt.Fprintf(w, "%s is healthy (%s, %s; waited %s).\n", what, plural(groups, "group", "groups"),
-			plural(len(budgets), "PodDisruptionBudget", "PodDisruptionBudgets"), human(secondsDuration(r.WaitedSeconds)))
-		return nil
-	}
-	fmt.Fprintf(w, "%s is not healthy after %s:\n", what, human(secondsDuration(r.WaitedSeconds)))
-	for _, d := range r.Health.Domains {
-		for _, g := range d.Groups {
-			if !g.Healthy {
-				fmt.Fprintf(w, "  %s: group %s: %s\n", d.Domain, g.ID, g.Message)
-			}
-		}
-		for _, b := range d.Budgets {
-			if !b.Healthy {
-				fmt.Fprintf(w, "  %s: PodDisruptionBudget %s/%s: %s\n", d.Domain, b.Namespace, b.Name, b.Message)
-			}
-		}
-	}
-	for _, g := range r.Health.Unscheduled {
-		fmt.Fprintf(w, "  unscheduled: group %s: %s\n", g.ID, g.Message)
-	}
-	return nil
 }

@@ -1,14 +1,14 @@
 package app
 
 import (
-	"fmt"
-	"io"
 	"regexp"
 	"runtime"
 	"runtime/debug"
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/udrain/udrain/report"
 )
 
 // The release stamps, set at build time by the release build
@@ -39,15 +39,15 @@ var pseudoVersion = regexp.MustCompile(`[-.](\d{14})-([0-9a-f]{12})(\+.*)?$`)
 func buildVersion() string { return thisBuild().Version }
 
 // thisBuild is the Version report of this binary.
-func thisBuild() Version {
+func thisBuild() report.Version {
 	bi, _ := debug.ReadBuildInfo()
 	return versionReport(stamps{version: version, commit: commit, buildDate: buildDate}, bi)
 }
 
 // versionReport is the Version report of a binary: the stamps first, then
 // the build info (nil when the binary has none).
-func versionReport(s stamps, bi *debug.BuildInfo) Version {
-	v := Version{TypeMeta: typeMeta(KindVersion), Version: s.version, Commit: s.commit, BuildDate: s.buildDate,
+func versionReport(s stamps, bi *debug.BuildInfo) report.Version {
+	v := report.Version{TypeMeta: report.NewTypeMeta(report.KindVersion), Version: s.version, Commit: s.commit, BuildDate: s.buildDate,
 		GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
 	if bi == nil {
 		if v.Version == "" {
@@ -111,23 +111,9 @@ them from its build info ("" where it has none).`,
 			if err := out.validate(); err != nil {
 				return err
 			}
-			v := thisBuild()
-			return out.print(o.streams.Out, v, func(w io.Writer) error {
-				return writeVersionTable(w, v)
-			})
+			return out.print(o.streams.Out, thisBuild())
 		},
 	}
 	out.add(cmd)
 	return cmd
-}
-
-func writeVersionTable(w io.Writer, v Version) error {
-	orUnknown := func(s string) string {
-		if s == "" {
-			return "unknown"
-		}
-		return s
-	}
-	_, err := fmt.Fprintf(w, "udrain %s (commit %s, built %s, %s, %s)\n", v.Version, orUnknown(v.Commit), orUnknown(v.BuildDate), v.GoVersion, v.Platform)
-	return err
 }

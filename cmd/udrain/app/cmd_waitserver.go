@@ -2,14 +2,13 @@ package app
 
 import (
 	"errors"
-	"fmt"
-	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/bootstrap"
+	"github.com/udrain/udrain/report"
 )
 
 func newWaitServerCommand(o *options) *cobra.Command {
@@ -71,7 +70,7 @@ the last failure), 2 bad URL or flags, 130 interrupted.`,
 				err = &flagTermsError{err: err}
 			}
 			r := buildWaitServerResult(res, err)
-			if perr := out.print(o.streams.Out, r, func(w io.Writer) error { return writeWaitServerTable(w, r) }); perr != nil {
+			if perr := out.print(o.streams.Out, r); perr != nil {
 				return perr
 			}
 			if err != nil {
@@ -96,8 +95,8 @@ the last failure), 2 bad URL or flags, 130 interrupted.`,
 	return cmd
 }
 
-func buildWaitServerResult(res *bootstrap.Result, err error) WaitServerResult {
-	r := WaitServerResult{TypeMeta: typeMeta(KindWaitServerResult)}
+func buildWaitServerResult(res *bootstrap.Result, err error) report.WaitServerResult {
+	r := report.WaitServerResult{TypeMeta: report.NewTypeMeta(report.KindWaitServerResult)}
 	if res != nil {
 		r.Target, r.Reachable, r.Attempts, r.ElapsedSeconds = res.Target, true, res.Attempts, seconds(res.Elapsed)
 		r.StatusCode, r.RemoteAddr = res.StatusCode, res.RemoteAddr
@@ -109,25 +108,4 @@ func buildWaitServerResult(res *bootstrap.Result, err error) WaitServerResult {
 	}
 	r.Error = errorInfo(err)
 	return r
-}
-
-func writeWaitServerTable(w io.Writer, r WaitServerResult) error {
-	if !r.Reachable {
-		class := r.FailureClass
-		if class == "" {
-			class = "none completed"
-		}
-		_, err := fmt.Fprintf(w, "Server %s not reachable after %s in %s; last failure: %s\n", r.Target,
-			plural(r.Attempts, "attempt", "attempts"), human(secondsDuration(r.ElapsedSeconds)), class)
-		return err
-	}
-	how := ""
-	if r.StatusCode != 0 {
-		how = fmt.Sprintf(" (HTTP %d from %s)", r.StatusCode, r.RemoteAddr)
-	} else if r.RemoteAddr != "" {
-		how = " (" + r.RemoteAddr + ")"
-	}
-	_, err := fmt.Fprintf(w, "Server %s reachable after %s in %s%s.\n", r.Target, plural(r.Attempts, "attempt", "attempts"),
-		human(secondsDuration(r.ElapsedSeconds)), how)
-	return err
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/health"
 	"github.com/udrain/udrain/readiness/gate"
+	"github.com/udrain/udrain/report"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -102,16 +103,16 @@ func TestOneHealthJudgment(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			report, err := d.Health(t.Context())
+			hr, err := d.Health(t.Context())
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, dom := range report.Domains {
+			for _, dom := range hr.Domains {
 				for _, g := range dom.Groups {
 					verdicts["recovery"] = g.Healthy
 				}
 			}
-			for _, g := range report.Unscheduled {
+			for _, g := range hr.Unscheduled {
 				verdicts["recovery"] = g.Healthy
 			}
 
@@ -124,7 +125,7 @@ func TestOneHealthJudgment(t *testing.T) {
 			if r.code != ExitOK {
 				t.Fatalf("domains: exit code %d: %s", r.code, r.stderr)
 			}
-			var list DomainList
+			var list report.DomainList
 			if err := json.Unmarshal([]byte(r.stdout), &list); err != nil {
 				t.Fatal(err)
 			}

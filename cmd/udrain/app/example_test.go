@@ -16,6 +16,7 @@ import (
 
 	"github.com/udrain/udrain/cmd/udrain/app"
 	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/report"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -35,7 +36,7 @@ func ExampleRun() {
 	streams := genericiooptions.IOStreams{In: os.Stdin, Out: &out, ErrOut: &errOut}
 
 	code := app.Run(context.Background(), []string{"domains", "-o", "json"}, streams, cfg)
-	var list app.DomainList
+	var list report.DomainList
 	if err := json.Unmarshal(out.Bytes(), &list); err != nil {
 		fmt.Println(err)
 		return

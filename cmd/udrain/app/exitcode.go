@@ -8,6 +8,7 @@ import (
 	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/readiness"
+	"github.com/udrain/udrain/report"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -83,19 +84,30 @@ func ExitCode(err error) int {
 	return ExitError
 }
 
-// reason names the class of an exit code in JSON output (ErrorInfo.Reason).
+// reason names the class of an exit code in JSON output
+// (report.ErrorInfo.Reason).
 func reason(code int) string {
 	switch code {
 	case ExitUsage:
-		return "Usage"
+		return report.ReasonUsage
 	case ExitBlocked:
-		return "Blocked"
+		return report.ReasonBlocked
 	case ExitContract:
-		return "ContractViolation"
+		return report.ReasonContractViolation
 	case ExitInterrupted:
-		return "Interrupted"
+		return report.ReasonInterrupted
 	}
-	return "Error"
+	return report.ReasonError
+}
+
+// errorInfo is the error object of a report: err's exit code, its class
+// and its message in terms of flags; nil without an error.
+func errorInfo(err error) *report.ErrorInfo {
+	if err == nil {
+		return nil
+	}
+	code := ExitCode(err)
+	return &report.ErrorInfo{Reason: reason(code), ExitCode: code, Message: describe(err)}
 }
 
 // hint says what to do about err, in one line, or "" when the error's own

@@ -82,6 +82,7 @@ var fieldFlags = map[string]string{
 	"eviction.RolloutStatusOptions.Domains":                   "--domains",
 	"eviction.RolloutStatusOptions.Order":                     "--order",
 	"eviction.RolloutStatusOptions.LockNamespace":             "--lock-namespace",
+	"eviction.RolloutStatusOptions.NoLock":                    "--no-lock",
 	"eviction.RolloutOptions.Domains":                         "--domains",
 	"eviction.RolloutOptions.RecoveryTimeout":                 "--recovery-timeout",
 	"eviction.RolloutOptions.GPUCheck.Grace":                  "--gpu-check-grace",

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/report"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -113,7 +114,7 @@ func TestGoldenRolloutDowntime(t *testing.T) {
 			Upgrade: eviction.Seconds(time.Minute), Recovery: eviction.Seconds(2 * time.Minute), Duration: eviction.Seconds(3 * time.Minute)},
 	}}
 	var b strings.Builder
-	if err := writeRolloutTable(&b, RolloutReport{Result: res, Summary: res.Summary()}); err != nil {
+	if err := (report.RolloutReport{Result: res, Summary: res.Summary()}).WriteTable(&b, report.TableOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "rollout-downtime.table", b.String())

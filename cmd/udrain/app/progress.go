@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/report"
 )
 
 // progress shows a drain or rollout while it runs, on stderr: a live view
@@ -56,46 +57,6 @@ func terminalWidth(w io.Writer) int {
 	return 120
 }
 
-// formatEvent writes an event as one line:
-//
-//	<time> <Type> [dryRun=client|server] [domain=D] [phase=N] [pod=NS/NAME] [node=N]
-//	  [pdb=NS/NAME allowed=A healthy=H desired=D expected=E]
-//	  [phase1=EVICTED/TOTAL phase2=EVICTED/TOTAL gone=G] [msg="..."]
-//
-// The words and their order are stable: scripts grep them (docs/CLI.md).
-func formatEvent(e eviction.Event, layout string) string {
-	var b strings.Builder
-	b.WriteString(e.Time.UTC().Format(layout))
-	b.WriteByte(' ')
-	b.WriteString(string(e.Type))
-	if e.DryRun != "" {
-		fmt.Fprintf(&b, " dryRun=%s", e.DryRun)
-	}
-	if e.Domain != "" {
-		fmt.Fprintf(&b, " domain=%s", e.Domain)
-	}
-	if e.Phase != 0 {
-		fmt.Fprintf(&b, " phase=%d", int(e.Phase))
-	}
-	if e.Pod != nil {
-		fmt.Fprintf(&b, " pod=%s", e.Pod)
-	}
-	if e.Node != "" {
-		fmt.Fprintf(&b, " node=%s", e.Node)
-	}
-	if bl := e.Block; bl != nil {
-		fmt.Fprintf(&b, " pdb=%s/%s allowed=%d healthy=%d desired=%d expected=%d",
-			bl.Namespace, bl.PDB, bl.DisruptionsAllowed, bl.CurrentHealthy, bl.DesiredHealthy, bl.ExpectedPods)
-	}
-	if p := e.Progress; p.Phase1Total+p.Phase2Total > 0 {
-		fmt.Fprintf(&b, " phase1=%d/%d phase2=%d/%d gone=%d", p.Phase1Evicted, p.Phase1Total, p.Phase2Evicted, p.Phase2Total, p.Gone)
-	}
-	if e.Message != "" {
-		fmt.Fprintf(&b, " msg=%q", e.Message)
-	}
-	return b.String()
-}
-
 // lineProgress prints one timestamped line per event.
 type lineProgress struct {
 	mu  sync.Mutex
@@ -104,11 +65,11 @@ type lineProgress struct {
 }
 
 func (p *lineProgress) event(e eviction.Event) {
-	p.println(formatEvent(e, time.RFC3339))
+	p.println(report.FormatEvent(e, time.RFC3339))
 }
 
 func (p *lineProgress) note(kind, domain, msg string) {
-	p.println(formatEvent(eviction.Event{Time: p.clk.Now(), Type: eviction.EventType(kind), Domain: domain, Message: msg}, time.RFC3339))
+	p.println(report.FormatEvent(eviction.Event{Time: p.clk.Now(), Type: eviction.EventType(kind), Domain: domain, Message: msg}, time.RFC3339))
 }
 
 func (p *lineProgress) println(line string) {
@@ -261,7 +222,7 @@ func (p *liveProgress) event(e eviction.Event) {
 		p.status = "done"
 	}
 	if show {
-		p.printAboveLocked(formatEvent(e, "15:04:05"))
+		p.printAboveLocked(report.FormatEvent(e, "15:04:05"))
 		return
 	}
 	p.redrawLocked(false)
@@ -270,7 +231,7 @@ func (p *liveProgress) event(e eviction.Event) {
 func (p *liveProgress) note(kind, domain, msg string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.printAboveLocked(formatEvent(eviction.Event{Time: p.clk.Now(), Type: eviction.EventType(kind), Domain: domain, Message: msg}, "15:04:05"))
+	p.printAboveLocked(report.FormatEvent(eviction.Event{Time: p.clk.Now(), Type: eviction.EventType(kind), Domain: domain, Message: msg}, "15:04:05"))
 }
 
 func (p *liveProgress) output(prefix string) io.WriteCloser {
@@ -312,7 +273,7 @@ func (p *liveProgress) view() []string {
 	if p.phase != 0 {
 		head += fmt.Sprintf("  phase %d", int(p.phase))
 	}
-	head += "  " + p.status + "  elapsed " + human(p.clk.Since(p.start))
+	head += "  " + p.status + "  elapsed " + report.FormatDuration(p.clk.Since(p.start))
 	lines := []string{head}
 	if pr := p.prog; pr.Phase1Total+pr.Phase2Total > 0 {
 		left := pr.Phase1Total + pr.Phase2Total - pr.Gone
@@ -322,7 +283,7 @@ func (p *liveProgress) view() []string {
 	if b := p.block; b != nil {
 		lines = append(lines, fmt.Sprintf("  blocked by PodDisruptionBudget %s/%s: allowed %d, healthy %d, needs %d, expected %d; for %s (%s waiting)",
 			b.Namespace, b.PDB, b.DisruptionsAllowed, b.CurrentHealthy, b.DesiredHealthy, b.ExpectedPods,
-			human(p.clk.Since(b.Since)), plural(len(b.Pods), "pod", "pods")))
+			report.FormatDuration(p.clk.Since(b.Since)), plural(len(b.Pods), "pod", "pods")))
 	}
 	if p.waiting != "" {
 		lines = append(lines, "  waiting for: "+p.waiting)

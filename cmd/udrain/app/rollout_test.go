@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/report"
 )
 
 // TestRolloutUpgradeCommand runs a whole rollout on the fake cluster (pods
@@ -37,7 +38,7 @@ func TestRolloutUpgradeCommand(t *testing.T) {
 			t.Errorf("stderr does not have %q:\n%s", want, r.stderr)
 		}
 	}
-	var res RolloutReport
+	var res report.RolloutReport
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +139,7 @@ func TestRolloutInterruptedDuringUpgrade(t *testing.T) {
 	}
 }
 
-func statuses(r RolloutReport) []string {
+func statuses(r report.RolloutReport) []string {
 	var out []string
 	for _, d := range r.Result.Domains {
 		out = append(out, string(d.Status))

@@ -75,6 +75,24 @@ func TestGoldenRolloutStatus(t *testing.T) {
 	}
 }
 
+// TestRolloutStatusLockLineNamesFlags: the table's line about the Lease
+// names the flags that change it, as package report's tables name the
+// library's settings through the command line's flag table.
+func TestRolloutStatusLockLineNamesFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"rollout", "status", "r1", "--no-lock"}, "Rollout r1: whether it runs is unknown (--no-lock: its Lease is not read)\n"},
+		{[]string{"rollout", "status", "r1"}, "Rollout r1: no Lease found (the rollout is not running, or runs without a lock or with another --lock-namespace)\n"},
+	} {
+		r := runOn(t, newCluster(t, withRolloutMarks()), tc.args...)
+		if r.code != ExitOK || !strings.HasPrefix(r.stdout, tc.want) {
+			t.Errorf("%s: exit code %d, stdout:\n%s\nwant it to start %q; stderr:\n%s", strings.Join(tc.args, " "), r.code, r.stdout, tc.want, r.stderr)
+		}
+	}
+}
+
 func TestRolloutStatusWithoutID(t *testing.T) {
 	c := newCluster(t)
 	r := runOn(t, c, "rollout", "status")

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/udrain/udrain/readiness/gate"
+	"github.com/udrain/udrain/report"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -43,7 +44,7 @@ func TestWaitServer(t *testing.T) {
 		if r.code != ExitOK {
 			t.Fatalf("exit code %d: %s", r.code, r.stderr)
 		}
-		var res WaitServerResult
+		var res report.WaitServerResult
 		if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
 			t.Fatal(err)
 		}

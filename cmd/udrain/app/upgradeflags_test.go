@@ -22,6 +22,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/report"
 	"github.com/udrain/udrain/upgrade"
 )
 
@@ -179,7 +180,7 @@ func TestRolloutJobStep(t *testing.T) {
 			t.Errorf("the step's own pod was evicted: %v", c.evicted())
 		}
 	}
-	var res RolloutReport
+	var res report.RolloutReport
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
 		t.Fatal(err)
 	}

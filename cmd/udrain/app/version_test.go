@@ -1,12 +1,13 @@
 package app
 
 import (
-	"bytes"
 	"runtime"
 	"runtime/debug"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/udrain/udrain/report"
 )
 
 // TestVersionReport: the release stamps win; without them the module
@@ -42,29 +43,9 @@ func TestVersionReport(t *testing.T) {
 			if diff := cmp.Diff(tc.want, [3]string{v.Version, v.Commit, v.BuildDate}); diff != "" {
 				t.Errorf("version, commit, buildDate (-want +got):\n%s", diff)
 			}
-			if v.GoVersion != runtime.Version() || v.Platform != runtime.GOOS+"/"+runtime.GOARCH || v.Kind != KindVersion {
-				t.Errorf("report %+v: want kind %s, this Go version and platform", v, KindVersion)
+			if v.GoVersion != runtime.Version() || v.Platform != runtime.GOOS+"/"+runtime.GOARCH || v.Kind != report.KindVersion {
+				t.Errorf("report %+v: want kind %s, this Go version and platform", v, report.KindVersion)
 			}
 		})
-	}
-}
-
-func TestVersionTable(t *testing.T) {
-	for _, tc := range []struct {
-		v    Version
-		want string
-	}{
-		{Version{Version: "v0.1.0", Commit: "abc", BuildDate: "2026-11-30T10:00:00Z", GoVersion: "go1.26.8", Platform: "linux/amd64"},
-			"udrain v0.1.0 (commit abc, built 2026-11-30T10:00:00Z, go1.26.8, linux/amd64)\n"},
-		{Version{Version: "(devel)", GoVersion: "go1.26.8", Platform: "linux/arm64"},
-			"udrain (devel) (commit unknown, built unknown, go1.26.8, linux/arm64)\n"},
-	} {
-		var b bytes.Buffer
-		if err := writeVersionTable(&b, tc.v); err != nil {
-			t.Fatal(err)
-		}
-		if b.String() != tc.want {
-			t.Errorf("got %q, want %q", b.String(), tc.want)
-		}
 	}
 }

@@ -1,4 +1,4 @@
-package app
+package report_test
 
 import (
 	"os"
@@ -8,18 +8,20 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/udrain/udrain/report"
 )
 
 // TestDocsDescribeEveryField checks that docs/CLI.md has a table row for
 // every JSON field of every kind, under the section of its Go type: a
 // field added without documentation fails here.
 func TestDocsDescribeEveryField(t *testing.T) {
-	data, err := os.ReadFile("../../../docs/CLI.md")
+	data, err := os.ReadFile("../docs/CLI.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	doc := string(data)
-	kinds := []any{DomainList{}, AuditReport{}, PlanReport{}, DrainReport{}, RolloutReport{}, RolloutStatusReport{}, UncordonResult{}, HealthReport{}, GPUSummary{}, WaitServerResult{}, Version{}}
+	kinds := []any{report.DomainList{}, report.AuditReport{}, report.PlanReport{}, report.DrainReport{}, report.RolloutReport{}, report.RolloutStatusReport{}, report.UncordonResult{}, report.HealthReport{}, report.GPUSummary{}, report.WaitServerResult{}, report.Version{}}
 	seen := map[reflect.Type]bool{}
 	var walk func(reflect.Type)
 	walk = func(typ reflect.Type) {
@@ -28,7 +30,7 @@ func TestDocsDescribeEveryField(t *testing.T) {
 		}
 		// Kubernetes' own types (a node's taints) are documented by
 		// Kubernetes.
-		if typ.Kind() != reflect.Struct || typ == reflect.TypeOf(time.Time{}) || typ == reflect.TypeOf(TypeMeta{}) || seen[typ] || strings.HasPrefix(typ.PkgPath(), "k8s.io/") {
+		if typ.Kind() != reflect.Struct || typ == reflect.TypeOf(time.Time{}) || typ == reflect.TypeOf(report.TypeMeta{}) || seen[typ] || strings.HasPrefix(typ.PkgPath(), "k8s.io/") {
 			return
 		}
 		seen[typ] = true
@@ -62,10 +64,10 @@ func TestDocsDescribeEveryField(t *testing.T) {
 	}
 }
 
-// typeTitle is the name of a type's section: its name for the CLI's own
+// typeTitle is the name of a type's section: its name for this package's
 // types, package.Name for the library's (eviction.Plan, gpu.Summary).
 func typeTitle(typ reflect.Type) string {
-	if typ.PkgPath() == reflect.TypeOf(TypeMeta{}).PkgPath() {
+	if typ.PkgPath() == reflect.TypeOf(report.TypeMeta{}).PkgPath() {
 		return typ.Name()
 	}
 	return path.Base(typ.PkgPath()) + "." + typ.Name()

@@ -1,4 +1,4 @@
-package app
+package report
 
 import (
 	"github.com/udrain/udrain/eviction"
@@ -19,32 +19,44 @@ import (
 // command knows (the exit code, the upgrade command, the time waited).
 const APIVersion = "udrain.dev/v1alpha2"
 
-// The kinds of reports.
+// The kinds of reports: the kind field of each document, and the Go type
+// that reads it.
 const (
-	KindDomainList       = "DomainList"
-	KindAuditReport      = "AuditReport"
-	KindPlan             = "Plan"
-	KindDrainResult      = "DrainResult"
-	KindRolloutResult    = "RolloutResult"
-	KindRolloutStatus    = "RolloutStatus"
-	KindUncordonResult   = "UncordonResult"
-	KindHealthReport     = "HealthReport"
-	KindGPUSummary       = "GPUSummary"
+	// KindDomainList is a DomainList.
+	KindDomainList = "DomainList"
+	// KindAuditReport is an AuditReport.
+	KindAuditReport = "AuditReport"
+	// KindPlan is a PlanReport.
+	KindPlan = "Plan"
+	// KindDrainResult is a DrainReport.
+	KindDrainResult = "DrainResult"
+	// KindRolloutResult is a RolloutReport.
+	KindRolloutResult = "RolloutResult"
+	// KindRolloutStatus is a RolloutStatusReport.
+	KindRolloutStatus = "RolloutStatus"
+	// KindUncordonResult is an UncordonResult.
+	KindUncordonResult = "UncordonResult"
+	// KindHealthReport is a HealthReport.
+	KindHealthReport = "HealthReport"
+	// KindGPUSummary is a GPUSummary.
+	KindGPUSummary = "GPUSummary"
+	// KindWaitServerResult is a WaitServerResult.
 	KindWaitServerResult = "WaitServerResult"
-	KindVersion          = "Version"
+	// KindVersion is a Version.
+	KindVersion = "Version"
 )
 
 // TypeMeta opens every report: which kind it is, in which version.
 type TypeMeta struct {
+	// APIVersion is the version of the report's shape: APIVersion.
 	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
+	// Kind names the shape: one of the Kind constants.
+	Kind string `json:"kind"`
 }
 
-func typeMeta(kind string) TypeMeta { return TypeMeta{APIVersion: APIVersion, Kind: kind} }
-
-// JSON conventions are the library's (see package eviction's result.go):
-// lowerCamelCase names; an empty list or optional object is omitted;
-// durations are seconds in fields ending in "Seconds"; times are RFC 3339.
+// NewTypeMeta is the TypeMeta of a report of kind in this package's
+// APIVersion.
+func NewTypeMeta(kind string) TypeMeta { return TypeMeta{APIVersion: APIVersion, Kind: kind} }
 
 // ErrorInfo says why a command failed, in reports that are printed also on
 // failure (Plan, DrainResult, RolloutResult, HealthReport,
@@ -59,13 +71,22 @@ type ErrorInfo struct {
 	Message string `json:"message"`
 }
 
-func errorInfo(err error) *ErrorInfo {
-	if err == nil {
-		return nil
-	}
-	code := ExitCode(err)
-	return &ErrorInfo{Reason: reason(code), ExitCode: code, Message: describe(err)}
-}
+// The reasons of ErrorInfo, one per exit code of udrain's command line
+// (docs/CLI.md): 2, 3, 4, 130 and any other.
+const (
+	// ReasonUsage: the command line must change (exit code 2).
+	ReasonUsage = "Usage"
+	// ReasonBlocked: a PodDisruptionBudget still refused evictions when
+	// the drain's time ran out (exit code 3).
+	ReasonBlocked = "Blocked"
+	// ReasonContractViolation: the placement contract is violated (exit
+	// code 4).
+	ReasonContractViolation = "ContractViolation"
+	// ReasonInterrupted: a signal stopped the command (exit code 130).
+	ReasonInterrupted = "Interrupted"
+	// ReasonError: any other failure (exit code 1).
+	ReasonError = "Error"
+)
 
 // DomainList is the report of "udrain domains".
 type DomainList struct {
@@ -82,7 +103,9 @@ type DomainList struct {
 
 // DomainInfo is one upgrade domain.
 type DomainInfo struct {
-	Name  string       `json:"name"`
+	// Name is the value of the domain label its nodes share.
+	Name string `json:"name"`
+	// Nodes are the domain's nodes.
 	Nodes []DomainNode `json:"nodes"`
 	// CordonedNodes counts the domain's cordoned nodes.
 	CordonedNodes int `json:"cordonedNodes"`
@@ -97,6 +120,7 @@ type DomainInfo struct {
 
 // DomainNode is one node of a domain.
 type DomainNode struct {
+	// Name is the node's name.
 	Name string `json:"name"`
 	// Ready is the node's Ready condition.
 	Ready bool `json:"ready"`
@@ -107,8 +131,10 @@ type DomainNode struct {
 	CordonedBy string `json:"cordonedBy,omitempty"`
 	// UpgradedBy is the ID of the rollout that upgraded the node
 	// (annotation udrain.dev/upgraded-by), "" if none.
-	UpgradedBy   string `json:"upgradedBy,omitempty"`
-	ControlPlane bool   `json:"controlPlane"`
+	UpgradedBy string `json:"upgradedBy,omitempty"`
+	// ControlPlane is true for a control-plane node (label
+	// node-role.kubernetes.io/control-plane).
+	ControlPlane bool `json:"controlPlane"`
 	// GPU is package gpu's classification of the node's accelerators.
 	GPU gpu.Classification `json:"gpu"`
 }
@@ -116,6 +142,7 @@ type DomainNode struct {
 // AuditReport is the report of "udrain audit".
 type AuditReport struct {
 	TypeMeta `json:",inline"`
+	// LabelKey is the node label the domains come from.
 	LabelKey string `json:"labelKey"`
 	// Domains are the domains audited.
 	Domains []string `json:"domains"`
@@ -124,8 +151,10 @@ type AuditReport struct {
 	PDBs   int `json:"pdbs"`
 	// Errors and Warnings count the findings by severity. Errors > 0 makes
 	// the exit code 4.
-	Errors   int                `json:"errors"`
-	Warnings int                `json:"warnings"`
+	Errors   int `json:"errors"`
+	Warnings int `json:"warnings"`
+	// Findings are the contract's findings, then the simulated rollout's
+	// DisruptedAgain and NoRoom findings.
 	Findings []topology.Finding `json:"findings,omitempty"`
 	// Rollout is the simulated rollout over every domain: its order and
 	// where each evicted group can go (its findings are in Findings).
@@ -139,7 +168,8 @@ type AuditReport struct {
 // do.
 type PlanReport struct {
 	TypeMeta `json:",inline"`
-	Plan     *eviction.Plan `json:"plan"`
+	// Plan is package eviction's plan of the drain (Drainer.Plan).
+	Plan *eviction.Plan `json:"plan"`
 	// Executable is true when a drain would start; Problem says why not
 	// (refused pods, contract violations, a pod under two PDBs).
 	Executable bool       `json:"executable"`
@@ -151,7 +181,9 @@ type DrainReport struct {
 	TypeMeta `json:",inline"`
 	// Plan is what the drain set out to do (absent when it stopped
 	// before a plan was made).
-	Plan    *eviction.Plan   `json:"plan,omitempty"`
+	Plan *eviction.Plan `json:"plan,omitempty"`
+	// Result is package eviction's result of the drain; Summary its
+	// summary (Result.Summary).
 	Result  *eviction.Result `json:"result"`
 	Summary eviction.Summary `json:"summary"`
 	// Error is why the drain failed; absent when it did not.
@@ -166,16 +198,21 @@ type RolloutReport struct {
 	// UpgradeStep names the other upgrade step (--upgrade-job-template,
 	// --upgrade-node-label, --upgrade-webhook with its URL redacted), ""
 	// if none.
-	UpgradeStep string                  `json:"upgradeStep,omitempty"`
-	LabelKey    string                  `json:"labelKey"`
-	Result      *eviction.RolloutResult `json:"result"`
-	Summary     eviction.Summary        `json:"summary"`
-	Error       *ErrorInfo              `json:"error,omitempty"`
+	UpgradeStep string `json:"upgradeStep,omitempty"`
+	// LabelKey is the node label the domains come from.
+	LabelKey string `json:"labelKey"`
+	// Result is package eviction's result of the rollout; Summary its
+	// summary (RolloutResult.Summary).
+	Result  *eviction.RolloutResult `json:"result"`
+	Summary eviction.Summary        `json:"summary"`
+	// Error is why the rollout failed; absent when it did not.
+	Error *ErrorInfo `json:"error,omitempty"`
 }
 
 // RolloutStatusReport is the report of "udrain rollout status".
 type RolloutStatusReport struct {
 	TypeMeta `json:",inline"`
+	// LabelKey is the node label the domains come from.
 	LabelKey string `json:"labelKey"`
 	// NoLock is true with --no-lock: the Lease was not read, so whether
 	// the rollout runs is unknown.
@@ -188,7 +225,8 @@ type RolloutStatusReport struct {
 // UncordonResult is the report of "udrain uncordon".
 type UncordonResult struct {
 	TypeMeta `json:",inline"`
-	Domain   string `json:"domain"`
+	// Domain is the domain uncordoned.
+	Domain string `json:"domain"`
 	// Uncordoned are the nodes made schedulable (those that were cordoned
 	// or carried udrain's cordon mark).
 	Uncordoned []string `json:"uncordoned,omitempty"`
@@ -202,13 +240,16 @@ type HealthReport struct {
 	// Health is package eviction's report (Reader.WaitHealthy).
 	Health *eviction.HealthReport `json:"health"`
 	// WaitedSeconds is how long the command waited.
-	WaitedSeconds float64    `json:"waitedSeconds"`
-	Error         *ErrorInfo `json:"error,omitempty"`
+	WaitedSeconds float64 `json:"waitedSeconds"`
+	// Error is why the wait failed (its timeout passed); absent when it
+	// did not.
+	Error *ErrorInfo `json:"error,omitempty"`
 }
 
 // GPUSummary is the report of "udrain gpu".
 type GPUSummary struct {
 	TypeMeta `json:",inline"`
+	// LabelKey is the node label of the upgrade domains.
 	LabelKey string `json:"labelKey"`
 	// Domains gives each node's upgrade domain ("" without the label).
 	Domains map[string]string `json:"domains"`
@@ -221,28 +262,40 @@ type GPUSummary struct {
 type WaitServerResult struct {
 	TypeMeta `json:",inline"`
 	// Target is the URL with credentials redacted.
-	Target         string  `json:"target"`
-	Reachable      bool    `json:"reachable"`
+	Target string `json:"target"`
+	// Reachable is true when the server answered as asked.
+	Reachable bool `json:"reachable"`
+	// Attempts counts the attempts made; ElapsedSeconds is how long they
+	// took.
 	Attempts       int     `json:"attempts"`
 	ElapsedSeconds float64 `json:"elapsedSeconds"`
 	// StatusCode is the HTTP status of the last answer (0 for tcp:// or
 	// none).
-	StatusCode int    `json:"statusCode"`
+	StatusCode int `json:"statusCode"`
+	// RemoteAddr is the address that answered last, "" if none did.
 	RemoteAddr string `json:"remoteAddr"`
 	// FailureClass is the class of the last failure (DNSNotFound,
 	// ConnectionRefused, HTTPStatus, ...), "" when reachable; Hint what it
 	// usually means.
-	FailureClass string     `json:"failureClass"`
-	Hint         string     `json:"hint"`
-	Error        *ErrorInfo `json:"error"`
+	FailureClass string `json:"failureClass"`
+	Hint         string `json:"hint"`
+	// Error is why the wait failed, null when it did not.
+	Error *ErrorInfo `json:"error"`
 }
 
 // Version is the report of "udrain version".
 type Version struct {
-	TypeMeta  `json:",inline"`
-	Version   string `json:"version"`
-	Commit    string `json:"commit"`
+	TypeMeta `json:",inline"`
+	// Version is the release stamped at build time, else the module
+	// version ("(devel)" for a build from a checkout).
+	Version string `json:"version"`
+	// Commit is the git commit the binary was built from ("-dirty" when
+	// the tree had changes), "" when unknown.
+	Commit string `json:"commit"`
+	// BuildDate is the time of that commit (RFC 3339), "" when unknown.
 	BuildDate string `json:"buildDate"`
+	// GoVersion is the Go toolchain that built the binary.
 	GoVersion string `json:"goVersion"`
-	Platform  string `json:"platform"`
+	// Platform is GOOS/GOARCH.
+	Platform string `json:"platform"`
 }

@@ -1,0 +1,39 @@
+// Package report holds the documents that udrain's command line prints
+// with -o json and -o yaml: one Go type per kind of apiVersion
+// udrain.dev/v1alpha2 (DomainList, AuditReport, PlanReport, DrainReport,
+// RolloutReport, RolloutStatusReport, UncordonResult, HealthReport,
+// GPUSummary, WaitServerResult, Version), documented field by field in
+// docs/CLI.md.
+//
+// It is for Go programs that read what udrain prints: a script in Go
+// unmarshals the output of "udrain rollout -o json" into a RolloutReport
+// and reads its result as package eviction's RolloutResult, the value a
+// controller embedding the library gets:
+//
+//	var r report.RolloutReport
+//	if err := json.Unmarshal(out, &r); err != nil { ... }
+//	if r.Kind != report.KindRolloutResult { ... }
+//	for _, d := range r.Result.Domains { ... }
+//
+// It also prints them as udrain does, for a program that shows people the
+// same tables (a controller writing a summary to its log): Print writes a
+// document in a Format (Table, JSON or YAML; ParseFormat reads the name),
+// and each report type's WriteTable writes its table. TableOptions adapt
+// the tables to the program: SettingName names the library's settings
+// the way its users set them (udrain names its flags), FindingNote adds to
+// a finding's message. The tables are for people; their wording may
+// change between releases, and programs read JSON. FormatEvent writes an
+// event of a drain or rollout as the one line udrain's progress shows
+// without a terminal, whose words are stable.
+//
+// The JSON conventions are the library's (see package eviction):
+// lowerCamelCase names; an empty list or optional object is omitted;
+// durations are seconds in fields ending in "Seconds"; times are RFC 3339.
+// Within one APIVersion fields are only added, never renamed, removed or
+// given another meaning.
+//
+// What it is not for: the documents are built by the command line from
+// what it ran (its exit codes, its flags); this package neither runs
+// anything nor talks to a cluster. Like the library's other packages it
+// writes only to the io.Writer it is given and keeps no global state.
+package report

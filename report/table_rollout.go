@@ -1,0 +1,237 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/udrain/udrain/eviction"
+)
+
+// WriteTable writes how the rollout ended, a row per domain, each
+// disrupted group's downtime, where a dry run's evicted groups would go,
+// the summary, the findings, and how to resume.
+func (r RolloutReport) WriteTable(w io.Writer, o TableOptions) error {
+	res := r.Result
+	if res == nil {
+		return missing("RolloutReport", "result")
+	}
+	what := "Rollout " + res.ID
+	if r.UpgradeCommand != "" {
+		what += fmt.Sprintf(" (upgrade command %q)", r.UpgradeCommand)
+	}
+	if r.UpgradeStep != "" {
+		what += fmt.Sprintf(" (upgrade step: %s)", r.UpgradeStep)
+	}
+	switch {
+	case res.DryRun != "":
+		fmt.Fprintf(w, "%s: dry run (%s), nothing was changed.\n", what, res.DryRun)
+	case res.Completed:
+		fmt.Fprintf(w, "%s completed in %s.\n", what, FormatDuration(r.Summary.Duration.Duration()))
+	case r.Error.reason() == ReasonInterrupted:
+		fmt.Fprintf(w, "%s was interrupted after %s.\n", what, FormatDuration(r.Summary.Duration.Duration()))
+	default:
+		fmt.Fprintf(w, "%s stopped after %s: %s\n", what, FormatDuration(r.Summary.Duration.Duration()), r.Error.message())
+	}
+	if err := writeRolloutDomains(w, res.Domains); err != nil {
+		return err
+	}
+	if err := writeDowntimes(w, res.Domains); err != nil {
+		return err
+	}
+	if res.DryRun != "" {
+		if err := writeDestinations(w, res.Destinations); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(w)
+	writeSummary(w, r.Summary, true)
+	if len(res.Findings) > 0 {
+		fmt.Fprintln(w, "\nContract findings before the rollout:")
+		if err := writeFindings(w, res.Findings, o); err != nil {
+			return err
+		}
+	}
+	if reason := r.Error.reason(); !res.Completed && res.DryRun == "" && reason != ReasonUsage && reason != ReasonContractViolation {
+		fmt.Fprintf(w, "\nTo resume, run the same command again (rollout ID %s).\n", res.ID)
+	}
+	return nil
+}
+
+// writeRolloutDomains prints a row per domain of a rollout: its status,
+// its drain's phases, groups and longest block, and its stages' durations.
+func writeRolloutDomains(w io.Writer, domains []eviction.DomainOutcome) error {
+	tw := newTable(w)
+	fmt.Fprintln(tw, "\nDOMAIN\tSTATUS\tPHASE 1\tPHASE 2\tGROUPS\tLONGEST BLOCK\tUPGRADE\tRECOVERY\tDURATION")
+	for _, d := range domains {
+		if d.Drain == nil {
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t-\t-\t-\n", d.Domain, d.Status)
+			continue
+		}
+		longest := "-"
+		if b := d.Drain.Summary().LongestBlock; b != nil {
+			longest = fmt.Sprintf("%s %s/%s", FormatDuration(b.Duration.Duration()), b.Namespace, b.PDB)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%d/%d\t%d\t%s\t%s\t%s\t%s\n", d.Domain, d.Status,
+			d.Drain.Phase1.Evicted, d.Drain.Phase1.Pods, d.Drain.Phase2.Evicted, d.Drain.Phase2.Pods, len(d.Drain.GroupsDisrupted), longest,
+			FormatDuration(d.Upgrade.Duration()), FormatDuration(d.Recovery.Duration()), FormatDuration(d.Duration.Duration()))
+	}
+	return tw.Flush()
+}
+
+// writeDestinations prints where each evicted group can go, as the
+// rollout's simulation found it: one line per group and domain it is
+// evicted from.
+func writeDestinations(w io.Writer, dests []eviction.GroupDestination) error {
+	if len(dests) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\nWhere the evicted groups can go (simulated before anything is touched):")
+	tw := newTable(w)
+	warned := 0
+	fmt.Fprintln(tw, "GROUP\tFROM\tTO\tKIND\tROOM")
+	for _, d := range dests {
+		room := "-"
+		if d.Room > 0 {
+			room = fmt.Sprint(d.Room)
+		}
+		if d.Room >= 100 { // the simulation counts no further
+			room += "+"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.Group, d.From, orDash(d.To), d.Kind, room)
+		if d.Kind == eviction.DestinationDisruptedAgain || d.Kind == eviction.DestinationNoRoom {
+			warned++
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if warned > 0 {
+		fmt.Fprintf(w, "%d group(s) would be disrupted again or find no room: see the findings below.\n", warned)
+	}
+	return nil
+}
+
+// writeDowntimes prints the downtime of every group the rollout
+// disrupted, domain by domain.
+func writeDowntimes(w io.Writer, domains []eviction.DomainOutcome) error {
+	var rows []eviction.GroupDowntime
+	for _, d := range domains {
+		rows = append(rows, d.Groups...)
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\nGroup downtime (first eviction until healthy again, wherever it runs):")
+	tw := newTable(w)
+	fmt.Fprintln(tw, "GROUP\tFROM\tTO\tDOWNTIME")
+	for _, g := range rows {
+		down := FormatDuration(g.Downtime.Duration())
+		if g.Healthy == nil {
+			down = "not healthy yet"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", g.Group, g.From, orDash(g.To), down)
+	}
+	return tw.Flush()
+}
+
+// WriteTable writes whether the rollout runs (from its Lease), how many
+// domains are done and its ETA, a row per domain, and what holds up each
+// domain in progress. Times are shown relative to the status's Time.
+func (r RolloutStatusReport) WriteTable(w io.Writer, o TableOptions) error {
+	st := r.Status
+	if st == nil {
+		return missing("RolloutStatusReport", "status")
+	}
+	now := st.Time
+	ago := func(t time.Time) string { return FormatDuration(now.Sub(t)) + " ago" }
+	fmt.Fprintf(w, "Rollout %s: %s\n", st.ID, lockLine(st, r.NoLock, ago, o))
+	fmt.Fprintf(w, "%d of %s done", st.Done, plural(len(st.Domains), "domain", "domains"))
+	if e := st.ETA; e != nil {
+		fmt.Fprintf(w, "; ETA %s (%s), %s a domain over the last %s", e.At.UTC().Format(time.RFC3339), inOrAgo(e.At.Sub(now)),
+			FormatDuration(e.PerDomain.Duration()), plural(e.Samples+1, "domain", "domains"))
+	}
+	fmt.Fprintln(w, ".")
+	tw := newTable(w)
+	fmt.Fprintln(tw, "\nDOMAIN\tSTATE\tSTAGE\tSINCE\tNODES\tCORDONED\tUPGRADED\tPODS\tDOWN")
+	for _, p := range st.Domains {
+		since := "-"
+		switch {
+		case p.Since != nil:
+			since = ago(*p.Since)
+		case p.NotBefore != nil:
+			since = "<" + ago(*p.NotBefore)
+		}
+		var down []string
+		for _, g := range p.Down {
+			down = append(down, g.ID.String())
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", p.Domain, p.State, orDash(string(p.Stage)), since, p.Nodes, p.Cordoned, p.Upgraded, p.Pods, joinOrDash(down))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if notes := statusNotes(st); len(notes) > 0 {
+		fmt.Fprintln(w)
+		for _, n := range notes {
+			fmt.Fprintln(w, n)
+		}
+	}
+	return nil
+}
+
+// statusNotes says what holds up each domain in progress: the budgets
+// blocking its drain, its groups down, its budgets not caught up, and
+// where the rollout stopped.
+func statusNotes(st *eviction.RolloutStatus) []string {
+	var notes []string
+	for _, p := range st.Domains {
+		if p.Stage == "" {
+			continue
+		}
+		for _, b := range p.Blockers {
+			notes = append(notes, fmt.Sprintf("%s: blocked by PodDisruptionBudget %s/%s (%s; phase 1 needs %d)", p.Domain, b.Namespace, b.PDB, b.BudgetCounts, b.Needed))
+		}
+		for _, g := range p.Down {
+			notes = append(notes, fmt.Sprintf("%s: group %s: %s", p.Domain, g.ID, g.Message))
+		}
+		for _, b := range p.Budgets {
+			notes = append(notes, fmt.Sprintf("%s: PodDisruptionBudget %s/%s: %s", p.Domain, b.Namespace, b.Name, b.Message))
+		}
+		if p.State == eviction.StateStopped {
+			notes = append(notes, fmt.Sprintf("%s: the rollout stopped here (%s); run the same rollout command again to resume (rollout ID %s)", p.Domain, p.Stage, st.ID))
+		}
+	}
+	return notes
+}
+
+// lockLine says whether the rollout runs, from its Lease.
+func lockLine(st *eviction.RolloutStatus, noLock bool, ago func(time.Time) string, o TableOptions) string {
+	l := st.Lock
+	switch {
+	case noLock:
+		return fmt.Sprintf("whether it runs is unknown (%s: its Lease is not read)", o.setting("eviction.RolloutStatusOptions.NoLock"))
+	case l == nil:
+		return fmt.Sprintf("no Lease found (the rollout is not running, or runs without a lock or with another %s)", o.setting("eviction.RolloutStatusOptions.LockNamespace"))
+	}
+	lease := "Lease " + l.Namespace + "/" + l.Name
+	renewed := "never renewed"
+	if l.RenewedAt != nil {
+		renewed = "renewed " + ago(*l.RenewedAt)
+	}
+	switch {
+	case l.Held:
+		return fmt.Sprintf("running; %s held by %s, %s", lease, l.Holder, renewed)
+	case l.Holder == "":
+		return fmt.Sprintf("not running; %s released, %s", lease, renewed)
+	}
+	return fmt.Sprintf("not running; %s of %s expired, %s (it holds %s)", lease, l.Holder, renewed, FormatDuration(l.Duration.Duration()))
+}
+
+// inOrAgo says when a time is, from a duration to it.
+func inOrAgo(d time.Duration) string {
+	if d < 0 {
+		return FormatDuration(-d) + " overdue"
+	}
+	return "in " + FormatDuration(d)
+}

@@ -1,0 +1,168 @@
+package report_test
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/udrain/udrain"
+	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/health"
+	"github.com/udrain/udrain/report"
+	"github.com/udrain/udrain/topology"
+)
+
+// table is doc's table with options o.
+func table(t *testing.T, doc report.Document, o report.TableOptions) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := doc.WriteTable(&b, o); err != nil {
+		t.Fatalf("%T: %v", doc, err)
+	}
+	return b.String()
+}
+
+// flags names two settings as a command line would.
+func flags(setting string) string {
+	return map[string]string{
+		"eviction.RolloutStatusOptions.NoLock":        "--no-lock",
+		"eviction.RolloutStatusOptions.LockNamespace": "--lock-namespace",
+	}[setting]
+}
+
+// TestTables covers the documents whose table is a line or two, and the
+// options of the tables.
+func TestTables(t *testing.T) {
+	at := time.Date(2026, 7, 1, 10, 0, 0, 0, time.UTC)
+	renewed := at.Add(-3 * time.Second)
+	group := func(name string, healthy bool, msg string) health.GroupStatus {
+		return health.GroupStatus{ID: topology.GroupID{Kind: topology.KindLeaderWorkerSet, Namespace: "inference", Name: name}, Healthy: healthy, Message: msg}
+	}
+	status := func(noLock bool, lock *eviction.RolloutLockStatus) report.RolloutStatusReport {
+		return report.RolloutStatusReport{NoLock: noLock, Status: &eviction.RolloutStatus{ID: "r1", Time: at, Lock: lock}}
+	}
+	finding := topology.Finding{Code: eviction.FindingDisruptedAgain, Severity: udrain.SeverityWarning, Namespace: "inference", Group: "llama-0", Domains: []string{"ud-1"}, Message: "it will be disrupted again"}
+	for _, tc := range []struct {
+		name string
+		doc  report.Document
+		o    report.TableOptions
+		want string
+	}{
+		{"version", report.Version{Version: "v0.1.0", Commit: "abc", BuildDate: "2026-11-30T10:00:00Z", GoVersion: "go1.26.8", Platform: "linux/amd64"}, report.TableOptions{},
+			"udrain v0.1.0 (commit abc, built 2026-11-30T10:00:00Z, go1.26.8, linux/amd64)\n"},
+		{"version unknown", report.Version{Version: "(devel)", GoVersion: "go1.26.8", Platform: "linux/arm64"}, report.TableOptions{},
+			"udrain (devel) (commit unknown, built unknown, go1.26.8, linux/arm64)\n"},
+		{"uncordon nothing", report.UncordonResult{Domain: "ud-1"}, report.TableOptions{},
+			"Domain ud-1: every node was schedulable already.\n"},
+		{"uncordon one", report.UncordonResult{Domain: "ud-1", Uncordoned: []string{"gpu-1"}}, report.TableOptions{},
+			"Domain ud-1: uncordoned 1 node: gpu-1\n"},
+		{"server reachable over HTTP", report.WaitServerResult{Target: "http://s/healthz", Reachable: true, Attempts: 3, ElapsedSeconds: 1.5, StatusCode: 200, RemoteAddr: "10.0.0.1:80"}, report.TableOptions{},
+			"Server http://s/healthz reachable after 3 attempts in 2s (HTTP 200 from 10.0.0.1:80).\n"},
+		{"server reachable over TCP", report.WaitServerResult{Target: "tcp://s:6379", Reachable: true, Attempts: 1, ElapsedSeconds: 0.25, RemoteAddr: "10.0.0.1:6379"}, report.TableOptions{},
+			"Server tcp://s:6379 reachable after 1 attempt in 250ms (10.0.0.1:6379).\n"},
+		{"server not reachable", report.WaitServerResult{Target: "tcp://s:6379", Attempts: 0}, report.TableOptions{},
+			"Server tcp://s:6379 not reachable after 0 attempts in 0s; last failure: none completed\n"},
+		{"healthy", report.HealthReport{Domain: "ud-1", WaitedSeconds: 92, Health: &eviction.HealthReport{Healthy: true, Domains: []eviction.DomainHealth{
+			{Domain: "ud-1", Healthy: true, Groups: []health.GroupStatus{group("llama-0", true, "")}, Budgets: []health.BudgetStatus{{Namespace: "inference", Name: "leaders", Healthy: true}}},
+		}}}, report.TableOptions{},
+			"Domain ud-1 is healthy (1 group, 1 PodDisruptionBudget; waited 1m32s).\n"},
+		{"not healthy", report.HealthReport{WaitedSeconds: 600, Health: &eviction.HealthReport{Domains: []eviction.DomainHealth{
+			{Domain: "ud-1", Groups: []health.GroupStatus{group("llama-0", true, ""), group("llama-1", false, "member llama-1-1 is not Ready")},
+				Budgets: []health.BudgetStatus{{Namespace: "inference", Name: "leaders", Message: "its status has not caught up"}}},
+		}, Unscheduled: []health.GroupStatus{group("llama-2", false, "no pod is on a node")}}}, report.TableOptions{},
+			"Every domain is not healthy after 10m0s:\n" +
+				"  ud-1: group inference/llama-1: member llama-1-1 is not Ready\n" +
+				"  ud-1: PodDisruptionBudget inference/leaders: its status has not caught up\n" +
+				"  unscheduled: group inference/llama-2: no pod is on a node\n"},
+		{"finding without a note", report.AuditReport{LabelKey: "zone", Domains: []string{"ud-1"}, Warnings: 1, Findings: []topology.Finding{finding}}, report.TableOptions{},
+			"Audited 1 domain (label zone), 0 groups and 0 PodDisruptionBudgets.\n0 errors, 1 warning.\n\n" +
+				"SEVERITY  CODE            NAMESPACE  GROUP/WORKLOAD  DOMAINS  PDBS\n" +
+				"Warning   DisruptedAgain  inference  llama-0         ud-1     -\n\n" +
+				"1. WARNING DisruptedAgain: it will be disrupted again\n"},
+		{"finding with a note", report.AuditReport{LabelKey: "zone", Domains: []string{"ud-1"}, Warnings: 1, Findings: []topology.Finding{finding}},
+			report.TableOptions{FindingNote: func(code topology.FindingCode) string { return " (see " + string(code) + ")" }},
+			"Audited 1 domain (label zone), 0 groups and 0 PodDisruptionBudgets.\n0 errors, 1 warning.\n\n" +
+				"SEVERITY  CODE            NAMESPACE  GROUP/WORKLOAD  DOMAINS  PDBS\n" +
+				"Warning   DisruptedAgain  inference  llama-0         ud-1     -\n\n" +
+				"1. WARNING DisruptedAgain: it will be disrupted again (see DisruptedAgain)\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, table(t, tc.doc, tc.o)); diff != "" {
+				t.Errorf("table (-want +got):\n%s", diff)
+			}
+		})
+	}
+
+	// The first line of a rollout's status: its Lease, with the settings
+	// named by their Go names or, with SettingName, as a command line
+	// names them.
+	for _, tc := range []struct {
+		name string
+		doc  report.RolloutStatusReport
+		o    report.TableOptions
+		want string
+	}{
+		{"no lock, Go names", status(true, nil), report.TableOptions{},
+			"Rollout r1: whether it runs is unknown (eviction.RolloutStatusOptions.NoLock: its Lease is not read)"},
+		{"no lock, flags", status(true, nil), report.TableOptions{SettingName: flags},
+			"Rollout r1: whether it runs is unknown (--no-lock: its Lease is not read)"},
+		{"no Lease, flags", status(false, nil), report.TableOptions{SettingName: flags},
+			"Rollout r1: no Lease found (the rollout is not running, or runs without a lock or with another --lock-namespace)"},
+		{"held", status(false, &eviction.RolloutLockStatus{Namespace: "udrain-system", Name: "udrain-rollout-r1", Holder: "host-a", Held: true, RenewedAt: &renewed}), report.TableOptions{},
+			"Rollout r1: running; Lease udrain-system/udrain-rollout-r1 held by host-a, renewed 3s ago"},
+		{"released", status(false, &eviction.RolloutLockStatus{Namespace: "udrain-system", Name: "udrain-rollout-r1"}), report.TableOptions{},
+			"Rollout r1: not running; Lease udrain-system/udrain-rollout-r1 released, never renewed"},
+		{"expired", status(false, &eviction.RolloutLockStatus{Namespace: "udrain-system", Name: "udrain-rollout-r1", Holder: "host-a", RenewedAt: &renewed, Duration: eviction.Seconds(30 * time.Second)}), report.TableOptions{},
+			"Rollout r1: not running; Lease udrain-system/udrain-rollout-r1 of host-a expired, renewed 3s ago (it holds 30s)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			first, _, _ := strings.Cut(table(t, tc.doc, tc.o), "\n")
+			if diff := cmp.Diff(tc.want, first); diff != "" {
+				t.Errorf("first line (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestTableOfAnIncompleteDocument: a document without what its table
+// shows (a plan, a result, a status, a health report) is an error, not a
+// panic; a failed drain or rollout without its error object still prints.
+func TestTableOfAnIncompleteDocument(t *testing.T) {
+	for _, doc := range []report.Document{report.PlanReport{}, report.DrainReport{}, report.RolloutReport{}, report.RolloutStatusReport{}, report.HealthReport{}} {
+		var b bytes.Buffer
+		if err := doc.WriteTable(&b, report.TableOptions{}); err == nil || !strings.Contains(err.Error(), "has no") {
+			t.Errorf("%T{}: error %v, want one saying what it lacks", doc, err)
+		}
+	}
+	for _, doc := range []report.Document{
+		report.PlanReport{Plan: &eviction.Plan{Domain: "ud-1"}},
+		report.DrainReport{Result: &eviction.Result{Domain: "ud-1"}},
+		report.RolloutReport{Result: &eviction.RolloutResult{ID: "r1"}},
+	} {
+		var b bytes.Buffer
+		if err := doc.WriteTable(&b, report.TableOptions{}); err != nil {
+			t.Errorf("%T without an error object: %v", doc, err)
+		}
+	}
+}
+
+func TestFormatDuration(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{-time.Second, "0s"},
+		{0, "0s"},
+		{450400 * time.Microsecond, "450ms"},
+		{1500 * time.Millisecond, "2s"},
+		{92 * time.Second, "1m32s"},
+		{3*time.Hour + 499*time.Millisecond, "3h0m0s"},
+	} {
+		if got := report.FormatDuration(tc.d); got != tc.want {
+			t.Errorf("FormatDuration(%s) = %q, want %q", tc.d, got, tc.want)
+		}
+	}
+}
