@@ -6,13 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"reflect"
-	"sync"
 	"time"
-
-	"k8s.io/client-go/kubernetes"
-
-	"github.com/udrain/udrain/eviction"
 )
 
 // DefaultRequestTimeout bounds each request to the API server when
@@ -31,7 +25,6 @@ const DefaultRequestTimeout = 30 * time.Second
 type requestDeadline struct {
 	rt      http.RoundTripper
 	timeout time.Duration
-	answers *lastAnswer
 }
 
 // RequestTimeoutError is a request the API server did not answer within
@@ -66,7 +59,6 @@ func (d *requestDeadline) RoundTrip(req *http.Request) (*http.Response, error) {
 		stop()
 		return nil, err
 	}
-	d.answers.record(resp.StatusCode)
 	if q := req.URL.Query().Get("watch"); (q == "true" || q == "1") && resp.StatusCode == http.StatusOK {
 		timer.Stop() // a watch that started streams for as long as it lasts
 	}
@@ -95,69 +87,4 @@ func (b *deadlineBody) Close() error {
 	err := b.ReadCloser.Close()
 	b.stop()
 	return err
-}
-
-// lastAnswer remembers whether the API server's last answer was a 5xx or
-// 429, so that a request that then ran out of time (client-go retries a
-// 429 after its Retry-After) is reported as what it was: a throttled or
-// failing server, not a silent one.
-type lastAnswer struct {
-	mu     sync.Mutex
-	status int
-}
-
-func (l *lastAnswer) record(code int) {
-	if l == nil {
-		return
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	switch {
-	case code == http.StatusTooManyRequests || code >= 500:
-		l.status = code
-	case code < 400:
-		l.status = 0
-	}
-}
-
-func (l *lastAnswer) get() int {
-	if l == nil {
-		return 0
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.status
-}
-
-// unreachableError is the *eviction.UnreachableError of a failed request
-// of the command's own (the library reports its own), or nil when err is
-// not about the API server's health.
-func (o *options) unreachableError(client kubernetes.Interface, err error, waited time.Duration) error {
-	problem, code := eviction.ServerProblemOf(err)
-	if problem == eviction.ServerNoAnswer {
-		switch c := o.answers.get(); {
-		case c == http.StatusTooManyRequests:
-			problem, code = eviction.ServerThrottled, c
-		case c >= 500:
-			problem, code = eviction.ServerFailing, c
-		}
-	}
-	if problem == "" {
-		return nil
-	}
-	return &eviction.UnreachableError{Server: serverOf(client), Problem: problem, Status: code, Waited: waited.Round(time.Millisecond), Err: err}
-}
-
-// serverOf returns scheme://host of the API server client talks to, or ""
-// (a fake clientset).
-func serverOf(client kubernetes.Interface) string {
-	rc := client.Discovery().RESTClient()
-	if rc == nil || reflect.ValueOf(rc).IsNil() {
-		return ""
-	}
-	u := rc.Get().URL()
-	if u == nil || u.Host == "" {
-		return ""
-	}
-	return u.Scheme + "://" + u.Host
 }

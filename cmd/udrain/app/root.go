@@ -102,8 +102,6 @@ type options struct {
 	// requestTimeout bounds each request (requestDeadline): --request-timeout,
 	// or DefaultRequestTimeout without it; zero means no limit.
 	requestTimeout time.Duration
-	// answers remembers the API server's last 5xx or 429.
-	answers *lastAnswer
 	// clusterFlags are the names of the flags that connect to the
 	// cluster: kubectl's and the client's rate limits.
 	clusterFlags []string
@@ -138,7 +136,7 @@ func defaultClientFactory(o *options) ClientFactory {
 		if err != nil {
 			return nil, err
 		}
-		boundRequests(cfg, o.requestTimeout, o.answers)
+		boundRequests(cfg, o.requestTimeout)
 		return kubernetes.NewForConfig(cfg)
 	}
 }
@@ -165,13 +163,13 @@ func restConfig(getter genericclioptions.RESTClientGetter, qps float32, burst in
 // boundRequests makes every request of cfg end within timeout (zero: no
 // limit) with requestDeadline, in place of client-go's Timeout, which would
 // cut watches as well.
-func boundRequests(cfg *rest.Config, timeout time.Duration, answers *lastAnswer) {
+func boundRequests(cfg *rest.Config, timeout time.Duration) {
 	cfg.Timeout = 0
 	if timeout <= 0 {
 		return
 	}
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return &requestDeadline{rt: rt, timeout: timeout, answers: answers}
+		return &requestDeadline{rt: rt, timeout: timeout}
 	})
 }
 
@@ -240,7 +238,7 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 // real surroundings.
 func NewCommand(streams genericiooptions.IOStreams, cfg Config) *cobra.Command {
 	o := &options{cfg: cfg, streams: streams, kube: genericclioptions.NewConfigFlags(true), qps: DefaultQPS, burst: DefaultBurst,
-		requestTimeout: DefaultRequestTimeout, answers: &lastAnswer{}}
+		requestTimeout: DefaultRequestTimeout}
 	if o.cfg.Name == "" {
 		o.cfg.Name = DisplayName(os.Args[0])
 	}
