@@ -21,12 +21,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/kubectl/pkg/drain"
 
 	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/bootstrap"
 	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/kubeclient"
 	"github.com/udrain/udrain/metrics"
 	"github.com/udrain/udrain/readiness"
 	"github.com/udrain/udrain/readiness/gate"
@@ -45,12 +47,13 @@ var (
 // packageDirs are the folders of the packages a Field may name, by the
 // name code that imports them uses.
 var packageDirs = map[string]string{
-	"eviction":  "eviction",
-	"readiness": "readiness",
-	"gate":      "readiness/gate",
-	"bootstrap": "bootstrap",
-	"upgrade":   "upgrade",
-	"metrics":   "metrics",
+	"eviction":   "eviction",
+	"readiness":  "readiness",
+	"gate":       "readiness/gate",
+	"bootstrap":  "bootstrap",
+	"upgrade":    "upgrade",
+	"metrics":    "metrics",
+	"kubeclient": "kubeclient",
 }
 
 // Every ConfigError of the module names what is at fault in one of the
@@ -301,6 +304,10 @@ func TestConfigErrorFieldsFollowTheConvention(t *testing.T) {
 		{"upgrade.WebhookOptions.Backoff", func() error {
 			return webhook(upgrade.WebhookOptions{URL: "http://a", Backoff: wait.Backoff{Duration: 1}})
 		}},
+
+		// kubeclient: the configuration a client starts from, and its options.
+		{"kubeclient.Config(base)", func() error { _, err := kubeclient.Config(nil, kubeclient.Options{}); return err }},
+		{"kubeclient.Options.Burst", func() error { _, err := kubeclient.Config(&rest.Config{}, kubeclient.Options{Burst: -1}); return err }},
 
 		// metrics: the registerer each set of metrics is registered with.
 		{"metrics.New(reg)", func() error { _, err := metrics.New(nil); return err }},

@@ -33,6 +33,9 @@
 //   - [github.com/udrain/udrain/upgrade]: ready-made upgrade steps for a
 //     rollout that need no shell: a Job per node from a template, a node
 //     label handshake with an agent, a webhook.
+//   - [github.com/udrain/udrain/kubeclient]: a client-go configuration that
+//     never waits forever on a sick API server (each request bounded,
+//     watches only until they start), with udrain's rate limits.
 //   - [github.com/udrain/udrain/redact]: the one rule for the credentials a
 //     URL carries, which every package that prints URLs applies.
 //

@@ -237,31 +237,6 @@ func (d *Drainer) Uncordon(ctx context.Context, domain string) ([]string, error)
 	return done, err
 }
 
-// listNodes returns the cluster's nodes: from the caller's informer, or
-// with one list (Uncordon needs nothing else, so it starts no informers).
-func (d *Drainer) listNodes(ctx context.Context) ([]corev1.Node, error) {
-	if d.s.Informers != nil {
-		v, err := d.sharedView(ctx)
-		if err != nil {
-			return nil, err
-		}
-		defer v.stop()
-		return v.nodeList(), nil
-	}
-	var list *corev1.NodeList
-	err := d.bounded(ctx, func(ctx context.Context) (err error) {
-		list, err = d.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-		return err
-	})
-	if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
-		return nil, &PermissionError{Err: err}
-	}
-	if err != nil {
-		return nil, err
-	}
-	return list.Items, nil
-}
-
 // domainNodes returns the nodes of the domain, in the order of nodes.
 func domainNodes(nodes []corev1.Node, dom topology.Domain) []*corev1.Node {
 	in := make(map[string]bool, len(dom.Nodes))

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/kubectl/pkg/drain"
 	"k8s.io/utils/clock"
@@ -55,7 +57,9 @@ type ReadOptions struct {
 // cluster's state (Snapshot), the health of its domains' groups (Health,
 // WaitHealthy), what a rollout would do (PlanRollout) and where one stands
 // (RolloutStatus), exactly as a Drainer's methods of the same names do,
-// and sends no write request: it has no method that changes the cluster,
+// and lists the cluster's nodes and DaemonSets alone (Nodes, DaemonSets,
+// for a report of nodes or GPUs that needs no pods); it sends no write
+// request: it has no method that changes the cluster,
 // and no option about evicting. A caller that only reads (a status page,
 // a report, a script waiting for health) needs no drain settings to get
 // one.
@@ -159,6 +163,23 @@ func (r *Reader) PlanRollout(ctx context.Context, opts RolloutOptions) (*Rollout
 func (r *Reader) RolloutStatus(ctx context.Context, id string, opts RolloutStatusOptions) (*RolloutStatus, error) {
 	st, err := r.d.RolloutStatus(ctx, id, opts)
 	return st, inReadTerms(err)
+}
+
+// Nodes returns the cluster's nodes, ordered by name, whatever
+// ReadOptions.Namespace: through ReadOptions.Informers when set, else
+// listed in pages of its own (no informer, no watch). An API server that
+// does not serve a page within ReadOptions.ConnectTimeout is an
+// *UnreachableError; a refusal for lack of permission a *PermissionError.
+func (r *Reader) Nodes(ctx context.Context) ([]corev1.Node, error) {
+	return r.d.listNodes(ctx)
+}
+
+// DaemonSets returns the DaemonSets of every namespace, whatever
+// ReadOptions.Namespace, ordered by namespace and name (the device plugins
+// package gpu diagnoses with): through ReadOptions.Informers' DaemonSets
+// when set, else listed in pages of their own, with the errors of Nodes.
+func (r *Reader) DaemonSets(ctx context.Context) ([]appsv1.DaemonSet, error) {
+	return r.d.listDaemonSets(ctx)
 }
 
 // inReadTerms names, in a *udrain.ConfigError of the Drainer a Reader

@@ -57,6 +57,8 @@ func TestSickAPIServerLibrary(t *testing.T) {
 			_, err := d.RolloutStatus(ctx, "r", RolloutStatusOptions{})
 			return err
 		}},
+		{"Reader.Nodes", func(ctx context.Context, d *Drainer) error { _, err := (&Reader{d: d}).Nodes(ctx); return err }},
+		{"Reader.DaemonSets", func(ctx context.Context, d *Drainer) error { _, err := (&Reader{d: d}).DaemonSets(ctx); return err }},
 	}
 	problems := map[string]ServerProblem{
 		"closed port": ServerRefused, "black hole": ServerNoAnswer, "slow trickle": ServerNoAnswer,

@@ -28,15 +28,15 @@ pod on its nodes (whole and Ready or not), and its GPUs per product.`,
 			if err != nil {
 				return err
 			}
-			nodes, err := o.listNodes(cmd.Context(), client, connectTimeout(0))
+			r, err := o.newReader(client, &df, eviction.ReadOptions{})
+			if err != nil {
+				return err
+			}
+			nodes, err := r.Nodes(cmd.Context())
 			if err != nil {
 				return err
 			}
 			layout, err := topology.BuildLayout(nodes, df.layoutOptions())
-			if err != nil {
-				return err
-			}
-			r, err := o.newReader(client, &df, eviction.ReadOptions{})
 			if err != nil {
 				return err
 			}

@@ -1,11 +1,15 @@
 package app
 
 import (
+	"errors"
 	"time"
 
 	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/klog/v2"
 
+	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/gpu"
 	"github.com/udrain/udrain/report"
 	"github.com/udrain/udrain/topology"
@@ -37,11 +41,20 @@ The exit code is 0 whether or not problems are found; scripts read
 			if err != nil {
 				return err
 			}
-			nodes, err := o.listNodes(cmd.Context(), client, connectTimeout(0))
+			r, err := eviction.NewReader(client, eviction.ReadOptions{})
 			if err != nil {
 				return err
 			}
-			daemonSets, err := o.listDaemonSets(cmd.Context(), client, connectTimeout(0))
+			nodes, err := r.Nodes(cmd.Context())
+			if err != nil {
+				return err
+			}
+			daemonSets, err := r.DaemonSets(cmd.Context())
+			var denied *eviction.PermissionError
+			if errors.As(err, &denied) && apierrors.IsForbidden(denied.Err) {
+				klog.FromContext(cmd.Context()).Info("Cannot list DaemonSets; GPU nodes without their resource are reported without the device plugin's diagnosis (grant list on daemonsets.apps to get it)", "err", denied.Err)
+				daemonSets, err = nil, nil
+			}
 			if err != nil {
 				return err
 			}

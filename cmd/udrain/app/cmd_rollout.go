@@ -181,7 +181,7 @@ A holder that died leaves a Lease that can be taken over once it expires
 				return err
 			}
 			// The domains, to show progress; Rollout checks them again.
-			nodes, err := o.listNodes(cmd.Context(), client, connectTimeout(dr.timeout))
+			nodes, err := listNodes(cmd.Context(), client, connectTimeout(dr.timeout))
 			if err != nil {
 				return err
 			}

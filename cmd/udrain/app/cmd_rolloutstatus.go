@@ -73,7 +73,7 @@ through one watch of nodes, pods and budgets, and reads the Lease every
 			}
 			ctx := o.quietContext(cmd.Context())
 			if id == "" {
-				nodes, err := o.listNodes(ctx, client, connectTimeout(0))
+				nodes, err := listNodes(ctx, client, connectTimeout(0))
 				if err != nil {
 					return err
 				}

@@ -18,6 +18,10 @@ import (
 // command line: a flag, or an argument. Users of the command line see
 // flags, users of the libraries Go fields.
 var fieldFlags = map[string]string{
+	// kubeclient (every command that talks to the API server)
+	"kubeclient.Options.RequestTimeout": "--request-timeout",
+	"kubeclient.Options.QPS":            "--kube-api-qps",
+	"kubeclient.Options.Burst":          "--kube-api-burst",
 	// readiness (serve-readiness)
 	"readiness.LWSOptions.Port":             "--port",
 	"readiness.LWSOptions.Scheme":           "--scheme",

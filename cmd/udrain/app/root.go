@@ -7,7 +7,6 @@ import (
 	"io"
 	"maps"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,16 +26,8 @@ import (
 	"k8s.io/klog/v2/textlogger"
 	"k8s.io/utils/clock"
 
+	"github.com/udrain/udrain/kubeclient"
 	"github.com/udrain/udrain/redact"
-)
-
-// Client rate limits. client-go's defaults (5 requests per second, bursts
-// of 10) would make a drain of a few hundred pods wait on the client, not on
-// the cluster: evictions, watches of pods and budgets and node patches all
-// count. The flags --kube-api-qps and --kube-api-burst change them.
-const (
-	DefaultQPS   = 50
-	DefaultBurst = 100
 )
 
 // ClientFactory builds the clientset a command talks to, from the kubectl
@@ -99,11 +90,10 @@ type options struct {
 	qps     float32
 	burst   int
 	verbose int
-	// requestTimeout bounds each request (requestDeadline): --request-timeout,
-	// or DefaultRequestTimeout without it; zero means no limit.
+	// requestTimeout bounds each request (kubeclient.BoundRequests):
+	// --request-timeout, or kubeclient.DefaultRequestTimeout without it;
+	// zero means no limit.
 	requestTimeout time.Duration
-	// answers remembers the API server's last 5xx or 429.
-	answers *lastAnswer
 	// clusterFlags are the names of the flags that connect to the
 	// cluster: kubectl's and the client's rate limits.
 	clusterFlags []string
@@ -131,48 +121,45 @@ func (o *options) explicitNamespace() string {
 }
 
 // defaultClientFactory builds a clientset from the connection flags with
-// the rate limits of --kube-api-qps and --kube-api-burst.
+// the rate limits of --kube-api-qps and --kube-api-burst and the bound of
+// --request-timeout.
 func defaultClientFactory(o *options) ClientFactory {
 	return func(getter genericclioptions.RESTClientGetter) (kubernetes.Interface, error) {
-		cfg, err := restConfig(getter, o.qps, o.burst)
+		cfg, err := restConfig(getter, o.clientOptions())
 		if err != nil {
 			return nil, err
 		}
-		boundRequests(cfg, o.requestTimeout, o.answers)
 		return kubernetes.NewForConfig(cfg)
 	}
 }
 
-// restConfig is the client configuration of the connection flags, with
-// udrain's rate limits and user agent. A context, cluster or user that the
+// clientOptions are the client settings of --kube-api-qps,
+// --kube-api-burst and --request-timeout, whose 0 means no limit (as
+// kubectl's).
+func (o *options) clientOptions() kubeclient.Options {
+	timeout := o.requestTimeout
+	if timeout == 0 {
+		timeout = kubeclient.NoRequestTimeout
+	}
+	return kubeclient.Options{QPS: o.qps, Burst: o.burst, RequestTimeout: timeout}
+}
+
+// restConfig is the client configuration of the connection flags with the
+// settings of opts (package kubeclient: rate limits, a bound on each
+// request) and udrain's user agent. A context, cluster or user that the
 // kubeconfig does not have is a usage error.
-func restConfig(getter genericclioptions.RESTClientGetter, qps float32, burst int) (*rest.Config, error) {
+func restConfig(getter genericclioptions.RESTClientGetter, opts kubeclient.Options) (*rest.Config, error) {
 	if flags, ok := getter.(*genericclioptions.ConfigFlags); ok {
 		if err := checkKubeconfigNames(flags); err != nil {
 			return nil, err
 		}
 	}
-	cfg, err := getter.ToRESTConfig()
+	base, err := getter.ToRESTConfig()
 	if err != nil {
 		return nil, err
 	}
-	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst = qps, burst
-	cfg.UserAgent = "udrain/" + buildVersion() + " " + rest.DefaultKubernetesUserAgent()
-	return cfg, nil
-}
-
-// boundRequests makes every request of cfg end within timeout (zero: no
-// limit) with requestDeadline, in place of client-go's Timeout, which would
-// cut watches as well.
-func boundRequests(cfg *rest.Config, timeout time.Duration, answers *lastAnswer) {
-	cfg.Timeout = 0
-	if timeout <= 0 {
-		return
-	}
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return &requestDeadline{rt: rt, timeout: timeout, answers: answers}
-	})
+	opts.UserAgent = kubeclient.UserAgent("udrain", buildVersion())
+	return kubeclient.Config(base, opts)
 }
 
 // checkKubeconfigNames returns a usage error if --context, --cluster or
@@ -239,8 +226,8 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 // NewCommand returns the udrain command tree with cfg's substitutes for the
 // real surroundings.
 func NewCommand(streams genericiooptions.IOStreams, cfg Config) *cobra.Command {
-	o := &options{cfg: cfg, streams: streams, kube: genericclioptions.NewConfigFlags(true), qps: DefaultQPS, burst: DefaultBurst,
-		requestTimeout: DefaultRequestTimeout, answers: &lastAnswer{}}
+	o := &options{cfg: cfg, streams: streams, kube: genericclioptions.NewConfigFlags(true), qps: kubeclient.DefaultQPS, burst: kubeclient.DefaultBurst,
+		requestTimeout: kubeclient.DefaultRequestTimeout}
 	if o.cfg.Name == "" {
 		o.cfg.Name = DisplayName(os.Args[0])
 	}
@@ -281,7 +268,7 @@ Requests to the API server are limited to %[2]d per second in bursts of %[3]d
 
 Exit codes: 0 done, 1 error, 2 usage, 3 blocked by a PodDisruptionBudget past
 --timeout, 4 placement contract violated, 130 interrupted (run the same
-command again to resume).`, o.cfg.Name, DefaultQPS, DefaultBurst),
+command again to resume).`, o.cfg.Name, kubeclient.DefaultQPS, kubeclient.DefaultBurst),
 		Example: fmt.Sprintf(`  # What each upgrade domain holds
   %[1]s domains
 

@@ -1,12 +1,19 @@
 package app
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/udrain/udrain/kubeclient"
 )
 
 func TestDisplayName(t *testing.T) {
@@ -83,12 +90,66 @@ current-context: a
 	flags := genericclioptions.NewConfigFlags(false)
 	*flags.KubeConfig = kubeconfig
 	*flags.Context = "b"
-	cfg, err := restConfig(flags, DefaultQPS, DefaultBurst)
+	cfg, err := restConfig(flags, kubeclient.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.Host != "https://b.example:6443" || cfg.QPS != 50 || cfg.Burst != 100 || !strings.HasPrefix(cfg.UserAgent, "udrain/") {
 		t.Errorf("config host %s qps %v burst %d agent %q; want context b's server, 50, 100, udrain/...", cfg.Host, cfg.QPS, cfg.Burst, cfg.UserAgent)
+	}
+}
+
+// A request the API server does not answer within --request-timeout fails
+// with kubeclient's RequestTimeoutError, described by the flag that sets
+// the bound, in the error and in the JSON report alike; without a limit
+// (--request-timeout 0) the command waits, here until its context ends.
+func TestRequestTimeoutNamesItsFlag(t *testing.T) {
+	done := make(chan struct{})
+	stalled := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-done:
+		}
+	}))
+	defer stalled.Close()
+	defer close(done)
+	kubeconfig := filepath.Join(t.TempDir(), "config")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters:
+- {name: a, cluster: {server: "`+stalled.URL+`"}}
+users:
+- {name: u, user: {token: t}}
+contexts:
+- {name: a, context: {cluster: a, user: u}}
+current-context: a
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := testConfig(nil)
+	cfg.NewClient = nil // the real one, over the connection flags
+	for _, output := range []string{"table", "json"} {
+		r := run(t, t.Context(), cfg, "domains", "--kubeconfig", kubeconfig, "--request-timeout", "300ms", "-o", output)
+		if r.code != ExitError || !strings.Contains(r.stdout+r.stderr, "no answer within 300ms (--request-timeout)") || strings.Contains(r.stdout+r.stderr, "kubeclient.") {
+			t.Errorf("-o %s: exit code %d, want %d and the error naming --request-timeout, not the Go setting:\nstdout:\n%s\nstderr:\n%s", output, r.code, ExitError, r.stdout, r.stderr)
+		}
+	}
+}
+
+// The client settings of the flags: --request-timeout 0 means no limit, as
+// kubectl's, where kubeclient's zero is its default.
+func TestClientOptions(t *testing.T) {
+	for _, tc := range []struct {
+		o    options
+		want kubeclient.Options
+	}{
+		{options{qps: 50, burst: 100, requestTimeout: kubeclient.DefaultRequestTimeout}, kubeclient.Options{QPS: 50, Burst: 100, RequestTimeout: kubeclient.DefaultRequestTimeout}},
+		{options{qps: 50, burst: 100}, kubeclient.Options{QPS: 50, Burst: 100, RequestTimeout: kubeclient.NoRequestTimeout}},
+		{options{qps: 7, burst: 9, requestTimeout: 5 * time.Second}, kubeclient.Options{QPS: 7, Burst: 9, RequestTimeout: 5 * time.Second}},
+	} {
+		if diff := cmp.Diff(tc.want, tc.o.clientOptions()); diff != "" {
+			t.Errorf("(-want +got):\n%s", diff)
+		}
 	}
 }
 
