@@ -2,8 +2,6 @@ package app
 
 import (
 	"context"
-	"encoding/json"
-	"slices"
 	"strings"
 	"time"
 
@@ -77,7 +75,7 @@ through one watch of nodes, pods and budgets, and reads the Lease every
 				if err != nil {
 					return err
 				}
-				if id, err = rolloutIDOf(nodes); err != nil {
+				if id, err = theRolloutOf(nodes); err != nil {
 					return err
 				}
 			}
@@ -106,30 +104,11 @@ through one watch of nodes, pods and budgets, and reads the Lease every
 				}
 				return print(st)
 			}
-			var last string
-			for {
-				st, err := d.RolloutStatus(ctx, id, so)
-				if err != nil {
-					if cmd.Context().Err() != nil {
-						return nil // interrupted: the way a watch ends
-					}
-					return err
-				}
-				if key := statusKey(st); key != last {
-					last = key
-					if err := print(st); err != nil {
-						return err
-					}
-				}
-				if st.Completed {
-					return nil
-				}
-				select {
-				case <-cmd.Context().Done():
-					return nil
-				case <-o.cfg.Clock.After(interval):
-				}
+			err = d.WatchRolloutStatus(ctx, id, so, interval, print)
+			if cmd.Context().Err() != nil {
+				return nil // interrupted: the way a watch ends
 			}
+			return err
 		},
 	}
 	df.add(cmd)
@@ -143,44 +122,15 @@ through one watch of nodes, pods and budgets, and reads the Lease every
 	return cmd
 }
 
-// rolloutIDOf returns the one rollout whose marks the nodes carry (the
-// upgraded mark and the pending-upgrade taint; the cordon mark is also a
-// drain's), or a usage error naming those found.
-func rolloutIDOf(nodes []corev1.Node) (string, error) {
-	var ids []string
-	add := func(id string) {
-		if id != "" && !slices.Contains(ids, id) {
-			ids = append(ids, id)
-		}
-	}
-	for _, n := range nodes {
-		add(n.Annotations[eviction.UpgradedByAnnotation])
-		for _, t := range n.Spec.Taints {
-			if t.Key == eviction.PendingUpgradeTaint {
-				add(t.Value)
-			}
-		}
-	}
-	slices.Sort(ids)
-	switch len(ids) {
+// theRolloutOf returns the one rollout whose marks the nodes carry, or a
+// usage error naming those found.
+func theRolloutOf(nodes []corev1.Node) (string, error) {
+	switch ids := eviction.RolloutIDs(nodes); len(ids) {
 	case 1:
 		return ids[0], nil
 	case 0:
 		return "", usageErrorf("no node carries a rollout's marks (annotation %s, taint %s): name the rollout, udrain rollout status ID", eviction.UpgradedByAnnotation, eviction.PendingUpgradeTaint)
+	default:
+		return "", usageErrorf("the nodes carry the marks of %d rollouts (%s): name one, udrain rollout status ID", len(ids), strings.Join(ids, ", "))
 	}
-	return "", usageErrorf("the nodes carry the marks of %d rollouts (%s): name one, udrain rollout status ID", len(ids), strings.Join(ids, ", "))
-}
-
-// statusKey is what --watch compares to decide whether the status changed:
-// all of it but the times that move on their own.
-func statusKey(st *eviction.RolloutStatus) string {
-	c := *st
-	c.Time = time.Time{}
-	if c.Lock != nil {
-		l := *c.Lock
-		l.RenewedAt = nil
-		c.Lock = &l
-	}
-	b, _ := json.Marshal(c)
-	return string(b)
 }

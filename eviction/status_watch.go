@@ -1,0 +1,91 @@
+package eviction
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// RolloutIDs returns, sorted, the IDs of the rollouts whose marks nodes
+// carry: the upgraded mark (UpgradedByAnnotation) and the taint of the
+// domains not upgraded yet (PendingUpgradeTaint). The cordon mark is not
+// read: a drain leaves it too. A caller that wants "the rollout" of a
+// cluster takes the one ID, and asks which one when there are several.
+func RolloutIDs(nodes []corev1.Node) []string {
+	var ids []string
+	add := func(id string) {
+		if id != "" && !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	for _, n := range nodes {
+		add(n.Annotations[UpgradedByAnnotation])
+		for _, t := range n.Spec.Taints {
+			if t.Key == PendingUpgradeTaint {
+				add(t.Value)
+			}
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// WatchRolloutStatus reads where rollout id stands, as RolloutStatus does,
+// every interval (on ReadOptions.Clock), and calls onChange with the
+// status when it differs from the last one passed, the times that move by
+// themselves aside (the status's Time, the Lease's renewal); the first
+// status is always passed. It returns nil once a status is Completed
+// (after passing it), ctx's error when ctx ends, and the error of a read
+// or of onChange otherwise. Give the Reader ReadOptions.Informers so that
+// the whole wait reads through one watch; without them each look lists
+// the cluster again. A non-positive interval is a *udrain.ConfigError,
+// before any request.
+func (r *Reader) WatchRolloutStatus(ctx context.Context, id string, opts RolloutStatusOptions, interval time.Duration, onChange func(*RolloutStatus) error) error {
+	if interval <= 0 {
+		return configError("eviction.Reader.WatchRolloutStatus(interval)", "%s; use a positive interval", interval)
+	}
+	clk := r.d.s.Clock
+	var last string
+	for {
+		st, err := r.RolloutStatus(ctx, id, opts)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return err
+		}
+		if key := statusKey(st); key != last {
+			last = key
+			if err := onChange(st); err != nil {
+				return err
+			}
+		}
+		if st.Completed {
+			return nil
+		}
+		t := clk.NewTimer(interval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C():
+		}
+	}
+}
+
+// statusKey is what WatchRolloutStatus compares to decide whether the
+// status changed: all of it but the times that move on their own.
+func statusKey(st *RolloutStatus) string {
+	c := *st
+	c.Time = time.Time{}
+	if c.Lock != nil {
+		l := *c.Lock
+		l.RenewedAt = nil
+		c.Lock = &l
+	}
+	b, _ := json.Marshal(c)
+	return string(b)
+}
