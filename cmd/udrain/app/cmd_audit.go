@@ -7,7 +7,6 @@ import (
 
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/report"
-	"github.com/udrain/udrain/topology"
 )
 
 func newAuditCommand(o *options) *cobra.Command {
@@ -56,29 +55,15 @@ Error is found (or nodes lack the domain label), 0 otherwise.`,
 			if err != nil {
 				return err
 			}
-			s, err := rd.Snapshot(o.quietContext(cmd.Context()))
+			a, err := rd.Audit(o.quietContext(cmd.Context()), ro)
 			if err != nil {
 				return err
 			}
-			layout, err := topology.BuildLayout(s.Nodes, df.layoutOptions())
-			if err != nil {
-				return err
-			}
-			groups := topology.FindGroups(s.Pods, topology.Groupers(s.PodGroups)...)
-			r := topology.Audit(topology.AuditInput{Layout: layout, Groups: groups, PDBs: s.PDBs, Pods: s.Pods})
-			doc := report.AuditReport{TypeMeta: report.NewTypeMeta(report.KindAuditReport), LabelKey: layout.LabelKey, Domains: layout.Names(),
-				Groups: len(groups), PDBs: len(s.PDBs)}
-			// Where the rollout's evicted groups go: its destination
-			// findings join the contract's.
-			if plan, err := rd.PlanRollout(o.quietContext(cmd.Context()), ro); plan != nil {
-				doc.Rollout = plan
-				for _, f := range plan.Findings {
-					if f.Code == eviction.FindingDisruptedAgain || f.Code == eviction.FindingNoRoom {
-						r.Findings = append(r.Findings, f)
-					}
-				}
-			} else {
-				doc.RolloutProblem = err.Error()
+			r := a.Report
+			doc := report.AuditReport{TypeMeta: report.NewTypeMeta(report.KindAuditReport), LabelKey: a.Layout.LabelKey, Domains: a.Layout.Names(),
+				Groups: a.Groups, PDBs: a.PDBs, Rollout: a.Rollout}
+			if a.RolloutErr != nil {
+				doc.RolloutProblem = a.RolloutErr.Error()
 			}
 			doc.Errors, doc.Warnings, doc.Findings = len(r.Errors()), len(r.Warnings()), r.Findings
 			if err := out.print(o.streams.Out, doc); err != nil {
