@@ -3,7 +3,8 @@
 // plugin never advertised the devices (with the taint or node affinity that
 // keeps the plugin off, and the toleration that would fix it), unhealthy
 // devices, nodes advertising GPUs without labels. It is the smallest
-// embedding of package gpu: list with client-go, then gpu.Summarize.
+// embedding of package gpu: list with client-go, then gpu.Summarize; it
+// prints the table udrain gpu prints, with package report.
 //
 //	go run ./examples/gpu-pool-audit --kubeconfig ~/.kube/config
 //	go run ./examples/gpu-pool-audit -o json | jq '.problems'

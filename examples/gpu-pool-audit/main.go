@@ -8,9 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
-	"text/tabwriter"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/udrain/udrain/gpu"
+	"github.com/udrain/udrain/report"
 )
 
 // Exit codes, stable for scripts.
@@ -86,7 +85,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, newClient
 		enc.SetIndent("", "  ")
 		err = enc.Encode(s)
 	} else {
-		err = writeText(stdout, s)
+		// The table udrain gpu prints (package report).
+		err = report.GPUSummary{Summary: s}.WriteTable(stdout, report.TableOptions{})
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "gpu-pool-audit: write output:", err)
@@ -138,69 +138,4 @@ func audit(ctx context.Context, client kubernetes.Interface, opts gpu.Options, w
 		}
 	}
 	return gpu.Summarize(nodes, plugins, opts), nil
-}
-
-// writeText prints the summary as tables: pools, products, GPU nodes, then
-// problems with their fixes.
-func writeText(w io.Writer, s gpu.Summary) error {
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "POOL\tNODES\tGPUS\tADVERTISED\tPROBLEM NODES")
-	for _, p := range s.Pools {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", p.Kind, len(p.Nodes), p.GPUs, p.AdvertisedGPUs, p.ProblemNodes)
-	}
-	if len(s.Products) > 0 {
-		fmt.Fprintln(tw, "\nVENDOR\tPRODUCT\tNODES\tGPUS\tADVERTISED")
-		for _, p := range s.Products {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\n", p.Vendor, orDash(p.Product), p.Nodes, p.GPUs, p.AdvertisedGPUs)
-		}
-		fmt.Fprintln(tw, "\nNODE\tSTATUS\tVENDOR\tPRODUCT\tGPUS\tRESOURCE\tSHARING\tDEDICATED")
-		for _, c := range s.Nodes {
-			if !c.GPU {
-				continue
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s %d/%d\t%s\t%v\n", c.Node, c.Status, c.Vendor, orDash(c.Product), c.Count,
-				c.Resource, c.Allocatable, c.Capacity, sharing(c.Sharing), c.Dedicated)
-		}
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if len(s.Problems) == 0 {
-		_, err := fmt.Fprintln(w, "\nNo problems found.")
-		return err
-	}
-	fmt.Fprintf(w, "\n%d PROBLEMS\n", len(s.Problems))
-	for _, p := range s.Problems {
-		where := p.Node
-		if p.DaemonSet != "" {
-			where += " (DaemonSet " + p.DaemonSet + ")"
-		}
-		fmt.Fprintf(w, "%s %s %s: %s\n", strings.ToUpper(string(p.Severity)), p.Code, where, p.Message)
-		if p.Fix != "" {
-			fmt.Fprintf(w, "  fix: %s\n", p.Fix)
-		}
-	}
-	return nil
-}
-
-func sharing(s gpu.Sharing) string {
-	out := string(s.Strategy)
-	if s.Replicas > 1 {
-		out += fmt.Sprintf(" x%d", s.Replicas)
-	}
-	if s.MIGStrategy != "" && s.MIGStrategy != "none" && len(s.MIGProfiles) > 0 {
-		var names []string
-		for _, p := range s.MIGProfiles {
-			names = append(names, p.Name)
-		}
-		out += ", mig " + s.MIGStrategy + " " + strings.Join(names, ",")
-	}
-	return out
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

@@ -193,10 +193,10 @@ func TestRun(t *testing.T) {
 			wantStdout: []string{
 				"dedicated-gpu  2      8     4           1",
 				"nvidia  NVIDIA-L40S  2      8     4",
-				"gpu-02  ResourceMissing  nvidia  NVIDIA-L40S  4     nvidia.com/gpu 0/0  none     true",
-				"2 PROBLEMS",
-				"ERROR UntoleratedTaint gpu-02 (DaemonSet kube-system/nvidia-device-plugin): DaemonSet kube-system/nvidia-device-plugin does not tolerate taint dedicated=gpu:NoSchedule",
-				`  fix: kubectl -n kube-system patch daemonset nvidia-device-plugin --type=json -p '[{"op":"add","path":"/spec/template/spec/tolerations/-","value":{"key":"dedicated","operator":"Equal","value":"gpu","effect":"NoSchedule"}}]'`,
+				"gpu-02  -       ResourceMissing  nvidia  NVIDIA-L40S  4     nvidia.com/gpu 0/0  none     yes",
+				"2 problems:",
+				"2. ERROR UntoleratedTaint node gpu-02 (DaemonSet kube-system/nvidia-device-plugin): DaemonSet kube-system/nvidia-device-plugin does not tolerate taint dedicated=gpu:NoSchedule",
+				`   fix: kubectl -n kube-system patch daemonset nvidia-device-plugin --type=json -p '[{"op":"add","path":"/spec/template/spec/tolerations/-","value":{"key":"dedicated","operator":"Equal","value":"gpu","effect":"NoSchedule"}}]'`,
 			},
 		},
 		{
