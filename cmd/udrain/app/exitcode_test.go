@@ -16,6 +16,7 @@ import (
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/readiness"
 	"github.com/udrain/udrain/topology"
+	"github.com/udrain/udrain/upgrade"
 )
 
 func TestExitCode(t *testing.T) {
@@ -45,7 +46,7 @@ func TestExitCode(t *testing.T) {
 		{"refused pods", &eviction.RefusedPodsError{}, ExitError},
 		{"unreachable", &eviction.UnreachableError{Server: "https://127.0.0.1:1", Err: errors.New("connection refused")}, ExitError},
 		{"wait error", &bootstrap.WaitError{Cause: context.DeadlineExceeded}, ExitError},
-		{"upgrade command", &UpgradeCommandError{Domain: "ud-1", ExitCode: 3}, ExitError},
+		{"upgrade command", &upgrade.CommandError{Domain: "ud-1", ExitCode: 3}, ExitError},
 		{"reported contract", &reportedError{err: &topology.ContractError{}}, ExitContract},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
