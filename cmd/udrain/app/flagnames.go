@@ -28,6 +28,8 @@ var fieldFlags = map[string]string{
 	"readiness.Options.TTL":                 "--ttl",
 	"readiness.Options.FailureThreshold":    "--failure-threshold",
 	"readiness.ParseMember(spec)":           "--member",
+	"readiness.MembersOptions.Specs":        "--member",
+	"readiness.MembersOptions.LWS":          "--from-lws-env",
 	"readiness.Member.Name":                 "--member",
 	"readiness.HTTPCheck(rawURL)":           "--member",
 	"readiness.TCPCheck(addr)":              "--member",
