@@ -107,8 +107,8 @@ A holder that died leaves a Lease that can be taken over once it expires
 				GPUCheck: eviction.GPUCheck{Disabled: skipGPUCheck, Grace: gpuGrace},
 				Lock:     eviction.RolloutLock{Disabled: noLock, Namespace: lockNamespace, CreateNamespace: createLockNS},
 				Steering: eviction.Steering(steering), Order: eviction.RolloutOrder(order)}
-			var prog progress
-			steps := uf.options(o, id, df.label, func(domain string) io.Writer { return prog.output("[upgrade " + domain + "] ") })
+			var prog *report.Progress
+			steps := uf.options(o, id, df.label, func(domain string) io.Writer { return prog.Output("[upgrade " + domain + "] ") })
 			// Bad input is refused before any request.
 			if err := ro.Validate(); err != nil {
 				return inFlagTerms(err)
@@ -154,19 +154,19 @@ A holder that died leaves a Lease that can be taken over once it expires
 				onEvent = rec.Record
 			}
 			prog = o.newProgress(o.streams.ErrOut)
-			prog.setTotal(len(names))
+			prog.SetTotal(len(names))
 			d, err := o.newDrainer(client, &df, &dr, func(e eviction.Event) {
-				prog.event(e)
+				prog.Event(e)
 				onEvent(e)
 			})
 			if err != nil {
-				prog.close()
+				prog.Close()
 				return err
 			}
-			prog.note("RolloutID", "", fmt.Sprintf("rollout %s over %s (%s); if it stops, run the same command again to resume (or pass --id %s)",
+			prog.Note("RolloutID", "", fmt.Sprintf("rollout %s over %s (%s); if it stops, run the same command again to resume (or pass --id %s)",
 				id, plural(len(names), "domain", "domains"), strings.Join(names, ", "), id))
 			res, err := d.Rollout(o.quietContext(cmd.Context()), ro)
-			prog.close()
+			prog.Close()
 			if res == nil {
 				return err
 			}

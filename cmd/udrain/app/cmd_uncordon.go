@@ -81,12 +81,12 @@ whenever it changes. The exit code is 1 when --timeout passes first.`,
 			if err != nil {
 				return err
 			}
-			prog := &lineProgress{w: o.streams.ErrOut, clk: o.cfg.Clock}
+			prog := report.NewProgress(o.streams.ErrOut, report.ProgressOptions{Clock: o.cfg.Clock})
 			// --timeout bounds the wait through ctx, below, and the wait
 			// for an API server that cannot be reached.
 			d, err := o.newReader(client, &df, eviction.ReadOptions{ConnectTimeout: connectTimeout(timeout), OnEvent: func(e eviction.Event) {
 				if e.Type == eviction.EventWaitingRecovery {
-					prog.note("WaitingHealthy", domain, e.Message)
+					prog.Note("WaitingHealthy", domain, e.Message)
 				}
 			}})
 			if err != nil {
