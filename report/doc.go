@@ -28,7 +28,9 @@
 // a rollout as it runs, as udrain does on stderr (give its Event to the
 // Drainer's OnEvent): one line per event, or, on a terminal, a live block
 // of the domain, its phase, the pods left and the budget blocking, with
-// the notable events printed above it.
+// the notable events printed above it. NewVersion builds the Version of a
+// binary from its release stamps and its build info, as "udrain version"
+// does.
 //
 // The JSON conventions are the library's (see package eviction):
 // lowerCamelCase names; an empty list or optional object is omitted;
