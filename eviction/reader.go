@@ -55,6 +55,7 @@ type ReadOptions struct {
 // cluster's state (Snapshot), the health of its domains' groups (Health,
 // WaitHealthy), what a rollout would do (PlanRollout) and where one stands
 // (RolloutStatus), exactly as a Drainer's methods of the same names do,
+// and audits the placement contract with a rollout's destinations (Audit),
 // and sends no write request: it has no method that changes the cluster,
 // and no option about evicting. A caller that only reads (a status page,
 // a report, a script waiting for health) needs no drain settings to get

@@ -1,0 +1,66 @@
+package eviction
+
+import (
+	"context"
+
+	"github.com/udrain/udrain/topology"
+)
+
+// Audit is the placement contract checked over every domain, and where
+// the groups a rollout over every domain evicts could go: what "udrain
+// audit" reports.
+type Audit struct {
+	// LabelKey is the node label the domains come from; Domains are the
+	// domains audited, in natural order.
+	LabelKey string
+	Domains  []string
+	// Groups counts the groups found, PDBs the PodDisruptionBudgets.
+	Groups, PDBs int
+	// Findings are the contract's findings over every domain
+	// (topology.Audit), then the simulated rollout's FindingDisruptedAgain
+	// and FindingNoRoom.
+	Findings []topology.Finding
+	// Rollout is the rollout simulated over every domain (PlanRollout);
+	// nil when it could not be planned, and RolloutErr says why (a domain
+	// held by a rollout in progress, say).
+	Rollout    *RolloutPlan
+	RolloutErr error
+}
+
+// Err returns a *topology.ContractError with the findings of severity
+// Error, or nil.
+func (a *Audit) Err() error { return topology.Report{Findings: a.Findings}.Err() }
+
+// Audit checks the placement contract over every domain of the cluster
+// and simulates Rollout(ctx, opts) over every domain, without a lock, a
+// taint, a cordon or an eviction, to add where the groups it evicts could
+// go. Options that cannot work are a *udrain.ConfigError before any
+// request; a rollout that cannot be planned is Audit.RolloutErr, not an
+// error.
+func (r *Reader) Audit(ctx context.Context, opts RolloutOptions) (*Audit, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	s, err := r.Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	layout, err := topology.BuildLayout(s.Nodes, r.d.s.layoutOptions())
+	if err != nil {
+		return nil, err
+	}
+	groups := topology.FindGroups(s.Pods, groupersFor(r.d.s, s)...)
+	a := &Audit{LabelKey: layout.LabelKey, Domains: layout.Names(), Groups: len(groups), PDBs: len(s.PDBs),
+		Findings: topology.Audit(topology.AuditInput{Layout: layout, Groups: groups, PDBs: s.PDBs, Pods: s.Pods}).Findings}
+	if a.Rollout, err = r.PlanRollout(ctx, opts); a.Rollout == nil {
+		a.RolloutErr = err
+		return a, nil
+	}
+	// Its contract findings are the audit's, over its domains.
+	for _, f := range a.Rollout.Findings {
+		if f.Code == FindingDisruptedAgain || f.Code == FindingNoRoom {
+			a.Findings = append(a.Findings, f)
+		}
+	}
+	return a, nil
+}
