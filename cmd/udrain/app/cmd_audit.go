@@ -56,35 +56,20 @@ Error is found (or nodes lack the domain label), 0 otherwise.`,
 			if err != nil {
 				return err
 			}
-			s, err := rd.Snapshot(o.quietContext(cmd.Context()))
+			a, err := rd.Audit(o.quietContext(cmd.Context()), ro)
 			if err != nil {
 				return err
 			}
-			layout, err := topology.BuildLayout(s.Nodes, df.layoutOptions())
-			if err != nil {
-				return err
+			r := topology.Report{Findings: a.Findings}
+			doc := report.AuditReport{TypeMeta: report.NewTypeMeta(report.KindAuditReport), LabelKey: a.LabelKey, Domains: a.Domains, Groups: a.Groups, PDBs: a.PDBs,
+				Errors: len(r.Errors()), Warnings: len(r.Warnings()), Findings: a.Findings, Rollout: a.Rollout}
+			if a.RolloutErr != nil {
+				doc.RolloutProblem = a.RolloutErr.Error()
 			}
-			groups := topology.FindGroups(s.Pods, topology.Groupers(s.PodGroups)...)
-			r := topology.Audit(topology.AuditInput{Layout: layout, Groups: groups, PDBs: s.PDBs, Pods: s.Pods})
-			doc := report.AuditReport{TypeMeta: report.NewTypeMeta(report.KindAuditReport), LabelKey: layout.LabelKey, Domains: layout.Names(),
-				Groups: len(groups), PDBs: len(s.PDBs)}
-			// Where the rollout's evicted groups go: its destination
-			// findings join the contract's.
-			if plan, err := rd.PlanRollout(o.quietContext(cmd.Context()), ro); plan != nil {
-				doc.Rollout = plan
-				for _, f := range plan.Findings {
-					if f.Code == eviction.FindingDisruptedAgain || f.Code == eviction.FindingNoRoom {
-						r.Findings = append(r.Findings, f)
-					}
-				}
-			} else {
-				doc.RolloutProblem = err.Error()
-			}
-			doc.Errors, doc.Warnings, doc.Findings = len(r.Errors()), len(r.Warnings()), r.Findings
 			if err := out.print(o.streams.Out, doc); err != nil {
 				return err
 			}
-			if err := r.Err(); err != nil {
+			if err := a.Err(); err != nil {
 				return &reportedError{err: err, summary: fmt.Sprintf("placement contract violated: %s, %s",
 					plural(doc.Errors, "error", "errors"), plural(doc.Warnings, "warning", "warnings"))}
 			}
