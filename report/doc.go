@@ -30,7 +30,9 @@
 // of the domain, its phase, the pods left and the budget blocking, with
 // the notable events printed above it. NewVersion builds the Version of a
 // binary from its release stamps and its build info, as "udrain version"
-// does.
+// does; ReasonOf classifies an error of the module as ErrorInfo.Reason,
+// the class a script acts on (exit codes 2, 3, 4, 130 and 1 on udrain's
+// command line).
 //
 // The JSON conventions are the library's (see package eviction):
 // lowerCamelCase names; an empty list or optional object is omitted;
