@@ -81,9 +81,9 @@ whatever clients do.`,
 			}
 			logger := klog.FromContext(cmd.Context())
 			checkerOpt.OnChange = func(r readiness.MemberResult) {
-				memberMetrics.Record(r.Name, r.State.Verdict(checkerOpt.FailureThreshold) == nil)
-				if err := r.State.Verdict(checkerOpt.FailureThreshold); err != nil {
-					logger.Info("Member unhealthy", "member", r.Name, "reason", readiness.ReasonOf(err), "err", err)
+				memberMetrics.Record(r.Name, r.Err == nil)
+				if r.Err != nil {
+					logger.Info("Member unhealthy", "member", r.Name, "reason", readiness.ReasonOf(r.Err), "err", r.Err)
 				} else {
 					logger.Info("Member healthy", "member", r.Name)
 				}
