@@ -45,5 +45,9 @@
 //
 // Shared by every package: [ConfigError], the one shape of a configuration
 // error (naming the setting or argument at fault; nothing changed because
-// of it), and [Severity], the one casing of a finding's severity.
+// of it), and [Severity], the one casing of a finding's severity. A caller
+// whose users set the settings another way (a command line's flags, a
+// custom resource's fields) names them its own way in any error of the
+// module with [DescribeError], and in the module's log lines with
+// [NamingLogger], as the udrain command names its flags.
 package udrain

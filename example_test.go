@@ -23,3 +23,16 @@ func ExampleConfigError() {
 	// Output:
 	// fix eviction.Options.Concurrency
 }
+
+// A controller whose users set the Drainer's options in a custom
+// resource's spec names them by the spec's fields, in errors and log
+// lines alike.
+func ExampleDescribeError() {
+	specField := func(setting string) string {
+		return map[string]string{"eviction.Options.Concurrency": "spec.concurrency"}[setting]
+	}
+	_, err := eviction.New(fake.NewClientset(), eviction.Options{Concurrency: -1})
+	fmt.Println(udrain.DescribeError(fmt.Errorf("reconciling: %w", err), specField))
+	// Output:
+	// reconciling: invalid spec.concurrency: -1 is negative; use 0 for the default (32)
+}

@@ -136,6 +136,24 @@ func BodyContains(s string) func(body []byte) error {
 	}
 }
 
+// ParseHeaderFiles parses headers for Options.HeaderFiles, each
+// "NAME=PATH" (a command line, an init container's arguments). Its errors
+// are *udrain.ConfigError about Options.HeaderFiles; nil specs give nil.
+func ParseHeaderFiles(specs []string) (map[string]string, error) {
+	var files map[string]string
+	for _, spec := range specs {
+		name, path, ok := strings.Cut(spec, "=")
+		if !ok || name == "" || path == "" {
+			return nil, &udrain.ConfigError{Field: "bootstrap.Options.HeaderFiles", Problem: fmt.Sprintf("%q: want NAME=PATH, e.g. Authorization=/etc/token/header", spec)}
+		}
+		if files == nil {
+			files = map[string]string{}
+		}
+		files[name] = path
+	}
+	return files, nil
+}
+
 // settings are the validated Options with defaults applied.
 type settings struct {
 	timeout        time.Duration

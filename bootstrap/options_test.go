@@ -118,3 +118,32 @@ func TestBodyContains(t *testing.T) {
 		t.Errorf("non-matching long body: err = %v, want a short error naming the missing text", err)
 	}
 }
+
+func TestParseHeaderFiles(t *testing.T) {
+	for _, tc := range []struct {
+		specs       []string
+		want        map[string]string
+		wantProblem string
+	}{
+		{nil, nil, ""},
+		{[]string{"Authorization=/etc/token/header", "X-Team=/etc/team", "X-Team=/etc/team2"}, map[string]string{"Authorization": "/etc/token/header", "X-Team": "/etc/team2"}, ""},
+		{[]string{"X-Eq=/etc/a=b"}, map[string]string{"X-Eq": "/etc/a=b"}, ""},
+		{[]string{"Authorization"}, nil, `"Authorization": want NAME=PATH, e.g. Authorization=/etc/token/header`},
+		{[]string{"=/etc/token"}, nil, `"=/etc/token": want NAME=PATH, e.g. Authorization=/etc/token/header`},
+		{[]string{"Authorization="}, nil, `"Authorization=": want NAME=PATH, e.g. Authorization=/etc/token/header`},
+	} {
+		got, err := ParseHeaderFiles(tc.specs)
+		var problem string
+		if ce, ok := errors.AsType[*udrain.ConfigError](err); ok && ce.Field == "bootstrap.Options.HeaderFiles" {
+			problem = ce.Problem
+		} else if err != nil {
+			t.Errorf("ParseHeaderFiles(%q): %v, want a ConfigError about bootstrap.Options.HeaderFiles", tc.specs, err)
+		}
+		if diff := cmp.Diff(tc.wantProblem, problem); diff != "" {
+			t.Errorf("ParseHeaderFiles(%q) problem (-want +got):\n%s", tc.specs, diff)
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("ParseHeaderFiles(%q) (-want +got):\n%s", tc.specs, diff)
+		}
+	}
+}

@@ -7,6 +7,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/klog/v2"
+
+	"github.com/udrain/udrain"
 )
 
 // Result describes a successful wait.
@@ -213,7 +215,7 @@ func (w *waiter) reportFailure(attempt int, elapsed, next time.Duration, changed
 	if changed {
 		kv = append(kv, "hint", w.lastClass.Hint())
 		if setting := w.lastClass.Setting(); setting != "" {
-			kv = append(kv, "setting", setting)
+			kv = append(kv, udrain.SettingKey, setting)
 		}
 		w.logger.Info("Server not reachable yet", kv...)
 		return

@@ -6,32 +6,41 @@ import (
 	"github.com/udrain/udrain/topology"
 )
 
-// ClusterAudit is the placement contract's audit over every domain, with
-// where a rollout's evicted groups could go.
-type ClusterAudit struct {
-	// Layout is the cluster's domains.
-	Layout *topology.Layout
-	// Groups counts the groups found; PDBs the PodDisruptionBudgets.
+// Audit is the placement contract checked over every domain, and where
+// the groups a rollout over every domain evicts could go: what "udrain
+// audit" reports.
+type Audit struct {
+	// LabelKey is the node label the domains come from; Domains are the
+	// domains audited, in natural order.
+	LabelKey string
+	Domains  []string
+	// Groups counts the groups found, PDBs the PodDisruptionBudgets.
 	Groups, PDBs int
-	// Report holds the contract's findings (topology.Audit) followed by
-	// the simulated rollout's FindingDisruptedAgain and FindingNoRoom.
-	// Report.Err is non-nil when a finding is of severity Error.
-	Report topology.Report
-	// Rollout is the rollout simulated over every domain (PlanRollout):
-	// its order and each group's destination. It is nil when the rollout
-	// could not be simulated (a domain held by a rollout in progress,
-	// say); RolloutErr then says why.
+	// Findings are the contract's findings over every domain
+	// (topology.Audit), then the simulated rollout's FindingDisruptedAgain
+	// and FindingNoRoom.
+	Findings []topology.Finding
+	// Rollout is the rollout simulated over every domain (PlanRollout);
+	// nil when it could not be planned, and RolloutErr says why (a domain
+	// held by a rollout in progress, say).
 	Rollout    *RolloutPlan
 	RolloutErr error
 }
 
-// Audit checks the placement contract over every domain of a snapshot
-// (topology.Audit) and simulates a rollout with opts (PlanRollout), adding
-// its DisruptedAgain and NoRoom findings to the contract's. It returns an
-// error only when the cluster cannot be read or its domains cannot be
-// built (nodes without the domain label under topology.UnlabeledError);
-// a contract violation is in the report, not an error. It changes nothing.
-func (r *Reader) Audit(ctx context.Context, opts RolloutOptions) (*ClusterAudit, error) {
+// Err returns a *topology.ContractError with the findings of severity
+// Error, or nil.
+func (a *Audit) Err() error { return topology.Report{Findings: a.Findings}.Err() }
+
+// Audit checks the placement contract over every domain of the cluster
+// and simulates Rollout(ctx, opts) over every domain, without a lock, a
+// taint, a cordon or an eviction, to add where the groups it evicts could
+// go. Options that cannot work are a *udrain.ConfigError before any
+// request; a rollout that cannot be planned is Audit.RolloutErr, not an
+// error.
+func (r *Reader) Audit(ctx context.Context, opts RolloutOptions) (*Audit, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
 	s, err := r.Snapshot(ctx)
 	if err != nil {
 		return nil, err
@@ -40,18 +49,17 @@ func (r *Reader) Audit(ctx context.Context, opts RolloutOptions) (*ClusterAudit,
 	if err != nil {
 		return nil, err
 	}
-	groups := topology.FindGroups(s.Pods, topology.Groupers(s.PodGroups)...)
-	a := &ClusterAudit{Layout: layout, Groups: len(groups), PDBs: len(s.PDBs),
-		Report: topology.Audit(topology.AuditInput{Layout: layout, Groups: groups, PDBs: s.PDBs, Pods: s.Pods})}
-	plan, err := r.PlanRollout(ctx, opts)
-	if plan == nil {
+	groups := topology.FindGroups(s.Pods, groupersFor(r.d.s, s)...)
+	a := &Audit{LabelKey: layout.LabelKey, Domains: layout.Names(), Groups: len(groups), PDBs: len(s.PDBs),
+		Findings: topology.Audit(topology.AuditInput{Layout: layout, Groups: groups, PDBs: s.PDBs, Pods: s.Pods}).Findings}
+	if a.Rollout, err = r.PlanRollout(ctx, opts); a.Rollout == nil {
 		a.RolloutErr = err
 		return a, nil
 	}
-	a.Rollout = plan
-	for _, f := range plan.Findings {
+	// Its contract findings are the audit's, over its domains.
+	for _, f := range a.Rollout.Findings {
 		if f.Code == FindingDisruptedAgain || f.Code == FindingNoRoom {
-			a.Report.Findings = append(a.Report.Findings, f)
+			a.Findings = append(a.Findings, f)
 		}
 	}
 	return a, nil

@@ -1,73 +1,87 @@
 package eviction
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/topology"
 )
 
-// Reader.Audit: the contract's findings, then the simulated rollout's
-// destination findings; a rollout that cannot be simulated is said, not
-// an error; nothing is written.
+// TestReaderAudit: the contract's findings over every domain, then the
+// simulated rollout's destination findings (its own contract findings
+// not twice); a rollout that cannot be planned is reported in the audit.
 func TestReaderAudit(t *testing.T) {
-	cluster := func(pdb bool) []runtime.Object {
-		objs := []any{destNode(1, 1, 6), destNode(2, 1, 8), destNode(3, 1, 8),
-			destGroup(0, 2, 4, "node-1-1"), destGroup(1, 2, 4, "node-2-1")}
-		if pdb {
-			objs = append(objs, leaderPDB(2))
+	spanning := lwsCluster(2, 2, 2)
+	for _, o := range spanning {
+		if p, ok := o.(*corev1.Pod); ok && p.Name == "llm-0-1" {
+			p.Spec.NodeName = "node-2-1"
 		}
-		return objects(objs...)
 	}
-	given := RolloutOptions{Order: OrderGiven, Domains: []string{"ud-1", "ud-2", "ud-3"}}
-	for _, tc := range []struct {
-		name       string
-		objs       []runtime.Object
-		opts       RolloutOptions
-		wantCodes  []topology.FindingCode
-		wantErr    bool // Report.Err
-		wantPlan   bool
-		wantGroups int
-		wantPDBs   int
+	type summary struct {
+		LabelKey       string
+		Domains        []string
+		Groups, PDBs   int
+		Codes          []topology.FindingCode
+		Planned        bool
+		RolloutErr     bool
+		ContractErrors int
+	}
+	for name, tc := range map[string]struct {
+		objs     []runtime.Object
+		steering Steering
+		want     summary
 	}{
-		{"a group that can only go to a pending domain", cluster(true), given, []topology.FindingCode{FindingDisruptedAgain}, false, true, 2, 1},
-		{"spare first: every group has a place", cluster(true), RolloutOptions{}, nil, false, true, 2, 1},
-		{"leaders without a budget: the contract's error", cluster(false), RolloutOptions{},
-			[]topology.FindingCode{topology.FindingUnprotectedLeader, topology.FindingUnprotectedLeader}, true, true, 2, 0},
-		{"a rollout that cannot be planned", cluster(true), RolloutOptions{Domains: []string{"ud-9"}}, nil, false, false, 2, 1},
+		"every group full in its domain": {lwsCluster(2, 2, 2), SteerPreferUpgraded, summary{LabelKey: topology.DefaultDomainLabel, Domains: []string{"ud-1", "ud-2"}, Groups: 2, PDBs: 1,
+			Codes: []topology.FindingCode{FindingDisruptedAgain}, Planned: true}},
+		"steered strictly": {lwsCluster(3, 2, 2), SteerStrict, summary{LabelKey: topology.DefaultDomainLabel, Domains: []string{"ud-1", "ud-2", "ud-3"}, Groups: 3, PDBs: 1,
+			Planned: true}},
+		"a group across two domains": {spanning, SteerPreferUpgraded, summary{LabelKey: topology.DefaultDomainLabel, Domains: []string{"ud-1", "ud-2"}, Groups: 2, PDBs: 1,
+			Codes: []topology.FindingCode{topology.FindingPack, FindingDisruptedAgain}, Planned: true, ContractErrors: 1}},
+		"a domain held by another rollout": {readerCluster(), SteerPreferUpgraded, summary{LabelKey: topology.DefaultDomainLabel, Domains: []string{"ud-1", "ud-2"}, Groups: 2, PDBs: 1,
+			RolloutErr: true}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx := testContext(t)
-			fc := newFakeCluster(t, tc.objs...)
-			r, err := NewReader(fc.client, ReadOptions{})
+		t.Run(name, func(t *testing.T) {
+			rd, err := NewReader(fake.NewClientset(tc.objs...), ReadOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			a, err := r.Audit(ctx, tc.opts)
+			a, err := rd.Audit(t.Context(), RolloutOptions{Steering: tc.steering})
 			if err != nil {
 				t.Fatal(err)
 			}
-			var codes []topology.FindingCode
-			for _, f := range a.Report.Findings {
-				codes = append(codes, f.Code)
+			got := summary{LabelKey: a.LabelKey, Domains: a.Domains, Groups: a.Groups, PDBs: a.PDBs, Planned: a.Rollout != nil, RolloutErr: a.RolloutErr != nil}
+			for _, f := range a.Findings {
+				got.Codes = append(got.Codes, f.Code)
 			}
-			if diff := cmp.Diff(tc.wantCodes, codes); diff != "" {
-				t.Errorf("finding codes (-want +got):\n%s", diff)
+			var ce *topology.ContractError
+			if errors.As(a.Err(), &ce) {
+				got.ContractErrors = len(ce.Findings)
 			}
-			if (a.Report.Err() != nil) != tc.wantErr {
-				t.Errorf("Report.Err() = %v, want an error: %v", a.Report.Err(), tc.wantErr)
-			}
-			if (a.Rollout != nil) != tc.wantPlan || (a.RolloutErr != nil) == tc.wantPlan {
-				t.Errorf("rollout plan %v, problem %v; want a plan: %v", a.Rollout != nil, a.RolloutErr, tc.wantPlan)
-			}
-			if a.Groups != tc.wantGroups || a.PDBs != tc.wantPDBs || len(a.Layout.Names()) != 3 {
-				t.Errorf("%d groups, %d PDBs, domains %v; want %d, %d and 3 domains", a.Groups, a.PDBs, a.Layout.Names(), tc.wantGroups, tc.wantPDBs)
-			}
-			if m := fc.mutations(); len(m) != 0 {
-				t.Errorf("the audit changed the cluster: %v", m)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("audit (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestReaderAuditRefusesBadOptions(t *testing.T) {
+	client := fake.NewClientset(lwsCluster(2, 2, 2)...)
+	rd, err := NewReader(client, ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := rd.Audit(t.Context(), RolloutOptions{Steering: "Sideways"})
+	var ce *udrain.ConfigError
+	if !errors.As(err, &ce) || ce.Field != "eviction.RolloutOptions.Steering" || a != nil {
+		t.Errorf("Audit: %v, %v; want a ConfigError about eviction.RolloutOptions.Steering", a, err)
+	}
+	if n := len(client.Actions()); n > 0 {
+		t.Errorf("%d requests before the refusal", n)
 	}
 }

@@ -57,8 +57,9 @@ type ReadOptions struct {
 // cluster's state (Snapshot), the health of its domains' groups (Health,
 // WaitHealthy), what a rollout would do (PlanRollout) and where one stands
 // (RolloutStatus), exactly as a Drainer's methods of the same names do,
-// and lists the cluster's nodes and DaemonSets alone (Nodes, DaemonSets,
-// for a report of nodes or GPUs that needs no pods); it sends no write
+// lists the cluster's nodes and DaemonSets alone (Nodes, DaemonSets, for a
+// report of nodes or GPUs that needs no pods), and audits the placement
+// contract with a rollout's destinations (Audit); it sends no write
 // request: it has no method that changes the cluster,
 // and no option about evicting. A caller that only reads (a status page,
 // a report, a script waiting for health) needs no drain settings to get

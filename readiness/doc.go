@@ -10,7 +10,10 @@
 // format of the kube-apiserver's /readyz (?verbose, ?exclude=, /readyz/<member>).
 // [Checker.NewServer] serves it with bounds on what clients can hold.
 // [MembersFromLWSEnv] builds the member list of a LeaderWorkerSet group from
-// the variables LeaderWorkerSet sets in the leader pod. Point the leader's
+// the variables LeaderWorkerSet sets in the leader pod; [MembersOptions]
+// take the members from a NAME=URL list or from those variables, with the
+// TLS settings of https members, as a sidecar's configuration gives them
+// ("udrain serve-readiness" maps its flags to them). Point the leader's
 // readinessProbe at /readyz, with timeoutSeconds above [Options.Timeout].
 //
 // How it behaves under load and failure:
@@ -44,7 +47,8 @@
 // refuses long headers, times out slow clients and caps the connections open
 // at once, closing those held without a request first, so that clients
 // cannot starve the kubelet's probes or exhaust the sidecar's memory
-// ([ServeOptions.ConnectionMemory] is the bound); members served over https
+// ([ServeOptions.ConnectionMemory] is the bound, [ServeOptions.Memory] the
+// whole of what a checker and its server hold); members served over https
 // with a private CA or a client certificate take [TLSOptions].
 //
 // What it is not for:

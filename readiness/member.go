@@ -3,6 +3,7 @@ package readiness
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/udrain/udrain"
@@ -94,4 +95,87 @@ func ParseMember(spec string, opts ...HTTPOption) (Member, error) {
 
 func specError(format string, args ...any) error {
 	return &udrain.ConfigError{Field: "readiness.ParseMember(spec)", Problem: fmt.Sprintf(format, args...)}
+}
+
+// MembersOptions say where a group's members come from, as a sidecar's
+// configuration gives them: a list of NAME=URL, or the variables
+// LeaderWorkerSet sets in the leader pod, one or the other; and the TLS
+// settings of the members checked over https. [MembersOptions.Members]
+// builds the list.
+type MembersOptions struct {
+	// Specs are the members as NAME=URL ([ParseMember]).
+	Specs []string
+	// LWS, when set, takes the members from LeaderWorkerSet's variables
+	// instead ([MembersFromLWSEnv]), read through LookupEnv (os.LookupEnv
+	// in a real pod).
+	LWS       *LWSOptions
+	LookupEnv func(string) (string, bool)
+	// TLS configures the https members ([TLSOptions.Config]); set it only
+	// when some member is checked over https.
+	TLS TLSOptions
+}
+
+// Members returns the members that o gives, each https member with o.TLS.
+// Giving none, giving both Specs and LWS, and TLS settings without an https
+// member are *udrain.ConfigError, as are the errors of ParseMember,
+// MembersFromLWSEnv and TLSOptions.Config; LeaderWorkerSet's variables
+// missing or wrong are an *EnvError.
+func (o MembersOptions) Members() ([]Member, error) {
+	switch {
+	case o.LWS != nil && len(o.Specs) > 0:
+		return nil, &udrain.ConfigError{Field: "readiness.MembersOptions.Specs", Problem: "set together with the LeaderWorkerSet variables: take the members from one source, not both", See: []string{"readiness.MembersOptions.LWS"}}
+	case o.LWS == nil && len(o.Specs) == 0:
+		return nil, &udrain.ConfigError{Field: "readiness.MembersOptions.Specs", Problem: "no members: give them as NAME=URL, or take them from LeaderWorkerSet's variables in the leader pod", See: []string{"readiness.MembersOptions.LWS"}}
+	}
+	var opts []HTTPOption
+	if o.TLS != (TLSOptions{}) {
+		if field := o.TLS.firstSet(); !o.usesHTTPS() {
+			return nil, &udrain.ConfigError{Field: "readiness.TLSOptions." + field, Problem: "the TLS settings are for https members, and no member is https: leave them out, or check the members over https"}
+		}
+		cfg, err := o.TLS.Config()
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, WithTLSConfig(cfg))
+	}
+	if o.LWS != nil {
+		lws := *o.LWS
+		lws.HTTPOptions = append(slices.Clip(lws.HTTPOptions), opts...)
+		return MembersFromLWSEnv(o.LookupEnv, lws)
+	}
+	members := make([]Member, 0, len(o.Specs))
+	for _, spec := range o.Specs {
+		m, err := ParseMember(spec, opts...)
+		if err != nil {
+			return nil, err
+		}
+		members = append(members, m)
+	}
+	return members, nil
+}
+
+// usesHTTPS reports whether some member is checked over https.
+func (o MembersOptions) usesHTTPS() bool {
+	if o.LWS != nil {
+		return o.LWS.Scheme == "https"
+	}
+	for _, spec := range o.Specs {
+		if _, target, ok := strings.Cut(spec, "="); ok && strings.HasPrefix(strings.ToLower(target), "https://") {
+			return true
+		}
+	}
+	return false
+}
+
+// firstSet names the first field of o that is set.
+func (o TLSOptions) firstSet() string {
+	switch {
+	case o.CAFile != "":
+		return "CAFile"
+	case o.ServerName != "":
+		return "ServerName"
+	case o.ClientCertFile != "":
+		return "ClientCertFile"
+	}
+	return "ClientKeyFile"
 }

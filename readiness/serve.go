@@ -134,6 +134,29 @@ func (o ServeOptions) ConnectionMemory() int64 {
 	return int64(o.MaxConnections) * int64(o.MaxHeaderBytes+connectionOverhead)
 }
 
+// What a checker and its server hold besides the connections, for
+// [ServeOptions.Memory]. cmd/udrain's black-box test holds "udrain
+// serve-readiness" to them.
+const (
+	// MemberCheckMemory bounds one member's check in flight (its
+	// connection and request): 47 to 68 KiB measured with 256 members
+	// that never answer.
+	MemberCheckMemory = 96 << 10
+	// runtimeGrowth is the Go runtime's own growth under load: goroutine
+	// stacks, the garbage collector's metadata.
+	runtimeGrowth = 8 << 20
+)
+
+// Memory returns the most anonymous memory, in bytes, that a [Checker] of
+// members served with these options adds to its process, whatever its
+// clients do: one check in flight per member ([MemberCheckMemory]), twice
+// ConnectionMemory (the garbage collector lets the heap grow to twice what
+// is live) and the Go runtime's own growth under load (8 MiB). Add what the
+// process holds at rest to set its memory limit.
+func (o ServeOptions) Memory(members int) int64 {
+	return int64(members)*MemberCheckMemory + 2*o.ConnectionMemory() + runtimeGrowth
+}
+
 // Server serves a [Checker] with the bounds of [ServeOptions]; see
 // [Checker.NewServer].
 type Server struct {

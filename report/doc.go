@@ -24,7 +24,15 @@
 // a finding's message. The tables are for people; their wording may
 // change between releases, and programs read JSON. FormatEvent writes an
 // event of a drain or rollout as the one line udrain's progress shows
-// without a terminal, whose words are stable.
+// without a terminal, whose words are stable; a Progress shows a drain or
+// a rollout as it runs, as udrain does on stderr (give its Event to the
+// Drainer's OnEvent): one line per event, or, on a terminal, a live block
+// of the domain, its phase, the pods left and the budget blocking, with
+// the notable events printed above it. NewVersion builds the Version of a
+// binary from its release stamps and its build info, as "udrain version"
+// does; ReasonOf classifies an error of the module as ErrorInfo.Reason,
+// the class a script acts on (exit codes 2, 3, 4, 130 and 1 on udrain's
+// command line).
 //
 // The JSON conventions are the library's (see package eviction):
 // lowerCamelCase names; an empty list or optional object is omitted;

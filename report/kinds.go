@@ -63,7 +63,8 @@ func NewTypeMeta(kind string) TypeMeta { return TypeMeta{APIVersion: APIVersion,
 // WaitServerResult).
 type ErrorInfo struct {
 	// Reason is the class of the failure: Usage, Blocked,
-	// ContractViolation, Interrupted or Error.
+	// ContractViolation, Interrupted or Error (ReasonOf classifies the
+	// module's errors).
 	Reason string `json:"reason"`
 	// ExitCode is the process's exit code.
 	ExitCode int `json:"exitCode"`

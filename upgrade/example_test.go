@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"time"
@@ -116,3 +117,63 @@ func ExampleWebhook() {
 	// upgrading ud-1: [gpu-1 gpu-2]
 	// step: <nil> after 2 calls
 }
+
+// A shell command per domain, its output prefixed with the domain, as
+// "udrain rollout --upgrade-command" shows it. A failing command is a
+// *CommandError with its exit status.
+func ExampleCommand() {
+	step, err := upgrade.Command(upgrade.CommandOptions{
+		Command:   `echo "rebooting $UDRAIN_NODES"; test "$UDRAIN_DOMAIN" != ud-2`,
+		RolloutID: "kubelet-1.37.2",
+		Output: func(domain string) io.Writer {
+			return writerFunc(func(line []byte) (int, error) { return fmt.Printf("[%s] %s", domain, line) })
+		},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("ud-1:", step(context.Background(), topology.Domain{Name: "ud-1", Nodes: []string{"gpu-1", "gpu-2"}}))
+	err = step(context.Background(), topology.Domain{Name: "ud-2", Nodes: []string{"gpu-3"}})
+	var failed *upgrade.CommandError
+	if errors.As(err, &failed) {
+		fmt.Println("ud-2: exit status", failed.ExitCode)
+	}
+	// Output:
+	// [ud-1] rebooting gpu-1,gpu-2
+	// ud-1: <nil>
+	// [ud-2] rebooting gpu-3
+	// ud-2: exit status 1
+}
+
+// Options hold the step a user picked (here as a command line's flags
+// would give it); New builds it, or says what is wrong before anything
+// runs.
+func ExampleNew() {
+	key, value, err := upgrade.ParseLabel("example.com/kubelet-version=1.37.2")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	done, err := upgrade.ParseSignal(upgrade.SignalCondition, "KubeletUpgraded")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	opts := upgrade.Options{
+		NodeLabel: &upgrade.NodeLabelOptions{Key: key, Value: value, Done: done},
+		Webhook:   &upgrade.WebhookOptions{URL: "https://upgrader.example.com/"},
+	}
+	_, err = upgrade.New(fake.NewClientset(), opts)
+	fmt.Println(err)
+	opts.Webhook = nil
+	step, err := upgrade.New(fake.NewClientset(), opts)
+	fmt.Println(step != nil, err, "- waits for", done)
+	// Output:
+	// invalid upgrade.Options.NodeLabel: set together with another upgrade step: a rollout runs one, pick it (see upgrade.Options.Webhook)
+	// true <nil> - waits for condition KubeletUpgraded=True
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }

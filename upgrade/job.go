@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/klog/v2"
+	"sigs.k8s.io/yaml"
 
 	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/eviction"
@@ -106,29 +107,56 @@ func Job(client kubernetes.Interface, opts JobOptions) (eviction.UpgradeFunc, er
 	if client == nil {
 		return nil, &udrain.ConfigError{Field: "upgrade.Job(client)", Problem: "nil; pass a clientset, e.g. from kubernetes.NewForConfig"}
 	}
-	if opts.Template == nil {
-		return nil, &udrain.ConfigError{Field: "upgrade.JobOptions.Template", Problem: "no Job template given"}
-	}
-	if opts.Template.Namespace == "" {
-		return nil, &udrain.ConfigError{Field: "upgrade.JobOptions.Template", Problem: "the template has no metadata.namespace: set the namespace the Jobs are created in"}
-	}
-	if len(opts.Template.Spec.Template.Spec.Containers) == 0 {
-		return nil, &udrain.ConfigError{Field: "upgrade.JobOptions.Template", Problem: "the template's pod has no containers"}
-	}
-	if opts.Template.Spec.Template.Spec.NodeName != "" {
-		return nil, &udrain.ConfigError{Field: "upgrade.JobOptions.Template", Problem: fmt.Sprintf("the template's pod is bound to node %s: leave spec.template.spec.nodeName empty, the step sets it per node", opts.Template.Spec.Template.Spec.NodeName)}
-	}
-	if p := jobPrefix(opts.Template); len(validation.IsDNS1123Subdomain(p)) > 0 {
-		return nil, &udrain.ConfigError{Field: "upgrade.JobOptions.Template", Problem: fmt.Sprintf("the template's name %q is not a valid Job name prefix", p)}
-	}
-	if opts.RolloutID == "" {
-		return nil, &udrain.ConfigError{Field: "upgrade.JobOptions.RolloutID", Problem: "empty: the Jobs' names are made from it"}
-	}
-	if opts.Timeout < 0 {
-		return nil, &udrain.ConfigError{Field: "upgrade.JobOptions.Timeout", Problem: fmt.Sprintf("%s: use 0 (no limit) or a positive duration", opts.Timeout)}
+	if err := opts.Validate(); err != nil {
+		return nil, err
 	}
 	s := &jobStep{client: client, opts: opts, template: opts.Template.DeepCopy()}
 	return s.run, nil
+}
+
+// Validate checks the options without a cluster: it returns the
+// *udrain.ConfigError that Job would return for them, so that a caller
+// (a command line, an admission webhook) can refuse them before it
+// connects.
+func (o JobOptions) Validate() error {
+	if o.Template == nil {
+		return &udrain.ConfigError{Field: "upgrade.JobOptions.Template", Problem: "no Job template given"}
+	}
+	if o.Template.Namespace == "" {
+		return &udrain.ConfigError{Field: "upgrade.JobOptions.Template", Problem: "the template has no metadata.namespace: set the namespace the Jobs are created in"}
+	}
+	if len(o.Template.Spec.Template.Spec.Containers) == 0 {
+		return &udrain.ConfigError{Field: "upgrade.JobOptions.Template", Problem: "the template's pod has no containers"}
+	}
+	if o.Template.Spec.Template.Spec.NodeName != "" {
+		return &udrain.ConfigError{Field: "upgrade.JobOptions.Template", Problem: fmt.Sprintf("the template's pod is bound to node %s: leave spec.template.spec.nodeName empty, the step sets it per node", o.Template.Spec.Template.Spec.NodeName)}
+	}
+	if p := jobPrefix(o.Template); len(validation.IsDNS1123Subdomain(p)) > 0 {
+		return &udrain.ConfigError{Field: "upgrade.JobOptions.Template", Problem: fmt.Sprintf("the template's name %q is not a valid Job name prefix", p)}
+	}
+	if o.RolloutID == "" {
+		return &udrain.ConfigError{Field: "upgrade.JobOptions.RolloutID", Problem: "empty: the Jobs' names are made from it"}
+	}
+	if o.Timeout < 0 {
+		return &udrain.ConfigError{Field: "upgrade.JobOptions.Timeout", Problem: fmt.Sprintf("%s: use 0 (no limit) or a positive duration", o.Timeout)}
+	}
+	return nil
+}
+
+// ParseJobTemplate reads a Job template for JobOptions.Template from data,
+// YAML or JSON as kubectl takes it (a file, a ConfigMap's value): a
+// batch/v1 Job, with no field that a Job does not have (a typo is an
+// error, not a setting silently lost). Its errors are *udrain.ConfigError
+// about JobOptions.Template; Validate checks the rest.
+func ParseJobTemplate(data []byte) (*batchv1.Job, error) {
+	var job batchv1.Job
+	if err := yaml.UnmarshalStrict(data, &job); err != nil {
+		return nil, &udrain.ConfigError{Field: "upgrade.JobOptions.Template", Problem: fmt.Sprintf("not a Job: %v", err)}
+	}
+	if job.APIVersion != "batch/v1" || job.Kind != "Job" {
+		return nil, &udrain.ConfigError{Field: "upgrade.JobOptions.Template", Problem: fmt.Sprintf("apiVersion %q, kind %q: want a batch/v1 Job", job.APIVersion, job.Kind)}
+	}
+	return &job, nil
 }
 
 type jobStep struct {

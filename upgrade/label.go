@@ -108,23 +108,67 @@ func NodeLabel(client kubernetes.Interface, opts NodeLabelOptions) (eviction.Upg
 	if client == nil {
 		return nil, &udrain.ConfigError{Field: "upgrade.NodeLabel(client)", Problem: "nil; pass a clientset, e.g. from kubernetes.NewForConfig"}
 	}
-	if errs := validation.IsQualifiedName(opts.Key); len(errs) > 0 {
-		return nil, &udrain.ConfigError{Field: "upgrade.NodeLabelOptions.Key", Problem: fmt.Sprintf("%q is not a label key: %s", opts.Key, strings.Join(errs, "; "))}
-	}
-	if errs := validation.IsValidLabelValue(opts.Value); len(errs) > 0 {
-		return nil, &udrain.ConfigError{Field: "upgrade.NodeLabelOptions.Value", Problem: fmt.Sprintf("%q is not a label value: %s", opts.Value, strings.Join(errs, "; "))}
-	}
-	if err := validSignal(opts.Done); err != nil {
+	if err := opts.Validate(); err != nil {
 		return nil, err
-	}
-	if opts.Done.Kind == SignalLabel && opts.Done.Key == opts.Key {
-		return nil, &udrain.ConfigError{Field: "upgrade.NodeLabelOptions.Done", Problem: fmt.Sprintf("the done label is the requested label %s itself: the step would count its own request as done", opts.Key)}
-	}
-	if opts.Timeout < 0 {
-		return nil, &udrain.ConfigError{Field: "upgrade.NodeLabelOptions.Timeout", Problem: fmt.Sprintf("%s: use 0 (no limit) or a positive duration", opts.Timeout)}
 	}
 	s := &labelStep{client: client, opts: opts}
 	return s.run, nil
+}
+
+// Validate checks the options without a cluster: it returns the
+// *udrain.ConfigError that NodeLabel would return for them.
+func (o NodeLabelOptions) Validate() error {
+	if err := validLabel(o.Key, o.Value); err != nil {
+		return err
+	}
+	if err := validSignal(o.Done); err != nil {
+		return err
+	}
+	if o.Done.Kind == SignalLabel && o.Done.Key == o.Key {
+		return &udrain.ConfigError{Field: "upgrade.NodeLabelOptions.Done", Problem: fmt.Sprintf("the done label is the requested label %s itself: the step would count its own request as done", o.Key)}
+	}
+	if o.Timeout < 0 {
+		return &udrain.ConfigError{Field: "upgrade.NodeLabelOptions.Timeout", Problem: fmt.Sprintf("%s: use 0 (no limit) or a positive duration", o.Timeout)}
+	}
+	return nil
+}
+
+func validLabel(key, value string) error {
+	if errs := validation.IsQualifiedName(key); len(errs) > 0 {
+		return &udrain.ConfigError{Field: "upgrade.NodeLabelOptions.Key", Problem: fmt.Sprintf("%q is not a label key: %s", key, strings.Join(errs, "; "))}
+	}
+	if errs := validation.IsValidLabelValue(value); len(errs) > 0 {
+		return &udrain.ConfigError{Field: "upgrade.NodeLabelOptions.Value", Problem: fmt.Sprintf("%q is not a label value: %s", value, strings.Join(errs, "; "))}
+	}
+	return nil
+}
+
+// ParseLabel parses the label NodeLabel requests, "KEY=VALUE" as a
+// command line or a configuration file gives it, into
+// NodeLabelOptions.Key and Value, and checks both. Its errors are
+// *udrain.ConfigError about NodeLabelOptions.Key (or Value).
+func ParseLabel(text string) (key, value string, err error) {
+	key, value, ok := strings.Cut(text, "=")
+	if !ok {
+		return "", "", &udrain.ConfigError{Field: "upgrade.NodeLabelOptions.Key", Problem: fmt.Sprintf("%q: write KEY=VALUE", text)}
+	}
+	return key, value, validLabel(key, value)
+}
+
+// ParseSignal parses a done signal of kind as text gives it: "KEY=VALUE"
+// for a label or an annotation, "TYPE[=STATUS]" for a condition (status
+// True when left out), and checks it. Its errors are *udrain.ConfigError
+// about NodeLabelOptions.Done.
+func ParseSignal(kind SignalKind, text string) (Signal, error) {
+	s := Signal{Kind: kind}
+	var ok bool
+	if s.Key, s.Value, ok = strings.Cut(text, "="); !ok && kind != SignalCondition {
+		return Signal{}, &udrain.ConfigError{Field: "upgrade.NodeLabelOptions.Done", Problem: fmt.Sprintf("%s %q: write KEY=VALUE", strings.ToLower(string(kind)), text)}
+	}
+	if err := validSignal(s); err != nil {
+		return Signal{}, err
+	}
+	return s, nil
 }
 
 func validSignal(s Signal) error {

@@ -116,21 +116,11 @@ func (e *WebhookError) Unwrap() error { return e.Err }
 // request can be recognised. Webhook returns a *udrain.ConfigError for
 // options that cannot work.
 func Webhook(opts WebhookOptions) (eviction.UpgradeFunc, error) {
-	u, err := redact.Parse(opts.URL)
-	if err != nil {
-		return nil, &udrain.ConfigError{Field: "upgrade.WebhookOptions.URL", Problem: err.Error()}
-	}
-	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-		return nil, &udrain.ConfigError{Field: "upgrade.WebhookOptions.URL", Problem: fmt.Sprintf("%s: use an http:// or https:// URL with a host", redact.URL(opts.URL))}
-	}
-	if opts.AttemptTimeout < 0 {
-		return nil, &udrain.ConfigError{Field: "upgrade.WebhookOptions.AttemptTimeout", Problem: fmt.Sprintf("%s: use 0 (the default) or a positive duration", opts.AttemptTimeout)}
+	if err := opts.Validate(); err != nil {
+		return nil, err
 	}
 	if opts.Backoff == (wait.Backoff{}) {
 		opts.Backoff = DefaultWebhookBackoff()
-	}
-	if opts.Backoff.Steps < 1 || opts.Backoff.Duration < 0 {
-		return nil, &udrain.ConfigError{Field: "upgrade.WebhookOptions.Backoff", Problem: fmt.Sprintf("%+v: Steps (the attempts) must be at least 1 and Duration not negative", opts.Backoff)}
 	}
 	if opts.AttemptTimeout == 0 {
 		opts.AttemptTimeout = DefaultWebhookAttemptTimeout
@@ -147,6 +137,41 @@ func Webhook(opts WebhookOptions) (eviction.UpgradeFunc, error) {
 		s.secrets.Add(vs...)
 	}
 	return s.run, nil
+}
+
+// Validate checks the options without sending anything: it returns the
+// *udrain.ConfigError that Webhook would return for them.
+func (o WebhookOptions) Validate() error {
+	u, err := redact.Parse(o.URL)
+	if err != nil {
+		return &udrain.ConfigError{Field: "upgrade.WebhookOptions.URL", Problem: err.Error()}
+	}
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return &udrain.ConfigError{Field: "upgrade.WebhookOptions.URL", Problem: fmt.Sprintf("%s: use an http:// or https:// URL with a host", redact.URL(o.URL))}
+	}
+	if o.AttemptTimeout < 0 {
+		return &udrain.ConfigError{Field: "upgrade.WebhookOptions.AttemptTimeout", Problem: fmt.Sprintf("%s: use 0 (the default) or a positive duration", o.AttemptTimeout)}
+	}
+	if b := o.Backoff; b != (wait.Backoff{}) && (b.Steps < 1 || b.Duration < 0) {
+		return &udrain.ConfigError{Field: "upgrade.WebhookOptions.Backoff", Problem: fmt.Sprintf("%+v: Steps (the attempts) must be at least 1 and Duration not negative", b)}
+	}
+	return nil
+}
+
+// ParseHeader parses headers for WebhookOptions.Header, each "Name: value"
+// as curl takes it (a command line, a Secret's lines). Its errors never
+// quote a value, which may be a credential; they are *udrain.ConfigError
+// about WebhookOptions.Header.
+func ParseHeader(lines []string) (http.Header, error) {
+	h := http.Header{}
+	for _, kv := range lines {
+		k, v, ok := strings.Cut(kv, ":")
+		if k = strings.TrimSpace(k); !ok || k == "" {
+			return nil, &udrain.ConfigError{Field: "upgrade.WebhookOptions.Header", Problem: `write "Name: value" (one without a colon was given)`}
+		}
+		h.Add(k, strings.TrimSpace(v))
+	}
+	return h, nil
 }
 
 type webhookStep struct {

@@ -630,7 +630,7 @@ current-context: test
 	if !errors.As(err, &exit) || exit.ExitCode() != 2 {
 		t.Fatalf("exit: %v, want exit code 2; stderr:\n%s", err, errOut.String())
 	}
-	if want := "--upgrade-command runs through sh, and no sh was found in PATH"; !strings.Contains(errOut.String(), want) {
+	if want := "invalid --upgrade-command: runs through sh, and no sh was found in PATH"; !strings.Contains(errOut.String(), want) {
 		t.Errorf("stderr does not have %q:\n%s", want, errOut.String())
 	}
 	if n := requests.Load(); n > 0 {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/report"
+	"github.com/udrain/udrain/topology"
 )
 
 func newAuditCommand(o *options) *cobra.Command {
@@ -59,17 +60,16 @@ Error is found (or nodes lack the domain label), 0 otherwise.`,
 			if err != nil {
 				return err
 			}
-			r := a.Report
-			doc := report.AuditReport{TypeMeta: report.NewTypeMeta(report.KindAuditReport), LabelKey: a.Layout.LabelKey, Domains: a.Layout.Names(),
-				Groups: a.Groups, PDBs: a.PDBs, Rollout: a.Rollout}
+			r := topology.Report{Findings: a.Findings}
+			doc := report.AuditReport{TypeMeta: report.NewTypeMeta(report.KindAuditReport), LabelKey: a.LabelKey, Domains: a.Domains, Groups: a.Groups, PDBs: a.PDBs,
+				Errors: len(r.Errors()), Warnings: len(r.Warnings()), Findings: a.Findings, Rollout: a.Rollout}
 			if a.RolloutErr != nil {
 				doc.RolloutProblem = a.RolloutErr.Error()
 			}
-			doc.Errors, doc.Warnings, doc.Findings = len(r.Errors()), len(r.Warnings()), r.Findings
 			if err := out.print(o.streams.Out, doc); err != nil {
 				return err
 			}
-			if err := r.Err(); err != nil {
+			if err := a.Err(); err != nil {
 				return &reportedError{err: err, summary: fmt.Sprintf("placement contract violated: %s, %s",
 					plural(doc.Errors, "error", "errors"), plural(doc.Warnings, "warning", "warnings"))}
 			}

@@ -42,13 +42,13 @@ violation.`,
 				return err
 			}
 			prog := o.newProgress(o.streams.ErrOut)
-			d, err := o.newDrainer(client, &df, &dr, prog.event)
+			d, err := o.newDrainer(client, &df, &dr, prog.Event)
 			if err != nil {
-				prog.close()
+				prog.Close()
 				return err
 			}
 			plan, res, err := d.Drain(o.quietContext(cmd.Context()), args[0], eviction.DrainOptions{ID: id})
-			prog.close()
+			prog.Close()
 			if res == nil {
 				return err
 			}

@@ -2,9 +2,8 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os/exec"
+	"io"
 	"strings"
 	"time"
 
@@ -14,72 +13,8 @@ import (
 	"github.com/udrain/udrain/metrics"
 	"github.com/udrain/udrain/report"
 	"github.com/udrain/udrain/topology"
+	"github.com/udrain/udrain/upgrade"
 )
-
-// upgradeKillDelay is how long an interrupted upgrade command gets between
-// SIGTERM and SIGKILL.
-const upgradeKillDelay = 10 * time.Second
-
-// UpgradeCommandError reports an upgrade command that failed.
-type UpgradeCommandError struct {
-	Domain string
-	// ExitCode is the command's exit status; -1 if it did not exit (a
-	// signal, or it could not start).
-	ExitCode int
-	Err      error
-}
-
-func (e *UpgradeCommandError) Error() string {
-	if e.ExitCode >= 0 {
-		return fmt.Sprintf("the upgrade command for domain %s exited with status %d (its output is above, prefixed [upgrade %s]); the domain stays cordoned and drained: fix the cause and run the same command again", e.Domain, e.ExitCode, e.Domain)
-	}
-	return fmt.Sprintf("the upgrade command for domain %s failed: %v; the domain stays cordoned and drained: fix the cause and run the same command again", e.Domain, e.Err)
-}
-
-// Unwrap returns the cause.
-func (e *UpgradeCommandError) Unwrap() error { return e.Err }
-
-// shellUpgrade runs the upgrade command once per domain through sh -c.
-type shellUpgrade struct {
-	command string
-	id      string
-	label   string
-	environ func() []string
-	prog    progress
-}
-
-// run is the eviction.UpgradeFunc: the command gets UDRAIN_DOMAIN,
-// UDRAIN_NODES (comma-separated), UDRAIN_ROLLOUT_ID and
-// UDRAIN_DOMAIN_LABEL, no stdin, and its output goes to stderr, each line
-// prefixed "[upgrade DOMAIN] ". On cancel its process group gets SIGTERM;
-// after upgradeKillDelay the shell is killed and its output closed.
-func (u *shellUpgrade) run(ctx context.Context, dom topology.Domain) error {
-	cmd := exec.CommandContext(ctx, "sh", "-c", u.command)
-	cmd.Env = append(u.environ(),
-		"UDRAIN_DOMAIN="+dom.Name,
-		"UDRAIN_NODES="+strings.Join(dom.Nodes, ","),
-		"UDRAIN_ROLLOUT_ID="+u.id,
-		"UDRAIN_DOMAIN_LABEL="+u.label,
-	)
-	out := u.prog.output("[upgrade " + dom.Name + "] ")
-	cmd.Stdout, cmd.Stderr = out, out
-	inProcessGroup(cmd)
-	cmd.Cancel = func() error { return terminate(cmd) }
-	cmd.WaitDelay = upgradeKillDelay
-	err := cmd.Run()
-	out.Close()
-	if err == nil {
-		return nil
-	}
-	if ctx.Err() != nil {
-		return fmt.Errorf("upgrade command for domain %s stopped: %w", dom.Name, ctx.Err())
-	}
-	var exitErr *exec.ExitError
-	if errors.As(err, &exitErr) {
-		return &UpgradeCommandError{Domain: dom.Name, ExitCode: exitErr.ExitCode(), Err: err}
-	}
-	return &UpgradeCommandError{Domain: dom.Name, ExitCode: -1, Err: err}
-}
 
 func newRolloutCommand(o *options) *cobra.Command {
 	var df domainFlags
@@ -159,7 +94,7 @@ A holder that died leaves a Lease that can be taken over once it expires
 --recovery-timeout bounds each wait for recovery (exit code 1).`,
 		Args: exactArgs(0, "no arguments (name domains with --domains)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := firstError(df.validate(), dr.validate(), out.validate(), uf.validate(o.lookPath)); err != nil {
+			if err := firstError(df.validate(), dr.validate(), out.validate(), uf.validate(lockNamespace)); err != nil {
 				return err
 			}
 			if id == "" {
@@ -172,6 +107,8 @@ A holder that died leaves a Lease that can be taken over once it expires
 				GPUCheck: eviction.GPUCheck{Disabled: skipGPUCheck, Grace: gpuGrace},
 				Lock:     eviction.RolloutLock{Disabled: noLock, Namespace: lockNamespace, CreateNamespace: createLockNS},
 				Steering: eviction.Steering(steering), Order: eviction.RolloutOrder(order)}
+			var prog *report.Progress
+			steps := uf.options(o, id, df.label, func(domain string) io.Writer { return prog.Output("[upgrade " + domain + "] ") })
 			// Bad input is refused before any request.
 			if err := ro.Validate(); err != nil {
 				return inFlagTerms(err)
@@ -179,6 +116,9 @@ A holder that died leaves a Lease that can be taken over once it expires
 			client, err := o.client()
 			if err != nil {
 				return err
+			}
+			if ro.Upgrade, err = upgrade.New(client, steps); err != nil {
+				return inFlagTerms(err) // before any request too
 			}
 			// The domains, to show progress; Rollout checks them again.
 			nodes, err := listNodes(cmd.Context(), client, connectTimeout(dr.timeout))
@@ -213,25 +153,20 @@ A holder that died leaves a Lease that can be taken over once it expires
 				}
 				onEvent = rec.Record
 			}
-			prog := o.newProgress(o.streams.ErrOut)
-			prog.setTotal(len(names))
+			prog = o.newProgress(o.streams.ErrOut)
+			prog.SetTotal(len(names))
 			d, err := o.newDrainer(client, &df, &dr, func(e eviction.Event) {
-				prog.event(e)
+				prog.Event(e)
 				onEvent(e)
 			})
 			if err != nil {
-				prog.close()
+				prog.Close()
 				return err
 			}
-			prog.note("RolloutID", "", fmt.Sprintf("rollout %s over %s (%s); if it stops, run the same command again to resume (or pass --id %s)",
+			prog.Note("RolloutID", "", fmt.Sprintf("rollout %s over %s (%s); if it stops, run the same command again to resume (or pass --id %s)",
 				id, plural(len(names), "domain", "domains"), strings.Join(names, ", "), id))
-			shell := &shellUpgrade{command: uf.command, id: id, label: df.label, environ: o.cfg.Environ, prog: prog}
-			if ro.Upgrade, err = uf.step(client, id, lockNamespace, shell); err != nil {
-				prog.close()
-				return err
-			}
 			res, err := d.Rollout(o.quietContext(cmd.Context()), ro)
-			prog.close()
+			prog.Close()
 			if res == nil {
 				return err
 			}

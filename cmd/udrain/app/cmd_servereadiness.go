@@ -2,7 +2,6 @@ package app
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
@@ -67,38 +66,13 @@ whatever clients do.`,
 			if !fromLWS && (flagChanged(cmd.Flags(), "port") || flagChanged(cmd.Flags(), "path") || flagChanged(cmd.Flags(), "scheme") || flagChanged(cmd.Flags(), "exclude-leader")) {
 				return usageErrorf("--port, --path, --scheme and --exclude-leader go with --from-lws-env")
 			}
-			var httpOpts []readiness.HTTPOption
-			if tlsOpt != (readiness.TLSOptions{}) {
-				if !usesHTTPS(fromLWS, lws.Scheme, members) {
-					return usageErrorf("--ca-file, --client-cert, --client-key and --server-name are for https members, and no member is https: drop them, or use https:// (--scheme https with --from-lws-env)")
-				}
-				cfg, err := tlsOpt.Config()
-				if err != nil {
-					return inFlagTerms(err)
-				}
-				httpOpts = append(httpOpts, readiness.WithTLSConfig(cfg))
+			src := readiness.MembersOptions{Specs: members, LookupEnv: o.cfg.LookupEnv, TLS: tlsOpt}
+			if fromLWS {
+				src.LWS = &lws
 			}
-			var list []readiness.Member
-			switch {
-			case fromLWS && len(members) > 0:
-				return usageErrorf("give members either with --member or with --from-lws-env, not both")
-			case fromLWS:
-				lws.HTTPOptions = httpOpts
-				ms, err := readiness.MembersFromLWSEnv(o.cfg.LookupEnv, lws)
-				if err != nil {
-					return inFlagTerms(err)
-				}
-				list = ms
-			case len(members) == 0:
-				return usageErrorf("no members: give --member NAME=URL (repeatable), or --from-lws-env --port PORT in a LeaderWorkerSet leader")
-			default:
-				for _, spec := range members {
-					m, err := readiness.ParseMember(spec, httpOpts...)
-					if err != nil {
-						return inFlagTerms(err)
-					}
-					list = append(list, m)
-				}
+			list, err := src.Members()
+			if err != nil {
+				return inFlagTerms(err)
 			}
 			reg := mf.registry()
 			memberMetrics, err := metrics.NewMembers(reg)
@@ -107,9 +81,9 @@ whatever clients do.`,
 			}
 			logger := klog.FromContext(cmd.Context())
 			checkerOpt.OnChange = func(r readiness.MemberResult) {
-				memberMetrics.Record(r.Name, r.State.Verdict(checkerOpt.FailureThreshold) == nil)
-				if err := r.State.Verdict(checkerOpt.FailureThreshold); err != nil {
-					logger.Info("Member unhealthy", "member", r.Name, "reason", readiness.ReasonOf(err), "err", err)
+				memberMetrics.Record(r.Name, r.Err == nil)
+				if r.Err != nil {
+					logger.Info("Member unhealthy", "member", r.Name, "reason", readiness.ReasonOf(r.Err), "err", r.Err)
 				} else {
 					logger.Info("Member healthy", "member", r.Name)
 				}
@@ -157,41 +131,16 @@ whatever clients do.`,
 	return cmd
 }
 
-// usesHTTPS reports whether some member is checked over https.
-func usesHTTPS(fromLWS bool, scheme string, members []string) bool {
-	if fromLWS {
-		return scheme == "https"
-	}
-	for _, spec := range members {
-		if _, target, ok := strings.Cut(spec, "="); ok && strings.HasPrefix(strings.ToLower(target), "https://") {
-			return true
-		}
-	}
-	return false
-}
-
-// What "udrain serve-readiness" holds in anonymous memory besides its
-// clients' connections, for ServeReadinessMemory. cmd/udrain's black-box
-// test holds the process to these.
-const (
-	// serveReadinessIdle bounds the process at rest: 5.6 MiB measured.
-	serveReadinessIdle = 16 << 20
-	// memberCheckMemory bounds one member's check in flight (its
-	// connection and request): 47 to 68 KiB measured with 256 members
-	// that never answer.
-	memberCheckMemory = 96 << 10
-	// runtimeGrowth is the Go runtime's own growth under load: goroutine
-	// stacks, the garbage collector's metadata.
-	runtimeGrowth = 8 << 20
-)
+// serveReadinessIdle bounds "udrain serve-readiness" at rest: 5.6 MiB
+// measured. cmd/udrain's black-box test holds the process to
+// ServeReadinessMemory.
+const serveReadinessIdle = 16 << 20
 
 // ServeReadinessMemory returns the most anonymous memory, in bytes, that
 // "udrain serve-readiness" holds with these server options and members,
-// whatever its clients do: the idle process, one check in flight per
-// member, twice opts.ConnectionMemory() (the garbage collector lets the heap
-// grow to twice what is live) and the runtime's growth under load. Set the
-// sidecar's memory limit above it: what it holds beyond (the binary's own
-// pages) the kernel can drop and read again.
+// whatever its clients do: the idle process and what its checker and server
+// add (opts.Memory). Set the sidecar's memory limit above it: what it holds
+// beyond (the binary's own pages) the kernel can drop and read again.
 func ServeReadinessMemory(opts readiness.ServeOptions, members int) int64 {
-	return serveReadinessIdle + int64(members)*memberCheckMemory + 2*opts.ConnectionMemory() + runtimeGrowth
+	return serveReadinessIdle + opts.Memory(members)
 }

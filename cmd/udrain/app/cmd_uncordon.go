@@ -70,23 +70,20 @@ whenever it changes. The exit code is 1 when --timeout passes first.`,
 			if timeout < 0 {
 				return usageErrorf("--timeout=%s: use 0 (no limit) or a positive duration", timeout)
 			}
-			domain := ""
+			domain := "" // maxArgs refuses an empty one
 			if len(args) == 1 {
 				domain = args[0]
-				if domain == "" {
-					return usageErrorf("the domain is empty: give the value of %s of the nodes to wait for, or none for every domain", df.label)
-				}
 			}
 			client, err := o.client()
 			if err != nil {
 				return err
 			}
-			prog := &lineProgress{w: o.streams.ErrOut, clk: o.cfg.Clock}
+			prog := report.NewProgress(o.streams.ErrOut, report.ProgressOptions{Clock: o.cfg.Clock})
 			// --timeout bounds the wait through ctx, below, and the wait
 			// for an API server that cannot be reached.
 			d, err := o.newReader(client, &df, eviction.ReadOptions{ConnectTimeout: connectTimeout(timeout), OnEvent: func(e eviction.Event) {
 				if e.Type == eviction.EventWaitingRecovery {
-					prog.note("WaitingHealthy", domain, e.Message)
+					prog.Note("WaitingHealthy", domain, e.Message)
 				}
 			}})
 			if err != nil {

@@ -2,7 +2,6 @@ package app
 
 import (
 	"errors"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -48,15 +47,9 @@ the last failure), 2 bad URL or flags, 130 interrupted.`,
 			if err := firstError(o.refuseClusterFlags(cmd), out.validate()); err != nil {
 				return err
 			}
-			if len(headerFiles) > 0 {
-				opts.HeaderFiles = map[string]string{}
-				for _, hf := range headerFiles {
-					name, path, ok := strings.Cut(hf, "=")
-					if !ok || name == "" || path == "" {
-						return usageErrorf("--header-file=%q: want NAME=PATH, e.g. Authorization=/etc/token/header", hf)
-					}
-					opts.HeaderFiles[name] = path
-				}
+			var err error
+			if opts.HeaderFiles, err = bootstrap.ParseHeaderFiles(headerFiles); err != nil {
+				return inFlagTerms(err)
 			}
 			if bodyContains != "" {
 				opts.CheckBody = bootstrap.BodyContains(bodyContains)

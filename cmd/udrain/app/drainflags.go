@@ -115,15 +115,3 @@ func (f *drainFlags) validate() error {
 	}
 	return inFlagTerms(o.Validate())
 }
-
-// dryRunName is "none", "client" or "server".
-func (f *drainFlags) dryRunName() string {
-	dry, _ := f.dryRunStrategy()
-	switch dry {
-	case cmdutil.DryRunClient:
-		return "client"
-	case cmdutil.DryRunServer:
-		return "server"
-	}
-	return "none"
-}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/readiness"
 	"github.com/udrain/udrain/report"
@@ -53,61 +52,38 @@ func usageErrorf(format string, args ...any) error {
 	return &UsageError{Err: fmt.Errorf(format, args...)}
 }
 
-// ExitCode maps an error returned by a command to its exit code. The order
-// matters: an interrupted drain is ExitInterrupted even though it also
-// failed.
+// exitCodes are the exit codes of the classes of report.ReasonOf.
+var exitCodes = map[string]int{report.ReasonUsage: ExitUsage, report.ReasonBlocked: ExitBlocked,
+	report.ReasonContractViolation: ExitContract, report.ReasonInterrupted: ExitInterrupted, report.ReasonError: ExitError}
+
+// ExitCode maps an error returned by a command to the exit code of its
+// class (reasonOf).
 func ExitCode(err error) int {
 	if err == nil {
 		return ExitOK
 	}
-	if errors.Is(err, context.Canceled) {
-		return ExitInterrupted
-	}
-	var (
-		usage     *UsageError
-		blocked   *eviction.BlockedError
-		contract  *topology.ContractError
-		multiPDB  *eviction.MultiplePDBsError
-		unlabeled *topology.UnlabeledNodesError
-		config    *udrain.ConfigError
-		unknown   *topology.UnknownDomainError
-		readyEnv  *readiness.EnvError
-	)
-	switch {
-	case errors.As(err, &usage), errors.As(err, &config), errors.As(err, &unknown), errors.As(err, &readyEnv):
-		return ExitUsage
-	case errors.As(err, &blocked):
-		return ExitBlocked
-	case errors.As(err, &contract), errors.As(err, &multiPDB), errors.As(err, &unlabeled):
-		return ExitContract
-	}
-	return ExitError
+	return exitCodes[reasonOf(err)]
 }
 
-// reason names the class of an exit code in JSON output
-// (report.ErrorInfo.Reason).
-func reason(code int) string {
-	switch code {
-	case ExitUsage:
+// reasonOf is err's class: the library's (report.ReasonOf), and Usage for
+// a mistake of the command line (a UsageError, LeaderWorkerSet's variables
+// missing for --from-lws-env) unless it was interrupted.
+func reasonOf(err error) string {
+	r := report.ReasonOf(err)
+	if r != report.ReasonInterrupted && (errors.As(err, new(*UsageError)) || errors.As(err, new(*readiness.EnvError))) {
 		return report.ReasonUsage
-	case ExitBlocked:
-		return report.ReasonBlocked
-	case ExitContract:
-		return report.ReasonContractViolation
-	case ExitInterrupted:
-		return report.ReasonInterrupted
 	}
-	return report.ReasonError
+	return r
 }
 
-// errorInfo is the error object of a report: err's exit code, its class
-// and its message in terms of flags; nil without an error.
+// errorInfo is the error object of a report: err's class, exit code and
+// message in terms of flags; nil without an error.
 func errorInfo(err error) *report.ErrorInfo {
 	if err == nil {
 		return nil
 	}
-	code := ExitCode(err)
-	return &report.ErrorInfo{Reason: reason(code), ExitCode: code, Message: describe(err)}
+	r := reasonOf(err)
+	return &report.ErrorInfo{Reason: r, ExitCode: exitCodes[r], Message: describe(err)}
 }
 
 // hint says what to do about err, in one line, or "" when the error's own

@@ -12,12 +12,14 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/udrain/udrain"
-	"github.com/udrain/udrain/bootstrap"
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/readiness"
 	"github.com/udrain/udrain/topology"
+	"github.com/udrain/udrain/upgrade"
 )
 
+// TestExitCode: the exit code of each class of report.ReasonOf (whose
+// table is in package report), and the command line's own usage errors.
 func TestExitCode(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -28,29 +30,21 @@ func TestExitCode(t *testing.T) {
 		{"plain", errors.New("boom"), ExitError},
 		{"usage", usageErrorf("bad"), ExitUsage},
 		{"config", &udrain.ConfigError{Field: "eviction.Options.Concurrency"}, ExitUsage},
-		{"unknown domain", &topology.UnknownDomainError{Domain: "x"}, ExitUsage},
-		{"config wrapped", fmt.Errorf("wrapped: %w", &udrain.ConfigError{Field: "bootstrap.Options.CAFile"}), ExitUsage},
 		{"readiness env", &readiness.EnvError{Name: "LWS_GROUP_SIZE"}, ExitUsage},
+		{"readiness env as a usage error", &UsageError{Err: &readiness.EnvError{Name: "LWS_GROUP_SIZE"}}, ExitUsage},
 		{"blocked", &eviction.BlockedError{}, ExitBlocked},
-		{"domain stopped while blocked", &eviction.DomainError{Domain: "ud-1", Stage: eviction.StagePhase1, Block: &eviction.BlockInfo{PDB: "p"}, Err: context.DeadlineExceeded}, ExitBlocked},
-		{"domain interrupted while blocked", &eviction.DomainError{Domain: "ud-1", Stage: eviction.StagePhase1, Block: &eviction.BlockInfo{PDB: "p"}, Err: context.Canceled}, ExitInterrupted},
 		{"contract", &topology.ContractError{}, ExitContract},
-		{"multiple PDBs", &eviction.MultiplePDBsError{Pod: eviction.PodRef{Name: "p"}}, ExitContract},
-		{"domain refused for a contract", &eviction.DomainError{Domain: "ud-1", Stage: eviction.StagePlan, Err: &topology.ContractError{}}, ExitContract},
-		{"unlabeled nodes", &topology.UnlabeledNodesError{Nodes: []string{"n"}}, ExitContract},
 		{"canceled", context.Canceled, ExitInterrupted},
-		{"canceled wrapped", fmt.Errorf("upgrade: %w", context.Canceled), ExitInterrupted},
-		{"timeout", &eviction.DomainError{Domain: "ud-1", Stage: eviction.StageWaitGone, Timeout: time.Minute, Err: context.DeadlineExceeded}, ExitError},
-		{"not recovered", &eviction.DomainError{Domain: "ud-1", Stage: eviction.StageRecovery, Timeout: time.Minute, Err: context.DeadlineExceeded}, ExitError},
-		{"refused pods", &eviction.RefusedPodsError{}, ExitError},
-		{"unreachable", &eviction.UnreachableError{Server: "https://127.0.0.1:1", Err: errors.New("connection refused")}, ExitError},
-		{"wait error", &bootstrap.WaitError{Cause: context.DeadlineExceeded}, ExitError},
-		{"upgrade command", &UpgradeCommandError{Domain: "ud-1", ExitCode: 3}, ExitError},
+		{"usage interrupted", &UsageError{Err: context.Canceled}, ExitInterrupted},
+		{"upgrade command", &upgrade.CommandError{Domain: "ud-1", ExitCode: 3}, ExitError},
 		{"reported contract", &reportedError{err: &topology.ContractError{}}, ExitContract},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := ExitCode(tc.err); got != tc.want {
 				t.Errorf("ExitCode(%v) = %d, want %d", tc.err, got, tc.want)
+			}
+			if info := errorInfo(tc.err); info != nil && (info.ExitCode != tc.want || exitCodes[info.Reason] != tc.want) {
+				t.Errorf("errorInfo(%v) = %+v, want exit code %d and its reason", tc.err, info, tc.want)
 			}
 		})
 	}

@@ -2,8 +2,6 @@ package app
 
 import (
 	"errors"
-	"slices"
-	"strings"
 
 	"github.com/go-logr/logr"
 
@@ -32,6 +30,8 @@ var fieldFlags = map[string]string{
 	"readiness.Options.TTL":                 "--ttl",
 	"readiness.Options.FailureThreshold":    "--failure-threshold",
 	"readiness.ParseMember(spec)":           "--member",
+	"readiness.MembersOptions.Specs":        "--member",
+	"readiness.MembersOptions.LWS":          "--from-lws-env",
 	"readiness.Member.Name":                 "--member",
 	"readiness.HTTPCheck(rawURL)":           "--member",
 	"readiness.TCPCheck(addr)":              "--member",
@@ -95,6 +95,22 @@ var fieldFlags = map[string]string{
 	"eviction.DrainOptions.ID":                                "--id",
 	"eviction.RolloutOptions.Steering":                        "--steering",
 	"eviction.RolloutOptions.Order":                           "--order",
+	// upgrade (rollout's upgrade step)
+	"upgrade.Options.Command":               "--upgrade-command",
+	"upgrade.Options.Job":                   "--upgrade-job-template",
+	"upgrade.Options.NodeLabel":             "--upgrade-node-label",
+	"upgrade.Options.Webhook":               "--upgrade-webhook",
+	"upgrade.CommandOptions.Command":        "--upgrade-command",
+	"upgrade.JobOptions.Template":           "--upgrade-job-template",
+	"upgrade.JobOptions.RolloutID":          "--id",
+	"upgrade.JobOptions.Timeout":            "--upgrade-timeout",
+	"upgrade.NodeLabelOptions.Key":          "--upgrade-node-label",
+	"upgrade.NodeLabelOptions.Value":        "--upgrade-node-label",
+	"upgrade.NodeLabelOptions.Done":         "--upgrade-done-label",
+	"upgrade.NodeLabelOptions.Timeout":      "--upgrade-timeout",
+	"upgrade.WebhookOptions.URL":            "--upgrade-webhook",
+	"upgrade.WebhookOptions.Header":         "--upgrade-webhook-header",
+	"upgrade.WebhookOptions.AttemptTimeout": "--upgrade-timeout",
 	// eviction's Reader (domains, audit, wait-healthy, rollout status)
 	"eviction.ReadOptions.ConnectTimeout":  "--timeout",
 	"eviction.ReadOptions.DomainLabel":     "--domain-label",
@@ -125,26 +141,9 @@ func findingAdvice(code topology.FindingCode) string {
 // when none does (the setting keeps its Go name).
 func flagOf(setting string) string { return fieldFlags[setting] }
 
-// describer is an error of the libraries that names settings as fields
-// (udrain.ConfigError, bootstrap.WaitError): Describe renders it with
-// each setting named as the caller asks.
-type describer interface {
-	error
-	Describe(name func(setting string) string) string
-}
-
-// describe is err's message with the settings its errors name as fields
-// named by their flags: the part that an error of the libraries wrote
-// (its Error) becomes its Describe(flagOf). Nothing else of the text is
-// touched.
-func describe(err error) string {
-	msg := err.Error()
-	var d describer
-	if errors.As(err, &d) {
-		msg = strings.Replace(msg, d.Error(), d.Describe(flagOf), 1)
-	}
-	return msg
-}
+// describe is err's message with the settings its errors name as Go
+// fields named by their flags.
+func describe(err error) string { return udrain.DescribeError(err, flagOf) }
 
 // inFlagTerms rewrites a configuration error of a library (a
 // *udrain.ConfigError, or a *readiness.EnvError) as a usage error in terms
@@ -168,71 +167,9 @@ type flagTermsError struct{ err error }
 func (e *flagTermsError) Error() string { return describe(e.err) }
 func (e *flagTermsError) Unwrap() error { return e.err }
 
-// flagTermsSink is a log sink that names flags where the libraries' log
-// lines name a setting as a value of its own (bootstrap's "setting"
-// beside its hint) and in the errors they log; messages and other values
-// pass unchanged.
-type flagTermsSink struct{ logr.LogSink }
-
-// inFlagTermsLogger returns logger with its lines in terms of flags.
+// inFlagTermsLogger returns logger with the settings its lines name
+// (the libraries' errors, bootstrap's "setting" beside its hint) named by
+// their flags.
 func inFlagTermsLogger(logger logr.Logger) logr.Logger {
-	sink := logger.GetSink()
-	if sink == nil {
-		return logger
-	}
-	return logr.New(flagTermsSink{sink})
-}
-
-// Init tells the sink that lines reach it through one more frame.
-func (s flagTermsSink) Init(info logr.RuntimeInfo) {
-	info.CallDepth++
-	s.LogSink.Init(info)
-}
-
-// WithCallDepth passes the depth on, for helpers that log.
-func (s flagTermsSink) WithCallDepth(depth int) logr.LogSink {
-	if cd, ok := s.LogSink.(logr.CallDepthLogSink); ok {
-		return flagTermsSink{cd.WithCallDepth(depth)}
-	}
-	return s
-}
-
-func (s flagTermsSink) Info(level int, msg string, kv ...any) {
-	s.LogSink.Info(level, msg, inFlagValues(kv)...)
-}
-
-func (s flagTermsSink) Error(err error, msg string, kv ...any) {
-	if err != nil {
-		err = &flagTermsError{err: err}
-	}
-	s.LogSink.Error(err, msg, inFlagValues(kv)...)
-}
-
-func (s flagTermsSink) WithValues(kv ...any) logr.LogSink {
-	return flagTermsSink{s.LogSink.WithValues(inFlagValues(kv)...)}
-}
-
-func (s flagTermsSink) WithName(name string) logr.LogSink {
-	return flagTermsSink{s.LogSink.WithName(name)}
-}
-
-// settingKey is the key under which the libraries log the setting that
-// fixes what a line reports.
-const settingKey = "setting"
-
-// inFlagValues names by its flag the value of a "setting" key, and
-// describes the errors, among key/value pairs.
-func inFlagValues(kv []any) []any {
-	out := slices.Clone(kv)
-	for i, v := range out {
-		switch v := v.(type) {
-		case string:
-			if i%2 == 1 && out[i-1] == settingKey {
-				out[i] = udrain.NameSetting(flagOf, v)
-			}
-		case error:
-			out[i] = &flagTermsError{err: v}
-		}
-	}
-	return out
+	return udrain.NamingLogger(logger, flagOf)
 }

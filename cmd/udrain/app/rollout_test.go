@@ -10,6 +10,7 @@ import (
 
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/report"
+	"github.com/udrain/udrain/upgrade"
 )
 
 // TestRolloutUpgradeCommand runs a whole rollout on the fake cluster (pods
@@ -120,7 +121,7 @@ func TestRolloutInterruptedDuringUpgrade(t *testing.T) {
 	ctx, cancel := contextWithCancel(t)
 	start := time.Now()
 	// The shell's child (sleep) must stop too, or its open output
-	// would hold the rollout for upgradeKillDelay.
+	// would hold the rollout for the kill delay.
 	out, errOut, done := runInBackground(ctx, cfg, "rollout", "--ignore-daemonsets", "--upgrade-command", "echo started; sleep 60; echo not reached")
 	waitFor(t, func() bool { return strings.Contains(errOut.String(), "[upgrade ud-1] started") })
 	cancel()
@@ -128,7 +129,7 @@ func TestRolloutInterruptedDuringUpgrade(t *testing.T) {
 	if code != ExitInterrupted {
 		t.Fatalf("exit code %d, want %d; stderr:\n%s", code, ExitInterrupted, errOut.String())
 	}
-	if took := time.Since(start); took >= upgradeKillDelay {
+	if took := time.Since(start); took >= upgrade.DefaultCommandKillDelay {
 		t.Errorf("the rollout took %s to stop: the upgrade command's children were not terminated", took)
 	}
 	if strings.Contains(errOut.String(), "not reached") {

@@ -2,19 +2,13 @@ package app
 
 import (
 	"errors"
-	"net/http"
+	"io"
 	"os"
-	"os/exec"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	batchv1 "k8s.io/api/batch/v1"
-	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/yaml"
 
 	"github.com/udrain/udrain"
-	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/redact"
 	"github.com/udrain/udrain/upgrade"
 )
@@ -36,8 +30,8 @@ type upgradeFlags struct {
 
 	timeout time.Duration
 
-	// Read by validate.
-	template *batchv1.Job
+	// steps are the library's options of the flags, made by validate.
+	steps upgrade.Options
 	// templateText is the template file's content, for the rollout ID.
 	templateText string
 }
@@ -55,123 +49,96 @@ func (f *upgradeFlags) add(cmd *cobra.Command) {
 	fs.DurationVar(&f.timeout, "upgrade-timeout", 0, "How long each domain's --upgrade-job-template or --upgrade-node-label step may take (zero: no limit); for --upgrade-webhook, each attempt's limit (zero: 5m)")
 }
 
-// chosen names the steps set, as flags.
-func (f *upgradeFlags) chosen() []string {
-	var out []string
-	for _, c := range []struct {
-		name string
-		set  bool
-	}{
-		{"--upgrade-command", f.command != ""},
-		{"--upgrade-job-template", f.jobTemplate != ""},
-		{"--upgrade-node-label", f.nodeLabel != ""},
-		{"--upgrade-webhook", f.webhook != ""},
-	} {
-		if c.set {
-			out = append(out, c.name)
-		}
-	}
-	return out
-}
-
-// validate checks the flags before anything is done; lookPath finds sh.
-// It reads the Job template.
-func (f *upgradeFlags) validate(lookPath func(string) (string, error)) error {
-	steps := f.chosen()
-	if len(steps) > 1 {
-		return usageErrorf("%s: pick one upgrade step", strings.Join(steps, " and "))
-	}
+// validate maps the flags to the library's step options, before
+// anything is done: it reads the Job template and parses the labels and
+// headers. What the library checks, it leaves to Options.Validate.
+func (f *upgradeFlags) validate(lockNamespace string) error {
 	done := 0
 	for _, v := range []string{f.doneLabel, f.doneAnnotation, f.doneCondition} {
 		if v != "" {
 			done++
 		}
 	}
-	if f.nodeLabel == "" && done > 0 {
+	switch {
+	case f.nodeLabel == "" && done > 0:
 		return usageErrorf("--upgrade-done-label, --upgrade-done-annotation and --upgrade-done-condition go with --upgrade-node-label")
-	}
-	if f.webhook == "" && len(f.webhookHeaders) > 0 {
+	case f.nodeLabel != "" && done != 1:
+		return usageErrorf("--upgrade-node-label needs exactly one of --upgrade-done-label, --upgrade-done-annotation and --upgrade-done-condition (%d given)", done)
+	case f.webhook == "" && len(f.webhookHeaders) > 0:
 		return usageErrorf("--upgrade-webhook-header goes with --upgrade-webhook")
-	}
-	if f.timeout < 0 {
-		return usageErrorf("--upgrade-timeout=%s: use 0 (no limit) or a positive duration", f.timeout)
-	}
-	if f.timeout > 0 && (f.command != "" || len(steps) == 0) {
+	case f.timeout != 0 && f.jobTemplate == "" && f.nodeLabel == "" && f.webhook == "":
 		return usageErrorf("--upgrade-timeout applies to --upgrade-job-template, --upgrade-node-label and --upgrade-webhook only")
 	}
-	switch {
-	case f.command != "":
-		if _, err := lookPath("sh"); err != nil {
-			return usageErrorf("--upgrade-command runs through sh, and no sh was found in PATH (%v); nothing was drained. udrain's image has no shell: use --upgrade-job-template, --upgrade-node-label or --upgrade-webhook, or an image with sh", errors.Unwrap(err))
+	var err error
+	if f.command != "" {
+		f.steps.Command = &upgrade.CommandOptions{Command: f.command}
+	}
+	if f.jobTemplate != "" {
+		data, err := os.ReadFile(f.jobTemplate)
+		if err != nil {
+			return usageErrorf("--upgrade-job-template: %v", err)
 		}
-	case f.jobTemplate != "":
-		return f.readTemplate()
-	case f.nodeLabel != "":
-		if done != 1 {
-			return usageErrorf("--upgrade-node-label needs exactly one of --upgrade-done-label, --upgrade-done-annotation and --upgrade-done-condition (%d given)", done)
+		f.templateText = string(data)
+		t, err := upgrade.ParseJobTemplate(data)
+		if err != nil {
+			return inFlagTerms(err)
 		}
-		if _, _, ok := strings.Cut(f.nodeLabel, "="); !ok {
-			return usageErrorf("--upgrade-node-label=%q: write KEY=VALUE", f.nodeLabel)
+		if t.Namespace == "" {
+			t.Namespace = lockNamespace
 		}
-		if _, err := f.signal(); err != nil {
-			return err
+		f.steps.Job = &upgrade.JobOptions{Template: t, Timeout: f.timeout}
+	}
+	if f.nodeLabel != "" {
+		l := &upgrade.NodeLabelOptions{Timeout: f.timeout}
+		if l.Key, l.Value, err = upgrade.ParseLabel(f.nodeLabel); err == nil {
+			l.Done, err = f.signal()
 		}
-	case f.webhook != "":
-		if _, err := f.headers(); err != nil {
-			return err
+		if err != nil {
+			return inFlagTerms(err)
 		}
+		f.steps.NodeLabel = l
+	}
+	if f.webhook != "" {
+		h, err := upgrade.ParseHeader(f.webhookHeaders)
+		if err != nil {
+			return inFlagTerms(err)
+		}
+		f.steps.Webhook = &upgrade.WebhookOptions{URL: f.webhook, Header: h, AttemptTimeout: f.timeout}
 	}
 	return nil
 }
 
-func (f *upgradeFlags) readTemplate() error {
-	data, err := os.ReadFile(f.jobTemplate)
-	if err != nil {
-		return usageErrorf("--upgrade-job-template: %v", err)
-	}
-	var job batchv1.Job
-	if err := yaml.UnmarshalStrict(data, &job); err != nil {
-		return usageErrorf("--upgrade-job-template=%s: not a Job: %v", f.jobTemplate, err)
-	}
-	if job.APIVersion != "batch/v1" || job.Kind != "Job" {
-		return usageErrorf("--upgrade-job-template=%s: apiVersion %q, kind %q: want a batch/v1 Job", f.jobTemplate, job.APIVersion, job.Kind)
-	}
-	f.template = &job
-	f.templateText = string(data)
-	return nil
-}
-
+// signal parses the done flag given; its errors name that flag.
 func (f *upgradeFlags) signal() (upgrade.Signal, error) {
-	var s upgrade.Signal
-	var flag, v string
+	kind, flag, text := upgrade.SignalCondition, "--upgrade-done-condition", f.doneCondition
 	switch {
 	case f.doneLabel != "":
-		s.Kind, flag, v = upgrade.SignalLabel, "--upgrade-done-label", f.doneLabel
+		kind, flag, text = upgrade.SignalLabel, "--upgrade-done-label", f.doneLabel
 	case f.doneAnnotation != "":
-		s.Kind, flag, v = upgrade.SignalAnnotation, "--upgrade-done-annotation", f.doneAnnotation
-	default:
-		s.Kind, flag, v = upgrade.SignalCondition, "--upgrade-done-condition", f.doneCondition
-		s.Key, s.Value, _ = strings.Cut(v, "=")
-		return s, nil
+		kind, flag, text = upgrade.SignalAnnotation, "--upgrade-done-annotation", f.doneAnnotation
 	}
-	var ok bool
-	if s.Key, s.Value, ok = strings.Cut(v, "="); !ok {
-		return s, usageErrorf("%s=%q: write KEY=VALUE", flag, v)
+	s, err := upgrade.ParseSignal(kind, text)
+	if ce, ok := errors.AsType[*udrain.ConfigError](err); ok {
+		return s, usageErrorf("invalid %s: %s", flag, ce.Problem)
 	}
-	return s, nil
+	return s, err
 }
 
-func (f *upgradeFlags) headers() (http.Header, error) {
-	h := http.Header{}
-	for _, kv := range f.webhookHeaders {
-		k, v, ok := strings.Cut(kv, ":")
-		if !ok || strings.TrimSpace(k) == "" {
-			// Never echo the value: it may be a credential.
-			return nil, usageErrorf("--upgrade-webhook-header: write \"Name: value\" (one without a colon was given)")
-		}
-		h.Add(strings.TrimSpace(k), strings.TrimSpace(v))
+// options are the library's step options of the flags, with the
+// rollout's ID and domain label, and the command's environment, shell
+// lookup and output.
+func (f *upgradeFlags) options(o *options, id, label string, output func(domain string) io.Writer) upgrade.Options {
+	s := f.steps
+	if c := s.Command; c != nil {
+		c.RolloutID, c.DomainLabel, c.Env, c.LookPath, c.Output = id, label, o.cfg.Environ, o.cfg.LookPath, output
 	}
-	return h, nil
+	if s.Job != nil {
+		s.Job.RolloutID = id
+	}
+	if s.Webhook != nil {
+		s.Webhook.RolloutID = id
+	}
+	return s
 }
 
 // idInput is what the default rollout ID hashes besides the domain label:
@@ -182,8 +149,7 @@ func (f *upgradeFlags) idInput() string {
 	case f.jobTemplate != "":
 		return "--upgrade-job-template\x00" + f.templateText
 	case f.nodeLabel != "":
-		s, _ := f.signal()
-		return "--upgrade-node-label\x00" + f.nodeLabel + "\x00" + s.String()
+		return "--upgrade-node-label\x00" + f.nodeLabel + "\x00" + f.steps.NodeLabel.Done.String()
 	case f.webhook != "":
 		return "--upgrade-webhook\x00" + f.webhook
 	}
@@ -197,56 +163,9 @@ func (f *upgradeFlags) describe() string {
 	case f.jobTemplate != "":
 		return "job template " + f.jobTemplate
 	case f.nodeLabel != "":
-		s, _ := f.signal()
-		return "node label " + f.nodeLabel + " until " + s.String()
+		return "node label " + f.nodeLabel + " until " + f.steps.NodeLabel.Done.String()
 	case f.webhook != "":
 		return "webhook " + redact.URL(f.webhook)
 	}
 	return ""
-}
-
-// step builds the upgrade step the flags chose; nil for none. The
-// library's ConfigErrors name Go fields: they become usage errors naming
-// the flag.
-func (f *upgradeFlags) step(client kubernetes.Interface, id, namespace string, shell *shellUpgrade) (eviction.UpgradeFunc, error) {
-	var (
-		step eviction.UpgradeFunc
-		err  error
-		flag string
-	)
-	switch {
-	case f.command != "":
-		return shell.run, nil
-	case f.jobTemplate != "":
-		flag = "--upgrade-job-template"
-		t := f.template.DeepCopy()
-		if t.Namespace == "" {
-			t.Namespace = namespace
-		}
-		step, err = upgrade.Job(client, upgrade.JobOptions{Template: t, RolloutID: id, Timeout: f.timeout})
-	case f.nodeLabel != "":
-		flag = "--upgrade-node-label"
-		k, v, _ := strings.Cut(f.nodeLabel, "=")
-		s, _ := f.signal()
-		step, err = upgrade.NodeLabel(client, upgrade.NodeLabelOptions{Key: k, Value: v, Done: s, Timeout: f.timeout})
-	case f.webhook != "":
-		flag = "--upgrade-webhook"
-		h, _ := f.headers()
-		step, err = upgrade.Webhook(upgrade.WebhookOptions{URL: f.webhook, Header: h, RolloutID: id, AttemptTimeout: f.timeout})
-	default:
-		return nil, nil
-	}
-	var ce *udrain.ConfigError
-	if errors.As(err, &ce) {
-		return nil, usageErrorf("%s: %s", flag, ce.Problem)
-	}
-	return step, err
-}
-
-// lookPath is exec.LookPath unless the Config gives another.
-func (o *options) lookPath(file string) (string, error) {
-	if o.cfg.LookPath != nil {
-		return o.cfg.LookPath(file)
-	}
-	return exec.LookPath(file)
 }

@@ -73,9 +73,9 @@ func TestRolloutUpgradeFlagsRefused(t *testing.T) {
 		notShown string
 	}{
 		"no sh for the command": {args: []string{"--upgrade-command", "./upgrade.sh"}, lookPath: noSh,
-			want: "--upgrade-command runs through sh, and no sh was found in PATH (executable file not found in $PATH); nothing was drained"},
+			want: "invalid --upgrade-command: runs through sh, and no sh was found in PATH (executable file not found in $PATH); nothing was run: use an image with sh, or an upgrade step that needs no shell (see --upgrade-job-template, --upgrade-node-label, --upgrade-webhook)"},
 		"two steps": {args: []string{"--upgrade-command", "true", "--upgrade-webhook", "https://h/"},
-			want: "--upgrade-command and --upgrade-webhook: pick one upgrade step"},
+			want: "invalid --upgrade-command: set together with another upgrade step: a rollout runs one, pick it (see --upgrade-webhook)"},
 		"done without request": {args: []string{"--upgrade-done-label", "d=1"},
 			want: "go with --upgrade-node-label"},
 		"request without done": {args: []string{"--upgrade-node-label", "k=1"},
@@ -83,7 +83,9 @@ func TestRolloutUpgradeFlagsRefused(t *testing.T) {
 		"two done signals": {args: []string{"--upgrade-node-label", "k=1", "--upgrade-done-label", "d=1", "--upgrade-done-condition", "Upgraded"},
 			want: "(2 given)"},
 		"request not KEY=VALUE": {args: []string{"--upgrade-node-label", "k", "--upgrade-done-label", "d=1"},
-			want: `--upgrade-node-label="k": write KEY=VALUE`},
+			want: `invalid --upgrade-node-label: "k": write KEY=VALUE`},
+		"done annotation not KEY=VALUE": {args: []string{"--upgrade-node-label", "k=1", "--upgrade-done-annotation", "d"},
+			want: `invalid --upgrade-done-annotation: annotation "d": write KEY=VALUE`},
 		"bad label key": {args: []string{"--upgrade-node-label", "a b=1", "--upgrade-done-label", "d=1"},
 			want: `--upgrade-node-label: "a b" is not a label key`},
 		"done is the request": {args: []string{"--upgrade-node-label", "k=1", "--upgrade-done-label", "k=1"},
@@ -99,9 +101,7 @@ func TestRolloutUpgradeFlagsRefused(t *testing.T) {
 		"no template file": {args: []string{"--upgrade-job-template", "/nonexistent/job.yaml"},
 			want: "--upgrade-job-template: open /nonexistent/job.yaml"},
 		"template not a Job": {args: []string{"--upgrade-job-template", pod},
-			want: `apiVersion "v1", kind "Pod": want a batch/v1 Job`},
-		"template with a typo": {args: []string{"--upgrade-job-template", writeFile(t, "typo.yaml", strings.Replace(jobTemplateYAML, "backoffLimit", "backofLimit", 1))},
-			want: `unknown field "backofLimit"`},
+			want: `invalid --upgrade-job-template: apiVersion "v1", kind "Pod": want a batch/v1 Job`},
 		"template bound to a node": {args: []string{"--upgrade-job-template", writeFile(t, "bound.yaml", strings.Replace(jobTemplateYAML, "      containers:", "      nodeName: n1\n      containers:", 1))},
 			want: "--upgrade-job-template: the template's pod is bound to node n1"},
 	} {
