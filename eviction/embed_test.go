@@ -1,7 +1,6 @@
 package eviction
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -29,6 +28,7 @@ import (
 	"k8s.io/kubectl/pkg/drain"
 
 	"github.com/udrain/udrain"
+	"github.com/udrain/udrain/internal/testkit"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -467,7 +467,7 @@ func TestLogging(t *testing.T) {
 		{2, []string{`"Evicted"`, `"Waiting for recovery"`}, nil},
 	} {
 		t.Run(fmt.Sprint("v", tc.verbosity), func(t *testing.T) {
-			var buf syncBuf
+			var buf testkit.SyncBuffer
 			logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(tc.verbosity), textlogger.Output(&buf)))
 			ctx := klog.NewContext(testContext(t), logger)
 			fc := newFakeCluster(t, lwsCluster(2, 1, 2)...)
@@ -522,7 +522,7 @@ func TestLoggingOfStops(t *testing.T) {
 		}, []string{`"Blocked by PodDisruptionBudget"`, `"Domain stopped"`, `domain="ud-1"`, `pdb="inference/llm-leaders"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var buf syncBuf
+			var buf testkit.SyncBuffer
 			logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(0), textlogger.Output(&buf)))
 			ctx := klog.NewContext(testContext(t), logger)
 			fc := newFakeCluster(t, lwsCluster(2, 1, 2)...)
@@ -537,23 +537,6 @@ func TestLoggingOfStops(t *testing.T) {
 			}
 		})
 	}
-}
-
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // An API server that cannot be reached fails a call with its address after
@@ -711,7 +694,7 @@ func TestPodGroupsListedOnlyWhenAPodNamesOne(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var logs syncBuf
+			var logs testkit.SyncBuffer
 			logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(2), textlogger.Output(&logs)))
 			plan, err := d.Plan(klog.NewContext(ctx, logger), "ud-1")
 			if err != nil {

@@ -1,10 +1,8 @@
 package report_test
 
 import (
-	"bytes"
 	"io"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,28 +11,11 @@ import (
 
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/health"
+	"github.com/udrain/udrain/internal/testkit"
 	"github.com/udrain/udrain/report"
 )
 
 var progressNow = time.Date(2026, 7, 1, 10, 0, 0, 0, time.UTC)
-
-// syncBuffer is a bytes.Buffer safe for the live view's goroutine.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // TestProgressLines: without Live, every event, note and line of output is
 // one line, in FormatEvent's grammar with RFC 3339 times; nothing is
@@ -65,7 +46,7 @@ func TestProgressLines(t *testing.T) {
 		}, []string{"[upgrade ud-1] rebooting gpu-1", "[upgrade ud-1] two", "[upgrade ud-1] lines", "[upgrade ud-1] no newline"}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			var buf syncBuffer
+			var buf testkit.SyncBuffer
 			p := report.NewProgress(&buf, report.ProgressOptions{Clock: clk, Width: 10})
 			p.SetTotal(2)
 			tc.show(p)
@@ -83,7 +64,7 @@ func TestProgressLines(t *testing.T) {
 // clock goes, and prints output lines above it.
 func TestLiveProgress(t *testing.T) {
 	clk := clocktesting.NewFakeClock(progressNow)
-	var buf syncBuffer
+	var buf testkit.SyncBuffer
 	p := report.NewProgress(&buf, report.ProgressOptions{Live: true, Width: 200, Clock: clk})
 	p.SetTotal(2)
 	p.Event(eviction.Event{Time: clk.Now(), Type: eviction.EventDomainStarted, Domain: "ud-2"})
@@ -140,7 +121,7 @@ func TestLiveProgress(t *testing.T) {
 // TestLiveProgressWidth: the live block's lines are cut to the width, the
 // events printed above it are not.
 func TestLiveProgressWidth(t *testing.T) {
-	var buf syncBuffer
+	var buf testkit.SyncBuffer
 	p := report.NewProgress(&buf, report.ProgressOptions{Live: true, Width: 21, Clock: clocktesting.NewFakeClock(progressNow)})
 	p.Event(eviction.Event{Time: progressNow, Type: eviction.EventDomainStarted, Domain: "ud-1"})
 	p.Close()
@@ -172,7 +153,7 @@ func TestLiveProgressNotable(t *testing.T) {
 	}
 	got := map[eviction.EventType]bool{}
 	for _, typ := range all {
-		var buf syncBuffer
+		var buf testkit.SyncBuffer
 		p := report.NewProgress(&buf, report.ProgressOptions{Live: true, Clock: clocktesting.NewFakeClock(progressNow)})
 		p.Event(eviction.Event{Time: progressNow, Type: typ, Domain: "ud-1"})
 		p.Close()

@@ -32,6 +32,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/udrain/udrain/internal/testkit"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -333,24 +334,6 @@ func testConfig(client kubernetes.Interface) (Config, *clocktesting.FakeClock) {
 	}, clk
 }
 
-// syncBuffer is a buffer safe for concurrent writes and reads.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // result is what a command line did.
 type result struct {
 	code           int
@@ -360,7 +343,7 @@ type result struct {
 // run runs a command line in-process with cfg.
 func run(t *testing.T, ctx context.Context, cfg Config, args ...string) result {
 	t.Helper()
-	var out, errOut syncBuffer
+	var out, errOut testkit.SyncBuffer
 	streams := genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &errOut}
 	code := Run(ctx, args, streams, cfg)
 	return result{code: code, stdout: out.String(), stderr: errOut.String()}
@@ -436,8 +419,8 @@ func contextWithCancel(t *testing.T) (context.Context, context.CancelFunc) {
 
 // runInBackground runs a command line in-process with cfg in another
 // goroutine; done receives its exit code.
-func runInBackground(ctx context.Context, cfg Config, args ...string) (out, errOut *syncBuffer, done <-chan int) {
-	out, errOut = &syncBuffer{}, &syncBuffer{}
+func runInBackground(ctx context.Context, cfg Config, args ...string) (out, errOut *testkit.SyncBuffer, done <-chan int) {
+	out, errOut = &testkit.SyncBuffer{}, &testkit.SyncBuffer{}
 	code := make(chan int, 1)
 	go func() {
 		code <- Run(ctx, args, streamsOf(out, errOut), cfg)

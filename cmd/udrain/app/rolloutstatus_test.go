@@ -13,6 +13,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/internal/testkit"
 )
 
 // withRolloutMarks leaves on the nodes what rollout r1 writes: ud-1
@@ -119,7 +120,7 @@ func TestRolloutStatusWatch(t *testing.T) {
 	cfg, clk := testConfig(c.client)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var out, errOut syncBuffer
+	var out, errOut testkit.SyncBuffer
 	done := make(chan int, 1)
 	go func() {
 		done <- Run(ctx, []string{"rollout", "status", "r1", "--watch", "--interval", "1s"},
