@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/klog/v2/ktesting"
 
-	"github.com/udrain/udrain/examples/internal/exampletest"
+	"github.com/udrain/udrain/internal/testkit"
 	"github.com/udrain/udrain/readiness/gate"
 	"github.com/udrain/udrain/topology"
 )
@@ -60,7 +60,7 @@ func TestRunWiresFlagsToTheController(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var stdout exampletest.SyncBuffer
+	var stdout testkit.SyncBuffer
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{
@@ -123,7 +123,7 @@ func TestRunRejectsBadCommandLines(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var out exampletest.SyncBuffer
+			var out testkit.SyncBuffer
 			err := run(context.Background(), tt.args, &out, &out, newClient)
 			var usage *usageError
 			if !errors.As(err, &usage) || !strings.Contains(err.Error(), tt.want) {
@@ -135,7 +135,7 @@ func TestRunRejectsBadCommandLines(t *testing.T) {
 
 func TestRunReportsClientErrors(t *testing.T) {
 	boom := errors.New("no kubeconfig here")
-	err := run(context.Background(), nil, &exampletest.SyncBuffer{}, &exampletest.SyncBuffer{}, func(string) (kubernetes.Interface, error) { return nil, boom })
+	err := run(context.Background(), nil, &testkit.SyncBuffer{}, &testkit.SyncBuffer{}, func(string) (kubernetes.Interface, error) { return nil, boom })
 	var usage *usageError
 	if !errors.Is(err, boom) || errors.As(err, &usage) {
 		t.Errorf("run = %v, want the client error, not a usage error", err)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/udrain/udrain/cmd/udrain/app"
 	"github.com/udrain/udrain/examples/internal/exampletest"
+	"github.com/udrain/udrain/internal/testkit"
 	"github.com/udrain/udrain/readiness"
 	"github.com/udrain/udrain/topology"
 )
@@ -156,7 +157,7 @@ func TestSidecarServesGroupReadiness(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	var stderr exampletest.SyncBuffer
+	var stderr testkit.SyncBuffer
 	done := make(chan int, 1)
 	go func() {
 		done <- app.Run(ctx, args, genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: io.Discard, ErrOut: &stderr}, cfg)
