@@ -311,7 +311,7 @@ func (ex *execution) stopped(cause error, timeout time.Duration) error {
 		}
 	}
 	if longest != nil {
-		info := BlockInfo{Namespace: longest.rec.Namespace, PDB: longest.rec.PDB, Since: longest.rec.Since, Pods: slices.Clone(longest.waiting)}
+		info := BlockInfo{BudgetRef: longest.rec.BudgetRef, Since: longest.rec.Since, Pods: slices.Clone(longest.waiting)}
 		ex.budgetCounts(&info)
 		e.Block = &info
 	}

@@ -157,7 +157,7 @@ func (ex *execution) kubectlPod(p PlannedPod) *corev1.Pod {
 
 // blockInfo reads the budget that refuses p from the watch cache.
 func (ex *execution) blockInfo(p PlannedPod, apiErr error) BlockInfo {
-	info := BlockInfo{Namespace: p.Namespace}
+	info := BlockInfo{BudgetRef: health.BudgetRef{Namespace: p.Namespace}}
 	if len(p.PDBs) > 0 {
 		info.PDB = p.PDBs[0]
 	}
@@ -234,7 +234,7 @@ func (ex *execution) block(p PlannedPod, phase Phase, apiErr error) *BlockInfo {
 	ob := ex.blocks[key]
 	opened := ob == nil
 	if opened {
-		ob = &openBlock{rec: BlockRecord{Namespace: info.Namespace, PDB: info.PDB, Since: now}}
+		ob = &openBlock{rec: BlockRecord{BudgetRef: info.BudgetRef, Since: now}}
 		ex.blocks[key] = ob
 	}
 	if !slices.Contains(ob.rec.Pods, p.PodRef) {
@@ -331,7 +331,7 @@ func (ex *execution) waitForBudget(ctx context.Context, p PlannedPod, phase Phas
 	if watched {
 		refusedAt = pdb.ResourceVersion
 	}
-	ex.log.V(4).Info("Waiting for the budget", "pod", p.PodRef, "pdb", info.Namespace+"/"+info.PDB, "watched", watched, "raced", raced, "recheck", delay)
+	ex.log.V(4).Info("Waiting for the budget", "pod", p.PodRef, "pdb", info.BudgetRef.String(), "watched", watched, "raced", raced, "recheck", delay)
 	timer := ex.d.s.Clock.NewTimer(delay)
 	defer timer.Stop()
 	for {
@@ -348,7 +348,7 @@ func (ex *execution) waitForBudget(ctx context.Context, p PlannedPod, phase Phas
 			if counts := health.CountsOf(pdb); counts != info.BudgetCounts {
 				info.BudgetCounts = counts
 				cur := *info
-				ex.log.V(2).Info("Still blocked", "pdb", info.Namespace+"/"+info.PDB, "disruptionsAllowed", counts.DisruptionsAllowed, "currentHealthy", counts.CurrentHealthy)
+				ex.log.V(2).Info("Still blocked", "pdb", info.BudgetRef.String(), "disruptionsAllowed", counts.DisruptionsAllowed, "currentHealthy", counts.CurrentHealthy)
 				ev := podEvent(EventBlocked, phase, p.PodRef)
 				ev.Block, ev.Message = &cur, cur.String()
 				ex.emit(ev)

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/udrain/udrain"
-	"github.com/udrain/udrain/health"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/udrain/udrain"
+	"github.com/udrain/udrain/health"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -108,7 +109,7 @@ func TestBlockedPhase1HoldsPhase2UntilBudgetFrees(t *testing.T) {
 	}()
 	blocked := log.waitFor(t, "Blocked", func(e Event) bool { return e.Type == EventBlocked })
 	leader := PodRef{Namespace: testNS, Name: "llm-0", UID: "g0-w0", Node: "node-1-1"}
-	want := &BlockInfo{Namespace: testNS, PDB: "llm-leaders", BudgetCounts: health.BudgetCounts{DisruptionsAllowed: 0, CurrentHealthy: 2, DesiredHealthy: 2, ExpectedPods: 3},
+	want := &BlockInfo{BudgetRef: health.BudgetRef{Namespace: testNS, PDB: "llm-leaders"}, BudgetCounts: health.BudgetCounts{DisruptionsAllowed: 0, CurrentHealthy: 2, DesiredHealthy: 2, ExpectedPods: 3},
 		Pods: []PodRef{leader}, Message: "The disruption budget llm-leaders needs 2 healthy pods and has 2 currently"}
 	if diff := cmp.Diff(want, blocked.Block, cmpIgnoreSince); diff != "" {
 		t.Errorf("block info (-want +got):\n%s", diff)

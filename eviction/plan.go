@@ -116,8 +116,7 @@ const (
 
 // Blocker is a PodDisruptionBudget that would refuse phase 1 right now.
 type Blocker struct {
-	Namespace string `json:"namespace"`
-	PDB       string `json:"pdb"`
+	health.BudgetRef
 	// Needed is how many disruptions phase 1 of this domain charges to it.
 	Needed int `json:"needed"`
 	// The budget's status when the plan was made.
@@ -271,7 +270,7 @@ type planner struct {
 	warnings      map[string][]string
 	affected      map[topology.GroupID]*AffectedGroup
 	affectedOrder []topology.GroupID
-	pdbNeeded     map[string]int
+	pdbNeeded     map[health.BudgetRef]int
 }
 
 // newPlanner finds the domain and its pods, in a deterministic order, and
@@ -289,7 +288,7 @@ func newPlanner(domain string, snap *Snapshot, s *settings) (*planner, error) {
 		return nil, err
 	}
 	pl := &planner{s: s, snap: snap, layout: layout, now: snap.Now, inDomain: make(map[string]bool, len(d.Nodes)),
-		warnings: map[string][]string{}, affected: map[topology.GroupID]*AffectedGroup{}, pdbNeeded: map[string]int{}}
+		warnings: map[string][]string{}, affected: map[topology.GroupID]*AffectedGroup{}, pdbNeeded: map[health.BudgetRef]int{}}
 	if pl.now.IsZero() {
 		pl.now = s.Clock.Now()
 	}
@@ -384,7 +383,7 @@ func (pl *planner) add(p *corev1.Pod) {
 	plan.Phase1 = append(plan.Phase1, pp)
 	if health.CountsForBudget(p) {
 		for _, b := range selected {
-			pl.pdbNeeded[b.Namespace+"/"+b.Name]++
+			pl.pdbNeeded[health.RefOf(b)]++
 		}
 	}
 }
@@ -432,18 +431,18 @@ func skipReason(p *corev1.Pod, st drain.PodDeleteStatus, s *settings, now time.T
 	}
 }
 
-func blockers(pdbs []policyv1.PodDisruptionBudget, needed map[string]int) []Blocker {
+func blockers(pdbs []policyv1.PodDisruptionBudget, needed map[health.BudgetRef]int) []Blocker {
 	var out []Blocker
 	for i := range pdbs {
 		b := &pdbs[i]
-		n := needed[b.Namespace+"/"+b.Name]
+		n := needed[health.RefOf(b)]
 		if n == 0 {
 			continue
 		}
 		if int(b.Status.DisruptionsAllowed) >= n && b.Status.ObservedGeneration >= b.Generation {
 			continue
 		}
-		out = append(out, Blocker{Namespace: b.Namespace, PDB: b.Name, Needed: n, BudgetCounts: health.CountsOf(b)})
+		out = append(out, Blocker{BudgetRef: health.RefOf(b), Needed: n, BudgetCounts: health.CountsOf(b)})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Namespace != out[j].Namespace {

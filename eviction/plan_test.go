@@ -2,11 +2,12 @@ package eviction
 
 import (
 	"errors"
-	"github.com/udrain/udrain"
-	"github.com/udrain/udrain/health"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/udrain/udrain"
+	"github.com/udrain/udrain/health"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -154,7 +155,7 @@ func TestPlan(t *testing.T) {
 			want: summary{
 				Phase1:   []string{"inference/llm-0"},
 				Phase2:   []string{"inference/llm-0-2", "inference/llm-0-1"},
-				Blockers: []Blocker{{Namespace: testNS, PDB: "llm-leaders", Needed: 1, BudgetCounts: health.BudgetCounts{DisruptionsAllowed: 0, CurrentHealthy: 2, DesiredHealthy: 2, ExpectedPods: 3}}},
+				Blockers: []Blocker{{BudgetRef: health.BudgetRef{Namespace: testNS, PDB: "llm-leaders"}, Needed: 1, BudgetCounts: health.BudgetCounts{DisruptionsAllowed: 0, CurrentHealthy: 2, DesiredHealthy: 2, ExpectedPods: 3}}},
 				Groups:   []string{"inference/llm-0"},
 			},
 		},

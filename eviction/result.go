@@ -33,8 +33,7 @@ type PhaseResult struct {
 
 // BlockInfo describes a PodDisruptionBudget that refuses evictions now.
 type BlockInfo struct {
-	Namespace string `json:"namespace"`
-	PDB       string `json:"pdb"`
+	health.BudgetRef
 	// The budget's status counts, as udrain's watch sees them.
 	health.BudgetCounts
 	Since time.Time `json:"since"`
@@ -108,9 +107,8 @@ func (b BlockInfo) String() string {
 
 // BlockRecord is one stretch of time a PDB refused a domain's evictions.
 type BlockRecord struct {
-	Namespace string    `json:"namespace"`
-	PDB       string    `json:"pdb"`
-	Since     time.Time `json:"since"`
+	health.BudgetRef
+	Since time.Time `json:"since"`
 	// Pods are the pods that waited on the budget during the block.
 	Pods     []PodRef `json:"pods,omitempty"`
 	Duration Seconds  `json:"durationSeconds"`

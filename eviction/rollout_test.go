@@ -778,7 +778,7 @@ func TestRecoveryWaitCoalescesEvents(t *testing.T) {
 
 func TestRolloutSummaryLongestBlock(t *testing.T) {
 	rec := func(pdb string, d time.Duration) BlockRecord {
-		return BlockRecord{Namespace: "ns", PDB: pdb, Duration: Seconds(d)}
+		return BlockRecord{BudgetRef: health.BudgetRef{Namespace: "ns", PDB: pdb}, Duration: Seconds(d)}
 	}
 	tests := []struct {
 		name    string

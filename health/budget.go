@@ -22,6 +22,22 @@ type BudgetCounts struct {
 	ExpectedPods       int32 `json:"expectedPods"`
 }
 
+// BudgetRef names a PodDisruptionBudget in the reports of packages
+// eviction and report (a blocker of a plan, a block of a drain, a block's
+// record in a rollout's history).
+type BudgetRef struct {
+	Namespace string `json:"namespace"`
+	PDB       string `json:"pdb"`
+}
+
+// String returns "namespace/name".
+func (r BudgetRef) String() string { return r.Namespace + "/" + r.PDB }
+
+// RefOf returns the reference of pdb.
+func RefOf(pdb *policyv1.PodDisruptionBudget) BudgetRef {
+	return BudgetRef{Namespace: pdb.Namespace, PDB: pdb.Name}
+}
+
 // CountsOf returns the status counts of pdb.
 func CountsOf(pdb *policyv1.PodDisruptionBudget) BudgetCounts {
 	return BudgetCounts{
@@ -60,6 +76,9 @@ const (
 // BudgetStatus is the judgment of one PodDisruptionBudget: whether its
 // status has caught up with the pods it selects. Evictions are judged by
 // that status, so a rollout waits for it before the next domain.
+//
+// Its reference is spelled Namespace and Name, not as a BudgetRef, because
+// its JSON (a report's "budgets") was published so; Ref converts.
 type BudgetStatus struct {
 	Namespace    string `json:"namespace"`
 	Name         string `json:"name"`
@@ -78,6 +97,9 @@ type BudgetStatus struct {
 	// status changes then without any pod changing.
 	StaleUntil *time.Time `json:"staleUntil,omitempty"`
 }
+
+// Ref returns the reference of the budget s judges.
+func (s BudgetStatus) Ref() BudgetRef { return BudgetRef{Namespace: s.Namespace, PDB: s.Name} }
 
 // DisruptedPodTimeout is how long the disruption controller keeps a pod in
 // status.disruptedPods when it does not see the pod go (DeletionTimeout in

@@ -83,3 +83,28 @@ func TestBudget(t *testing.T) {
 		})
 	}
 }
+
+// TestBudgetRef checks that a budget's reference is the same however it
+// is reached: from the object, from its judgment, and as map key and text.
+func TestBudgetRef(t *testing.T) {
+	obj := pdb(nil)
+	status := health.Budget(obj, leaders(3), time.Now())
+	tests := []struct {
+		name string
+		got  health.BudgetRef
+	}{
+		{"of the object", health.RefOf(obj)},
+		{"of its status", status.Ref()},
+	}
+	want := health.BudgetRef{Namespace: "ns", PDB: "leaders"}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(want, tt.got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+			if got := tt.got.String(); got != "ns/leaders" {
+				t.Errorf("String() = %q, want %q", got, "ns/leaders")
+			}
+		})
+	}
+}

@@ -26,7 +26,7 @@ func TestFormatEvent(t *testing.T) {
 			Progress: eviction.Progress{Phase1Total: 1, Phase1Evicted: 1, Phase2Total: 2, Phase2Evicted: 1, Gone: 1}},
 			`2026-07-01T10:01:30Z Evicted domain=ud-1 phase=2 pod=web/web-1 node=cpu-1 phase1=1/1 phase2=1/2 gone=1`},
 		{"blocked", eviction.Event{Time: at, Type: eviction.EventBlocked, Domain: "ud-2", Phase: eviction.Phase1, Pod: &eviction.PodRef{Namespace: "inference", Name: "llama-1"},
-			Block:    &eviction.BlockInfo{Namespace: "inference", PDB: "llama-leaders", BudgetCounts: health.BudgetCounts{DisruptionsAllowed: 0, CurrentHealthy: 1, DesiredHealthy: 1, ExpectedPods: 2}},
+			Block:    &eviction.BlockInfo{BudgetRef: health.BudgetRef{Namespace: "inference", PDB: "llama-leaders"}, BudgetCounts: health.BudgetCounts{DisruptionsAllowed: 0, CurrentHealthy: 1, DesiredHealthy: 1, ExpectedPods: 2}},
 			Progress: eviction.Progress{Phase1Total: 1, Phase2Total: 1}, Message: `budget "spent"`},
 			`2026-07-01T10:01:30Z Blocked domain=ud-2 phase=1 pod=inference/llama-1 pdb=inference/llama-leaders allowed=0 healthy=1 desired=1 expected=2 phase1=0/1 phase2=0/1 gone=0 msg="budget \"spent\""`},
 		{"local time is shown in UTC", eviction.Event{Time: at.In(time.FixedZone("CEST", 2*3600)), Type: eviction.EventDrained, Domain: "ud-1"},

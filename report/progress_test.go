@@ -22,7 +22,7 @@ var progressNow = time.Date(2026, 7, 1, 10, 0, 0, 0, time.UTC)
 // redrawn.
 func TestProgressLines(t *testing.T) {
 	clk := clocktesting.NewFakeClock(progressNow)
-	block := &eviction.BlockInfo{Namespace: "inference", PDB: "llama-leaders", Since: progressNow}
+	block := &eviction.BlockInfo{BudgetRef: health.BudgetRef{Namespace: "inference", PDB: "llama-leaders"}, Since: progressNow}
 	for name, tc := range map[string]struct {
 		show func(p *report.Progress)
 		want []string
@@ -70,7 +70,7 @@ func TestLiveProgress(t *testing.T) {
 	p.Event(eviction.Event{Time: clk.Now(), Type: eviction.EventDomainStarted, Domain: "ud-2"})
 	p.Event(eviction.Event{Time: clk.Now(), Type: eviction.EventPhaseStarted, Domain: "ud-2", Phase: eviction.Phase1,
 		Progress: eviction.Progress{Phase1Total: 1, Phase2Total: 3}})
-	block := &eviction.BlockInfo{Namespace: "inference", PDB: "llama-leaders", BudgetCounts: health.BudgetCounts{CurrentHealthy: 1, DesiredHealthy: 1, ExpectedPods: 2}, Since: clk.Now(),
+	block := &eviction.BlockInfo{BudgetRef: health.BudgetRef{Namespace: "inference", PDB: "llama-leaders"}, BudgetCounts: health.BudgetCounts{CurrentHealthy: 1, DesiredHealthy: 1, ExpectedPods: 2}, Since: clk.Now(),
 		Pods: []eviction.PodRef{{Namespace: "inference", Name: "llama-1"}}}
 	p.Event(eviction.Event{Time: clk.Now(), Type: eviction.EventBlocked, Domain: "ud-2", Phase: eviction.Phase1, Block: block,
 		Progress: eviction.Progress{Phase1Total: 1, Phase2Total: 3}, Message: "spent"})

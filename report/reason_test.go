@@ -12,6 +12,7 @@ import (
 	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/bootstrap"
 	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/health"
 	"github.com/udrain/udrain/report"
 	"github.com/udrain/udrain/topology"
 )
@@ -28,8 +29,8 @@ func TestReasonOf(t *testing.T) {
 		{"unknown domain", &topology.UnknownDomainError{Domain: "x"}, report.ReasonUsage},
 		{"config wrapped", fmt.Errorf("wrapped: %w", &udrain.ConfigError{Field: "bootstrap.Options.CAFile"}), report.ReasonUsage},
 		{"blocked", &eviction.BlockedError{}, report.ReasonBlocked},
-		{"domain stopped while blocked", &eviction.DomainError{Domain: "ud-1", Stage: eviction.StagePhase1, Block: &eviction.BlockInfo{PDB: "p"}, Err: context.DeadlineExceeded}, report.ReasonBlocked},
-		{"domain interrupted while blocked", &eviction.DomainError{Domain: "ud-1", Stage: eviction.StagePhase1, Block: &eviction.BlockInfo{PDB: "p"}, Err: context.Canceled}, report.ReasonInterrupted},
+		{"domain stopped while blocked", &eviction.DomainError{Domain: "ud-1", Stage: eviction.StagePhase1, Block: &eviction.BlockInfo{BudgetRef: health.BudgetRef{PDB: "p"}}, Err: context.DeadlineExceeded}, report.ReasonBlocked},
+		{"domain interrupted while blocked", &eviction.DomainError{Domain: "ud-1", Stage: eviction.StagePhase1, Block: &eviction.BlockInfo{BudgetRef: health.BudgetRef{PDB: "p"}}, Err: context.Canceled}, report.ReasonInterrupted},
 		{"contract", &topology.ContractError{}, report.ReasonContractViolation},
 		{"multiple PDBs", &eviction.MultiplePDBsError{Pod: eviction.PodRef{Name: "p"}}, report.ReasonContractViolation},
 		{"domain refused for a contract", &eviction.DomainError{Domain: "ud-1", Stage: eviction.StagePlan, Err: &topology.ContractError{}}, report.ReasonContractViolation},

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/health"
 )
 
 // WriteTable writes the plan: the pods of each phase, those skipped and
@@ -193,11 +194,11 @@ func (r HealthReport) WriteTable(w io.Writer, _ TableOptions) error {
 	if r.Domain != "" {
 		what = "Domain " + r.Domain
 	}
-	groups, budgets := 0, map[string]bool{}
+	groups, budgets := 0, map[health.BudgetRef]bool{}
 	for _, d := range r.Health.Domains {
 		groups += len(d.Groups)
 		for _, b := range d.Budgets {
-			budgets[b.Namespace+"/"+b.Name] = true // a budget may span domains
+			budgets[b.Ref()] = true // a budget may span domains
 		}
 	}
 	if r.Health.Healthy {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/udrain/udrain/cmd/udrain/app"
 	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/health"
 	"github.com/udrain/udrain/report"
 	"github.com/udrain/udrain/topology"
 )
@@ -54,7 +55,7 @@ func ExampleRun() {
 func ExampleExitCode() {
 	fmt.Println(app.ExitCode(nil))
 	fmt.Println(app.ExitCode(&topology.UnknownDomainError{Domain: "ud-9"}))
-	fmt.Println(app.ExitCode(&eviction.DomainError{Domain: "ud-1", Stage: eviction.StagePhase1, Block: &eviction.BlockInfo{PDB: "leaders"}, Err: context.DeadlineExceeded}))
+	fmt.Println(app.ExitCode(&eviction.DomainError{Domain: "ud-1", Stage: eviction.StagePhase1, Block: &eviction.BlockInfo{BudgetRef: health.BudgetRef{PDB: "leaders"}}, Err: context.DeadlineExceeded}))
 	fmt.Println(app.ExitCode(&topology.ContractError{}))
 	fmt.Println(app.ExitCode(context.Canceled))
 	// Output:

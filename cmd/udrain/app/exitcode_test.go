@@ -13,6 +13,7 @@ import (
 
 	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/health"
 	"github.com/udrain/udrain/readiness"
 	"github.com/udrain/udrain/topology"
 	"github.com/udrain/udrain/upgrade"
@@ -215,7 +216,7 @@ func TestHintFromStopFields(t *testing.T) {
 	}, {
 		name: "blocked by a budget while cordoned",
 		err: &eviction.DomainError{Domain: "ud-2", Stage: eviction.StagePhase1, Err: context.DeadlineExceeded,
-			Block: &eviction.BlockInfo{Namespace: "ns", PDB: "llm"}},
+			Block: &eviction.BlockInfo{BudgetRef: health.BudgetRef{Namespace: "ns", PDB: "llm"}}},
 		want: []string{"'udrain wait-healthy'", "'udrain uncordon ud-2'"},
 	}, {
 		name: "the Lease's namespace is missing",
