@@ -157,3 +157,33 @@ func TestReportIsALibrary(t *testing.T) {
 		}
 	})
 }
+
+// The house rules of the library's code: functions a reader takes in at
+// once, files of one concern. Table data (a composite literal that is a
+// function's or file's bulk) counts like code: split it by concern too.
+const (
+	maxFuncLines = 80
+	maxFileLines = 500
+)
+
+// TestLibraryFunctionsAndFilesAreShort fails on a non-test function of
+// the library longer than maxFuncLines, or a non-test file longer than
+// maxFileLines. The command line, the harnesses and the scripts are not
+// the library (their command builders are long for their help texts).
+func TestLibraryFunctionsAndFilesAreShort(t *testing.T) {
+	libraryFiles(t, 0, func(path string, src []byte, f *ast.File, fset *token.FileSet) {
+		if n := fset.Position(f.End()).Line; n > maxFileLines {
+			t.Errorf("%s has %d lines (at most %d): split it by concern", path, n, maxFileLines)
+		}
+		for _, decl := range f.Decls {
+			fn, ok := decl.(*ast.FuncDecl)
+			if !ok || fn.Body == nil {
+				continue
+			}
+			start, end := fset.Position(fn.Pos()).Line, fset.Position(fn.End()).Line
+			if n := end - start + 1; n > maxFuncLines {
+				t.Errorf("%s: func %s has %d lines (at most %d)", path, fn.Name.Name, n, maxFuncLines)
+			}
+		}
+	})
+}
