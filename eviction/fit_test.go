@@ -26,21 +26,63 @@ func withGPUs(p *corev1.Pod, n int64) *corev1.Pod {
 	return p
 }
 
+// gpuFitPod is a pod of TestPlanGPUFit's domain, on node-1-<node>,
+// requesting gpus nvidia.com/gpu.
+type gpuFitPod struct {
+	name string
+	node int
+	gpus int64
+	// stays: a DaemonSet pod, left on its node.
+	stays bool
+	// deleted: deleted an hour ago, skipped (skip-wait-for-delete-timeout).
+	deleted bool
+}
+
+// gpuFitPlan plans the drain of ud-1, two 8-GPU nodes with pods, ignoring
+// DaemonSets and skipping pods deleted over a minute ago.
+func gpuFitPlan(t *testing.T, pods []gpuFitPod) *Plan {
+	t.Helper()
+	var objs []runtime.Object
+	var daemonSets []appsv1.DaemonSet
+	for i := range 2 {
+		objs = append(objs, gpuNode(testNode(fmt.Sprintf("node-1-%d", i+1), "ud-1"), 8))
+	}
+	for _, p := range pods {
+		owner := ownedBy("StatefulSet", p.name)
+		if p.stays {
+			owner = ownedBy("DaemonSet", p.name)
+			daemonSets = append(daemonSets, appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: p.name}})
+		}
+		pd := withGPUs(readyPod(&corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: p.name, UID: types.UID(p.name), OwnerReferences: owner},
+			Spec:       corev1.PodSpec{NodeName: fmt.Sprintf("node-1-%d", p.node)},
+		}), p.gpus)
+		if p.deleted {
+			pd.DeletionTimestamp = &metav1.Time{Time: snapshotOf(nil).Now.Add(-time.Hour)}
+		}
+		objs = append(objs, pd)
+	}
+	snap := snapshotOf(objs)
+	snap.DaemonSets = DaemonSetsLookup(daemonSets)
+	h := KubectlDefaults()
+	h.IgnoreAllDaemonSets = true
+	h.SkipWaitForDeleteTimeoutSeconds = 60
+	plan, err := NewPlan("ud-1", snap, Options{Helper: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := boolCount(slices.ContainsFunc(pods, func(p gpuFitPod) bool { return p.stays || p.deleted })); len(plan.Skipped) != want || len(plan.Refused) != 0 {
+		t.Fatalf("skipped %v, refused %v; want %d skipped (the DaemonSet pod or the deleted one), none refused", plan.Skipped, plan.Refused, want)
+	}
+	return plan
+}
+
 // TestPlanGPUFit pins what the plan gives package gpu's fit check
 // (gpu.Fits, tested there) on a domain of two 8-GPU nodes: the plan's pods
 // come back, in the domain's order; the pods it leaves (DaemonSet pods)
 // keep their GPUs unless they are being deleted (or have finished); and
 // the Planned event's message carries the warning of a fit at risk.
 func TestPlanGPUFit(t *testing.T) {
-	type pod struct {
-		name string
-		node int
-		gpus int64
-		// stays: a DaemonSet pod, left on its node.
-		stays bool
-		// deleted: deleted an hour ago, skipped (skip-wait-for-delete-timeout).
-		deleted bool
-	}
 	ref := func(name string, node int) gpu.PodRef {
 		return gpu.PodRef{Namespace: testNS, Name: name, UID: types.UID(name), Node: fmt.Sprintf("node-1-%d", node)}
 	}
@@ -49,72 +91,41 @@ func TestPlanGPUFit(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name    string
-		pods    []pod
+		pods    []gpuFitPod
 		want    []gpu.Fit
 		warning string // what withFitWarning adds to the Planned event's message
 	}{
 		{
 			name: "the plan's pods come back",
-			pods: []pod{{name: "llm-0", node: 1, gpus: 4}, {name: "llm-0-1", node: 2, gpus: 4}, {name: "web", node: 2}},
+			pods: []gpuFitPod{{name: "llm-0", node: 1, gpus: 4}, {name: "llm-0-1", node: 2, gpus: 4}, {name: "web", node: 2}},
 			want: []gpu.Fit{{Resource: "nvidia.com/gpu", Requested: 8, Free: 16, Nodes: nodes(8, 8)}},
 		},
 		{
 			name: "a DaemonSet pod keeps its GPUs; they fragment the rest",
-			pods: []pod{{name: "llm-0", node: 1, gpus: 8}, {name: "llm-0-1", node: 2, gpus: 6}, {name: "agent", node: 2, gpus: 2, stays: true}},
+			pods: []gpuFitPod{{name: "llm-0", node: 1, gpus: 8}, {name: "llm-0-1", node: 2, gpus: 6}, {name: "agent", node: 2, gpus: 2, stays: true}},
 			want: []gpu.Fit{{Resource: "nvidia.com/gpu", Requested: 14, Free: 14, Nodes: nodes(8, 6),
 				SpreadUnplaced: []gpu.PodGPUs{{Pod: ref("llm-0", 1), GPUs: 8}}}},
 			warning: "; GPU fit warning: nvidia.com/gpu: 14 requested, 14 free on 2 node(s); fragmentation risk: coming back smallest first, each onto the node with the most free, inference/llm-0 (8) finds no node",
 		},
 		{
 			name: "a pod skipped as deleted long ago holds nothing",
-			pods: []pod{{name: "llm-0", node: 1, gpus: 8}, {name: "llm-0-1", node: 2, gpus: 8}, {name: "old", node: 2, gpus: 2, deleted: true}},
+			pods: []gpuFitPod{{name: "llm-0", node: 1, gpus: 8}, {name: "llm-0-1", node: 2, gpus: 8}, {name: "old", node: 2, gpus: 2, deleted: true}},
 			want: []gpu.Fit{{Resource: "nvidia.com/gpu", Requested: 16, Free: 16, Nodes: nodes(8, 8)}},
 		},
 		{
 			name: "what stays leaves too little",
-			pods: []pod{{name: "llm-0", node: 1, gpus: 8}, {name: "llm-0-1", node: 2, gpus: 8}, {name: "agent", node: 2, gpus: 1, stays: true}},
+			pods: []gpuFitPod{{name: "llm-0", node: 1, gpus: 8}, {name: "llm-0-1", node: 2, gpus: 8}, {name: "agent", node: 2, gpus: 1, stays: true}},
 			want: []gpu.Fit{{Resource: "nvidia.com/gpu", Requested: 16, Free: 15, Nodes: nodes(8, 7),
 				Unplaced: []gpu.PodGPUs{{Pod: ref("llm-0-1", 2), GPUs: 8}}}},
 			warning: "; GPU fit warning: nvidia.com/gpu: 16 requested, 15 free on 2 node(s); they do not fit back: placed largest first, inference/llm-0-1 (8) finds no node",
 		},
 		{
 			name: "no evicted pod requests GPUs",
-			pods: []pod{{name: "llm-0", node: 1}, {name: "agent", node: 2, gpus: 2, stays: true}},
+			pods: []gpuFitPod{{name: "llm-0", node: 1}, {name: "agent", node: 2, gpus: 2, stays: true}},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var objs []runtime.Object
-			var daemonSets []appsv1.DaemonSet
-			for i := range 2 {
-				objs = append(objs, gpuNode(testNode(fmt.Sprintf("node-1-%d", i+1), "ud-1"), 8))
-			}
-			for _, p := range tc.pods {
-				owner := ownedBy("StatefulSet", p.name)
-				if p.stays {
-					owner = ownedBy("DaemonSet", p.name)
-					daemonSets = append(daemonSets, appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: p.name}})
-				}
-				pd := withGPUs(readyPod(&corev1.Pod{
-					ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: p.name, UID: types.UID(p.name), OwnerReferences: owner},
-					Spec:       corev1.PodSpec{NodeName: fmt.Sprintf("node-1-%d", p.node)},
-				}), p.gpus)
-				if p.deleted {
-					pd.DeletionTimestamp = &metav1.Time{Time: snapshotOf(nil).Now.Add(-time.Hour)}
-				}
-				objs = append(objs, pd)
-			}
-			snap := snapshotOf(objs)
-			snap.DaemonSets = DaemonSetsLookup(daemonSets)
-			h := KubectlDefaults()
-			h.IgnoreAllDaemonSets = true
-			h.SkipWaitForDeleteTimeoutSeconds = 60
-			plan, err := NewPlan("ud-1", snap, Options{Helper: h})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if want := boolCount(slices.ContainsFunc(tc.pods, func(p pod) bool { return p.stays || p.deleted })); len(plan.Skipped) != want || len(plan.Refused) != 0 {
-				t.Errorf("skipped %v, refused %v; want %d skipped (the DaemonSet pod or the deleted one), none refused", plan.Skipped, plan.Refused, want)
-			}
+			plan := gpuFitPlan(t, tc.pods)
 			if diff := cmp.Diff(tc.want, plan.GPUFit); diff != "" {
 				t.Errorf("GPUFit (-want +got):\n%s", diff)
 			}
@@ -125,6 +136,7 @@ func TestPlanGPUFit(t *testing.T) {
 	}
 }
 
+// boolCount is 1 for true, 0 for false.
 func boolCount(b bool) int {
 	if b {
 		return 1

@@ -42,25 +42,30 @@ func podGPUs(name, node string, n int64) PodGPUs {
 	return PodGPUs{Pod: PodRef{Namespace: "ns", Name: name, UID: types.UID("uid-" + name), Node: node}, GPUs: n}
 }
 
-func TestFits(t *testing.T) {
-	two := func(a, b int64) []*corev1.Node { return []*corev1.Node{h100("n1", a), h100("n2", b)} }
-	nodes := func(a, b int64) []NodeGPUs {
-		return []NodeGPUs{{Node: "n1", Allocatable: 8, Free: a}, {Node: "n2", Allocatable: 8, Free: b}}
-	}
-	withInit := gpuPod("init", "n1", 2)
-	withInit.Spec.InitContainers = []corev1.Container{{Name: "i", Resources: corev1.ResourceRequirements{
-		Requests: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("6")}}}}
-	for _, tc := range []struct {
-		name             string
-		nodes            []*corev1.Node
-		evicted, staying []*corev1.Pod
-		want             []Fit
-	}{
+// fitsCase is a case of TestFits.
+type fitsCase struct {
+	name             string
+	nodes            []*corev1.Node
+	evicted, staying []*corev1.Pod
+	want             []Fit
+}
+
+// two returns the 8-GPU nodes n1 and n2, advertising a and b GPUs.
+func two(a, b int64) []*corev1.Node { return []*corev1.Node{h100("n1", a), h100("n2", b)} }
+
+// twoFree is the NodeGPUs of two(8, 8) with a and b GPUs free.
+func twoFree(a, b int64) []NodeGPUs {
+	return []NodeGPUs{{Node: "n1", Allocatable: 8, Free: a}, {Node: "n2", Allocatable: 8, Free: b}}
+}
+
+// placementCases are TestFits' cases about where the evicted pods go.
+func placementCases() []fitsCase {
+	return []fitsCase{
 		{
 			name:    "a group of four 4-GPU pods fits whatever the order",
 			nodes:   two(8, 8),
 			evicted: []*corev1.Pod{gpuPod("a", "n1", 4), gpuPod("b", "n2", 4), gpuPod("c", "n1", 4), gpuPod("d", "n2", 4)},
-			want:    []Fit{{Resource: "nvidia.com/gpu", Requested: 16, Free: 16, Nodes: nodes(8, 8)}},
+			want:    []Fit{{Resource: "nvidia.com/gpu", Requested: 16, Free: 16, Nodes: twoFree(8, 8)}},
 		},
 		{
 			// Spread smallest first, the 2-GPU pods take a node each and
@@ -69,7 +74,7 @@ func TestFits(t *testing.T) {
 			name:    "4-GPU and 2-GPU pods fragment when spread",
 			nodes:   two(8, 8),
 			evicted: []*corev1.Pod{gpuPod("a", "n1", 4), gpuPod("b", "n1", 4), gpuPod("c", "n2", 4), gpuPod("x", "n2", 2), gpuPod("y", "n2", 2)},
-			want: []Fit{{Resource: "nvidia.com/gpu", Requested: 16, Free: 16, Nodes: nodes(8, 8),
+			want: []Fit{{Resource: "nvidia.com/gpu", Requested: 16, Free: 16, Nodes: twoFree(8, 8),
 				SpreadUnplaced: []PodGPUs{podGPUs("c", "n2", 4)}}},
 		},
 		{
@@ -85,7 +90,7 @@ func TestFits(t *testing.T) {
 			nodes:   two(8, 8),
 			evicted: []*corev1.Pod{gpuPod("a", "n1", 4), gpuPod("b", "n1", 4), gpuPod("c", "n2", 4)},
 			staying: []*corev1.Pod{gpuPod("agent", "n2", 2)},
-			want:    []Fit{{Resource: "nvidia.com/gpu", Requested: 12, Free: 14, Nodes: nodes(8, 6)}},
+			want:    []Fit{{Resource: "nvidia.com/gpu", Requested: 12, Free: 14, Nodes: twoFree(8, 6)}},
 		},
 		{
 			// Spread smallest first, the 6-GPU pod takes the empty node.
@@ -93,7 +98,7 @@ func TestFits(t *testing.T) {
 			nodes:   two(8, 8),
 			evicted: []*corev1.Pod{gpuPod("a", "n1", 8), gpuPod("b", "n2", 6)},
 			staying: []*corev1.Pod{gpuPod("agent", "n2", 2)},
-			want: []Fit{{Resource: "nvidia.com/gpu", Requested: 14, Free: 14, Nodes: nodes(8, 6),
+			want: []Fit{{Resource: "nvidia.com/gpu", Requested: 14, Free: 14, Nodes: twoFree(8, 6),
 				SpreadUnplaced: []PodGPUs{podGPUs("a", "n1", 8)}}},
 		},
 		{
@@ -101,7 +106,7 @@ func TestFits(t *testing.T) {
 			nodes:   two(8, 8),
 			evicted: []*corev1.Pod{gpuPod("a", "n1", 8), gpuPod("b", "n2", 8)},
 			staying: []*corev1.Pod{gpuPod("agent", "n2", 1)},
-			want: []Fit{{Resource: "nvidia.com/gpu", Requested: 16, Free: 15, Nodes: nodes(8, 7),
+			want: []Fit{{Resource: "nvidia.com/gpu", Requested: 16, Free: 15, Nodes: twoFree(8, 7),
 				Unplaced: []PodGPUs{podGPUs("b", "n2", 8)}}},
 		},
 		{
@@ -112,25 +117,35 @@ func TestFits(t *testing.T) {
 				Nodes:    []NodeGPUs{{Node: "n1", Allocatable: 4, Free: 4}},
 				Unplaced: []PodGPUs{podGPUs("a", "n1", 4), podGPUs("c", "n1", 4)}}},
 		},
+	}
+}
+
+// accountingCases are TestFits' cases about what is requested and free,
+// and which resources are reported.
+func accountingCases() []fitsCase {
+	withInit := gpuPod("init", "n1", 2)
+	withInit.Spec.InitContainers = []corev1.Container{{Name: "i", Resources: corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("6")}}}}
+	return []fitsCase{
 		{
 			name:    "free GPUs never go below zero",
 			nodes:   two(8, 8),
 			evicted: []*corev1.Pod{gpuPod("a", "n1", 4)},
 			staying: []*corev1.Pod{gpuPod("big", "n2", 6), gpuPod("more", "n2", 6)},
-			want:    []Fit{{Resource: "nvidia.com/gpu", Requested: 4, Free: 8, Nodes: nodes(8, 0)}},
+			want:    []Fit{{Resource: "nvidia.com/gpu", Requested: 4, Free: 8, Nodes: twoFree(8, 0)}},
 		},
 		{
 			name:    "a staying pod on another node holds nothing here",
 			nodes:   two(8, 8),
 			evicted: []*corev1.Pod{gpuPod("a", "n1", 8)},
 			staying: []*corev1.Pod{gpuPod("elsewhere", "n9", 8)},
-			want:    []Fit{{Resource: "nvidia.com/gpu", Requested: 8, Free: 16, Nodes: nodes(8, 8)}},
+			want:    []Fit{{Resource: "nvidia.com/gpu", Requested: 8, Free: 16, Nodes: twoFree(8, 8)}},
 		},
 		{
 			name:    "requests count as the scheduler counts them (an init container's)",
 			nodes:   two(8, 8),
 			evicted: []*corev1.Pod{withInit},
-			want:    []Fit{{Resource: "nvidia.com/gpu", Requested: 6, Free: 16, Nodes: nodes(8, 8)}},
+			want:    []Fit{{Resource: "nvidia.com/gpu", Requested: 6, Free: 16, Nodes: twoFree(8, 8)}},
 		},
 		{
 			name:    "one fit per resource, sorted; CPU nodes are not GPU nodes",
@@ -155,7 +170,15 @@ func TestFits(t *testing.T) {
 			staying: []*corev1.Pod{gpuPod("agent", "n2", 2)},
 		},
 		{name: "no nodes", evicted: []*corev1.Pod{gpuPod("a", "n1", 4)}},
-	} {
+	}
+}
+
+// TestFits: what fits back, what fragments when the pods come back
+// spread smallest first, what cannot fit at all (a node lost GPUs while
+// its pods held theirs, a pod that stays holds too many), one Fit per
+// resource.
+func TestFits(t *testing.T) {
+	for _, tc := range append(placementCases(), accountingCases()...) {
 		t.Run(tc.name, func(t *testing.T) {
 			got := Fits(tc.nodes, tc.evicted, tc.staying)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
@@ -173,6 +196,7 @@ func TestFits(t *testing.T) {
 	}
 }
 
+// TestFitString: the sentence of the plan's warning, five pods at most.
 func TestFitString(t *testing.T) {
 	nodes := []NodeGPUs{{Node: "n1", Allocatable: 8, Free: 8}, {Node: "n2", Allocatable: 8, Free: 8}}
 	var seven []PodGPUs
@@ -221,6 +245,7 @@ func TestFitJSON(t *testing.T) {
 	}
 }
 
+// TestCapacityOf: GPUs per vendor and product, sorted.
 func TestCapacityOf(t *testing.T) {
 	noProduct := newNode("np", map[string]string{"nvidia.com/gpu.present": "true"}, withResource("nvidia.com/gpu", 2, 2))
 	for _, tc := range []struct {
