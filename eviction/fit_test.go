@@ -1,15 +1,21 @@
 package eviction
 
 import (
+	"context"
 	"fmt"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/udrain/udrain/gpu"
 )
 
 // withGPUs makes pod request n nvidia.com/gpu in one container.
@@ -20,106 +26,117 @@ func withGPUs(p *corev1.Pod, n int64) *corev1.Pod {
 	return p
 }
 
-// TestGPUFit pins the fit check on domains of two 8-GPU nodes: what fits,
-// what fragments when the pods come back spread smallest first (the
-// e2e's story: two 2-GPU pods take a node each, the third 4-GPU pod finds
-// 2 free on each), and what cannot fit at all (a node lost GPUs while its
-// pods held theirs).
-func TestGPUFit(t *testing.T) {
-	type pod struct {
-		name string
-		node int
-		gpus int64
-		// stays: a DaemonSet pod, left on its node.
-		stays bool
+// gpuFitPod is a pod of TestPlanGPUFit's domain, on node-1-<node>,
+// requesting gpus nvidia.com/gpu.
+type gpuFitPod struct {
+	name string
+	node int
+	gpus int64
+	// stays: a DaemonSet pod, left on its node.
+	stays bool
+	// deleted: deleted an hour ago, skipped (skip-wait-for-delete-timeout).
+	deleted bool
+}
+
+// gpuFitPlan plans the drain of ud-1, two 8-GPU nodes with pods, ignoring
+// DaemonSets and skipping pods deleted over a minute ago.
+func gpuFitPlan(t *testing.T, pods []gpuFitPod) *Plan {
+	t.Helper()
+	var objs []runtime.Object
+	var daemonSets []appsv1.DaemonSet
+	for i := range 2 {
+		objs = append(objs, gpuNode(testNode(fmt.Sprintf("node-1-%d", i+1), "ud-1"), 8))
 	}
-	type want struct {
-		Requested, Free          int64
-		Unplaced, SpreadUnplaced []string
-		Risk                     bool
+	for _, p := range pods {
+		owner := ownedBy("StatefulSet", p.name)
+		if p.stays {
+			owner = ownedBy("DaemonSet", p.name)
+			daemonSets = append(daemonSets, appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: p.name}})
+		}
+		pd := withGPUs(readyPod(&corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: p.name, UID: types.UID(p.name), OwnerReferences: owner},
+			Spec:       corev1.PodSpec{NodeName: fmt.Sprintf("node-1-%d", p.node)},
+		}), p.gpus)
+		if p.deleted {
+			pd.DeletionTimestamp = &metav1.Time{Time: snapshotOf(nil).Now.Add(-time.Hour)}
+		}
+		objs = append(objs, pd)
+	}
+	snap := snapshotOf(objs)
+	snap.DaemonSets = DaemonSetsLookup(daemonSets)
+	h := KubectlDefaults()
+	h.IgnoreAllDaemonSets = true
+	h.SkipWaitForDeleteTimeoutSeconds = 60
+	plan, err := NewPlan("ud-1", snap, Options{Helper: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := boolCount(slices.ContainsFunc(pods, func(p gpuFitPod) bool { return p.stays || p.deleted })); len(plan.Skipped) != want || len(plan.Refused) != 0 {
+		t.Fatalf("skipped %v, refused %v; want %d skipped (the DaemonSet pod or the deleted one), none refused", plan.Skipped, plan.Refused, want)
+	}
+	return plan
+}
+
+// TestPlanGPUFit pins what the plan gives package gpu's fit check
+// (gpu.Fits, tested there) on a domain of two 8-GPU nodes: the plan's pods
+// come back, in the domain's order; the pods it leaves (DaemonSet pods)
+// keep their GPUs unless they are being deleted (or have finished); and
+// the Planned event's message carries the warning of a fit at risk.
+func TestPlanGPUFit(t *testing.T) {
+	ref := func(name string, node int) gpu.PodRef {
+		return gpu.PodRef{Namespace: testNS, Name: name, UID: types.UID(name), Node: fmt.Sprintf("node-1-%d", node)}
+	}
+	nodes := func(free1, free2 int64) []gpu.NodeGPUs {
+		return []gpu.NodeGPUs{{Node: "node-1-1", Allocatable: 8, Free: free1}, {Node: "node-1-2", Allocatable: 8, Free: free2}}
 	}
 	for _, tc := range []struct {
-		name  string
-		alloc [2]int64 // nvidia.com/gpu allocatable of node-1-1, node-1-2
-		pods  []pod
-		want  *want // nil: no GPUFit (no evicted pod requests GPUs)
+		name    string
+		pods    []gpuFitPod
+		want    []gpu.Fit
+		warning string // what withFitWarning adds to the Planned event's message
 	}{
-		{"a group of 4 pods of 4 GPUs fits whatever the order", [2]int64{8, 8},
-			[]pod{{"llm-0", 1, 4, false}, {"llm-0-1", 2, 4, false}, {"llm-0-2", 1, 4, false}, {"llm-0-3", 2, 4, false}},
-			&want{Requested: 16, Free: 16}},
-		{"4-GPU pods and 2-GPU pods fragment when spread", [2]int64{8, 8},
-			[]pod{{"llm-0", 1, 4, false}, {"llm-0-1", 1, 4, false}, {"llm-0-2", 2, 4, false}, {"batch-a", 2, 2, false}, {"batch-b", 2, 2, false}},
-			&want{Requested: 16, Free: 16, SpreadUnplaced: []string{"llm-0-2"}, Risk: true}},
-		{"a node that lost GPUs while its pods held theirs", [2]int64{8, 6},
-			[]pod{{"llm-0", 1, 4, false}, {"llm-0-1", 1, 4, false}, {"llm-0-2", 2, 4, false}, {"llm-0-3", 2, 4, false}},
-			&want{Requested: 16, Free: 14, Unplaced: []string{"llm-0-3"}, Risk: true}},
-		{"pods that stay hold their GPUs", [2]int64{8, 8},
-			[]pod{{"llm-0", 1, 4, false}, {"llm-0-1", 1, 4, false}, {"llm-0-2", 2, 4, false}, {"agent", 2, 2, true}},
-			&want{Requested: 12, Free: 14}},
-		// A spreading scheduler may put the 6-GPU pod on the empty node.
-		{"a whole-node pod after a smaller one", [2]int64{8, 8},
-			[]pod{{"llm-0", 1, 8, false}, {"llm-0-1", 2, 6, false}, {"agent", 2, 2, true}},
-			&want{Requested: 14, Free: 14, SpreadUnplaced: []string{"llm-0"}, Risk: true}},
-		{"a pod that stays leaves too little", [2]int64{8, 8},
-			[]pod{{"llm-0", 1, 8, false}, {"llm-0-1", 2, 8, false}, {"agent", 2, 1, true}},
-			&want{Requested: 16, Free: 15, Unplaced: []string{"llm-0-1"}, Risk: true}},
-		{"no evicted pod requests GPUs", [2]int64{8, 8},
-			[]pod{{"llm-0", 1, 0, false}, {"agent", 2, 2, true}}, nil},
+		{
+			name: "the plan's pods come back",
+			pods: []gpuFitPod{{name: "llm-0", node: 1, gpus: 4}, {name: "llm-0-1", node: 2, gpus: 4}, {name: "web", node: 2}},
+			want: []gpu.Fit{{Resource: "nvidia.com/gpu", Requested: 8, Free: 16, Nodes: nodes(8, 8)}},
+		},
+		{
+			name: "a DaemonSet pod keeps its GPUs; they fragment the rest",
+			pods: []gpuFitPod{{name: "llm-0", node: 1, gpus: 8}, {name: "llm-0-1", node: 2, gpus: 6}, {name: "agent", node: 2, gpus: 2, stays: true}},
+			want: []gpu.Fit{{Resource: "nvidia.com/gpu", Requested: 14, Free: 14, Nodes: nodes(8, 6),
+				SpreadUnplaced: []gpu.PodGPUs{{Pod: ref("llm-0", 1), GPUs: 8}}}},
+			warning: "; GPU fit warning: nvidia.com/gpu: 14 requested, 14 free on 2 node(s); fragmentation risk: coming back smallest first, each onto the node with the most free, inference/llm-0 (8) finds no node",
+		},
+		{
+			name: "a pod skipped as deleted long ago holds nothing",
+			pods: []gpuFitPod{{name: "llm-0", node: 1, gpus: 8}, {name: "llm-0-1", node: 2, gpus: 8}, {name: "old", node: 2, gpus: 2, deleted: true}},
+			want: []gpu.Fit{{Resource: "nvidia.com/gpu", Requested: 16, Free: 16, Nodes: nodes(8, 8)}},
+		},
+		{
+			name: "what stays leaves too little",
+			pods: []gpuFitPod{{name: "llm-0", node: 1, gpus: 8}, {name: "llm-0-1", node: 2, gpus: 8}, {name: "agent", node: 2, gpus: 1, stays: true}},
+			want: []gpu.Fit{{Resource: "nvidia.com/gpu", Requested: 16, Free: 15, Nodes: nodes(8, 7),
+				Unplaced: []gpu.PodGPUs{{Pod: ref("llm-0-1", 2), GPUs: 8}}}},
+			warning: "; GPU fit warning: nvidia.com/gpu: 16 requested, 15 free on 2 node(s); they do not fit back: placed largest first, inference/llm-0-1 (8) finds no node",
+		},
+		{
+			name: "no evicted pod requests GPUs",
+			pods: []gpuFitPod{{name: "llm-0", node: 1}, {name: "agent", node: 2, gpus: 2, stays: true}},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var objs []runtime.Object
-			for i, a := range tc.alloc {
-				objs = append(objs, gpuNode(testNode(fmt.Sprintf("node-1-%d", i+1), "ud-1"), a))
+			plan := gpuFitPlan(t, tc.pods)
+			if diff := cmp.Diff(tc.want, plan.GPUFit); diff != "" {
+				t.Errorf("GPUFit (-want +got):\n%s", diff)
 			}
-			for _, p := range tc.pods {
-				owner := ownedBy("StatefulSet", p.name)
-				if p.stays {
-					owner = ownedBy("DaemonSet", p.name)
-				}
-				objs = append(objs, withGPUs(readyPod(&corev1.Pod{
-					ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: p.name, UID: types.UID(p.name), OwnerReferences: owner},
-					Spec:       corev1.PodSpec{NodeName: fmt.Sprintf("node-1-%d", p.node)},
-				}), p.gpus))
-			}
-			snap := snapshotOf(objs)
-			snap.DaemonSets = DaemonSetsLookup(nil)
-			h := KubectlDefaults()
-			h.IgnoreAllDaemonSets = true
-			plan, err := NewPlan("ud-1", snap, Options{Helper: h})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tc.want == nil {
-				if len(plan.GPUFit) != 0 {
-					t.Errorf("GPUFit = %+v, want none", plan.GPUFit)
-				}
-				return
-			}
-			if len(plan.GPUFit) != 1 {
-				t.Fatalf("GPUFit = %+v, want one for nvidia.com/gpu", plan.GPUFit)
-			}
-			f := plan.GPUFit[0]
-			names := func(pods []PodGPUs) []string {
-				var out []string
-				for _, p := range pods {
-					out = append(out, p.Pod.Name)
-				}
-				return out
-			}
-			got := want{Requested: f.Requested, Free: f.Free, Unplaced: names(f.Unplaced), SpreadUnplaced: names(f.SpreadUnplaced), Risk: f.Risk()}
-			if diff := cmp.Diff(*tc.want, got); diff != "" {
-				t.Errorf("GPUFit (-want +got):\n%s\n%s", diff, f)
-			}
-			if f.Resource != "nvidia.com/gpu" || len(f.Nodes) != 2 || f.Nodes[0].Allocatable != tc.alloc[0] || f.Nodes[1].Allocatable != tc.alloc[1] {
-				t.Errorf("GPUFit resource %s, nodes %+v; want nvidia.com/gpu on both nodes, allocatable %v", f.Resource, f.Nodes, tc.alloc)
-			}
-			if risks := plan.fitRisks(); len(risks) != boolCount(got.Risk) {
-				t.Errorf("fitRisks() = %q, want %d", risks, boolCount(got.Risk))
+			if got := plan.withFitWarning(context.Background(), "planned"); got != "planned"+tc.warning {
+				t.Errorf("withFitWarning =\n%q\nwant\n%q", got, "planned"+tc.warning)
 			}
 		})
 	}
 }
 
+// boolCount is 1 for true, 0 for false.
 func boolCount(b bool) int {
 	if b {
 		return 1

@@ -3,7 +3,6 @@ package eviction
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -37,32 +36,21 @@ type GPUCheck struct {
 	Grace time.Duration
 }
 
-// GPULoss is a GPU node that came back from its upgrade with fewer GPUs
-// advertised than before.
-type GPULoss struct {
-	Node string `json:"node"`
-	// Resource is the extended resource (nvidia.com/gpu); Before and
-	// After its allocatable amounts before the drain and now.
-	Resource corev1.ResourceName `json:"resource"`
-	Before   int64               `json:"before"`
-	After    int64               `json:"after"`
-	// Findings are package gpu's findings about the node now
-	// (ResourceMissing, AllocatableZero, ...); Diagnoses the device plugin
-	// DaemonSets checked against it (an untolerated taint, a node
-	// selector or affinity it fails), each with its fix.
-	Findings  []gpu.Finding   `json:"findings,omitempty"`
-	Diagnoses []gpu.Diagnosis `json:"diagnoses,omitempty"`
-}
-
 // GPULostError reports GPU nodes of a domain that, after the upgrade step
 // and the grace period, do not advertise the GPUs they had before the
 // drain. The rollout stops before the domain is uncordoned (and so before
 // the next domain); run it again once the nodes are fixed and it goes on.
 type GPULostError struct {
+	// Grace is how long the check waited.
 	Grace time.Duration
-	Nodes []GPULoss
+	// Nodes are the nodes that lost GPUs, with package gpu's findings and
+	// the device plugin DaemonSets' diagnoses.
+	Nodes []gpu.Loss
 }
 
+// Error names the nodes (five at most), their GPUs before and now, and
+// why: a device plugin that cannot run there and its fix, else the node's
+// first problem.
 func (e *GPULostError) Error() string {
 	var parts []string
 	for _, n := range e.Nodes {
@@ -90,28 +78,6 @@ func (e *GPULostError) Error() string {
 	}
 	return fmt.Sprintf("%d GPU node(s) came back from the upgrade without their GPUs after %s: %s; fix the driver or the device plugin, then run the rollout again",
 		len(e.Nodes), e.Grace, strings.Join(abbreviate(parts, 5), "; "))
-}
-
-// gpusBefore records the GPUs each GPU node of the domain advertises (0
-// for one whose GPUs were missing already: the upgrade is not to blame).
-func gpusBefore(nodes []corev1.Node, dom topology.Domain) map[string]int64 {
-	out := map[string]int64{}
-	for _, n := range domainNodes(nodes, dom) {
-		if c := gpu.ClassifyNode(n, gpu.Options{}); c.GPU {
-			out[n.Name] = c.Allocatable
-		}
-	}
-	return out
-}
-
-// expectedGPUs is what a GPU node should advertise after its upgrade: what
-// it had before the drain, or, when the rollout resumes and does not know,
-// what its labels and capacity say it has.
-func expectedGPUs(c gpu.Classification, before map[string]int64) int64 {
-	if b, ok := before[c.Node]; ok {
-		return b
-	}
-	return max(c.LabelCount, c.Capacity)
 }
 
 // upgradeMark is the node markUpgraded patched after the upgrade step, and
@@ -158,7 +124,7 @@ func (d *Drainer) checkGPUs(ctx context.Context, v *view, dom topology.Domain, b
 				return fmt.Errorf("the view of the cluster did not show node %s's upgraded mark within the GPU check's grace period (%v): the node watch is behind; run the rollout again", mark.node, grace)
 			}
 		}
-		lost := d.gpuLosses(v, dom, before)
+		lost := gpu.Losses(before, viewNodes(v, dom), nil)
 		if len(lost) == 0 {
 			return nil
 		}
@@ -176,65 +142,43 @@ func (d *Drainer) checkGPUs(ctx context.Context, v *view, dom topology.Domain, b
 			return ctx.Err()
 		case <-changed:
 		case <-deadline.C():
-			lost = d.gpuLosses(v, dom, before)
+			lost = gpu.Losses(before, viewNodes(v, dom), d.daemonSets(ctx, v))
 			if len(lost) == 0 {
 				return nil
 			}
-			d.diagnoseGPULosses(ctx, v, lost)
 			logger.Info("GPU nodes came back without their GPUs", "nodes", len(lost), "grace", grace)
 			return &GPULostError{Grace: grace, Nodes: lost}
 		}
 	}
 }
 
-// gpuLosses returns the domain's GPU nodes that advertise fewer GPUs than
-// they should.
-func (d *Drainer) gpuLosses(v *view, dom topology.Domain, before map[string]int64) []GPULoss {
-	var out []GPULoss
+// viewNodes returns the domain's nodes as the view shows them, leaving out
+// those deleted (replaced nodes come back with other names).
+func viewNodes(v *view, dom topology.Domain) []*corev1.Node {
+	out := make([]*corev1.Node, 0, len(dom.Nodes))
 	for _, name := range dom.Nodes {
-		n, ok := v.node(name)
-		if !ok {
-			continue // deleted: replaced nodes come back with other names
-		}
-		c := gpu.ClassifyNode(n, gpu.Options{})
-		if !c.GPU {
-			continue
-		}
-		if want := expectedGPUs(c, before); c.Allocatable < want {
-			out = append(out, GPULoss{Node: name, Resource: c.Resource, Before: want, After: c.Allocatable, Findings: c.Problems()})
+		if n, ok := v.node(name); ok {
+			out = append(out, n)
 		}
 	}
 	return out
 }
 
-// diagnoseGPULosses checks the device plugin DaemonSets against each node
-// that lost GPUs, from the caller's DaemonSet informer or one list; without
-// the permission to list them, the losses go undiagnosed.
-func (d *Drainer) diagnoseGPULosses(ctx context.Context, v *view, lost []GPULoss) {
-	var daemonSets []appsv1.DaemonSet
+// daemonSets returns the cluster's DaemonSets, to diagnose the nodes that
+// lost GPUs, from the caller's DaemonSet informer or one list; nil, logged,
+// without the permission to list them: the losses go undiagnosed.
+func (d *Drainer) daemonSets(ctx context.Context, v *view) []appsv1.DaemonSet {
 	if v.dsStore != nil {
+		var out []appsv1.DaemonSet
 		for _, o := range v.dsStore.List() {
-			daemonSets = append(daemonSets, *o.(*appsv1.DaemonSet))
+			out = append(out, *o.(*appsv1.DaemonSet))
 		}
-	} else {
-		list, err := d.client.AppsV1().DaemonSets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			klog.FromContext(ctx).Info("Cannot list DaemonSets to diagnose the GPU nodes", "err", err)
-			return
-		}
-		daemonSets = list.Items
+		return out
 	}
-	for i := range lost {
-		n, ok := v.node(lost[i].Node)
-		if !ok {
-			continue
-		}
-		vendor := gpu.ClassifyNode(n, gpu.Options{}).Vendor
-		for j := range daemonSets {
-			if dv, ok := gpu.DevicePluginVendor(&daemonSets[j]); ok && dv == vendor {
-				lost[i].Diagnoses = append(lost[i].Diagnoses, gpu.DiagnoseDaemonSet(&daemonSets[j], n))
-			}
-		}
-		slices.SortFunc(lost[i].Diagnoses, func(a, b gpu.Diagnosis) int { return strings.Compare(a.DaemonSet, b.DaemonSet) })
+	list, err := d.client.AppsV1().DaemonSets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		klog.FromContext(ctx).Info("Cannot list DaemonSets to diagnose the GPU nodes", "err", err)
+		return nil
 	}
+	return list.Items
 }

@@ -3,6 +3,7 @@ package eviction
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/udrain/udrain"
+	"github.com/udrain/udrain/gpu"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -217,6 +220,44 @@ func TestGPUCheckWaitsForTheViewToShowTheUpgrade(t *testing.T) {
 			}
 			if got != tt.want {
 				t.Errorf("checkGPUs = %q (%v), want %q", got, err, tt.want)
+			}
+		})
+	}
+}
+
+// The GPULostError names each node, its GPUs before and now, and why: the
+// fix of a device plugin that cannot run there, else that it cannot, else
+// the node's first problem; five nodes at most.
+func TestGPULostErrorMessage(t *testing.T) {
+	const tail = "; fix the driver or the device plugin, then run the rollout again"
+	missing := gpu.Finding{Code: gpu.FindingResourceMissing, Severity: udrain.SeverityError, Message: "no nvidia.com/gpu"}
+	info := gpu.Finding{Code: gpu.FindingNotDedicated, Severity: udrain.SeverityInfo, Message: "not dedicated"}
+	var seven []gpu.Loss
+	for i := range 7 {
+		seven = append(seven, gpu.Loss{Node: fmt.Sprintf("n%d", i), Resource: "nvidia.com/gpu", Before: 8})
+	}
+	for _, tc := range []struct {
+		name string
+		err  *GPULostError
+		want string
+	}{
+		{"the plugin's fix", &GPULostError{Grace: 5 * time.Minute, Nodes: []gpu.Loss{{Node: "n1", Resource: "nvidia.com/gpu", Before: 8, After: 0,
+			Findings:  []gpu.Finding{missing},
+			Diagnoses: []gpu.Diagnosis{{DaemonSet: "kube-system/ok", CanRun: true}, {DaemonSet: "kube-system/nvdp", Fix: "kubectl patch ..."}}}}},
+			"1 GPU node(s) came back from the upgrade without their GPUs after 5m0s: node n1 advertises 0 nvidia.com/gpu, had 8 (device plugin kube-system/nvdp cannot run there: kubectl patch ...)" + tail},
+		{"a plugin that cannot run, without a fix", &GPULostError{Grace: time.Second, Nodes: []gpu.Loss{{Node: "n1", Resource: "nvidia.com/gpu", Before: 8, After: 4,
+			Diagnoses: []gpu.Diagnosis{{DaemonSet: "kube-system/nvdp"}}}}},
+			"1 GPU node(s) came back from the upgrade without their GPUs after 1s: node n1 advertises 4 nvidia.com/gpu, had 8 (device plugin kube-system/nvdp cannot run there)" + tail},
+		{"the node's first problem", &GPULostError{Grace: time.Second, Nodes: []gpu.Loss{{Node: "n1", Resource: "nvidia.com/gpu", Before: 8, After: 0,
+			Findings: []gpu.Finding{info, missing, {Code: gpu.FindingAllocatableZero, Severity: udrain.SeverityError, Message: "none allocatable"}}}}},
+			"1 GPU node(s) came back from the upgrade without their GPUs after 1s: node n1 advertises 0 nvidia.com/gpu, had 8 (no nvidia.com/gpu)" + tail},
+		{"five nodes at most", &GPULostError{Grace: time.Second, Nodes: seven},
+			"7 GPU node(s) came back from the upgrade without their GPUs after 1s: node n0 advertises 0 nvidia.com/gpu, had 8; node n1 advertises 0 nvidia.com/gpu, had 8; " +
+				"node n2 advertises 0 nvidia.com/gpu, had 8; node n3 advertises 0 nvidia.com/gpu, had 8; node n4 advertises 0 nvidia.com/gpu, had 8; and 2 more" + tail},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.err.Error(); got != tc.want {
+				t.Errorf("Error() =\n%s\nwant\n%s", got, tc.want)
 			}
 		})
 	}

@@ -132,15 +132,6 @@ type AffectedGroup struct {
 	Evicted int `json:"evicted"`
 }
 
-// GPUCapacity is a count of GPUs of one product that the domain takes out
-// of service.
-type GPUCapacity struct {
-	Vendor  string `json:"vendor,omitempty"`
-	Product string `json:"product"`
-	GPUs    int64  `json:"gpus"`
-	Nodes   int    `json:"nodes"`
-}
-
 // Plan is what draining one domain will do. It is computed from a snapshot
 // and names every pod it evicts by UID: executing it never evicts another.
 type Plan struct {
@@ -161,12 +152,12 @@ type Plan struct {
 	// Groups are the groups the drain disrupts.
 	Groups []AffectedGroup `json:"groups,omitempty"`
 	// GPUs are the GPUs taken out of service, per product.
-	GPUs []GPUCapacity `json:"gpus,omitempty"`
+	GPUs []gpu.Capacity `json:"gpus,omitempty"`
 	// GPUFit says, per GPU resource the evicted pods request, whether
 	// they fit back onto the domain's nodes after the drain: pods in its
 	// Unplaced or SpreadUnplaced may stay Pending when they come back
 	// (fragmentation risk; fix placement before the drain).
-	GPUFit []GPUFit `json:"gpuFit,omitempty"`
+	GPUFit []gpu.Fit `json:"gpuFit,omitempty"`
 	// Findings are the contract findings that concern this domain.
 	Findings []topology.Finding `json:"findings,omitempty"`
 	// AllowViolations records whether error findings are tolerated.
@@ -398,8 +389,9 @@ func (pl *planner) finish() *Plan {
 	}
 	sort.Slice(plan.Groups, func(i, j int) bool { return topology.CompareGroupIDs(plan.Groups[i].ID, plan.Groups[j].ID) < 0 })
 	plan.Blockers = blockers(snap.PDBs, pl.pdbNeeded)
-	plan.GPUs = GPUCapacityOf(snap.Nodes, pl.inDomain)
-	plan.GPUFit = gpuFits(snap.Nodes, pl.inDomain, pl.local, plan)
+	nodes := planNodes(snap.Nodes, plan)
+	plan.GPUs = gpu.CapacityOf(nodes)
+	plan.GPUFit = gpuFits(nodes, pl.local, plan)
 	// The findings that concern this domain: its groups, their sibling
 	// groups of the same workloads, its pods and its control-plane nodes.
 	plan.Findings = topology.Audit(topology.AuditInput{Layout: pl.layout, Groups: pl.groups, PDBs: snap.PDBs, PDBIndex: pl.pdbs,
@@ -449,45 +441,6 @@ func blockers(pdbs []policyv1.PodDisruptionBudget, needed map[health.BudgetRef]i
 			return out[i].Namespace < out[j].Namespace
 		}
 		return out[i].PDB < out[j].PDB
-	})
-	return out
-}
-
-// GPUCapacityOf adds up, per vendor and product, the GPUs of the nodes
-// named in nodeSet that package gpu classifies as GPU nodes (a product it
-// cannot name is "unknown").
-func GPUCapacityOf(nodes []corev1.Node, nodeSet map[string]bool) []GPUCapacity {
-	type key struct{ vendor, product string }
-	acc := map[key]*GPUCapacity{}
-	for i := range nodes {
-		n := &nodes[i]
-		if !nodeSet[n.Name] {
-			continue
-		}
-		c := gpu.ClassifyNode(n, gpu.Options{})
-		if !c.GPU || c.Count <= 0 {
-			continue
-		}
-		product := c.Product
-		if product == "" {
-			product = "unknown"
-		}
-		k := key{string(c.Vendor), product}
-		if acc[k] == nil {
-			acc[k] = &GPUCapacity{Vendor: string(c.Vendor), Product: product}
-		}
-		acc[k].GPUs += c.Count
-		acc[k].Nodes++
-	}
-	out := make([]GPUCapacity, 0, len(acc))
-	for _, c := range acc {
-		out = append(out, *c)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Vendor != out[j].Vendor {
-			return out[i].Vendor < out[j].Vendor
-		}
-		return out[i].Product < out[j].Product
 	})
 	return out
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/kubectl/pkg/drain"
 
+	"github.com/udrain/udrain/gpu"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -71,7 +72,7 @@ func TestPlan(t *testing.T) {
 		Warnings       []string
 		Blockers       []Blocker
 		Groups         []string
-		GPUs           []GPUCapacity
+		GPUs           []gpu.Capacity
 		Findings       []topology.FindingCode
 	}
 	tests := []struct {
@@ -96,7 +97,7 @@ func TestPlan(t *testing.T) {
 				Phase1: []string{"inference/llm-0"},
 				Phase2: []string{"inference/llm-0-2", "inference/llm-0-1"},
 				Groups: []string{"inference/llm-0"},
-				GPUs:   []GPUCapacity{{Vendor: "nvidia", Product: "NVIDIA-H100-80GB-HBM3", GPUs: 16, Nodes: 2}},
+				GPUs:   []gpu.Capacity{{Vendor: "nvidia", Product: "NVIDIA-H100-80GB-HBM3", GPUs: 16, Nodes: 2}},
 			},
 		},
 		{

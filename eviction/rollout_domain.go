@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/udrain/udrain/gpu"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -132,7 +133,7 @@ func (s *domainRun) prepare(ctx context.Context) error {
 		return nil
 	}
 	s.out.Plan = plan
-	s.before = gpusBefore(snap.Nodes, s.dom)
+	s.before = gpu.Advertised(domainNodes(snap.Nodes, s.dom))
 	if !s.r.dryRun() && len(plan.Groups) > 0 {
 		pgs, _ := s.r.v.listPodGroups(ctx)
 		s.down = newDowntimes(s.r.d, s.r.v, layout, plan, s.target, groupersFor(s.r.d.s, &Snapshot{PodGroups: pgs}))

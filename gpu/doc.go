@@ -31,9 +31,19 @@
 // Summarize does both for a node list and groups the nodes into dedicated
 // GPU, shared GPU and CPU pools with totals per product.
 //
+// For a drain and an upgrade of a set of nodes (package eviction's plans
+// and rollouts use these): CapacityOf adds up the GPUs the nodes take out
+// of service; Fits says whether the pods evicted from them fit back once
+// they return, placed largest first and, as a spreading scheduler may
+// place them, smallest first onto the node with the most GPUs free, which
+// can fragment the free GPUs; Advertised, taken before the upgrade, and
+// Losses, after it, name the GPU nodes that came back with fewer GPUs,
+// each diagnosed against its vendor's device plugin DaemonSets.
+//
 // Everything here is a pure function over API objects: it lists nothing,
 // changes nothing, prints nothing and never fails. The results carry JSON
 // tags for "-o json" output. Not for: scheduling decisions (the scheduler
-// and Dynamic Resource Allocation own those), device health (ask the driver),
-// or fetching objects (see examples/gpu-pool-audit for a client-go caller).
+// and Dynamic Resource Allocation own those; Fits only estimates where
+// pods may go), device health (ask the driver), or fetching objects (see
+// examples/gpu-pool-audit for a client-go caller).
 package gpu

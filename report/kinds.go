@@ -113,7 +113,7 @@ type DomainInfo struct {
 	// ControlPlaneNodes counts its control-plane nodes.
 	ControlPlaneNodes int `json:"controlPlaneNodes"`
 	// GPUs add up the domain's accelerators per vendor and product.
-	GPUs []eviction.GPUCapacity `json:"gpus,omitempty"`
+	GPUs []gpu.Capacity `json:"gpus,omitempty"`
 	// Health is package eviction's health of the domain: its groups and
 	// the budgets over them (Reader.Health).
 	Health eviction.DomainHealth `json:"health"`

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/gpu"
 	"github.com/udrain/udrain/health"
 	"github.com/udrain/udrain/topology"
 )
@@ -96,7 +97,7 @@ func (e *ErrorInfo) message() string {
 }
 
 // gpuText shows GPUs per product: "8 H100, 4 A10".
-func gpuText(gpus []eviction.GPUCapacity) string {
+func gpuText(gpus []gpu.Capacity) string {
 	if len(gpus) == 0 {
 		return "-"
 	}
@@ -108,7 +109,7 @@ func gpuText(gpus []eviction.GPUCapacity) string {
 }
 
 // gpuNodesText shows free GPUs per node: "node-1 2/8, node-2 8/8".
-func gpuNodesText(nodes []eviction.NodeGPUs) string {
+func gpuNodesText(nodes []gpu.NodeGPUs) string {
 	parts := make([]string, len(nodes))
 	for i, n := range nodes {
 		parts[i] = fmt.Sprintf("%s %d/%d", n.Node, n.Free, n.Allocatable)

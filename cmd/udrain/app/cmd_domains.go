@@ -67,10 +67,10 @@ func buildDomainList(nodes []corev1.Node, layout *topology.Layout, h *eviction.H
 	}
 	for _, d := range layout.Domains {
 		info := report.DomainInfo{Name: d.Name, ControlPlaneNodes: len(d.ControlPlaneNodes), Health: healthOf[d.Name]}
-		inDomain := map[string]bool{}
+		var domNodes []*corev1.Node
 		for _, name := range d.Nodes {
 			n := byName[name]
-			inDomain[name] = true
+			domNodes = append(domNodes, n)
 			_, cp := n.Labels[topology.ControlPlaneLabel]
 			dn := report.DomainNode{
 				Name: name, Cordoned: n.Spec.Unschedulable, CordonedBy: n.Annotations[eviction.CordonedByAnnotation],
@@ -82,7 +82,7 @@ func buildDomainList(nodes []corev1.Node, layout *topology.Layout, h *eviction.H
 			}
 			info.Nodes = append(info.Nodes, dn)
 		}
-		info.GPUs = eviction.GPUCapacityOf(nodes, inDomain)
+		info.GPUs = gpu.CapacityOf(domNodes)
 		list.Items = append(list.Items, info)
 	}
 	return list
