@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,6 +19,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/udrain/udrain/internal/lease"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -207,7 +209,8 @@ func TestLeaseKeptOnTheClock(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	d, err := New(fc.client, Options{Clock: clk})
+	events := make(chan Event, 10)
+	d, err := New(fc.client, Options{Clock: clk, OnEvent: func(e Event) { events <- e }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,14 +256,101 @@ func TestLeaseKeptOnTheClock(t *testing.T) {
 				t.Fatalf("lost %s after the last renewal (%v), want kept until 30 s", at, err)
 			}
 			var le *LockLostError
-			if !errors.As(err, &le) || le.Lease != "udrain-rollout-r" {
-				t.Fatalf("lost: %v, want a *LockLostError naming the Lease", err)
+			if !errors.As(err, &le) || le.Lease != "udrain-rollout-r" || !apierrors.IsServiceUnavailable(err) {
+				t.Fatalf("lost: %v, want a *LockLostError naming the Lease, with the renewal's error", err)
 			}
+			// Both events are timed by the clock.
+			checkLockEvents(t, events, []Event{
+				{Time: statusNow, Type: EventLockAcquired, ID: "r", Message: "holding Lease udrain-system/udrain-rollout-r as me"},
+				{Time: statusNow.Add(40 * time.Second), Type: EventLockLost, ID: "r", Error: err.Error(), Message: "the rollout's Lease is lost; the rollout stops"},
+			})
 			return
 		case <-time.After(100 * time.Millisecond):
 			if i == 2 {
 				t.Fatalf("still kept %s after the last renewal, want lost", at)
 			}
 		}
+	}
+}
+
+// A rollout reports taking its Lease and giving it up, and leaves it
+// released (no holder) but in place.
+func TestRolloutLockEvents(t *testing.T) {
+	ctx := testContext(t)
+	fc := newFakeCluster(t, lwsCluster(1, 1, 1)...)
+	clk := clocktesting.NewFakeClock(statusNow)
+	events := make(chan Event, 100)
+	d, _ := New(fc.client, Options{Backoff: slowBackoff, Clock: clk, OnEvent: func(e Event) { events <- e }})
+	_, err := d.Rollout(ctx, RolloutOptions{ID: "r", Domains: []string{"ud-1"}, Lock: RolloutLock{Identity: "me"},
+		Upgrade: func(ctx context.Context, dom topology.Domain) error { fc.recreateGroup(ctx, 0, 1, 1, 1, 1); return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkLockEvents(t, events, []Event{
+		{Time: statusNow, Type: EventLockAcquired, ID: "r", Message: "holding Lease udrain-system/udrain-rollout-r as me"},
+		{Time: statusNow, Type: EventLockReleased, ID: "r", Message: "Lease udrain-system/udrain-rollout-r released"},
+	})
+	l := leaseIn(t, fc, "udrain-rollout-r")
+	if l.Spec.HolderIdentity != nil || l.Annotations["udrain.dev/rollout-id"] != "r" || l.Labels["app.kubernetes.io/managed-by"] != "udrain" {
+		t.Errorf("Lease after the rollout: holder %v, annotations %v, labels %v; want released, annotated with the rollout's ID, labelled as udrain's",
+			l.Spec.HolderIdentity, l.Annotations, l.Labels)
+	}
+}
+
+// checkLockEvents checks the Lease's events of those sent on events,
+// which it closes: their time, type, ID, error and message.
+func checkLockEvents(t *testing.T, events chan Event, want []Event) {
+	t.Helper()
+	close(events)
+	var got []Event
+	for e := range events {
+		if e.Type == EventLockAcquired || e.Type == EventLockLost || e.Type == EventLockReleased {
+			got = append(got, Event{Time: e.Time, Type: e.Type, ID: e.ID, Error: e.Error, Message: e.Message})
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the Lease's events (-want +got):\n%s", diff)
+	}
+}
+
+// lockError turns what the Lease's Acquire returns into the rollout's
+// errors: the holder's Lease into a *LockedError with the rollout's ID, a
+// namespace that does not exist into a *LockNamespaceError, Forbidden
+// into a *PermissionError naming the lock's Role.
+func TestLockError(t *testing.T) {
+	renewed := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	leases := schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
+	notFound := apierrors.NewNotFound(corev1.Resource("namespaces"), "platform")
+	forbidden := apierrors.NewForbidden(leases, "udrain-rollout-r", errors.New("RBAC: access denied"))
+	terminating := apierrors.NewForbidden(leases, "udrain-rollout-r", errors.New("namespace platform is being terminated"))
+	other := apierrors.NewServiceUnavailable("etcd is down")
+	for _, tc := range []struct {
+		name    string
+		err     error
+		want    error
+		message string
+	}{
+		{"held", &lease.HeldError{Namespace: "platform", Name: "udrain-rollout-r", Holder: "other", RenewedAt: renewed, Duration: 30 * time.Second},
+			&LockedError{ID: "r", Namespace: "platform", Lease: "udrain-rollout-r", Holder: "other", RenewedAt: renewed, Duration: 30 * time.Second},
+			`rollout r is running elsewhere: Lease platform/udrain-rollout-r is held by "other", renewed at 2026-12-01T08:00:00Z (it expires 30s after its last renewal); wait for that rollout to end, or stop it; nothing was changed`},
+		{"no namespace", notFound, &LockNamespaceError{Namespace: "platform", Lease: "udrain-rollout-r", Err: notFound},
+			`taking the rollout's Lease platform/udrain-rollout-r: the namespace does not exist: namespaces "platform" not found`},
+		{"forbidden", forbidden, &PermissionError{Err: forbidden, Role: "a copy of the Role udrain-rollout-lock in namespace platform"}, ""},
+		{"namespace terminating", terminating, nil, "taking the rollout's Lease platform/udrain-rollout-r: " + terminating.Error()},
+		{"other", other, nil, "taking the rollout's Lease platform/udrain-rollout-r: etcd is down"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := lockError("r", RolloutLock{Namespace: "platform"}, "udrain-rollout-r", tc.err)
+			if tc.want != nil {
+				if diff := cmp.Diff(tc.want, got); diff != "" {
+					t.Errorf("lockError (-want +got):\n%s", diff)
+				}
+			} else if !errors.Is(got, tc.err) {
+				t.Errorf("lockError = %v, want it to wrap %v", got, tc.err)
+			}
+			if tc.message != "" && got.Error() != tc.message {
+				t.Errorf("message:\n%s\nwant\n%s", got, tc.message)
+			}
+		})
 	}
 }
