@@ -55,14 +55,17 @@ type RolloutLock struct {
 // LockedError reports a rollout whose Lease another holder has renewed
 // within its duration: that rollout runs now. Nothing was changed.
 type LockedError struct {
-	ID        string
-	Namespace string
-	Lease     string
-	Holder    string
+	// ID is the rollout's.
+	ID string
+	// Namespace and Lease name the rollout's Lease.
+	Namespace, Lease string
+	// Holder is the identity of the holder (RolloutLock.Identity).
+	Holder string
 	// RenewedAt is when the holder last renewed the Lease; it is free once
 	// Duration has passed since then.
 	RenewedAt time.Time
-	Duration  time.Duration
+	// Duration is how long the Lease holds without a renewal.
+	Duration time.Duration
 }
 
 func (e *LockedError) Error() string {
@@ -75,8 +78,10 @@ func (e *LockedError) Error() string {
 // create it). Nothing was changed: create the namespace, or choose
 // another (RolloutOptions.Lock.Namespace).
 type LockNamespaceError struct {
+	// Namespace and Lease name the rollout's Lease.
 	Namespace, Lease string
-	Err              error
+	// Err is the API server's answer.
+	Err error
 }
 
 func (e *LockNamespaceError) Error() string {
@@ -86,11 +91,14 @@ func (e *LockNamespaceError) Error() string {
 func (e *LockNamespaceError) Unwrap() error { return e.Err }
 
 // LockLostError reports a rollout that lost its Lease while it ran (it
-// could not renew it in time and another holder took it over); the
+// could not renew it in time, or another holder took it over); the
 // rollout stopped.
 type LockLostError struct {
+	// ID is the rollout's; Namespace and Lease name its Lease.
 	ID, Namespace, Lease string
-	Err                  error
+	// Err says how it was lost: another holder took it over (named), or
+	// the error of the last renewal that failed.
+	Err error
 }
 
 func (e *LockLostError) Error() string {
