@@ -43,20 +43,20 @@ func TestKeep(t *testing.T) {
 		wantCause func(error) bool
 	}{
 		{name: "renewed on the clock", renewals: []renewal{renewed, renewed, renewed},
-			wantSpec: renewedAt(t0, t0.Add(30*time.Second))},
+			wantSpec: spec(t0, t0.Add(30*time.Second))},
 		{name: "two failures are within the Lease", renewals: []renewal{renewed, unavailable, unavailable},
-			wantSpec: renewedAt(t0, t0.Add(10*time.Second))},
+			wantSpec: spec(t0, t0.Add(10*time.Second))},
 		{name: "the third is too late", renewals: []renewal{renewed, unavailable, unavailable, unavailable},
 			wantLost: "Lease udrain-system/udrain-rollout-r is lost: etcd is down", wantCause: apierrors.IsServiceUnavailable},
 		{name: "a success starts over", renewals: []renewal{unavailable, unavailable, renewed, unavailable, unavailable},
-			wantSpec: renewedAt(t0, t0.Add(30*time.Second))},
+			wantSpec: spec(t0, t0.Add(30*time.Second))},
 		{name: "taken over", renewals: []renewal{renewed, stolen},
 			wantLost:  `another holder took it over (held by "other", renewed at 2026-12-01T08:00:20Z)`, // as it took it
 			wantCause: apierrors.IsConflict},
 		{name: "a race with itself is renewed at the next tick", renewals: []renewal{raced, renewed},
-			wantSpec: renewedAt(t0, t0.Add(20*time.Second))},
+			wantSpec: spec(t0, t0.Add(20*time.Second))},
 		{name: "a conflict it cannot read is a failed renewal", renewals: []renewal{unreadable, renewed},
-			wantSpec: renewedAt(t0, t0.Add(20*time.Second))},
+			wantSpec: spec(t0, t0.Add(20*time.Second))},
 		{name: "and counts as one", renewals: []renewal{unreadable, unavailable, unavailable},
 			wantLost: "Lease udrain-system/udrain-rollout-r is lost: etcd is down", wantCause: apierrors.IsServiceUnavailable},
 	} {
@@ -86,18 +86,31 @@ func TestKeep(t *testing.T) {
 	}
 }
 
-// renewedAt is the Lease spec of "me", taken at taken and renewed at at.
-func renewedAt(taken, at time.Time) coordinationv1.LeaseSpec {
+// spec is the Lease spec of "me", taken at taken and renewed at at.
+func spec(taken, at time.Time) coordinationv1.LeaseSpec {
 	s := ours(taken)
 	mt := metav1.NewMicroTime(at)
 	s.RenewTime = &mt
 	return s
 }
 
+// judgedClock is a fake clock that tells when Keep judges a failed
+// renewal: Since, which it calls for nothing else. A test steps the clock
+// only once that is done, so that the judgement reads the tick's time.
+type judgedClock struct {
+	*clocktesting.FakeClock
+	judged chan struct{}
+}
+
+func (c judgedClock) Since(t time.Time) time.Duration {
+	defer func() { c.judged <- struct{}{} }()
+	return c.FakeClock.Since(t)
+}
+
 // acquired is a Lease of "me" taken at t0 on a fake clock.
-func acquired(t *testing.T, logs *testkit.SyncBuffer) (*fake.Clientset, *clocktesting.FakeClock, *Held) {
+func acquired(t *testing.T, logs *testkit.SyncBuffer) (*fake.Clientset, judgedClock, *Held) {
 	t.Helper()
-	client, clk := fake.NewClientset(), clocktesting.NewFakeClock(t0)
+	client, clk := fake.NewClientset(), judgedClock{clocktesting.NewFakeClock(t0), make(chan struct{}, 100)}
 	h, err := New(client, clk, testConfig()).Acquire(testContext(t, logs))
 	if err != nil {
 		t.Fatal(err)
@@ -142,9 +155,9 @@ func serve(client *fake.Clientset, answers chan renewal) <-chan renewal {
 }
 
 // runKeep runs Keep, steps the clock n times by 10 s, each time once the
-// renewal is answered, and returns what Keep reported lost: it must
-// report it after the last tick or not at all.
-func runKeep(t *testing.T, ctx context.Context, clk *clocktesting.FakeClock, h *Held, n int, attempts <-chan renewal) *LostError {
+// renewal is answered (and, if it failed, judged), and returns what Keep
+// reported lost: it must report it after the last tick or not at all.
+func runKeep(t *testing.T, ctx context.Context, clk judgedClock, h *Held, n int, attempts <-chan renewal) *LostError {
 	t.Helper()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -163,12 +176,20 @@ func runKeep(t *testing.T, ctx context.Context, clk *clocktesting.FakeClock, h *
 			}
 		}
 		clk.Step(10 * time.Second)
+		var r renewal
 		select {
-		case <-attempts:
+		case r = <-attempts:
 		case <-done:
-			t.Fatalf("Keep returned before tick %d (lost: %v)", i+1, lost)
+			select {
+			case r = <-attempts: // answered, then lost
+			default:
+				t.Fatalf("Keep returned before tick %d (lost: %v)", i+1, lost)
+			}
 		case <-ctx.Done():
 			t.Fatalf("tick %d: no renewal", i+1)
+		}
+		if r == unavailable || r == unreadable {
+			<-clk.judged
 		}
 	}
 	select {
