@@ -7,8 +7,8 @@
 // free or has expired (Acquire), and otherwise reports who holds it
 // (*HeldError). The Held it returns renews the Lease every third of its
 // duration until its context ends, and reports a Lease it cannot keep
-// (Keep, *LostError); Release gives the Lease up. Every time a Lock writes
-// or compares comes from its clock; it logs with the logger of the context
+// (Keep, *LostError); Release gives the Lease up. The times a Lock writes
+// and compares come from its clock; it logs with the logger of the context
 // (klog.FromContext).
 package lease
 
@@ -138,8 +138,8 @@ func Name(prefix, key string) string {
 	return strings.Trim(prefix+clean, "-") + "-" + hex.EncodeToString(sum[:])[:8]
 }
 
-// RenewedAt is when the Lease was last renewed (made, if never).
-func RenewedAt(l *coordinationv1.Lease) time.Time {
+// renewedAt is when the Lease was last renewed (made, if never).
+func renewedAt(l *coordinationv1.Lease) time.Time {
 	if l.Spec.RenewTime == nil {
 		return l.CreationTimestamp.Time
 	}
@@ -160,7 +160,9 @@ type Held struct {
 // duration, and otherwise the error of the request that failed, as the
 // client (or Config.Read) returned it: a namespace that does not exist is
 // a NotFound of the Lease's creation. A write that races another is
-// retried, three times at most.
+// retried, three times at most. A Config without a namespace, name or
+// identity, or with a Duration under a second, is refused before any
+// request.
 func (l *Lock) Acquire(ctx context.Context) (*Held, error) {
 	if err := l.cfg.check(); err != nil {
 		return nil, err
@@ -192,7 +194,7 @@ func (l *Lock) Acquire(ctx context.Context) (*Held, error) {
 			return nil, err
 		}
 		if holder := ptr.Deref(cur.Spec.HolderIdentity, ""); holder != "" && holder != l.cfg.Identity {
-			renewed := RenewedAt(cur)
+			renewed := renewedAt(cur)
 			dur := time.Duration(ptr.Deref(cur.Spec.LeaseDurationSeconds, 0)) * time.Second
 			if l.clock.Since(renewed) < dur {
 				return nil, &HeldError{Namespace: l.cfg.Namespace, Name: l.cfg.Name, Holder: holder, RenewedAt: renewed, Duration: dur}
@@ -337,7 +339,7 @@ func (h *Held) Keep(ctx context.Context, lost func(*LostError)) {
 				continue
 			case gerr == nil:
 				lost(&LostError{Namespace: cfg.Namespace, Name: cfg.Name,
-					Err: fmt.Errorf("another holder took it over (held by %q, renewed at %s): %w", ptr.Deref(cur.Spec.HolderIdentity, ""), RenewedAt(cur).UTC().Format(time.RFC3339), err)})
+					Err: fmt.Errorf("another holder took it over (held by %q, renewed at %s): %w", ptr.Deref(cur.Spec.HolderIdentity, ""), renewedAt(cur).UTC().Format(time.RFC3339), err)})
 				return
 			}
 			err = gerr // who holds it is not known: retried as a failed renewal
