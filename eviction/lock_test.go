@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,10 +19,11 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/udrain/udrain/internal/lease"
 	"github.com/udrain/udrain/topology"
 )
 
-func lease(t *testing.T, fc *fakeCluster, name string) *coordinationv1.Lease {
+func leaseIn(t *testing.T, fc *fakeCluster, name string) *coordinationv1.Lease {
 	t.Helper()
 	l, err := fc.client.CoordinationV1().Leases(DefaultLockNamespace).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
@@ -73,38 +75,8 @@ func TestRolloutLockRefusesASecondRollout(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("first rollout: %v", err)
 	}
-	if l := lease(t, fc, "udrain-rollout-kubelet-1.37"); l.Spec.HolderIdentity != nil {
+	if l := leaseIn(t, fc, "udrain-rollout-kubelet-1.37"); l.Spec.HolderIdentity != nil {
 		t.Errorf("Lease still held by %q after the rollout", *l.Spec.HolderIdentity)
-	}
-}
-
-// A Lease whose holder stopped renewing (a process killed with SIGKILL)
-// is taken over once it has expired.
-func TestRolloutLockTakesOverAnExpiredLease(t *testing.T) {
-	ctx := testContext(t)
-	fc := newFakeCluster(t, lwsCluster(1, 1, 2)...)
-	holder, secs := "killed-process", int32(30)
-	for _, renewed := range []time.Duration{10 * time.Second, 31 * time.Second} {
-		at := metav1.NewMicroTime(time.Now().Add(-renewed))
-		l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: DefaultLockNamespace, Name: "udrain-rollout-r"},
-			Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &secs, RenewTime: &at}}
-		_ = fc.client.CoordinationV1().Leases(DefaultLockNamespace).Delete(ctx, l.Name, metav1.DeleteOptions{})
-		if _, err := fc.client.CoordinationV1().Leases(DefaultLockNamespace).Create(ctx, l, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		d, _ := New(fc.client, Options{Backoff: slowBackoff, OnEvent: func(e Event) {
-			if e.Type == EventUncordoned {
-				go fc.recreateGroup(ctx, 0, 2, 1, 1, 1)
-			}
-		}})
-		_, err := d.Rollout(ctx, RolloutOptions{ID: "r"})
-		var le *LockedError
-		switch {
-		case renewed < 30*time.Second && !errors.As(err, &le):
-			t.Errorf("renewed %s ago: %v, want a *LockedError", renewed, err)
-		case renewed > 30*time.Second && err != nil:
-			t.Errorf("renewed %s ago (expired): %v, want the rollout to take the Lease over", renewed, err)
-		}
 	}
 }
 
@@ -138,43 +110,6 @@ func TestRolloutStopsWhenItLosesItsLease(t *testing.T) {
 	}
 }
 
-// A renewal refused as a conflict, whose Lease then cannot be read, is
-// retried: who holds the Lease is not known, so it is not lost.
-func TestRolloutLockRetriesAConflictItCannotRead(t *testing.T) {
-	ctx := testContext(t)
-	fc := newFakeCluster(t, lwsCluster(1, 1, 2)...)
-	var conflicts, failedGets, renewals atomic.Int32
-	fc.client.PrependReactor("update", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		l := a.(k8stesting.UpdateAction).GetObject().(*coordinationv1.Lease)
-		if l.Spec.HolderIdentity != nil && l.Spec.AcquireTime != nil && l.Spec.RenewTime.After(l.Spec.AcquireTime.Time) {
-			renewals.Add(1)
-			if conflicts.CompareAndSwap(0, 1) {
-				return true, nil, conflictErr()
-			}
-		}
-		return false, nil, nil
-	})
-	fc.client.PrependReactor("get", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
-		if conflicts.Load() == 1 && failedGets.CompareAndSwap(0, 1) {
-			return true, nil, errors.New("connection reset by peer")
-		}
-		return false, nil, nil
-	})
-	d, _ := New(fc.client, Options{Backoff: slowBackoff})
-	_, err := d.Rollout(ctx, RolloutOptions{ID: "r", Lock: RolloutLock{Duration: 3 * time.Second},
-		Upgrade: func(ctx context.Context, _ topology.Domain) error {
-			err := sleepFor(ctx, 3500*time.Millisecond)
-			fc.recreateGroup(ctx, 0, 2, 1, 1, 1)
-			return err
-		}})
-	if err != nil {
-		t.Fatalf("Rollout: %v; want the renewal retried", err)
-	}
-	if c, f, r := conflicts.Load(), failedGets.Load(), renewals.Load(); c != 1 || f != 1 || r < 2 {
-		t.Errorf("%d conflict(s), %d failed read(s), %d renewal(s); want 1, 1 and a renewal after them", c, f, r)
-	}
-}
-
 // Dry runs take no lock; the lock can be turned off.
 func TestRolloutLockSkipped(t *testing.T) {
 	ctx := testContext(t)
@@ -187,17 +122,6 @@ func TestRolloutLockSkipped(t *testing.T) {
 	}
 	if l, _ := fc.client.CoordinationV1().Leases(DefaultLockNamespace).List(ctx, metav1.ListOptions{}); len(l.Items) != 0 {
 		t.Errorf("a dry run took a Lease: %v", l.Items)
-	}
-}
-
-func TestLockName(t *testing.T) {
-	for id, want := range map[string]string{
-		"kubelet-1.37": "udrain-rollout-kubelet-1.37",
-		"Kernel_6.12":  "udrain-rollout-kernel-6.12-",
-	} {
-		if got := lockName(id); !strings.HasPrefix(got, want) {
-			t.Errorf("lockName(%q) = %q, want prefix %q", id, got, want)
-		}
 	}
 }
 
@@ -268,15 +192,6 @@ func TestRolloutCreatesTheLockNamespace(t *testing.T) {
 	}
 }
 
-func sleepFor(ctx context.Context, d time.Duration) error {
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(d):
-		return nil
-	}
-}
-
 // The Lease is kept on the Drainer's clock: renewals come every third of
 // its duration, and renewals that keep failing make it lost once the Lease
 // would expire before the next one (more than two thirds since the last
@@ -294,7 +209,8 @@ func TestLeaseKeptOnTheClock(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	d, err := New(fc.client, Options{Clock: clk})
+	events := make(chan Event, 10)
+	d, err := New(fc.client, Options{Clock: clk, OnEvent: func(e Event) { events <- e }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,11 +218,11 @@ func TestLeaseKeptOnTheClock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := d.takeLease(ctx, "r", cfg)
+	h, err := d.acquireLock(ctx, "r", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := h.lease.Spec.RenewTime.Time; !got.Equal(statusNow) {
+	if got := leaseIn(t, fc, "udrain-rollout-r").Spec.RenewTime.Time; !got.Equal(statusNow) {
 		t.Fatalf("taken at %s, want the clock's %s", got, statusNow)
 	}
 	lost := make(chan error, 1)
@@ -321,7 +237,7 @@ func TestLeaseKeptOnTheClock(t *testing.T) {
 
 	// A renewal that succeeds writes the clock's time.
 	tick()
-	for !lease(t, fc, "udrain-rollout-r").Spec.RenewTime.Time.Equal(statusNow.Add(10 * time.Second)) {
+	for !leaseIn(t, fc, "udrain-rollout-r").Spec.RenewTime.Time.Equal(statusNow.Add(10 * time.Second)) {
 		if ctx.Err() != nil {
 			t.Fatal("the renewal never wrote the clock's time")
 		}
@@ -340,14 +256,101 @@ func TestLeaseKeptOnTheClock(t *testing.T) {
 				t.Fatalf("lost %s after the last renewal (%v), want kept until 30 s", at, err)
 			}
 			var le *LockLostError
-			if !errors.As(err, &le) || le.Lease != "udrain-rollout-r" {
-				t.Fatalf("lost: %v, want a *LockLostError naming the Lease", err)
+			if !errors.As(err, &le) || le.Lease != "udrain-rollout-r" || !apierrors.IsServiceUnavailable(err) {
+				t.Fatalf("lost: %v, want a *LockLostError naming the Lease, with the renewal's error", err)
 			}
+			// Both events are timed by the clock.
+			checkLockEvents(t, events, []Event{
+				{Time: statusNow, Type: EventLockAcquired, ID: "r", Message: "holding Lease udrain-system/udrain-rollout-r as me"},
+				{Time: statusNow.Add(40 * time.Second), Type: EventLockLost, ID: "r", Error: err.Error(), Message: "the rollout's Lease is lost; the rollout stops"},
+			})
 			return
 		case <-time.After(100 * time.Millisecond):
 			if i == 2 {
 				t.Fatalf("still kept %s after the last renewal, want lost", at)
 			}
 		}
+	}
+}
+
+// A rollout reports taking its Lease and giving it up, and leaves it
+// released (no holder) but in place.
+func TestRolloutLockEvents(t *testing.T) {
+	ctx := testContext(t)
+	fc := newFakeCluster(t, lwsCluster(1, 1, 1)...)
+	clk := clocktesting.NewFakeClock(statusNow)
+	events := make(chan Event, 100)
+	d, _ := New(fc.client, Options{Backoff: slowBackoff, Clock: clk, OnEvent: func(e Event) { events <- e }})
+	_, err := d.Rollout(ctx, RolloutOptions{ID: "r", Domains: []string{"ud-1"}, Lock: RolloutLock{Identity: "me"},
+		Upgrade: func(ctx context.Context, dom topology.Domain) error { fc.recreateGroup(ctx, 0, 1, 1, 1, 1); return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkLockEvents(t, events, []Event{
+		{Time: statusNow, Type: EventLockAcquired, ID: "r", Message: "holding Lease udrain-system/udrain-rollout-r as me"},
+		{Time: statusNow, Type: EventLockReleased, ID: "r", Message: "Lease udrain-system/udrain-rollout-r released"},
+	})
+	l := leaseIn(t, fc, "udrain-rollout-r")
+	if l.Spec.HolderIdentity != nil || l.Annotations["udrain.dev/rollout-id"] != "r" || l.Labels["app.kubernetes.io/managed-by"] != "udrain" {
+		t.Errorf("Lease after the rollout: holder %v, annotations %v, labels %v; want released, annotated with the rollout's ID, labelled as udrain's",
+			l.Spec.HolderIdentity, l.Annotations, l.Labels)
+	}
+}
+
+// checkLockEvents checks the Lease's events of those sent on events,
+// which it closes: their time, type, ID, error and message.
+func checkLockEvents(t *testing.T, events chan Event, want []Event) {
+	t.Helper()
+	close(events)
+	var got []Event
+	for e := range events {
+		if e.Type == EventLockAcquired || e.Type == EventLockLost || e.Type == EventLockReleased {
+			got = append(got, Event{Time: e.Time, Type: e.Type, ID: e.ID, Error: e.Error, Message: e.Message})
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the Lease's events (-want +got):\n%s", diff)
+	}
+}
+
+// lockError turns what the Lease's Acquire returns into the rollout's
+// errors: the holder's Lease into a *LockedError with the rollout's ID, a
+// namespace that does not exist into a *LockNamespaceError, Forbidden
+// into a *PermissionError naming the lock's Role.
+func TestLockError(t *testing.T) {
+	renewed := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	leases := schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
+	notFound := apierrors.NewNotFound(corev1.Resource("namespaces"), "platform")
+	forbidden := apierrors.NewForbidden(leases, "udrain-rollout-r", errors.New("RBAC: access denied"))
+	terminating := apierrors.NewForbidden(leases, "udrain-rollout-r", errors.New("namespace platform is being terminated"))
+	other := apierrors.NewServiceUnavailable("etcd is down")
+	for _, tc := range []struct {
+		name    string
+		err     error
+		want    error
+		message string
+	}{
+		{"held", &lease.HeldError{Namespace: "platform", Name: "udrain-rollout-r", Holder: "other", RenewedAt: renewed, Duration: 30 * time.Second},
+			&LockedError{ID: "r", Namespace: "platform", Lease: "udrain-rollout-r", Holder: "other", RenewedAt: renewed, Duration: 30 * time.Second},
+			`rollout r is running elsewhere: Lease platform/udrain-rollout-r is held by "other", renewed at 2026-12-01T08:00:00Z (it expires 30s after its last renewal); wait for that rollout to end, or stop it; nothing was changed`},
+		{"no namespace", notFound, &LockNamespaceError{Namespace: "platform", Lease: "udrain-rollout-r", Err: notFound},
+			`taking the rollout's Lease platform/udrain-rollout-r: the namespace does not exist: namespaces "platform" not found`},
+		{"forbidden", forbidden, &PermissionError{Err: forbidden, Role: "a copy of the Role udrain-rollout-lock in namespace platform"}, ""},
+		{"namespace terminating", terminating, nil, "taking the rollout's Lease platform/udrain-rollout-r: " + terminating.Error()},
+		{"other", other, nil, "taking the rollout's Lease platform/udrain-rollout-r: etcd is down"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := lockError("r", RolloutLock{Namespace: "platform"}, "udrain-rollout-r", tc.err)
+			if tc.want != nil {
+				if diff := cmp.Diff(tc.want, got); diff != "" {
+					t.Errorf("lockError (-want +got):\n%s", diff)
+				}
+			} else if !errors.Is(got, tc.err) {
+				t.Errorf("lockError = %v, want it to wrap %v", got, tc.err)
+			}
+			if tc.message != "" && got.Error() != tc.message {
+				t.Errorf("message:\n%s\nwant\n%s", got, tc.message)
+			}
+		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/health"
@@ -471,8 +472,8 @@ func (d *Drainer) readRolloutLock(ctx context.Context, namespace, id string, now
 	case err != nil:
 		return nil, err
 	}
-	ls := &RolloutLockStatus{Namespace: namespace, Name: name, Holder: ptrValue(lease.Spec.HolderIdentity),
-		Duration: Seconds(time.Duration(ptrValue(lease.Spec.LeaseDurationSeconds)) * time.Second)}
+	ls := &RolloutLockStatus{Namespace: namespace, Name: name, Holder: ptr.Deref(lease.Spec.HolderIdentity, ""),
+		Duration: Seconds(time.Duration(ptr.Deref(lease.Spec.LeaseDurationSeconds, 0)) * time.Second)}
 	if t := lease.Spec.AcquireTime; t != nil {
 		at := t.Time
 		ls.AcquiredAt = &at
