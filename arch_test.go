@@ -157,3 +157,47 @@ func TestReportIsALibrary(t *testing.T) {
 		}
 	})
 }
+
+// TestOnlyTestsImportTheTestKit: internal/testkit and its sub-packages
+// serve tests only (their builders set the pod states that only package
+// health may read, TestNoOtherPackageJudgesPodHealth lets them), so no
+// other file imports them; and package testkit itself imports nothing of
+// the module, so that the tests inside every package can use it without
+// an import cycle.
+func TestOnlyTestsImportTheTestKit(t *testing.T) {
+	const kit = "github.com/udrain/udrain/internal/testkit"
+	kitDir := filepath.Join("internal", "testkit")
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if path == ".git" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		inKit := strings.HasPrefix(path, kitDir+string(filepath.Separator))
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			if !inKit && (p == kit || strings.HasPrefix(p, kit+"/")) {
+				t.Errorf("%s imports %s: only tests may", path, p)
+			}
+			if filepath.Dir(path) == kitDir && (p == "github.com/udrain/udrain" || strings.HasPrefix(p, "github.com/udrain/udrain/")) {
+				t.Errorf("%s imports %s: package testkit imports nothing of the module", path, p)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
