@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,35 +12,14 @@ import (
 	"time"
 
 	"github.com/udrain/udrain/internal/sickserver"
+	"github.com/udrain/udrain/internal/testkit"
 )
-
-// buildUdrain builds the binary under test into dir.
-// $UDRAIN_BINARY, if set, is used instead (an older build, to measure
-// what changed).
-func buildUdrain(t *testing.T, dir string) string {
-	t.Helper()
-	if bin := os.Getenv("UDRAIN_BINARY"); bin != "" {
-		return bin
-	}
-	bin := filepath.Join(dir, "udrain")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // closedPortKubeconfig writes a kubeconfig for an API server on a port
 // where nothing listens, and returns its path and the server's address.
 func closedPortKubeconfig(t *testing.T, dir string) (string, string) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	server := "https://" + addr
+	server := "https://" + testkit.ClosedAddr(t)
 	return writeKubeconfig(t, dir, server), server
 }
 
@@ -75,7 +53,7 @@ users:
 // them at once. (They used to wait at least 30s in silence.)
 func TestUnreachableAPIServer(t *testing.T) {
 	dir := t.TempDir()
-	bin := buildUdrain(t, dir)
+	bin := testkit.UdrainBinary(t)
 	kc, server := closedPortKubeconfig(t, dir)
 	for _, tc := range []struct {
 		args   []string
@@ -137,7 +115,7 @@ func TestSickAPIServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and waits for timeouts")
 	}
-	bin := buildUdrain(t, t.TempDir())
+	bin := testkit.UdrainBinary(t)
 	const slack = 4 * time.Second // process start and exit on a busy machine
 	commands := []struct {
 		args   []string
