@@ -503,25 +503,23 @@ func testRedaction(t *testing.T, bin string) {
 	}
 }
 
-// The command line's mistakes exit 2 before any request reaches the API
-// server (a server that counts requests stands in for it).
-func testUsageErrors(t *testing.T, bin string) {
-	var requests atomic.Int32
+// countingAPIServer stands in for an API server: it counts the requests
+// that reach it and fails them. It returns a kubeconfig for it (whose
+// context is "test") and the count.
+func countingAPIServer(t *testing.T) (kubeconfig string, requests *atomic.Int32) {
+	requests = new(atomic.Int32)
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		requests.Add(1)
 		http.Error(w, "not a real API server", http.StatusInternalServerError)
 	}))
-	defer api.Close()
-	kubeconfig := filepath.Join(t.TempDir(), "config")
-	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
-kind: Config
-clusters: [{name: test, cluster: {server: "`+api.URL+`"}}]
-users: [{name: test, user: {token: t}}]
-contexts: [{name: test, context: {cluster: test, user: test}}]
-current-context: test
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(api.Close)
+	return testkit.Kubeconfig(t, api.URL), requests
+}
+
+// The command line's mistakes exit 2 before any request reaches the API
+// server (a server that counts requests stands in for it).
+func testUsageErrors(t *testing.T, bin string) {
+	kubeconfig, requests := countingAPIServer(t)
 	for _, tc := range []struct {
 		args       []string
 		wantStderr string
@@ -579,22 +577,7 @@ func TestNoShellForUpgradeCommand(t *testing.T) {
 		t.Skip("builds the binary")
 	}
 	bin := testkit.UdrainBinary(t)
-	var requests atomic.Int32
-	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		requests.Add(1)
-		http.Error(w, "not a real API server", http.StatusInternalServerError)
-	}))
-	defer api.Close()
-	kubeconfig := filepath.Join(t.TempDir(), "config")
-	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
-kind: Config
-clusters: [{name: test, cluster: {server: "`+api.URL+`"}}]
-users: [{name: test, user: {token: t}}]
-contexts: [{name: test, context: {cluster: test, user: test}}]
-current-context: test
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig, requests := countingAPIServer(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "rollout", "--kubeconfig", kubeconfig, "--upgrade-command", "./upgrade.sh")

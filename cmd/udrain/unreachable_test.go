@@ -2,9 +2,7 @@ package main
 
 import (
 	"bytes"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -15,46 +13,14 @@ import (
 	"github.com/udrain/udrain/internal/testkit"
 )
 
-// closedPortKubeconfig writes a kubeconfig for an API server on a port
-// where nothing listens, and returns its path and the server's address.
-func closedPortKubeconfig(t *testing.T, dir string) (string, string) {
-	t.Helper()
-	server := "https://" + testkit.ClosedAddr(t)
-	return writeKubeconfig(t, dir, server), server
-}
-
-// writeKubeconfig writes a kubeconfig for the API server at server and
-// returns its path.
-func writeKubeconfig(t *testing.T, dir, server string) string {
-	t.Helper()
-	kc := filepath.Join(dir, "kubeconfig")
-	config := `apiVersion: v1
-kind: Config
-clusters:
-- cluster: {server: "` + server + `", insecure-skip-tls-verify: true}
-  name: c
-contexts:
-- context: {cluster: c, user: u}
-  name: c
-current-context: c
-users:
-- name: u
-  user: {token: x}
-`
-	if err := os.WriteFile(kc, []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return kc
-}
-
 // Against an API server that cannot be reached, the commands that read the
 // cluster say so with its address and exit 1, within --timeout when given
 // and within the default connect deadline (15s) otherwise; a SIGTERM stops
 // them at once. (They used to wait at least 30s in silence.)
 func TestUnreachableAPIServer(t *testing.T) {
-	dir := t.TempDir()
 	bin := testkit.UdrainBinary(t)
-	kc, server := closedPortKubeconfig(t, dir)
+	server := "https://" + testkit.ClosedAddr(t) // nothing listens there
+	kc := testkit.Kubeconfig(t, server)
 	for _, tc := range []struct {
 		args   []string
 		within time.Duration
@@ -141,7 +107,7 @@ func TestSickAPIServer(t *testing.T) {
 	var wg sync.WaitGroup
 	for i, s := range servers {
 		server := s.Start(t)
-		kc := writeKubeconfig(t, t.TempDir(), server)
+		kc := testkit.Kubeconfig(t, server)
 		outcomes[i] = make([]outcome, len(commands))
 		for j, c := range commands {
 			wg.Go(func() {

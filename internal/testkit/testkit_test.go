@@ -13,6 +13,9 @@ import (
 	"syscall"
 	"testing"
 
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
 	"github.com/udrain/udrain/internal/testkit"
 )
 
@@ -72,5 +75,35 @@ func TestCA(t *testing.T) {
 	}
 	if err := get(testkit.NewCA(t, "other-ca").IssueClient(t, "stranger")); err == nil {
 		t.Error("with a certificate another CA issued: no error, want the handshake to fail")
+	}
+}
+
+// The kubeconfig's current context reaches the server, with the token.
+func TestKubeconfig(t *testing.T) {
+	got := make(chan string, 1)
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case got <- r.Header.Get("Authorization"):
+		default:
+		}
+		http.Error(w, "not a real API server", http.StatusInternalServerError)
+	}))
+	t.Cleanup(srv.Close)
+	cfg, err := clientcmd.BuildConfigFromFlags("", testkit.Kubeconfig(t, srv.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = client.Discovery().ServerVersion()
+	select {
+	case auth := <-got:
+		if auth != "Bearer t" {
+			t.Errorf("Authorization %q, want the kubeconfig's token", auth)
+		}
+	default:
+		t.Fatalf("the server at %s got no request", srv.URL)
 	}
 }
