@@ -17,13 +17,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/udrain/udrain/internal/testkit/kube"
-	"github.com/udrain/udrain/topology"
 )
 
 // This file builds a fake cluster for the tests: nodes in upgrade domains,
@@ -191,21 +189,10 @@ func lwsPod(g, worker, size int, nodeName string, uid types.UID) *corev1.Pod {
 	return kube.LWSPod("llm", g, worker, size, kube.OnNode(nodeName), kube.WithUID(uid), kube.OwnedByStatefulSets)
 }
 
+// leaderPDB is the budget over the leaders of LWS "llm" (kube.LeaderPDB),
+// allowing one disruption.
 func leaderPDB(groups int) *policyv1.PodDisruptionBudget {
-	min := intstr.FromInt32(int32(groups - 1))
-	return &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: "llm-leaders", Generation: 1},
-		Spec: policyv1.PodDisruptionBudgetSpec{
-			MinAvailable: &min,
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{
-				topology.LWSNameLabel: "llm", topology.LWSWorkerIndexLabel: "0",
-			}},
-		},
-		Status: policyv1.PodDisruptionBudgetStatus{
-			ObservedGeneration: 1, DisruptionsAllowed: 1,
-			CurrentHealthy: int32(groups), DesiredHealthy: int32(groups - 1), ExpectedPods: int32(groups),
-		},
-	}
+	return kube.LeaderPDB("llm", groups, 1)
 }
 
 // lwsCluster builds domains ud-1..ud-<domains> with nodesPerDomain nodes

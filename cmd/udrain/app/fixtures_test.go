@@ -24,7 +24,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
@@ -117,15 +116,10 @@ func lwsPod(lws string, g, worker int, node string) *corev1.Pod {
 	return kube.LWSPod(lws, g, worker, 2, kube.OnNode(node), kube.OwnedByStatefulSets)
 }
 
+// leaderPDB is the budget over the leaders of LWS lws's two groups
+// (kube.LeaderPDB), allowing allowed disruptions.
 func leaderPDB(lws string, allowed int32) *policyv1.PodDisruptionBudget {
-	min := intstr.FromInt32(1)
-	return &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: lws + "-leaders", Generation: 1},
-		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &min, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{
-			topology.LWSNameLabel: lws, topology.LWSWorkerIndexLabel: "0",
-		}}},
-		Status: policyv1.PodDisruptionBudgetStatus{ObservedGeneration: 1, DisruptionsAllowed: allowed, CurrentHealthy: 2, DesiredHealthy: 1, ExpectedPods: 2},
-	}
+	return kube.LeaderPDB(lws, 2, allowed)
 }
 
 func defaultObjects() *clusterObjects {

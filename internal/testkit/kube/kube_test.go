@@ -6,8 +6,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/udrain/udrain/internal/testkit/kube"
 	"github.com/udrain/udrain/topology"
@@ -206,5 +208,32 @@ func TestBuildersShareNothing(t *testing.T) {
 	n.Status.Conditions[0].Status = corev1.ConditionFalse
 	if diff := cmp.Diff(kube.Node("n", kube.InDomain("ud-1"), kube.AdvertisesGPUs(8)), m); diff != "" {
 		t.Errorf("changing one node changed another (-want +got):\n%s", diff)
+	}
+}
+
+func TestLeaderPDB(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		groups  int
+		allowed int32
+		wantMin int32
+	}{
+		{"three groups, one disruption allowed", 3, 1, 2},
+		{"two groups, none allowed", 2, 0, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			min := intstr.FromInt32(tc.wantMin)
+			want := &policyv1.PodDisruptionBudget{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "inference", Name: "llm-leaders", Generation: 1},
+				Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &min, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{
+					topology.LWSNameLabel: "llm", topology.LWSWorkerIndexLabel: "0",
+				}}},
+				Status: policyv1.PodDisruptionBudgetStatus{ObservedGeneration: 1, DisruptionsAllowed: tc.allowed,
+					CurrentHealthy: int32(tc.groups), DesiredHealthy: tc.wantMin, ExpectedPods: int32(tc.groups)},
+			}
+			if diff := cmp.Diff(want, kube.LeaderPDB("llm", tc.groups, tc.allowed)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
 	}
 }
