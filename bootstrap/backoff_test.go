@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/udrain/udrain/internal/testkit"
 )
 
 const ms = time.Millisecond
@@ -47,7 +49,7 @@ func TestWaitForServerBackoffDelays(t *testing.T) {
 			want:        []time.Duration{300 * ms, 600 * ms, time.Second, time.Second, 0},
 		},
 	}
-	addr := closedAddr(t)
+	addr := testkit.ClosedAddr(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := runFake(t, context.Background(), "tcp://"+addr, Options{Backoff: tt.backoff, MaxAttempts: tt.maxAttempts}, nil)
@@ -72,7 +74,7 @@ func TestWaitForServerBackoffDelays(t *testing.T) {
 // delay stretched by 0 to 20% at random.
 func TestWaitForServerDefaultBackoffJitter(t *testing.T) {
 	base := []time.Duration{250 * ms, 500 * ms, time.Second, 2 * time.Second, 2 * time.Second, 2 * time.Second, 2 * time.Second, 2 * time.Second}
-	r := runFake(t, context.Background(), "tcp://"+closedAddr(t), Options{MaxAttempts: len(base) + 1}, nil)
+	r := runFake(t, context.Background(), "tcp://"+testkit.ClosedAddr(t), Options{MaxAttempts: len(base) + 1}, nil)
 	if len(r.attempts) != len(base)+1 {
 		t.Fatalf("got %d attempts, want %d", len(r.attempts), len(base)+1)
 	}
@@ -105,7 +107,7 @@ func TestWaitForServerTimeoutOnFakeClock(t *testing.T) {
 		{name: "deadline at an attempt", timeout: 1750 * ms, wantAttempts: 3, wantElapsed: 750 * ms},
 		{name: "shorter than the first delay", timeout: 100 * ms, wantAttempts: 1, wantElapsed: 0},
 	}
-	addr := closedAddr(t)
+	addr := testkit.ClosedAddr(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := runFake(t, context.Background(), "tcp://"+addr, Options{Backoff: b, Timeout: tt.timeout}, nil)

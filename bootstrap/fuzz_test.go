@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/udrain/udrain/internal/testkit"
 	"github.com/udrain/udrain/redact/redacttest"
 )
 
@@ -18,7 +19,7 @@ import (
 //	go test -run='^$' -fuzz=FuzzWaitForServerHidesSecrets -fuzztime=60s ./bootstrap
 func FuzzWaitForServerHidesSecrets(f *testing.F) {
 	redacttest.AddSeeds(f)
-	refused := closedAddr(f)
+	refused := testkit.ClosedAddr(f)
 	f.Fuzz(func(t *testing.T, position uint8, key, before, after string) {
 		for _, scheme := range []string{"http", "https"} {
 			raw := redacttest.URL(scheme, refused, "/healthz", redacttest.Position(position), key, before, after)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/udrain/udrain/internal/testkit"
 )
 
 // A worker's init container log should show each new kind of failure once,
@@ -26,7 +28,7 @@ func TestWaitForServerLogging(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	refused := closedAddr(t)
+	refused := testkit.ClosedAddr(t)
 
 	// Attempts 1-2 fail to resolve, 3-4 are refused, the rest reach srv.
 	var dials atomic.Int32

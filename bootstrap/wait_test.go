@@ -2,7 +2,6 @@ package bootstrap
 
 import (
 	"context"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"net"
@@ -16,6 +15,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/udrain/udrain/internal/testkit"
 )
 
 // fastBackoff keeps real-clock tests that need a second attempt quick.
@@ -36,7 +37,7 @@ func summarize(as []Attempt) []attemptSummary {
 }
 
 func TestWaitForServerConnectionRefused(t *testing.T) {
-	addr := closedAddr(t)
+	addr := testkit.ClosedAddr(t)
 	for _, target := range []string{"tcp://" + addr, "http://" + addr + "/healthz"} {
 		t.Run(target[:strings.Index(target, ":")], func(t *testing.T) {
 			r := runFake(t, context.Background(), target, Options{MaxAttempts: 3}, nil)
@@ -60,7 +61,7 @@ func TestWaitForServerConnectionRefused(t *testing.T) {
 // A server that starts listening during the outage is noticed by the first
 // attempt after it does: within one backoff step.
 func TestWaitForServerNoticesListenerWithinOneStep(t *testing.T) {
-	addr := closedAddr(t)
+	addr := testkit.ClosedAddr(t)
 	var srv *httptest.Server
 	defer func() {
 		if srv != nil {
@@ -221,7 +222,7 @@ func TestWaitForServerContextDeadline(t *testing.T) {
 }
 
 func TestWaitForServerCancel(t *testing.T) {
-	addr := closedAddr(t)
+	addr := testkit.ClosedAddr(t)
 	t.Run("while waiting between attempts", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
@@ -306,14 +307,13 @@ func TestWaitForServerDNS(t *testing.T) {
 func TestWaitForServerTLS(t *testing.T) {
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer srv.Close()
-	dir := t.TempDir()
-	caFile := writeFile(t, dir, "ca.crt", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})))
+	caFile := testkit.ServerCAFile(t, srv)
 
-	clientCA := newTestCA(t, "client-ca")
-	clientCert, clientKey := clientCA.issueClient(t, dir, "worker")
-	otherCert, otherKey := newTestCA(t, "other-ca").issueClient(t, dir, "stranger")
+	clientCA := testkit.NewCA(t, "client-ca")
+	clientCert, clientKey := clientCA.IssueClient(t, "worker")
+	otherCert, otherKey := testkit.NewCA(t, "other-ca").IssueClient(t, "stranger")
 	mtls := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
-	mtls.TLS = mtlsConfig(clientCA)
+	mtls.TLS = clientCA.RequireClientCert()
 	mtls.StartTLS()
 	defer mtls.Close()
 
@@ -403,7 +403,7 @@ func TestWaitForServerRedactsCredentials(t *testing.T) {
 	u, _ := url.Parse(srv.URL)
 	for _, tc := range []struct{ name, target string }{
 		{"server answers", fmt.Sprintf("http://worker-user:p4ssw0rd-secret@%s/healthz?verbose&token=q-token-abcdef&x=Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MA", u.Host)},
-		{"connection refused", fmt.Sprintf("http://worker-user:p4ssw0rd-secret@%s/healthz?verbose&token=q-token-abcdef&x=Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MA", closedAddr(t))},
+		{"connection refused", fmt.Sprintf("http://worker-user:p4ssw0rd-secret@%s/healthz?verbose&token=q-token-abcdef&x=Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MA", testkit.ClosedAddr(t))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			logger, lines := newCaptureLogger()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -18,12 +17,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/udrain/udrain/topology"
+	"github.com/udrain/udrain/internal/testkit/kube"
 )
 
 // This file builds a fake cluster for the tests: nodes in upgrade domains,
@@ -164,11 +162,9 @@ func (fc *fakeCluster) mutations() []string {
 	return out
 }
 
+// testNode is a Ready node of domain (kube.Node).
 func testNode(name, domain string) *corev1.Node {
-	return &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{topology.DefaultDomainLabel: domain}},
-		Status:     corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}},
-	}
+	return kube.Node(name, kube.InDomain(domain))
 }
 
 func readyPod(p *corev1.Pod) *corev1.Pod {
@@ -187,44 +183,16 @@ func ownedBy(kind, name string) []metav1.OwnerReference {
 
 func ptrTo[T any](v T) *T { return &v }
 
-// lwsPod is a member of group g of LWS "llm": worker 0 is the leader.
+// lwsPod is a member of group g of LWS "llm" (kube.LWSPod), owned by the
+// LWS controller's StatefulSets: worker 0 is the leader.
 func lwsPod(g, worker, size int, nodeName string, uid types.UID) *corev1.Pod {
-	name := fmt.Sprintf("llm-%d", g)
-	owner := fmt.Sprintf("llm-%d", g)
-	if worker > 0 {
-		name = fmt.Sprintf("llm-%d-%d", g, worker)
-		owner = fmt.Sprintf("llm-%d-workers", g)
-	}
-	return readyPod(&corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: testNS, Name: name, UID: uid,
-			Labels: map[string]string{
-				topology.LWSNameLabel:        "llm",
-				topology.LWSGroupIndexLabel:  strconv.Itoa(g),
-				topology.LWSWorkerIndexLabel: strconv.Itoa(worker),
-			},
-			Annotations:     map[string]string{topology.LWSSizeAnnotation: strconv.Itoa(size)},
-			OwnerReferences: ownedBy("StatefulSet", owner),
-		},
-		Spec: corev1.PodSpec{NodeName: nodeName},
-	})
+	return kube.LWSPod("llm", g, worker, size, kube.OnNode(nodeName), kube.WithUID(uid), kube.OwnedByStatefulSets)
 }
 
+// leaderPDB is the budget over the leaders of LWS "llm" (kube.LeaderPDB),
+// allowing one disruption.
 func leaderPDB(groups int) *policyv1.PodDisruptionBudget {
-	min := intstr.FromInt32(int32(groups - 1))
-	return &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: "llm-leaders", Generation: 1},
-		Spec: policyv1.PodDisruptionBudgetSpec{
-			MinAvailable: &min,
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{
-				topology.LWSNameLabel: "llm", topology.LWSWorkerIndexLabel: "0",
-			}},
-		},
-		Status: policyv1.PodDisruptionBudgetStatus{
-			ObservedGeneration: 1, DisruptionsAllowed: 1,
-			CurrentHealthy: int32(groups), DesiredHealthy: int32(groups - 1), ExpectedPods: int32(groups),
-		},
-	}
+	return kube.LeaderPDB("llm", groups, 1)
 }
 
 // lwsCluster builds domains ud-1..ud-<domains> with nodesPerDomain nodes

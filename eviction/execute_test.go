@@ -23,6 +23,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/kubectl/pkg/drain"
 
+	"github.com/udrain/udrain/internal/testkit/kube"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -642,7 +643,7 @@ func TestBlockNamesTheUnhealthyPodsAndTheirNodes(t *testing.T) {
 					}
 				case *corev1.Pod:
 					if slices.Contains(tc.unready, o.Name) {
-						o.Status.Conditions[0].Status = corev1.ConditionFalse
+						kube.SetCondition(o, corev1.PodReady, corev1.ConditionFalse)
 					}
 					if o.Name == "llm-0" && tc.terminating {
 						now := metav1.Now()

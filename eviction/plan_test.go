@@ -13,12 +13,12 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/kubectl/pkg/drain"
 
 	"github.com/udrain/udrain/gpu"
+	"github.com/udrain/udrain/internal/testkit/kube"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -38,13 +38,11 @@ func snapshotOf(objs []runtime.Object) *Snapshot {
 	return s
 }
 
+// gpuNode labels n as a node of eight H100s and has it advertise count GPUs
+// (kube.EightH100s, kube.AdvertisesGPUs).
 func gpuNode(n *corev1.Node, count int64) *corev1.Node {
-	n.Labels["nvidia.com/gpu.present"] = "true"
-	n.Labels["nvidia.com/gpu.product"] = "NVIDIA-H100-80GB-HBM3"
-	n.Labels["nvidia.com/gpu.count"] = "8"
-	q := *resource.NewQuantity(count, resource.DecimalSI)
-	n.Status.Capacity = corev1.ResourceList{"nvidia.com/gpu": q}
-	n.Status.Allocatable = corev1.ResourceList{"nvidia.com/gpu": q}
+	kube.EightH100s(n)
+	kube.AdvertisesGPUs(count)(n)
 	return n
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/udrain/udrain"
+	"github.com/udrain/udrain/internal/testkit"
 	"github.com/udrain/udrain/readiness"
 )
 
@@ -43,20 +44,6 @@ func newHangingServer(t testing.TB) *httptest.Server {
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() { close(release) }) // runs before srv.Close
 	return srv
-}
-
-// refusedAddr returns a loopback address where nothing listens.
-func refusedAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return addr
 }
 
 // checkOutcome is what a test can tell about one check's result.
@@ -95,7 +82,7 @@ func TestHTTPCheck(t *testing.T) {
 		{"503 is a soft failure", newStatusServer(t, 503, "loading model").URL, checkOutcome{Class: readiness.SoftFailure, StatusCode: 503}},
 		{"redirect is not followed", redirect.URL, checkOutcome{Class: readiness.SoftFailure, StatusCode: 302}},
 		{"hanging member times out softly", newHangingServer(t).URL, checkOutcome{Class: readiness.SoftFailure, Timeout: true}},
-		{"refused is a hard failure", "http://" + refusedAddr(t) + "/health", checkOutcome{Class: readiness.HardFailure}},
+		{"refused is a hard failure", "http://" + testkit.ClosedAddr(t) + "/health", checkOutcome{Class: readiness.HardFailure}},
 		{"unresolvable name is a hard failure", "http://member.invalid:8000/health", checkOutcome{Class: readiness.HardFailure}},
 		{"bad scheme is a config error", "ftp://member:8000/", checkOutcome{Class: readiness.HardFailure, Config: true}},
 		{"no host is a config error", "http:///health", checkOutcome{Class: readiness.HardFailure, Config: true}},
@@ -204,7 +191,7 @@ func TestTCPCheck(t *testing.T) {
 		want checkOutcome
 	}{
 		{"accepting is healthy", l.Addr().String(), checkOutcome{Class: readiness.Passed}},
-		{"refused is a hard failure", refusedAddr(t), checkOutcome{Class: readiness.HardFailure}},
+		{"refused is a hard failure", testkit.ClosedAddr(t), checkOutcome{Class: readiness.HardFailure}},
 		{"unresolvable name is a hard failure", "member.invalid:8000", checkOutcome{Class: readiness.HardFailure}},
 		{"no port is a config error", "member", checkOutcome{Class: readiness.HardFailure, Config: true}},
 		{"port out of range is a config error", "member:70000", checkOutcome{Class: readiness.HardFailure, Config: true}},

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/udrain/udrain/internal/testkit"
 	"github.com/udrain/udrain/readiness"
 )
 
@@ -162,7 +163,7 @@ func TestHandlerWithRealMembers(t *testing.T) {
 	c, err := readiness.NewChecker([]readiness.Member{
 		{Name: "healthy", Check: readiness.HTTPCheck(newStatusServer(t, 200, "").URL + "/health")},
 		{Name: "hanging", Check: readiness.HTTPCheck(newHangingServer(t).URL + "/health")},
-		{Name: "refusing", Check: readiness.HTTPCheck("http://" + refusedAddr(t) + "/health")},
+		{Name: "refusing", Check: readiness.HTTPCheck("http://" + testkit.ClosedAddr(t) + "/health")},
 		{Name: "unavailable", Check: readiness.HTTPCheck(newStatusServer(t, 503, "loading").URL + "/health")},
 		{Name: "unresolvable", Check: readiness.TCPCheck("leader-4.group.invalid:8000")},
 	}, readiness.Options{MemberTimeout: 300 * time.Millisecond, Timeout: 400 * time.Millisecond, FailureThreshold: 3, Clock: testingclock.NewFakePassiveClock(t0)})

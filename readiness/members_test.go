@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/udrain/udrain"
+	"github.com/udrain/udrain/internal/testkit"
 	"github.com/udrain/udrain/readiness"
 )
 
@@ -88,7 +89,7 @@ func TestMembersOptions(t *testing.T) {
 func TestMembersOptionsTLS(t *testing.T) {
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	t.Cleanup(srv.Close)
-	caFile := writePEM(t, t.TempDir(), "ca.crt", "CERTIFICATE", srv.Certificate().Raw)
+	caFile := testkit.ServerCAFile(t, srv)
 	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
 	defer cancel()
 	for name, tc := range map[string]struct {

@@ -10,6 +10,7 @@ import (
 
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/udrain/udrain/internal/testkit"
 	"github.com/udrain/udrain/readiness"
 	"github.com/udrain/udrain/redact/redacttest"
 )
@@ -25,7 +26,7 @@ func TestMemberPathShowsOnlyTheReasonByDefault(t *testing.T) {
 	var logged []string
 	members := []readiness.Member{
 		{Name: "status", Check: readiness.HTTPCheck(target)},
-		{Name: "refused", Check: readiness.HTTPCheck("http://admin:user-secret-2@" + refusedAddr(t) + "/health?token=query-secret-3")},
+		{Name: "refused", Check: readiness.HTTPCheck("http://admin:user-secret-2@" + testkit.ClosedAddr(t) + "/health?token=query-secret-3")},
 		{Name: "unresolvable", Check: readiness.TCPCheck("leader-4.group.invalid:8000")},
 	}
 	c, err := readiness.NewChecker(members, readiness.Options{Clock: testingclock.NewFakePassiveClock(t0), OnChange: func(m readiness.MemberResult) {
@@ -88,7 +89,7 @@ func TestHandlerRefusesOtherMethods(t *testing.T) {
 //	go test -run='^$' -fuzz=FuzzMemberURLsHideSecrets -fuzztime=60s ./readiness
 func FuzzMemberURLsHideSecrets(f *testing.F) {
 	redacttest.AddSeeds(f)
-	refused := refusedAddr(f)
+	refused := testkit.ClosedAddr(f)
 	f.Fuzz(func(t *testing.T, position uint8, key, before, after string) {
 		raw := redacttest.URL("http", refused, "/health", redacttest.Position(position), key, before, after)
 		var texts []string

@@ -2,15 +2,8 @@ package readiness_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
-	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,61 +12,21 @@ import (
 	"time"
 
 	"github.com/udrain/udrain"
+	"github.com/udrain/udrain/internal/testkit"
 	"github.com/udrain/udrain/readiness"
 )
-
-// writePEM writes blocks of type kind to a new file in dir.
-func writePEM(t *testing.T, dir, name, kind string, der ...[]byte) string {
-	t.Helper()
-	var out []byte
-	for _, d := range der {
-		out = append(out, pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: d})...)
-	}
-	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, out, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-// clientCert returns the files of a self-signed client certificate and its
-// key, and the certificate.
-func clientCert(t *testing.T, dir string) (certFile, keyFile string, cert *x509.Certificate) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "udrain-readiness"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, KeyUsage: x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ = x509.ParseCertificate(der)
-	return writePEM(t, dir, "client.crt", "CERTIFICATE", der), writePEM(t, dir, "client.key", "PRIVATE KEY", keyDER), cert
-}
 
 // An https member whose certificate a private CA signs, and that requires a
 // client certificate: it fails with the TLS reason without TLSOptions, and
 // is healthy with them.
 func TestHTTPSMemberWithPrivateCA(t *testing.T) {
-	dir := t.TempDir()
-	certFile, keyFile, clientCA := clientCert(t, dir)
+	clientCA := testkit.NewCA(t, "client-ca")
+	certFile, keyFile := clientCA.IssueClient(t, "udrain-readiness")
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
-	pool := x509.NewCertPool()
-	pool.AddCert(clientCA)
-	srv.TLS = &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool}
+	srv.TLS = clientCA.RequireClientCert()
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
-	caFile := writePEM(t, dir, "ca.crt", "CERTIFICATE", srv.Certificate().Raw)
+	caFile := testkit.ServerCAFile(t, srv)
 	url := srv.URL + "/health"
 	// A deadline of its own: the default member timeout (1s) can pass in a
 	// TLS handshake on a loaded machine, and the reason is then "timeout".

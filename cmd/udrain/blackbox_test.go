@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -25,6 +24,7 @@ import (
 	"time"
 
 	"github.com/udrain/udrain/cmd/udrain/app"
+	"github.com/udrain/udrain/internal/testkit"
 	"github.com/udrain/udrain/readiness"
 	"github.com/udrain/udrain/redact/redacttest"
 )
@@ -38,7 +38,7 @@ func TestBlackBox(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and opens thousands of connections")
 	}
-	bin := udrainBinary(t)
+	bin := testkit.UdrainBinary(t)
 	t.Run("serve-readiness under hostile connections", func(t *testing.T) { testHostileConnections(t, bin) })
 	t.Run("serve-readiness with many members that hang", func(t *testing.T) { testManyMembers(t, bin) })
 	t.Run("serve-readiness hides member secrets", func(t *testing.T) { testMemberSecrets(t, bin) })
@@ -46,20 +46,6 @@ func TestBlackBox(t *testing.T) {
 	t.Run("URLs are redacted everywhere", func(t *testing.T) { testRedaction(t, bin) })
 	t.Run("usage errors exit 2 before the cluster", func(t *testing.T) { testUsageErrors(t, bin) })
 	t.Run("output names flags", func(t *testing.T) { testFlagNames(t, bin) })
-}
-
-// udrainBinary builds the binary into a temporary directory, or returns
-// $UDRAIN_BINARY.
-func udrainBinary(t *testing.T) string {
-	if bin := os.Getenv("UDRAIN_BINARY"); bin != "" {
-		return bin
-	}
-	bin := filepath.Join(t.TempDir(), "udrain")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
 }
 
 // result is what a run of the binary gave.
@@ -467,10 +453,7 @@ func quietTLSServer(t *testing.T) *httptest.Server {
 // which have no effect here, are refused.
 func testPrivateCA(t *testing.T, bin string) {
 	member := quietTLSServer(t)
-	ca := filepath.Join(t.TempDir(), "ca.crt")
-	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: member.Certificate().Raw}), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	ca := testkit.ServerCAFile(t, member)
 	spec := "w-1=" + member.URL + "/health"
 
 	s := startServeReadiness(t, bin, "--member", spec)
@@ -496,14 +479,7 @@ func testPrivateCA(t *testing.T, bin string) {
 // #access_token= fragment, passwords with an unescaped '/' or '#', the URL
 // echoed by the "takes one URL" usage error), in every output.
 func testRedaction(t *testing.T, bin string) {
-	refused := func() string {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		return ln.Addr().String()
-	}()
+	refused := testkit.ClosedAddr(t)
 	for _, s := range redacttest.Seeds() {
 		raw := redacttest.URL("http", refused, "/healthz", s.Position, s.Key, s.Before, s.After)
 		if strings.ContainsRune(raw, 0) {
@@ -527,25 +503,23 @@ func testRedaction(t *testing.T, bin string) {
 	}
 }
 
-// The command line's mistakes exit 2 before any request reaches the API
-// server (a server that counts requests stands in for it).
-func testUsageErrors(t *testing.T, bin string) {
-	var requests atomic.Int32
+// countingAPIServer stands in for an API server: it counts the requests
+// that reach it and fails them. It returns a kubeconfig for it (whose
+// context is "test") and the count.
+func countingAPIServer(t *testing.T) (kubeconfig string, requests *atomic.Int32) {
+	requests = new(atomic.Int32)
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		requests.Add(1)
 		http.Error(w, "not a real API server", http.StatusInternalServerError)
 	}))
-	defer api.Close()
-	kubeconfig := filepath.Join(t.TempDir(), "config")
-	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
-kind: Config
-clusters: [{name: test, cluster: {server: "`+api.URL+`"}}]
-users: [{name: test, user: {token: t}}]
-contexts: [{name: test, context: {cluster: test, user: test}}]
-current-context: test
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(api.Close)
+	return testkit.Kubeconfig(t, api.URL), requests
+}
+
+// The command line's mistakes exit 2 before any request reaches the API
+// server (a server that counts requests stands in for it).
+func testUsageErrors(t *testing.T, bin string) {
+	kubeconfig, requests := countingAPIServer(t)
 	for _, tc := range []struct {
 		args       []string
 		wantStderr string
@@ -602,23 +576,8 @@ func TestNoShellForUpgradeCommand(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := udrainBinary(t)
-	var requests atomic.Int32
-	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		requests.Add(1)
-		http.Error(w, "not a real API server", http.StatusInternalServerError)
-	}))
-	defer api.Close()
-	kubeconfig := filepath.Join(t.TempDir(), "config")
-	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
-kind: Config
-clusters: [{name: test, cluster: {server: "`+api.URL+`"}}]
-users: [{name: test, user: {token: t}}]
-contexts: [{name: test, context: {cluster: test, user: test}}]
-current-context: test
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	bin := testkit.UdrainBinary(t)
+	kubeconfig, requests := countingAPIServer(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "rollout", "--kubeconfig", kubeconfig, "--upgrade-command", "./upgrade.sh")

@@ -2,10 +2,7 @@ package main
 
 import (
 	"bytes"
-	"net"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -13,70 +10,17 @@ import (
 	"time"
 
 	"github.com/udrain/udrain/internal/sickserver"
+	"github.com/udrain/udrain/internal/testkit"
 )
-
-// buildUdrain builds the binary under test into dir.
-// $UDRAIN_BINARY, if set, is used instead (an older build, to measure
-// what changed).
-func buildUdrain(t *testing.T, dir string) string {
-	t.Helper()
-	if bin := os.Getenv("UDRAIN_BINARY"); bin != "" {
-		return bin
-	}
-	bin := filepath.Join(dir, "udrain")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// closedPortKubeconfig writes a kubeconfig for an API server on a port
-// where nothing listens, and returns its path and the server's address.
-func closedPortKubeconfig(t *testing.T, dir string) (string, string) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	server := "https://" + addr
-	return writeKubeconfig(t, dir, server), server
-}
-
-// writeKubeconfig writes a kubeconfig for the API server at server and
-// returns its path.
-func writeKubeconfig(t *testing.T, dir, server string) string {
-	t.Helper()
-	kc := filepath.Join(dir, "kubeconfig")
-	config := `apiVersion: v1
-kind: Config
-clusters:
-- cluster: {server: "` + server + `", insecure-skip-tls-verify: true}
-  name: c
-contexts:
-- context: {cluster: c, user: u}
-  name: c
-current-context: c
-users:
-- name: u
-  user: {token: x}
-`
-	if err := os.WriteFile(kc, []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return kc
-}
 
 // Against an API server that cannot be reached, the commands that read the
 // cluster say so with its address and exit 1, within --timeout when given
 // and within the default connect deadline (15s) otherwise; a SIGTERM stops
 // them at once. (They used to wait at least 30s in silence.)
 func TestUnreachableAPIServer(t *testing.T) {
-	dir := t.TempDir()
-	bin := buildUdrain(t, dir)
-	kc, server := closedPortKubeconfig(t, dir)
+	bin := testkit.UdrainBinary(t)
+	server := "https://" + testkit.ClosedAddr(t) // nothing listens there
+	kc := testkit.Kubeconfig(t, server)
 	for _, tc := range []struct {
 		args   []string
 		within time.Duration
@@ -137,7 +81,7 @@ func TestSickAPIServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and waits for timeouts")
 	}
-	bin := buildUdrain(t, t.TempDir())
+	bin := testkit.UdrainBinary(t)
 	const slack = 4 * time.Second // process start and exit on a busy machine
 	commands := []struct {
 		args   []string
@@ -163,7 +107,7 @@ func TestSickAPIServer(t *testing.T) {
 	var wg sync.WaitGroup
 	for i, s := range servers {
 		server := s.Start(t)
-		kc := writeKubeconfig(t, t.TempDir(), server)
+		kc := testkit.Kubeconfig(t, server)
 		outcomes[i] = make([]outcome, len(commands))
 		for j, c := range commands {
 			wg.Go(func() {

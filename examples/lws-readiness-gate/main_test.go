@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -15,42 +14,22 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/udrain/udrain/internal/testkit"
+	"github.com/udrain/udrain/internal/testkit/kube"
 	"github.com/udrain/udrain/readiness/gate"
 	"github.com/udrain/udrain/topology"
 )
-
-// lwsPod is a running pod of LeaderWorkerSet lws, group 0, size 2.
-func lwsPod(namespace, lws, worker string, ready bool) *corev1.Pod {
-	name := lws + "-0"
-	if worker != "0" {
-		name += "-" + worker
-	}
-	status := corev1.ConditionFalse
-	if ready {
-		status = corev1.ConditionTrue
-	}
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: map[string]string{
-			topology.LWSNameLabel: lws, topology.LWSGroupIndexLabel: "0", topology.LWSWorkerIndexLabel: worker,
-		}, Annotations: map[string]string{topology.LWSSizeAnnotation: "2"}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
-			{Type: corev1.ContainersReady, Status: status}, {Type: corev1.PodReady, Status: status},
-		}},
-	}
-	if worker == "0" {
-		pod.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: gate.ConditionType}}
-	}
-	return pod
-}
 
 // TestRunWiresFlagsToTheController runs the program on a fake cluster: the
 // flags must reach the controller (kubeconfig path, namespace, selector,
 // lease) and each write must be printed.
 func TestRunWiresFlagsToTheController(t *testing.T) {
+	// Groups of two: the leader declares the gate, its containers ready;
+	// the worker is not ready.
+	gated, notReady, staging := kube.GatedLeader(gate.ConditionType), kube.Ready(false), kube.InNamespace("staging")
 	client := fake.NewClientset(
-		lwsPod("inference", "vllm", "0", true), lwsPod("inference", "vllm", "1", false),
-		lwsPod("inference", "other", "0", true), lwsPod("inference", "other", "1", false), // outside --selector
-		lwsPod("staging", "vllm", "0", true), lwsPod("staging", "vllm", "1", false), // outside --namespace
+		kube.LWSPod("vllm", 0, 0, 2, gated), kube.LWSPod("vllm", 0, 1, 2, notReady),
+		kube.LWSPod("other", 0, 0, 2, gated), kube.LWSPod("other", 0, 1, 2, notReady), // outside --selector
+		kube.LWSPod("vllm", 0, 0, 2, staging, gated), kube.LWSPod("vllm", 0, 1, 2, staging, notReady), // outside --namespace
 	)
 	var gotKubeconfig string
 	newClient := func(path string) (kubernetes.Interface, error) {

@@ -1,4 +1,11 @@
-// Package testkit holds the helpers that the module's tests share.
+// Package testkit holds the helpers that the module's tests share: a
+// buffer safe for concurrent use, an address where nothing listens, and
+// throwaway TLS material. Builders of Kubernetes objects are in its
+// sub-package kube.
+//
+// Only tests import it, and it imports nothing of the module, so that the
+// tests inside any package of the module can use it without an import
+// cycle.
 package testkit
 
 import (

@@ -22,6 +22,7 @@ import (
 
 	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/health"
+	"github.com/udrain/udrain/internal/testkit/kube"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -123,7 +124,7 @@ func TestNoPatchWhenNothingChanged(t *testing.T) {
 
 	touches := []podOption{
 		func(p *corev1.Pod) { p.Annotations["touched"] = "1" },
-		func(p *corev1.Pod) { setCondition(p, corev1.PodScheduled, corev1.ConditionTrue) },
+		func(p *corev1.Pod) { kube.SetCondition(p, corev1.PodScheduled, corev1.ConditionTrue) },
 	}
 	for _, name := range []string{"vllm-0-1", "vllm-0"} {
 		for _, touch := range touches {

@@ -15,13 +15,13 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/kubectl/pkg/drain"
 
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/health"
+	"github.com/udrain/udrain/internal/testkit/kube"
 	"github.com/udrain/udrain/readiness/gate"
 	"github.com/udrain/udrain/report"
 	"github.com/udrain/udrain/topology"
@@ -33,10 +33,10 @@ import (
 // group health on its own would disagree on one of them.
 func TestOneHealthJudgment(t *testing.T) {
 	type podChange func(*corev1.Pod)
-	notReady := func(p *corev1.Pod) { setCond(p, corev1.PodReady, corev1.ConditionFalse) }
+	notReady := func(p *corev1.Pod) { kube.SetCondition(p, corev1.PodReady, corev1.ConditionFalse) }
 	containersNotReady := func(p *corev1.Pod) {
-		setCond(p, corev1.PodReady, corev1.ConditionFalse)
-		setCond(p, corev1.ContainersReady, corev1.ConditionFalse)
+		kube.SetCondition(p, corev1.PodReady, corev1.ConditionFalse)
+		kube.SetCondition(p, corev1.ContainersReady, corev1.ConditionFalse)
 	}
 	terminating := func(p *corev1.Pod) {
 		now := metav1.NewTime(testNow)
@@ -48,6 +48,7 @@ func TestOneHealthJudgment(t *testing.T) {
 		p.Status = corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/3 nodes are available"}}}
 	}
 	failed := func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }
+	scheduled := func(p *corev1.Pod) { kube.SetCondition(p, corev1.PodScheduled, corev1.ConditionTrue) }
 	for _, tc := range []struct {
 		name    string
 		size    int
@@ -67,7 +68,8 @@ func TestOneHealthJudgment(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var pods []*corev1.Pod
 			for w := range tc.members {
-				p := consistencyPod(w, tc.size)
+				// Member w of LWS group llm-0 on ud-1, scheduled, Running and Ready.
+				p := kube.LWSPod("llm", 0, w, tc.size, kube.OnNode(fmt.Sprintf("n-%d", w%2+1)), kube.OwnedByStatefulSets, scheduled)
 				if c := tc.change[w]; c != nil {
 					c(p)
 				}
@@ -80,7 +82,7 @@ func TestOneHealthJudgment(t *testing.T) {
 			want := health.Evaluate(&groups[0], health.Options{})
 			wantGate := health.Evaluate(&groups[0], health.Options{LeaderByContainers: true})
 
-			objs := []runtime.Object{consistencyNode("n-1", "ud-1"), consistencyNode("n-2", "ud-1"), consistencyNode("n-3", "ud-2"), consistencyPDB()}
+			objs := []runtime.Object{kube.Node("n-1", kube.InDomain("ud-1")), kube.Node("n-2", kube.InDomain("ud-1")), kube.Node("n-3", kube.InDomain("ud-2")), consistencyPDB()}
 			for _, p := range pods {
 				objs = append(objs, p)
 			}
@@ -154,21 +156,6 @@ func TestOneHealthJudgment(t *testing.T) {
 	}
 }
 
-func setCond(p *corev1.Pod, t corev1.PodConditionType, s corev1.ConditionStatus) {
-	for i := range p.Status.Conditions {
-		if p.Status.Conditions[i].Type == t {
-			p.Status.Conditions[i].Status = s
-			return
-		}
-	}
-	p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: t, Status: s})
-}
-
-func consistencyNode(name, domain string) *corev1.Node {
-	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{topology.DefaultDomainLabel: domain}},
-		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
-}
-
 func consistencyPDB() *policyv1.PodDisruptionBudget {
 	one := intstr.FromInt32(1)
 	return &policyv1.PodDisruptionBudget{
@@ -178,29 +165,10 @@ func consistencyPDB() *policyv1.PodDisruptionBudget {
 	}
 }
 
-// consistencyPod is member w of LWS group llm-0 on ud-1, Running and Ready.
-func consistencyPod(w, size int) *corev1.Pod {
-	name := "llm-0"
-	if w > 0 {
-		name = fmt.Sprintf("llm-0-%d", w)
-	}
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: name, UID: types.UID("uid-" + name), Labels: map[string]string{
-			topology.LWSNameLabel: "llm", topology.LWSGroupIndexLabel: "0", topology.LWSWorkerIndexLabel: fmt.Sprint(w),
-		}, Annotations: map[string]string{topology.LWSSizeAnnotation: fmt.Sprint(size)},
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "llm-0", Controller: new(true)}}},
-		Spec: corev1.PodSpec{NodeName: fmt.Sprintf("n-%d", w%2+1)},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
-			{Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
-			{Type: corev1.ContainersReady, Status: corev1.ConditionTrue},
-			{Type: corev1.PodReady, Status: corev1.ConditionTrue},
-		}},
-	}
-}
-
 // TestNoOtherPackageJudgesPodHealth: outside package health, no code of the
 // module reads a pod's Ready, ContainersReady or Running state: a second
-// judgment of health would have to.
+// judgment of health would have to. The test kit's builders set those
+// states and judge none; only tests import the kit (TestOnlyTestsImportTheTestKit).
 func TestNoOtherPackageJudgesPodHealth(t *testing.T) {
 	root := "../../.."
 	forbidden := map[string]bool{"PodReady": true, "ContainersReady": true, "PodRunning": true, "IsPodReady": true}
@@ -212,7 +180,7 @@ func TestNoOtherPackageJudgesPodHealth(t *testing.T) {
 		rel, _ := filepath.Rel(root, path)
 		if info.IsDir() {
 			switch rel {
-			case "health", "e2e", "examples", "hack", ".git":
+			case "health", "e2e", "examples", "hack", ".git", filepath.Join("internal", "testkit"):
 				return filepath.SkipDir
 			}
 			return nil

@@ -24,7 +24,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
@@ -33,6 +32,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/udrain/udrain/internal/testkit"
+	"github.com/udrain/udrain/internal/testkit/kube"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -79,37 +79,24 @@ type clusterObjects struct {
 	dss   []*appsv1.DaemonSet
 }
 
+// gpuNode is a node of the fixture's GPU pool: eight H100s, the GPU taint,
+// Ready for 30 days; it advertises them when advertised.
 func gpuNode(name, domain string, advertised bool) *corev1.Node {
-	n := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
-			topology.DefaultDomainLabel:   domain,
-			"nvidia.com/gpu.present":      "true",
-			"nvidia.com/gpu.product":      "NVIDIA-H100-80GB-HBM3",
-			"nvidia.com/gpu.count":        "8",
-			"nvidia.com/gpu.memory":       "81559",
-			"kubernetes.io/hostname":      name,
-			"node.kubernetes.io/instance": "gpu",
-		}},
-		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}}},
-		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{
-			Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(testNow.Add(-30 * 24 * time.Hour)),
-		}}},
+	opts := []kube.NodeOption{
+		kube.InDomain(domain), kube.EightH100s,
+		kube.WithLabels(map[string]string{"nvidia.com/gpu.memory": "81559", "kubernetes.io/hostname": name, "node.kubernetes.io/instance": "gpu"}),
+		kube.WithTaints(corev1.Taint{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}),
+		kube.ReadySince(testNow.Add(-30 * 24 * time.Hour)),
 	}
 	if advertised {
-		q := resource.MustParse("8")
-		n.Status.Capacity = corev1.ResourceList{"nvidia.com/gpu": q}
-		n.Status.Allocatable = corev1.ResourceList{"nvidia.com/gpu": q}
+		opts = append(opts, kube.AdvertisesGPUs(8))
 	}
-	return n
+	return kube.Node(name, opts...)
 }
 
+// cpuNode is a node without GPUs, Ready for 30 days.
 func cpuNode(name, domain string) *corev1.Node {
-	return &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{topology.DefaultDomainLabel: domain}},
-		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{
-			Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(testNow.Add(-30 * 24 * time.Hour)),
-		}}},
-	}
+	return kube.Node(name, kube.InDomain(domain), kube.ReadySince(testNow.Add(-30*24*time.Hour)))
 }
 
 func controller(kind, name string) []metav1.OwnerReference {
@@ -123,35 +110,16 @@ func readyStatus() corev1.PodStatus {
 	}}
 }
 
-// lwsPod is member worker of LeaderWorkerSet lws's group g (size 2).
+// lwsPod is member worker of LeaderWorkerSet lws's group g (size 2) on
+// node, owned by the LeaderWorkerSet controller's StatefulSets.
 func lwsPod(lws string, g, worker int, node string) *corev1.Pod {
-	name := fmt.Sprintf("%s-%d", lws, g)
-	owner := lws
-	if worker > 0 {
-		name += fmt.Sprintf("-%d", worker)
-		owner = fmt.Sprintf("%s-%d", lws, g)
-	}
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: name, UID: types.UID("uid-" + name), OwnerReferences: controller("StatefulSet", owner),
-			Labels: map[string]string{
-				topology.LWSNameLabel: lws, topology.LWSGroupIndexLabel: fmt.Sprint(g), topology.LWSWorkerIndexLabel: fmt.Sprint(worker),
-			},
-			Annotations: map[string]string{topology.LWSSizeAnnotation: "2"},
-		},
-		Spec:   corev1.PodSpec{NodeName: node},
-		Status: readyStatus(),
-	}
+	return kube.LWSPod(lws, g, worker, 2, kube.OnNode(node), kube.OwnedByStatefulSets)
 }
 
+// leaderPDB is the budget over the leaders of LWS lws's two groups
+// (kube.LeaderPDB), allowing allowed disruptions.
 func leaderPDB(lws string, allowed int32) *policyv1.PodDisruptionBudget {
-	min := intstr.FromInt32(1)
-	return &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: lws + "-leaders", Generation: 1},
-		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &min, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{
-			topology.LWSNameLabel: lws, topology.LWSWorkerIndexLabel: "0",
-		}}},
-		Status: policyv1.PodDisruptionBudgetStatus{ObservedGeneration: 1, DisruptionsAllowed: allowed, CurrentHealthy: 2, DesiredHealthy: 1, ExpectedPods: 2},
-	}
+	return kube.LeaderPDB(lws, 2, allowed)
 }
 
 func defaultObjects() *clusterObjects {

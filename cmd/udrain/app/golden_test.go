@@ -1,13 +1,13 @@
 package app
 
 import (
-	"net"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/internal/testkit"
 	"github.com/udrain/udrain/report"
 	"github.com/udrain/udrain/topology"
 )
@@ -75,12 +75,7 @@ func TestGoldenVersion(t *testing.T) {
 // TestGoldenWaitServer checks the WaitServerResult kind, failed: nothing
 // listens on the port.
 func TestGoldenWaitServer(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close() // nothing listens there now: refused
+	addr := testkit.ClosedAddr(t)
 	cfg, _ := testConfig(nil)
 	r := run(t, t.Context(), cfg, "wait-server", "tcp://"+addr, "--max-attempts", "1", "-o", "json")
 	if r.code != ExitError {

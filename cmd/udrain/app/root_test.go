@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/udrain/udrain/internal/testkit"
 	"github.com/udrain/udrain/kubeclient"
 )
 
@@ -113,19 +114,7 @@ func TestRequestTimeoutNamesItsFlag(t *testing.T) {
 	}))
 	defer stalled.Close()
 	defer close(done)
-	kubeconfig := filepath.Join(t.TempDir(), "config")
-	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
-kind: Config
-clusters:
-- {name: a, cluster: {server: "`+stalled.URL+`"}}
-users:
-- {name: u, user: {token: t}}
-contexts:
-- {name: a, context: {cluster: a, user: u}}
-current-context: a
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := testkit.Kubeconfig(t, stalled.URL)
 	cfg, _ := testConfig(nil)
 	cfg.NewClient = nil // the real one, over the connection flags
 	for _, output := range []string{"table", "json"} {
