@@ -125,7 +125,7 @@ func (m upgradeMark) seen(v *view) bool {
 	if m.node == "" {
 		return true
 	}
-	n, ok := v.node(m.node)
+	n, ok := v.Node(m.node)
 	return !ok || n.Annotations[UpgradedByAnnotation] == m.id
 }
 
@@ -147,7 +147,7 @@ func (d *Drainer) checkGPUs(ctx context.Context, v *view, dom topology.Domain, b
 	defer deadline.Stop()
 	reported := ""
 	for {
-		changed := v.changed.wait()
+		changed := v.Changed()
 		if !mark.seen(v) {
 			select {
 			case <-ctx.Done():
@@ -192,7 +192,7 @@ func (d *Drainer) checkGPUs(ctx context.Context, v *view, dom topology.Domain, b
 func (d *Drainer) gpuLosses(v *view, dom topology.Domain, before map[string]int64) []GPULoss {
 	var out []GPULoss
 	for _, name := range dom.Nodes {
-		n, ok := v.node(name)
+		n, ok := v.Node(name)
 		if !ok {
 			continue // deleted: replaced nodes come back with other names
 		}
@@ -212,8 +212,8 @@ func (d *Drainer) gpuLosses(v *view, dom topology.Domain, before map[string]int6
 // the permission to list them, the losses go undiagnosed.
 func (d *Drainer) diagnoseGPULosses(ctx context.Context, v *view, lost []GPULoss) {
 	var daemonSets []appsv1.DaemonSet
-	if v.dsStore != nil {
-		for _, o := range v.dsStore.List() {
+	if v.HasDaemonSets() {
+		for _, o := range v.DaemonSetObjects() {
 			daemonSets = append(daemonSets, *o.(*appsv1.DaemonSet))
 		}
 	} else {
@@ -225,7 +225,7 @@ func (d *Drainer) diagnoseGPULosses(ctx context.Context, v *view, lost []GPULoss
 		daemonSets = list.Items
 	}
 	for i := range lost {
-		n, ok := v.node(lost[i].Node)
+		n, ok := v.Node(lost[i].Node)
 		if !ok {
 			continue
 		}
