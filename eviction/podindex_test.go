@@ -316,29 +316,3 @@ func slimOf(pod *corev1.Pod) interface{} {
 	}
 	return obj
 }
-
-// udrain's pod index gives a slim pod the keys it gives the pod.
-func TestPodIndexOfASlimPod(t *testing.T) {
-	leader := lwsPod(0, 0, 4, "n1", "u-1")
-	native := leader.DeepCopy()
-	native.Labels = nil
-	native.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptrTo("gang-1")}
-	for name, pod := range map[string]*corev1.Pod{"a LeaderWorkerSet pod": leader, "a native PodGroup member": native, "no group": {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}}} {
-		t.Run(name, func(t *testing.T) {
-			want, err := clusterview.NewPodIndexFunc()(pod)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := clusterview.NewPodIndexFunc()(slimOf(pod))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("index keys (-of the pod +of the slim pod):\n%s", diff)
-			}
-			if name != "no group" && len(want) == 0 {
-				t.Errorf("the pod has no index key")
-			}
-		})
-	}
-}
