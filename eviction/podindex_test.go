@@ -231,7 +231,7 @@ func TestInformersAddThePodIndex(t *testing.T) {
 
 // A Drainer's plan over informers with the pod index reads only the pods
 // (over whole pods and over slimPods)
-// of the domain, of their groups and of their workloads (planPods): it must
+// of the domain, of their groups and of their workloads (clusterview.View.PlanPods): it must
 // be the plan NewPlan makes from every pod, also where the other pods
 // matter: a group packed badly (a member in another domain), two groups of
 // a workload in one domain while another holds none (spread), a native
