@@ -187,3 +187,22 @@ func TestLibraryFunctionsAndFilesAreShort(t *testing.T) {
 		}
 	})
 }
+
+// TestClusterViewIsBelowEviction: internal/clusterview, the read-only
+// view of the cluster that eviction's calls read, knows nothing of plans,
+// drains or their results: it imports no package of the module but
+// internal ones and topology, and eviction builds its results over it.
+func TestClusterViewIsBelowEviction(t *testing.T) {
+	libraryFiles(t, parser.ImportsOnly, func(path string, _ []byte, f *ast.File, _ *token.FileSet) {
+		if filepath.Dir(path) != filepath.Join("internal", "clusterview") {
+			return
+		}
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			rest, ours := strings.CutPrefix(p, "github.com/udrain/udrain/")
+			if ours && !strings.HasPrefix(rest, "internal/") && rest != "topology" {
+				t.Errorf("%s imports %s: internal/clusterview may import only the module's internal packages and topology", path, p)
+			}
+		}
+	})
+}

@@ -168,7 +168,7 @@ func (t *downtimes) domainOf(g *topology.Group) string {
 func (t *downtimes) follow(ctx context.Context) {
 	memo := podcache.NewMemo()
 	for {
-		changed := t.v.changed.wait()
+		changed := t.v.Changed()
 		t.evaluate(memo)
 		memo.Turn()
 		select {

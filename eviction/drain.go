@@ -72,7 +72,7 @@ func (d *Drainer) Plan(ctx context.Context, domain string) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer v.stop()
+	defer v.Stop()
 	return d.planFrom(ctx, v, domain, planID())
 }
 
@@ -98,7 +98,7 @@ func (d *Drainer) Snapshot(ctx context.Context) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer v.stop()
+	defer v.Stop()
 	return v.snapshot(ctx)
 }
 
@@ -119,7 +119,7 @@ func (d *Drainer) Drain(ctx context.Context, domain string, opts DrainOptions) (
 	if err != nil {
 		return nil, nil, err
 	}
-	defer v.stop()
+	defer v.Stop()
 	plan, err := d.planFrom(ctx, v, domain, opts.id())
 	if err != nil {
 		return nil, nil, err
@@ -147,7 +147,7 @@ func (d *Drainer) Execute(ctx context.Context, plan *Plan, opts DrainOptions) (*
 	if err != nil {
 		return nil, err
 	}
-	defer v.stop()
+	defer v.Stop()
 	if err := d.checkNotHeld(v, plan, opts.id()); err != nil {
 		return nil, err
 	}
@@ -176,7 +176,7 @@ func (d *Drainer) planFrom(ctx context.Context, v *view, domain, id string) (*Pl
 // rollout's cordon mark.
 func (d *Drainer) checkNotHeld(v *view, plan *Plan, id string) error {
 	for _, name := range plan.Nodes {
-		if n, ok := v.node(name); ok {
+		if n, ok := v.Node(name); ok {
 			if by := n.Annotations[CordonedByAnnotation]; by != "" && by != id {
 				return &DomainError{ID: id, Domain: plan.Domain, Stage: StagePlan, Err: &InProgressError{Domain: plan.Domain, Node: name, By: by, ID: id}}
 			}
@@ -381,7 +381,7 @@ func podEvent(t EventType, phase Phase, p PodRef) Event {
 // drain began.
 func (ex *execution) checkNodes() {
 	for _, name := range ex.plan.Nodes {
-		if _, ok := ex.v.node(name); !ok {
+		if _, ok := ex.v.Node(name); !ok {
 			ex.nodeGone(name)
 		}
 	}

@@ -149,7 +149,7 @@ func (ex *execution) evictor() Evictor {
 
 // kubectlPod builds the pod handed to drain.Helper's callbacks.
 func (ex *execution) kubectlPod(p PlannedPod) *corev1.Pod {
-	if cur, ok := ex.v.pod(p.Namespace, p.Name); ok && cur.UID == p.UID {
+	if cur, ok := ex.v.Pod(p.Namespace, p.Name); ok && cur.UID == p.UID {
 		return cur.DeepCopy()
 	}
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: p.UID}}
@@ -171,7 +171,7 @@ func (ex *execution) blockInfo(p PlannedPod, apiErr error) BlockInfo {
 // budgetCounts fills in the counts of info's budget from the watch, and
 // the pods it does not count healthy, with their nodes.
 func (ex *execution) budgetCounts(info *BlockInfo) {
-	pdb, ok := ex.v.pdb(info.Namespace, info.PDB)
+	pdb, ok := ex.v.PDB(info.Namespace, info.PDB)
 	if !ok {
 		return
 	}
@@ -181,7 +181,7 @@ func (ex *execution) budgetCounts(info *BlockInfo) {
 	if err != nil {
 		return
 	}
-	for _, p := range ex.v.budgetPods(pdb, podcache.NewMemo()) {
+	for _, p := range ex.v.BudgetPods(pdb, podcache.NewMemo()) {
 		if health.CountsForBudget(p) || !sel.Matches(labels.Set(p.Labels)) {
 			continue
 		}
@@ -197,7 +197,7 @@ func (ex *execution) budgetCounts(info *BlockInfo) {
 	// A budget over leaders misses a leader whose group is down: the
 	// cause is the group's member that is down (on a node gone offline,
 	// say), which the budget does not select.
-	groups := topology.FindGroups(ex.v.podsIn(pdb.Namespace), groupersFor(ex.d.s, &Snapshot{})...)
+	groups := topology.FindGroups(ex.v.PodsIn(pdb.Namespace), groupersFor(ex.d.s, &Snapshot{})...)
 	for i := range info.Unhealthy {
 		bp := &info.Unhealthy[i]
 		for _, g := range groups {
@@ -219,7 +219,7 @@ func (ex *execution) budgetCounts(info *BlockInfo) {
 func (ex *execution) budgetPod(p *corev1.Pod) BudgetPod {
 	bp := BudgetPod{Pod: PodRef{Namespace: p.Namespace, Name: p.Name}, Node: p.Spec.NodeName, Terminating: p.DeletionTimestamp != nil}
 	if bp.Node != "" {
-		n, ok := ex.v.node(bp.Node)
+		n, ok := ex.v.Node(bp.Node)
 		bp.NodeNotReady = !ok || !nodeReady(n)
 	}
 	return bp
@@ -321,7 +321,7 @@ func (ex *execution) waitForBudget(ctx context.Context, p PlannedPod, phase Phas
 	allows := func(pdb *policyv1.PodDisruptionBudget) bool {
 		return pdb.Status.DisruptionsAllowed > 0 && pdb.Status.ObservedGeneration >= pdb.Generation
 	}
-	pdb, watched := ex.v.pdb(p.Namespace, info.PDB)
+	pdb, watched := ex.v.PDB(p.Namespace, info.PDB)
 	raced := watched && allows(pdb)
 	delay := ex.d.s.BudgetRecheck
 	var refusedAt string
@@ -335,11 +335,11 @@ func (ex *execution) waitForBudget(ctx context.Context, p PlannedPod, phase Phas
 	timer := ex.d.s.Clock.NewTimer(delay)
 	defer timer.Stop()
 	for {
-		changed := ex.v.changed.wait()
+		changed := ex.v.Changed()
 		if ex.v.gone(p.PodRef) {
 			return true
 		}
-		if pdb, ok := ex.v.pdb(p.Namespace, info.PDB); ok {
+		if pdb, ok := ex.v.PDB(p.Namespace, info.PDB); ok {
 			// After a race, only a newer status than the one refused
 			// says anything new.
 			if allows(pdb) && (!raced || pdb.ResourceVersion != refusedAt) {
@@ -376,7 +376,7 @@ func (ex *execution) waitGone(ctx context.Context) error {
 	ex.mu.Unlock()
 	skipAfter := time.Duration(ex.d.s.helper.SkipWaitForDeleteTimeoutSeconds) * time.Second
 	for len(pending) > 0 {
-		changed := ex.v.changed.wait()
+		changed := ex.v.Changed()
 		ex.checkNodes()
 		now := ex.d.s.Clock.Now()
 		rest := pending[:0]
@@ -389,7 +389,7 @@ func (ex *execution) waitGone(ctx context.Context) error {
 				continue
 			}
 			if skipAfter > 0 {
-				if cur, ok := ex.v.pod(p.ref.Namespace, p.ref.Name); ok && cur.DeletionTimestamp != nil && now.Sub(cur.DeletionTimestamp.Time) > skipAfter {
+				if cur, ok := ex.v.Pod(p.ref.Namespace, p.ref.Name); ok && cur.DeletionTimestamp != nil && now.Sub(cur.DeletionTimestamp.Time) > skipAfter {
 					ev := podEvent(EventGone, p.phase, p.ref)
 					ev.Message = fmt.Sprintf("deleted more than %s ago; no longer waited for", skipAfter)
 					ex.emit(ev)

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/kubectl/pkg/drain"
 
+	"github.com/udrain/udrain/internal/clusterview"
 	"github.com/udrain/udrain/internal/podcache"
 	"github.com/udrain/udrain/topology"
 )
@@ -38,7 +39,7 @@ const fleetDomain = 750
 // fleetPodIndexers are the indexers of the pod informer udrain's own view
 // starts (and InformersFromFactory's).
 func fleetPodIndexers() cache.Indexers {
-	return cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc, podIndexName: newPodIndexFunc()}
+	return cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc, clusterview.PodIndexName: clusterview.NewPodIndexFunc()}
 }
 
 // storeInformer is a synced shared informer, as Options.Informers holds,
@@ -77,8 +78,8 @@ var fleetCaches = []struct {
 	name      string
 	transform func() cache.TransformFunc
 }{
-	{"informers", func() cache.TransformFunc { return stripForCache }},
-	{"own", func() cache.TransformFunc { return podcache.NewTransform(stripForCache) }},
+	{"informers", func() cache.TransformFunc { return clusterview.StripForCache }},
+	{"own", func() cache.TransformFunc { return podcache.NewTransform(clusterview.StripForCache) }},
 }
 
 // fleetInformers returns informers over the snapshot's objects, and its two
@@ -193,11 +194,11 @@ func BenchmarkFleetRecoveryIndex(b *testing.B) {
 	for _, index := range []bool{true, false} {
 		name := map[bool]string{true: "index=on", false: "index=off"}[index]
 		b.Run(name, func(b *testing.B) {
-			in := fleetInformers(b, snap, stripForCache)
+			in := fleetInformers(b, snap, clusterview.StripForCache)
 			if !index {
 				pods := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 				for _, p := range snap.Pods {
-					addTransformed(b, pods, stripForCache, p)
+					addTransformed(b, pods, clusterview.StripForCache, p)
 				}
 				in.Pods = storeInformer{pods}
 			}
@@ -219,7 +220,7 @@ func benchRecoveryOf(b *testing.B, d *Drainer, domain string, groups int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer v.stop()
+	defer v.Stop()
 	plan, err := d.planFrom(ctx, v, domain, "")
 	if err != nil {
 		b.Fatal(err)
@@ -365,7 +366,7 @@ func heapInUse() uint64 {
 // pod update through the transform, the store and udrain's handler over
 // that store (event: allocs/op); for both caches (fleetCaches). Whole
 // pods stop at 10,000 nodes: a pod decoded this way keeps about 9 KB
-// after stripForCache, so the store of 15,000 nodes would hold 4 GB; a
+// after clusterview.StripForCache, so the store of 15,000 nodes would hold 4 GB; a
 // soft memory limit of 3.5 GiB keeps the 10,000 nodes' (2.7 GB of store)
 // from doubling in the collector's headroom.
 func BenchmarkFleetView(b *testing.B) {
@@ -408,7 +409,7 @@ func benchView(b *testing.B, n int, transform cache.TransformFunc) {
 	}
 	b.Run("event", func(b *testing.B) {
 		d := fleetDrainer(b, &Informers{Nodes: storeInformer{}, Pods: storeInformer{store}, PodDisruptionBudgets: storeInformer{}})
-		h := d.newView().handler()
+		h := d.newView(clusterview.Stores{}).Handler()
 		b.ReportAllocs()
 		i := 0
 		for b.Loop() {
@@ -430,7 +431,7 @@ func benchView(b *testing.B, n int, transform cache.TransformFunc) {
 // BenchmarkFleetPodBytes is what a pod store holds per pod (30,000
 // API-shaped pods, with the namespace index and udrain's) for what the
 // transform could keep (issue 15's goal: 600 B/pod): the decoded pod;
-// stripForCache's; about what udrain reads (metadata but managed fields,
+// clusterview.StripForCache's; about what udrain reads (metadata but managed fields,
 // node name, scheduling group, emptyDir volumes, containers' names and
 // resources, phase, conditions, containers' names, readiness and waiting
 // state; the fixture has no init containers; Options.Helper's
@@ -441,7 +442,7 @@ func benchView(b *testing.B, n int, transform cache.TransformFunc) {
 func BenchmarkFleetPodBytes(b *testing.B) {
 	snap := benchFleet(1000, fleetDomain)
 	api := newAPIPods(b)
-	slim := podcache.NewTransform(stripForCache)
+	slim := podcache.NewTransform(clusterview.StripForCache)
 	reads := func(o *corev1.Pod) *corev1.Pod {
 		c := &corev1.Pod{ObjectMeta: o.ObjectMeta}
 		c.ManagedFields = nil
@@ -465,7 +466,7 @@ func BenchmarkFleetPodBytes(b *testing.B) {
 		keep func(*corev1.Pod) interface{}
 	}{
 		{"decoded", func(p *corev1.Pod) interface{} { return p }},
-		{"stripForCache", func(p *corev1.Pod) interface{} { o, _ := stripForCache(p); return o }},
+		{"clusterview.StripForCache", func(p *corev1.Pod) interface{} { o, _ := clusterview.StripForCache(p); return o }},
 		{"read-by-udrain", func(p *corev1.Pod) interface{} { return reads(p) }},
 		{"without-resources", func(p *corev1.Pod) interface{} { c := reads(p); c.Spec.Containers = nil; return c }},
 		{"metadata-labels-only", func(p *corev1.Pod) interface{} {

@@ -91,7 +91,7 @@ func (m upgradeMark) seen(v *view) bool {
 	if m.node == "" {
 		return true
 	}
-	n, ok := v.node(m.node)
+	n, ok := v.Node(m.node)
 	return !ok || n.Annotations[UpgradedByAnnotation] == m.id
 }
 
@@ -113,7 +113,7 @@ func (d *Drainer) checkGPUs(ctx context.Context, v *view, dom topology.Domain, b
 	defer deadline.Stop()
 	reported := ""
 	for {
-		changed := v.changed.wait()
+		changed := v.Changed()
 		if !mark.seen(v) {
 			select {
 			case <-ctx.Done():
@@ -157,7 +157,7 @@ func (d *Drainer) checkGPUs(ctx context.Context, v *view, dom topology.Domain, b
 func viewNodes(v *view, dom topology.Domain) []*corev1.Node {
 	out := make([]*corev1.Node, 0, len(dom.Nodes))
 	for _, name := range dom.Nodes {
-		if n, ok := v.node(name); ok {
+		if n, ok := v.Node(name); ok {
 			out = append(out, n)
 		}
 	}
@@ -168,9 +168,9 @@ func viewNodes(v *view, dom topology.Domain) []*corev1.Node {
 // lost GPUs, from the caller's DaemonSet informer or one list; nil, logged,
 // without the permission to list them: the losses go undiagnosed.
 func (d *Drainer) daemonSets(ctx context.Context, v *view) []appsv1.DaemonSet {
-	if v.dsStore != nil {
+	if v.HasDaemonSets() {
 		var out []appsv1.DaemonSet
-		for _, o := range v.dsStore.List() {
+		for _, o := range v.DaemonSetObjects() {
 			out = append(out, *o.(*appsv1.DaemonSet))
 		}
 		return out

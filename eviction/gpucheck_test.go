@@ -18,6 +18,7 @@ import (
 
 	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/gpu"
+	"github.com/udrain/udrain/internal/clusterview"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -195,16 +196,16 @@ func TestGPUCheckWaitsForTheViewToShowTheUpgrade(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			v := d.newView()
-			v.nodes = cache.NewStore(cache.MetaNamespaceKeyFunc)
-			if err := v.nodes.Add(node(8, false)); err != nil { // as before the step
+			nodes := cache.NewStore(cache.MetaNamespaceKeyFunc)
+			v := d.newView(clusterview.Stores{Nodes: nodes})
+			if err := nodes.Add(node(8, false)); err != nil { // as before the step
 				t.Fatal(err)
 			}
 			if tt.later != nil {
 				go func() {
 					time.Sleep(50 * time.Millisecond)
-					_ = v.nodes.Update(tt.later)
-					v.changed.notify()
+					_ = nodes.Update(tt.later)
+					v.Notify()
 				}()
 			}
 			err = d.checkGPUs(ctx, v, dom, map[string]int64{"node-1-1": 8}, tt.mark, GPUCheck{Grace: time.Second}, func(Event) {})

@@ -86,7 +86,7 @@ func (d *Drainer) Health(ctx context.Context, domains ...string) (*HealthReport,
 	if err != nil {
 		return nil, err
 	}
-	defer v.stop()
+	defer v.Stop()
 	return d.healthNow(ctx, v, domains)
 }
 
@@ -126,7 +126,7 @@ func (d *Drainer) WaitHealthy(ctx context.Context, domains ...string) (*HealthRe
 	if err != nil {
 		return nil, err
 	}
-	defer v.stop()
+	defer v.Stop()
 	emit := func(e Event) {
 		e.Time = d.s.Clock.Now()
 		d.events.emit(callSinkFrom(ctx), e)
@@ -138,7 +138,7 @@ func (d *Drainer) WaitHealthy(ctx context.Context, domains ...string) (*HealthRe
 	// meanwhile (another drain's replacements, Pending) are seen by the
 	// next round, so the report returned is always a healthy one.
 	for round := 0; ; round++ {
-		changed := v.changed.wait()
+		changed := v.Changed()
 		r, err := d.healthNow(ctx, v, domains)
 		if err != nil || r.Healthy {
 			return r, err
@@ -197,7 +197,7 @@ func (d *Drainer) WaitRecovered(ctx context.Context, plan *Plan) (*DomainHealth,
 	if err != nil {
 		return nil, err
 	}
-	defer v.stop()
+	defer v.Stop()
 	emit := func(e Event) {
 		e.Time, e.Domain = d.s.Clock.Now(), plan.Domain
 		d.events.emit(callSinkFrom(ctx), e)

@@ -158,7 +158,7 @@ func (r *rollout) historyChanged() *HistoryChangedError {
 	for _, name := range upgraded {
 		seen, marked := 0, false
 		for _, n := range mustDomain(r.layout, name).Nodes {
-			node, ok := r.v.node(n)
+			node, ok := r.v.Node(n)
 			if !ok {
 				continue
 			}
@@ -171,7 +171,7 @@ func (r *rollout) historyChanged() *HistoryChangedError {
 	}
 	var lost []string
 	for _, n := range cordoned {
-		if node, ok := r.v.node(n); ok && node.Annotations[CordonedByAnnotation] != r.id {
+		if node, ok := r.v.Node(n); ok && node.Annotations[CordonedByAnnotation] != r.id {
 			lost = append(lost, n)
 		}
 	}
@@ -191,7 +191,7 @@ func (r *rollout) guardHistory(ctx context.Context) (context.Context, func()) {
 	go func() {
 		defer close(done)
 		for {
-			changed := r.v.changed.wait()
+			changed := r.v.Changed()
 			if e := r.historyChanged(); e != nil {
 				r.logger.Info("The cluster's state went back in time; stopping", "err", e)
 				cancel(e)
@@ -237,7 +237,7 @@ func causeOf[T error](ctx context.Context, err error) error {
 func (r *rollout) confirmHistory(ctx context.Context, nodes []string) *HistoryChangedError {
 	var seen *corev1.Node
 	for _, n := range nodes {
-		if node, ok := r.v.node(n); ok {
+		if node, ok := r.v.Node(n); ok {
 			seen = node
 			break
 		}

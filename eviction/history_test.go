@@ -15,6 +15,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/udrain/udrain/internal/clusterview"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -41,8 +42,8 @@ func TestHistoryNoticesAResourceVersionThatWentBack(t *testing.T) {
 			slimOf(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "u", ResourceVersion: "6"}}), nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v := (&Drainer{}).newView()
-			v.handler().OnUpdate(tc.old, tc.cur)
+			v := (&Drainer{s: &settings{}}).newView(clusterview.Stores{})
+			v.Handler().OnUpdate(tc.old, tc.cur)
 			if diff := cmp.Diff(tc.want, v.hist.back(), cmp.AllowUnexported(wentBack{})); diff != "" {
 				t.Errorf("went back (-want +got):\n%s", diff)
 			}
@@ -197,9 +198,9 @@ func TestConfirmHistoryReadsTheServer(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			v := d.newView()
-			v.nodes = cache.NewStore(cache.MetaNamespaceKeyFunc)
-			if err := v.nodes.Add(viewNode); err != nil {
+			nodes := cache.NewStore(cache.MetaNamespaceKeyFunc)
+			v := d.newView(clusterview.Stores{Nodes: nodes})
+			if err := nodes.Add(viewNode); err != nil {
 				t.Fatal(err)
 			}
 			r := &rollout{d: d, id: "r", v: v}

@@ -9,6 +9,8 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/udrain/udrain/internal/clusterview"
 )
 
 // Informer is what udrain needs of a shared informer: its events, whether
@@ -92,7 +94,7 @@ func informersSettingsOf(opts []InformersOption) informersSettings {
 func InformersFromFactory(factory informers.SharedInformerFactory, opts ...InformersOption) *Informers {
 	s := informersSettingsOf(opts)
 	pods := factory.Core().V1().Pods().Informer()
-	addPodIndex(pods)
+	clusterview.AddPodIndex(pods)
 	out := &Informers{
 		Nodes:                factory.Core().V1().Nodes().Informer(),
 		Pods:                 pods,
@@ -158,7 +160,7 @@ func InformersFromCache[O any, Opt any, I EventInformer](ctx context.Context, c 
 		*want.dst = inf
 	}
 	if pods, ok := out.Pods.(cache.SharedIndexInformer); ok {
-		addPodIndex(pods)
+		clusterview.AddPodIndex(pods)
 	}
 	return &out, nil
 }
@@ -181,6 +183,3 @@ func (i *Informers) validate() error {
 	}
 	return nil
 }
-
-// indexer is an informer with indexes (the namespace index above all).
-type indexer interface{ GetIndexer() cache.Indexer }

@@ -29,8 +29,8 @@ func (d *Drainer) listNodes(ctx context.Context) ([]corev1.Node, error) {
 		if err != nil {
 			return nil, err
 		}
-		defer v.stop()
-		nodes = v.nodeList()
+		defer v.Stop()
+		nodes = v.NodeList()
 	} else {
 		err := d.eachListed(ctx, "nodes", func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			return d.client.CoreV1().Nodes().List(ctx, opts)
@@ -53,8 +53,8 @@ func (d *Drainer) listDaemonSets(ctx context.Context) ([]appsv1.DaemonSet, error
 		if err != nil {
 			return nil, err
 		}
-		defer v.stop()
-		for _, o := range v.dsStore.List() {
+		defer v.Stop()
+		for _, o := range v.DaemonSetObjects() {
 			if ds, ok := o.(*appsv1.DaemonSet); ok {
 				out = append(out, *ds)
 			}

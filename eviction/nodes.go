@@ -102,7 +102,7 @@ func (ex *execution) cordon(ctx context.Context, dryRun bool) error {
 	var todo []string
 	var idx []int
 	for i, name := range ex.plan.Nodes {
-		n, ok := ex.v.node(name)
+		n, ok := ex.v.Node(name)
 		switch {
 		case !ok:
 			outcome[i] = gone

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/udrain/udrain/internal/clusterview"
 	"github.com/udrain/udrain/internal/podcache"
 	"github.com/udrain/udrain/topology"
 )
@@ -151,7 +152,7 @@ func TestPodIndexEvaluatesAsNamespaces(t *testing.T) {
 			view := func(indexed bool) *view {
 				indexers := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
 				if indexed {
-					indexers[podIndexName] = newPodIndexFunc()
+					indexers[clusterview.PodIndexName] = clusterview.NewPodIndexFunc()
 				}
 				podStore := cache.NewIndexer(cache.MetaNamespaceKeyFunc, indexers)
 				pdbStore := cache.NewStore(cache.MetaNamespaceKeyFunc)
@@ -165,12 +166,7 @@ func TestPodIndexEvaluatesAsNamespaces(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				v := d.newView()
-				v.pods, v.podIndex, v.pdbs = podStore, podStore, pdbStore
-				if indexed {
-					v.groupIndex = podStore
-				}
-				return v
+				return d.newView(clusterview.Stores{Pods: podStore, PodIndexer: podStore, PDBs: pdbStore})
 			}
 			groupers := groupersFor(d.s, &Snapshot{PodGroups: pgs})
 			want := view(false).evaluate(indexTarget(), groupers, now)
@@ -226,8 +222,8 @@ func TestInformersAddThePodIndex(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if ix := in.Pods.(indexer).GetIndexer(); !hasPodIndex(ix) {
-				t.Fatalf("pod informer's indexers %v lack %s", ix.GetIndexers(), podIndexName)
+			if ix := in.Pods.(interface{ GetIndexer() cache.Indexer }).GetIndexer(); !clusterview.HasPodIndex(ix) {
+				t.Fatalf("pod informer's indexers %v lack %s", ix.GetIndexers(), clusterview.PodIndexName)
 			}
 		})
 	}
@@ -235,7 +231,7 @@ func TestInformersAddThePodIndex(t *testing.T) {
 
 // A Drainer's plan over informers with the pod index reads only the pods
 // (over whole pods and over slimPods)
-// of the domain, of their groups and of their workloads (planPods): it must
+// of the domain, of their groups and of their workloads (clusterview.View.PlanPods): it must
 // be the plan NewPlan makes from every pod, also where the other pods
 // matter: a group packed badly (a member in another domain), two groups of
 // a workload in one domain while another holds none (spread), a native
@@ -275,7 +271,7 @@ func TestPlanOfADomainReadsWhatEveryPodWouldSay(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer v.stop()
+			defer v.Stop()
 			for dom := 0; dom < 6; dom++ {
 				name := fmt.Sprintf("ud-%d", dom)
 				small, err := v.planSnapshot(ctx, name)
@@ -314,35 +310,9 @@ func TestPlanOfADomainReadsWhatEveryPodWouldSay(t *testing.T) {
 
 // slimOf is pod as udrain's own (slim) cache holds it.
 func slimOf(pod *corev1.Pod) interface{} {
-	obj, err := podcache.NewTransform(stripForCache)(pod)
+	obj, err := podcache.NewTransform(clusterview.StripForCache)(pod)
 	if err != nil {
 		panic(err)
 	}
 	return obj
-}
-
-// udrain's pod index gives a slim pod the keys it gives the pod.
-func TestPodIndexOfASlimPod(t *testing.T) {
-	leader := lwsPod(0, 0, 4, "n1", "u-1")
-	native := leader.DeepCopy()
-	native.Labels = nil
-	native.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptrTo("gang-1")}
-	for name, pod := range map[string]*corev1.Pod{"a LeaderWorkerSet pod": leader, "a native PodGroup member": native, "no group": {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}}} {
-		t.Run(name, func(t *testing.T) {
-			want, err := newPodIndexFunc()(pod)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := newPodIndexFunc()(slimOf(pod))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("index keys (-of the pod +of the slim pod):\n%s", diff)
-			}
-			if name != "no group" && len(want) == 0 {
-				t.Errorf("the pod has no index key")
-			}
-		})
-	}
 }

@@ -200,7 +200,7 @@ func (h *DomainHealth) waiting() []string {
 
 // evaluate judges the target against the view now. With udrain's pod
 // index it reads only the pods of the target's groups and of the
-// workloads its budgets select (see groupsIn and budgetPods), else the
+// workloads its budgets select (see groupsIn and BudgetPods), else the
 // whole namespaces of its groups and budgets.
 func (v *view) evaluate(t recoveryTarget, groupers []topology.Grouper, now time.Time) *DomainHealth {
 	return v.evaluateWith(t, groupers, now, nil)
@@ -214,11 +214,11 @@ func (v *view) evaluateWith(t recoveryTarget, groupers []topology.Grouper, now t
 		h.Healthy = h.Healthy && st.Healthy
 	}
 	for _, nn := range t.pdbs {
-		pdb, ok := v.pdb(nn.Namespace, nn.Name)
+		pdb, ok := v.PDB(nn.Namespace, nn.Name)
 		if !ok {
 			continue // deleted: nothing to wait for
 		}
-		st := health.Budget(pdb, v.budgetPods(pdb, memo), now)
+		st := health.Budget(pdb, v.BudgetPods(pdb, memo), now)
 		h.Healthy = h.Healthy && st.Healthy
 		h.Budgets = append(h.Budgets, st)
 	}
@@ -245,7 +245,7 @@ func (v *view) judgeGroups(wants []wantedGroup, groupers []topology.Grouper, mem
 			var st health.GroupStatus
 			if g := byID[want.id]; g != nil {
 				st = health.Evaluate(g, health.Options{MinSize: want.size, RequireLeader: want.leader != ""})
-			} else if want.stranded && len(v.podObjectsIn(ns)) == 0 {
+			} else if want.stranded && len(v.PodObjectsIn(ns)) == 0 {
 				// A stranded group is known from the Pending or incomplete
 				// pods it had when the rollout resumed, not from an
 				// eviction of this run: once no pod of its namespace is
@@ -286,7 +286,7 @@ func (d *Drainer) waitRecovered(ctx context.Context, v *view, t recoveryTarget, 
 // reason that does not clear by itself (health.Stuck).
 func (d *Drainer) waitRecoveredOrStuck(ctx context.Context, v *view, t recoveryTarget, emit func(Event), timeout, stuckAfter time.Duration) (*DomainHealth, error) {
 	logger := klog.FromContext(ctx).WithValues("domain", t.domain)
-	pgs, _ := v.listPodGroups(ctx)
+	pgs, _ := v.PodGroups(ctx)
 	groupers := groupersFor(d.s, &Snapshot{PodGroups: pgs})
 	if timeout > 0 {
 		var cancel context.CancelFunc
@@ -299,7 +299,7 @@ func (d *Drainer) waitRecoveredOrStuck(ctx context.Context, v *view, t recoveryT
 	// slim cache's pods are materialized once for the whole wait.
 	memo := podcache.NewMemo()
 	for {
-		changed := v.changed.wait()
+		changed := v.Changed()
 		h := v.evaluateWith(t, groupers, d.s.Clock.Now(), memo)
 		memo.Turn()
 		evaluated := time.Now()

@@ -294,7 +294,7 @@ func (d *Drainer) PlanRollout(ctx context.Context, opts RolloutOptions) (*Rollou
 	if err != nil {
 		return nil, err
 	}
-	defer v.stop()
+	defer v.Stop()
 	r.v = v
 	err = r.check(ctx)
 	if err != nil && !errors.As(err, new(*topology.ContractError)) {

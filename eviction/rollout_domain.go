@@ -135,7 +135,7 @@ func (s *domainRun) prepare(ctx context.Context) error {
 	s.out.Plan = plan
 	s.before = gpu.Advertised(domainNodes(snap.Nodes, s.dom))
 	if !s.r.dryRun() && len(plan.Groups) > 0 {
-		pgs, _ := s.r.v.listPodGroups(ctx)
+		pgs, _ := s.r.v.PodGroups(ctx)
 		s.down = newDowntimes(s.r.d, s.r.v, layout, plan, s.target, groupersFor(s.r.d.s, &Snapshot{PodGroups: pgs}))
 	}
 	s.emit(Event{Type: EventPlanned, Progress: Progress{Phase1Total: len(plan.Phase1), Phase2Total: len(plan.Phase2)},
@@ -159,7 +159,7 @@ func (s *domainRun) drainDomain(ctx context.Context) error {
 		// Until its uncordon, the domain stays cordoned by the rollout.
 		var held []string
 		for _, n := range s.dom.Nodes {
-			if node, ok := s.r.v.node(n); ok && node.Annotations[CordonedByAnnotation] == s.r.id {
+			if node, ok := s.r.v.Node(n); ok && node.Annotations[CordonedByAnnotation] == s.r.id {
 				held = append(held, n)
 			}
 		}
@@ -236,8 +236,8 @@ func (s *domainRun) uncordon(ctx context.Context) error {
 	// marked node's patch is refused as a conflict and made twice.
 	if s.marked != "" {
 		at := s.markedAt.UTC().Format(time.RFC3339Nano)
-		if s.r.v.waitFor(ctx, 10*time.Second, func() bool {
-			n, ok := s.r.v.node(s.marked)
+		if s.r.v.WaitFor(ctx, 10*time.Second, func() bool {
+			n, ok := s.r.v.Node(s.marked)
 			return !ok || n.Annotations[UpgradedAtAnnotation] == at
 		}) {
 			s.r.expect.addUpgraded(s.out.Domain)
@@ -246,7 +246,7 @@ func (s *domainRun) uncordon(ctx context.Context) error {
 	s.r.expect.setCordoned(nil)
 	var ours, others []string
 	for _, n := range s.dom.Nodes {
-		node, ok := s.r.v.node(n)
+		node, ok := s.r.v.Node(n)
 		if !ok {
 			continue
 		}
@@ -263,13 +263,13 @@ func (s *domainRun) uncordon(ctx context.Context) error {
 	}
 	at := s.r.d.s.Clock.Now()
 	if err := forEachNode(ctx, s.r.d.s.Concurrency, others, func(ctx context.Context, _ int, n string) error {
-		node, _ := s.r.v.node(n)
+		node, _ := s.r.v.Node(n)
 		_, err := s.r.d.patchTaints(ctx, s.emit, "mark upgraded", n, node, upgradedFields(s.r.id, at), withoutPendingTaint)
 		return err
 	}); err != nil {
 		return err
 	}
-	uncordoned, err := s.r.d.uncordonNodes(ctx, s.emit, s.r.v.node, ours, s.r.id, at)
+	uncordoned, err := s.r.d.uncordonNodes(ctx, s.emit, s.r.v.Node, ours, s.r.id, at)
 	if err != nil {
 		return err
 	}
@@ -279,7 +279,7 @@ func (s *domainRun) uncordon(ctx context.Context) error {
 	// that the groups the next domain evicts find this domain open, and
 	// do not wait, Pending, for their own (seen in CI: a group evicted
 	// just after the spare domain's uncordon came back to its own domain).
-	if !s.r.v.waitFor(ctx, 10*time.Second, func() bool { return noUnschedulableTaint(s.r.v, uncordoned) }) && ctx.Err() == nil {
+	if !s.r.v.WaitFor(ctx, 10*time.Second, func() bool { return noUnschedulableTaint(s.r.v, uncordoned) }) && ctx.Err() == nil {
 		s.logger.V(2).Info("Uncordoned nodes still carry the unschedulable taint; going on", "taint", corev1.TaintNodeUnschedulable)
 	}
 	s.emit(Event{Type: EventRecoveryStarted})
@@ -319,7 +319,7 @@ func (s *domainRun) recover(ctx context.Context) error {
 // unschedulable taint.
 func noUnschedulableTaint(v *view, names []string) bool {
 	for _, name := range names {
-		n, ok := v.node(name)
+		n, ok := v.Node(name)
 		if !ok {
 			continue
 		}

@@ -96,7 +96,7 @@ func (r *rollout) status(ctx context.Context, running bool) *RolloutStatus {
 	ctx = context.WithoutCancel(ctx)
 	// Not after a change of history: the marks may be gone for good.
 	if !r.historyLost {
-		r.v.waitFor(ctx, 5*time.Second, r.finishedShown)
+		r.v.WaitFor(ctx, 5*time.Second, r.finishedShown)
 	}
 	finished := map[string]bool{}
 	for _, out := range r.res.Domains {
@@ -118,7 +118,7 @@ func (r *rollout) finishedShown() bool {
 			continue
 		}
 		for _, name := range mustDomain(r.layout, out.Domain).Nodes {
-			n, ok := r.v.node(name)
+			n, ok := r.v.Node(name)
 			if ok && (n.Annotations[UpgradedByAnnotation] != r.id || n.Annotations[CordonedByAnnotation] == r.id) {
 				return false
 			}
@@ -144,7 +144,7 @@ func (r *rollout) run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	defer v.stop()
+	defer v.Stop()
 	r.v = v
 	if err := r.check(ctx); err != nil {
 		return err
@@ -341,7 +341,7 @@ func (r *rollout) taint(ctx context.Context) error {
 			names = append(names, dom.Nodes...)
 		}
 	}
-	done, err := r.d.setPendingTaints(ctx, r.emit, r.v.node, names, r.id, effect)
+	done, err := r.d.setPendingTaints(ctx, r.emit, r.v.Node, names, r.id, effect)
 	for _, n := range names {
 		r.tainted[n] = true
 	}
@@ -362,7 +362,7 @@ func (r *rollout) untaint(ctx context.Context) {
 	var names []string
 	for _, name := range r.domains {
 		for _, n := range mustDomain(r.layout, name).Nodes {
-			if node, ok := r.v.node(n); ok && hasPendingTaint(node) && node.Spec.Taints[slices.IndexFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == PendingUpgradeTaint })].Value == r.id {
+			if node, ok := r.v.Node(n); ok && hasPendingTaint(node) && node.Spec.Taints[slices.IndexFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == PendingUpgradeTaint })].Value == r.id {
 				names = append(names, n)
 			}
 		}
@@ -372,6 +372,6 @@ func (r *rollout) untaint(ctx context.Context) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	done, err := r.d.clearPendingTaints(ctx, r.emit, r.v.node, names)
+	done, err := r.d.clearPendingTaints(ctx, r.emit, r.v.Node, names)
 	r.logger.Info("Took the pending-upgrade taint off the nodes still to upgrade", "nodes", len(done), "err", err)
 }

@@ -183,7 +183,7 @@ func (d *Drainer) RolloutStatus(ctx context.Context, id string, opts RolloutStat
 	if err != nil {
 		return nil, err
 	}
-	defer v.stop()
+	defer v.Stop()
 	now := d.s.Clock.Now()
 	st := &RolloutStatus{ID: ro.ID, Time: now}
 	if !ro.Lock.Disabled {

@@ -8,11 +8,9 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
-	"github.com/udrain/udrain/internal/podcache"
+	"github.com/udrain/udrain/internal/clusterview"
 )
 
 // A view with informers of its own (the CLI's case, or a Drainer given no
@@ -33,12 +31,10 @@ func (d *Drainer) ownView(parent context.Context) (*view, error) {
 // its wait learns of the server meanwhile.
 type ownStart struct {
 	d           *Drainer
-	parent, ctx context.Context
+	parent      context.Context
 	logger      klog.Logger
 	v           *view
-	start       time.Time
-	synced      chan bool
-	problems    chan error // list errors the reflectors saw
+	starting    *clusterview.Starting
 	probed      chan error
 	probing     bool
 	answered    bool // the probe got an answer
@@ -49,61 +45,13 @@ type ownStart struct {
 // startOwnView makes the view's informers (nodes, pods, PDBs; pods in
 // udrain's slim cache when it may) and starts them.
 func (d *Drainer) startOwnView(parent context.Context) (*ownStart, error) {
-	logger := klog.FromContext(parent)
-	ctx, cancel := context.WithCancel(parent)
-	transform := stripForCache
-	if d.s.slimPods() {
-		transform = podcache.NewTransform(stripForCache)
-	}
-	opts := []informers.SharedInformerOption{informers.WithTransform(transform)}
-	if d.s.Namespace != "" {
-		opts = append(opts, informers.WithNamespace(d.s.Namespace))
-	}
-	f := informers.NewSharedInformerFactoryWithOptions(d.client, 0, opts...)
-	nodes := f.Core().V1().Nodes().Informer()
-	pods := f.Core().V1().Pods().Informer()
-	pdbs := f.Policy().V1().PodDisruptionBudgets().Informer()
-	v := d.newView()
-	v.nodes, v.pods, v.podIndex, v.pdbs, v.ownLister = nodes.GetStore(), pods.GetStore(), pods.GetIndexer(), pdbs.GetStore(), true
-	v.stop = func() {
-		cancel()
-		f.Shutdown()
-	}
-	if err := pods.AddIndexers(cache.Indexers{podIndexName: newPodIndexFunc()}); err != nil {
-		v.stop()
+	v := &view{d: d}
+	starting, err := clusterview.StartOwn(parent, d.viewConfig(v))
+	if err != nil {
 		return nil, err
 	}
-	v.groupIndex = pods.GetIndexer()
-	w := &ownStart{d: d, parent: parent, ctx: ctx, logger: logger, v: v, synced: make(chan bool, 1), problems: make(chan error, 16), probed: make(chan error, 1)}
-	// The reflectors retry refused and failed lists forever: tell the
-	// wait what they see, so that it can fail at once for a missing
-	// permission and after ConnectTimeout for a server it cannot reach.
-	onError := func(ctx context.Context, r *cache.Reflector, err error) {
-		if ctx.Err() != nil || parent.Err() != nil {
-			return // the view is stopping: not worth a line
-		}
-		logger.V(2).Info("Watching the cluster failed; retrying", "err", err)
-		select {
-		case w.problems <- err:
-		default:
-		}
-	}
-	for _, inf := range []cache.SharedIndexInformer{nodes, pods, pdbs} {
-		if err := inf.SetWatchErrorHandlerWithContext(onError); err != nil {
-			v.stop()
-			return nil, err
-		}
-		if _, err := inf.AddEventHandler(v.handler()); err != nil {
-			v.stop()
-			return nil, err
-		}
-	}
-	w.start = time.Now()
-	f.Start(ctx.Done())
-	go func() {
-		w.synced <- cache.WaitForCacheSync(ctx.Done(), nodes.HasSynced, pods.HasSynced, pdbs.HasSynced)
-	}()
-	return w, nil
+	v.View = starting.View
+	return &ownStart{d: d, parent: parent, logger: klog.FromContext(parent), v: v, starting: starting, probed: make(chan error, 1)}, nil
 }
 
 // wait waits until the view's informers listed the cluster, and tells a
@@ -127,16 +75,17 @@ func (w *ownStart) wait() (*view, error) {
 		select {
 		case <-probeTimer.C:
 			w.startProbe()
-		case ok := <-w.synced:
+		case ok := <-w.starting.Synced():
 			if !ok {
 				return w.notSynced()
 			}
-			w.logger.V(4).Info("Listed the cluster", "nodes", len(w.v.nodes.ListKeys()), "pods", len(w.v.pods.ListKeys()),
-				"podDisruptionBudgets", len(w.v.pdbs.ListKeys()), "took", time.Since(w.start))
+			nodes, pods, pdbs := w.v.Sizes()
+			w.logger.V(4).Info("Listed the cluster", "nodes", nodes, "pods", pods,
+				"podDisruptionBudgets", pdbs, "took", time.Since(w.starting.Started()))
 			return w.v, nil
-		case err := <-w.problems:
+		case err := <-w.starting.Problems():
 			if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
-				go w.v.stop()
+				go w.v.Stop()
 				return nil, &PermissionError{Err: err}
 			}
 			w.lastListErr = err
@@ -159,33 +108,35 @@ func (w *ownStart) wait() (*view, error) {
 func (w *ownStart) startProbe() {
 	if !w.probing {
 		w.probing = true
-		go func() { w.probed <- w.d.probeUntil(w.ctx, w.start.Add(w.d.s.ConnectTimeout)) }()
+		go func() {
+			w.probed <- w.d.probeUntil(w.starting.Context(), w.starting.Started().Add(w.d.s.ConnectTimeout))
+		}()
 	}
 }
 
 // fail ends the wait for a server that cannot be reached.
 func (w *ownStart) fail(err error) (*view, error) {
-	go w.v.stop() // a list in flight may take a while to notice
-	if ue := unreachableError(w.d.server(), err, time.Since(w.start)); ue != nil {
+	go w.v.Stop() // a list in flight may take a while to notice
+	if ue := unreachableError(w.d.server(), err, time.Since(w.starting.Started())); ue != nil {
 		return nil, ue
 	}
-	return nil, &UnreachableError{Server: w.d.server(), Problem: ServerUnreachable, Waited: time.Since(w.start).Round(time.Millisecond), Err: err}
+	return nil, &UnreachableError{Server: w.d.server(), Problem: ServerUnreachable, Waited: time.Since(w.starting.Started()).Round(time.Millisecond), Err: err}
 }
 
 // notSynced ends the wait when the caller's context ended first: a
 // deadline that ends the wait for a server that cannot be reached says
 // so; a cancel is a cancel.
 func (w *ownStart) notSynced() (*view, error) {
-	go w.v.stop()
+	go w.v.Stop()
 	if errors.Is(w.parent.Err(), context.DeadlineExceeded) {
 		for _, err := range []error{w.unreachable, w.lastListErr} {
-			if ue := unreachableError(w.d.server(), err, time.Since(w.start)); ue != nil {
+			if ue := unreachableError(w.d.server(), err, time.Since(w.starting.Started())); ue != nil {
 				return nil, ue
 			}
 		}
 		if w.probing && !w.answered {
 			// Neither the lists nor the probe got an answer.
-			return nil, &UnreachableError{Server: w.d.server(), Problem: ServerNoAnswer, Waited: time.Since(w.start).Round(time.Millisecond), Err: w.parent.Err()}
+			return nil, &UnreachableError{Server: w.d.server(), Problem: ServerNoAnswer, Waited: time.Since(w.starting.Started()).Round(time.Millisecond), Err: w.parent.Err()}
 		}
 	}
 	return nil, w.parent.Err()

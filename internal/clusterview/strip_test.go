@@ -1,4 +1,4 @@
-package eviction
+package clusterview
 
 import (
 	"testing"
@@ -79,11 +79,11 @@ func TestStripForCacheDropsNodeImagesAndVolumes(t *testing.T) {
 	}
 }
 
-// stripUnchanged returns stripForCache(in), failing t if it changed in.
+// stripUnchanged returns StripForCache(in), failing t if it changed in.
 func stripUnchanged(t *testing.T, in runtime.Object) interface{} {
 	t.Helper()
 	before := in.DeepCopyObject()
-	out, err := stripForCache(in)
+	out, err := StripForCache(in)
 	if err != nil {
 		t.Fatal(err)
 	}

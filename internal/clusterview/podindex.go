@@ -1,4 +1,4 @@
-package eviction
+package clusterview
 
 import (
 	"strings"
@@ -14,15 +14,15 @@ import (
 	"github.com/udrain/udrain/topology"
 )
 
-// podIndexName names the pod index udrain adds to the pod informers it
-// starts, and to InformersFromFactory's, so that a recovery evaluation
+// PodIndexName names the pod index udrain adds to the pod informers it
+// starts, and to eviction.InformersFromFactory's, so that a recovery evaluation
 // reads the pods of the groups and budgets it judges instead of whole
 // namespaces. A pod is indexed under its group (groupIndexKey, the first
 // of the default groupers that claims it, as topology.FindGroups sorts
 // it) and under its values of the labels that name a workload
 // (labelIndexKey, for the budgets that select by them), and under its node
 // (nodeIndexKey, for a plan's pods of one domain).
-const podIndexName = "udrain.dev/group-and-workload-label"
+const PodIndexName = "udrain.dev/group-and-workload-label"
 
 // indexedLabel reports whether pods are indexed by their value of label
 // key: the labels that name a LeaderWorkerSet or a Ray cluster, which the
@@ -47,11 +47,11 @@ func labelIndexKey(ns, key, value string) string {
 	return "label:" + ns + "/" + key + "=" + value
 }
 
-// newPodIndexFunc returns the index function of podIndexName. The group
+// NewPodIndexFunc returns the index function of PodIndexName. The group
 // is the one the default groupers give (topology.Groupers): a native
 // PodGroup's identity is the pod's podGroupName whatever the PodGroups
 // say, so the PodGroups are not needed for it.
-func newPodIndexFunc() cache.IndexFunc {
+func NewPodIndexFunc() cache.IndexFunc {
 	groupers := topology.Groupers(nil)
 	// A slimPod is read through a scratch pod of its labels, annotations,
 	// node and scheduling group, what the index reads, without the cost
@@ -87,60 +87,60 @@ func newPodIndexFunc() cache.IndexFunc {
 	}
 }
 
-// addPodIndex adds podIndexName to a pod informer. It is best effort: an
+// AddPodIndex adds PodIndexName to a pod informer. It is best effort: an
 // informer that has the index already refuses it as a conflict, and
 // without the index (a stopped informer refuses it too) a recovery
 // evaluation reads whole namespaces, as it did before the index.
-func addPodIndex(inf cache.SharedIndexInformer) {
-	_ = inf.AddIndexers(cache.Indexers{podIndexName: newPodIndexFunc()})
+func AddPodIndex(inf cache.SharedIndexInformer) {
+	_ = inf.AddIndexers(cache.Indexers{PodIndexName: NewPodIndexFunc()})
 }
 
-// hasPodIndex reports whether ix has udrain's pod index.
-func hasPodIndex(ix cache.Indexer) bool {
-	_, ok := ix.GetIndexers()[podIndexName]
+// HasPodIndex reports whether ix has udrain's pod index.
+func HasPodIndex(ix cache.Indexer) bool {
+	_, ok := ix.GetIndexers()[PodIndexName]
 	return ok
 }
 
 // objectsByPodIndex returns the cached objects of the pods indexed under
 // value.
-func (v *view) objectsByPodIndex(value string) []interface{} {
-	objs, _ := v.groupIndex.ByIndex(podIndexName, value)
+func (v *View) objectsByPodIndex(value string) []interface{} {
+	objs, _ := v.groupIndex.ByIndex(PodIndexName, value)
 	return objs
 }
 
-// groupsIn returns the groups of namespace ns that wants names, by ID.
+// GroupsIn returns the groups of namespace ns that ids name, by ID.
 // With the pod index and the default groupers it groups only the pods
 // indexed under those groups: the same members, so the same groups, as
 // grouping the whole namespace.
-func (v *view) groupsIn(ns string, wants []wantedGroup, groupers []topology.Grouper, memo *podcache.Memo) map[topology.GroupID]*topology.Group {
-	byID := make(map[topology.GroupID]*topology.Group, len(wants))
-	if v.groupIndex == nil || v.d.s.Groupers != nil || !v.inScope(ns) {
-		groups := topology.FindGroups(memo.Pods(v.podObjectsIn(ns)), groupers...)
+func (v *View) GroupsIn(ns string, ids []topology.GroupID, groupers []topology.Grouper, memo *podcache.Memo) map[topology.GroupID]*topology.Group {
+	byID := make(map[topology.GroupID]*topology.Group, len(ids))
+	if v.groupIndex == nil || v.cfg.CustomGroupers || !v.inScope(ns) {
+		groups := topology.FindGroups(memo.Pods(v.PodObjectsIn(ns)), groupers...)
 		for i := range groups {
 			byID[groups[i].ID] = &groups[i]
 		}
 		return byID
 	}
-	for _, want := range wants {
-		if _, done := byID[want.id]; done {
+	for _, id := range ids {
+		if _, done := byID[id]; done {
 			continue
 		}
-		groups := topology.FindGroups(memo.Pods(v.objectsByPodIndex(groupIndexKey(want.id))), groupers...)
+		groups := topology.FindGroups(memo.Pods(v.objectsByPodIndex(groupIndexKey(id))), groupers...)
 		for i := range groups {
-			if groups[i].ID == want.id {
-				byID[want.id] = &groups[i]
+			if groups[i].ID == id {
+				byID[id] = &groups[i]
 			}
 		}
 	}
 	return byID
 }
 
-// budgetPods returns the cached pods of pdb's namespace it selects: with
+// BudgetPods returns the cached pods of pdb's namespace it selects: with
 // the pod index, among those with the value of an indexed label its
 // selector requires; else among the whole namespace. Pods are matched
 // before they are read (a slim cache materializes only the selected
 // ones: a workload's leaders, not all its members).
-func (v *view) budgetPods(pdb *policyv1.PodDisruptionBudget, memo *podcache.Memo) []*corev1.Pod {
+func (v *View) BudgetPods(pdb *policyv1.PodDisruptionBudget, memo *podcache.Memo) []*corev1.Pod {
 	var objs []interface{}
 	indexed := false
 	if v.groupIndex != nil && v.inScope(pdb.Namespace) {
@@ -149,7 +149,7 @@ func (v *view) budgetPods(pdb *policyv1.PodDisruptionBudget, memo *podcache.Memo
 		}
 	}
 	if !indexed {
-		objs = v.podObjectsIn(pdb.Namespace)
+		objs = v.PodObjectsIn(pdb.Namespace)
 	}
 	// The selector is parsed for slimPods only (whole pods go as they are:
 	// health.Budget matches them itself).
@@ -192,7 +192,7 @@ func indexedRequirement(sel *metav1.LabelSelector) (key, value string, ok bool) 
 	return "", "", false
 }
 
-// planPods returns the cached pods a plan of the domain of nodes reads,
+// PlanPods returns the cached pods a plan of the domain of nodes reads,
 // through the pod index: the pods on those nodes and every member of their
 // groups (pack, the groups' health); and, for a workload with two or more
 // groups on the domain (the only case where spread reports on it), every
@@ -202,11 +202,11 @@ func indexedRequirement(sel *metav1.LabelSelector) (key, value string, ok bool) 
 // from every pod: the other pods touch none of its groups, budgets or
 // findings. ok is false without the index or with groupers of the
 // caller's own (the index knows only the default groupers).
-func (v *view) planPods(nodes []string) (pods []*corev1.Pod, ok bool) {
-	if v.groupIndex == nil || v.d.s.Groupers != nil {
+func (v *View) PlanPods(nodes []string) (pods []*corev1.Pod, ok bool) {
+	if v.groupIndex == nil || v.cfg.CustomGroupers {
 		return nil, false
 	}
-	index := newPodIndexFunc()
+	index := NewPodIndexFunc()
 	// Objects, not pods, are deduplicated: a slim cache materializes a new
 	// pod each time it is read.
 	seen := map[interface{}]bool{}
@@ -259,7 +259,7 @@ func (v *view) planPods(nodes []string) (pods []*corev1.Pod, ok bool) {
 	}
 	for ns, gs := range otherKinds {
 		if len(gs) > 1 {
-			add(v.podObjectsIn(ns))
+			add(v.PodObjectsIn(ns))
 		}
 	}
 	return pods, true
