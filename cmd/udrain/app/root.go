@@ -14,7 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -26,6 +25,7 @@ import (
 	"k8s.io/klog/v2/textlogger"
 	"k8s.io/utils/clock"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/kubeclient"
 	"github.com/udrain/udrain/redact"
 )
@@ -443,20 +443,11 @@ func flagChanged(fs *pflag.FlagSet, name string) bool {
 // quietContext returns ctx for the library calls of the commands that show
 // progress events (plan, drain, rollout, uncordon, wait-healthy, domains,
 // audit): at -v 0 the library's V(0) lines would repeat those events, so
-// only its errors are logged; -v 1 and above shows its log next to them.
+// only its errors are logged (udrain.ErrorsOnly); -v 1 and above shows its
+// log next to them.
 func (o *options) quietContext(ctx context.Context) context.Context {
 	if o.verbose > 0 {
 		return ctx
 	}
-	return klog.NewContext(ctx, logr.New(errorsOnly{klog.FromContext(ctx).GetSink()}))
+	return klog.NewContext(ctx, udrain.ErrorsOnly(klog.FromContext(ctx)))
 }
-
-// errorsOnly passes a sink's errors and drops its info lines.
-type errorsOnly struct{ logr.LogSink }
-
-func (errorsOnly) Enabled(int) bool                 { return false }
-func (errorsOnly) Info(int, string, ...interface{}) {}
-func (s errorsOnly) WithValues(kv ...interface{}) logr.LogSink {
-	return errorsOnly{s.LogSink.WithValues(kv...)}
-}
-func (s errorsOnly) WithName(name string) logr.LogSink { return errorsOnly{s.LogSink.WithName(name)} }
