@@ -20,6 +20,9 @@ var fieldFlags = map[string]string{
 	"kubeclient.Options.RequestTimeout": "--request-timeout",
 	"kubeclient.Options.QPS":            "--kube-api-qps",
 	"kubeclient.Options.Burst":          "--kube-api-burst",
+	"kubeclient.Selection.Context":      "--context",
+	"kubeclient.Selection.Cluster":      "--cluster",
+	"kubeclient.Selection.User":         "--user",
 	// readiness (serve-readiness)
 	"readiness.LWSOptions.Port":             "--port",
 	"readiness.LWSOptions.Scheme":           "--scheme",

@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -19,7 +17,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/textlogger"
@@ -122,12 +119,13 @@ func (o *options) explicitNamespace() string {
 
 // defaultClientFactory builds a clientset from the connection flags with
 // the rate limits of --kube-api-qps and --kube-api-burst and the bound of
-// --request-timeout.
+// --request-timeout (kubeclient.ConfigFromFlags: a context, cluster or user
+// that the kubeconfig does not have is a usage error).
 func defaultClientFactory(o *options) ClientFactory {
-	return func(getter genericclioptions.RESTClientGetter) (kubernetes.Interface, error) {
-		cfg, err := restConfig(getter, o.clientOptions())
+	return func(genericclioptions.RESTClientGetter) (kubernetes.Interface, error) {
+		cfg, err := kubeclient.ConfigFromFlags(o.kube, o.clientOptions())
 		if err != nil {
-			return nil, err
+			return nil, inFlagTerms(err)
 		}
 		return kubernetes.NewForConfig(cfg)
 	}
@@ -135,60 +133,13 @@ func defaultClientFactory(o *options) ClientFactory {
 
 // clientOptions are the client settings of --kube-api-qps,
 // --kube-api-burst and --request-timeout, whose 0 means no limit (as
-// kubectl's).
+// kubectl's), with udrain's user agent.
 func (o *options) clientOptions() kubeclient.Options {
 	timeout := o.requestTimeout
 	if timeout == 0 {
 		timeout = kubeclient.NoRequestTimeout
 	}
-	return kubeclient.Options{QPS: o.qps, Burst: o.burst, RequestTimeout: timeout}
-}
-
-// restConfig is the client configuration of the connection flags with the
-// settings of opts (package kubeclient: rate limits, a bound on each
-// request) and udrain's user agent. A context, cluster or user that the
-// kubeconfig does not have is a usage error.
-func restConfig(getter genericclioptions.RESTClientGetter, opts kubeclient.Options) (*rest.Config, error) {
-	if flags, ok := getter.(*genericclioptions.ConfigFlags); ok {
-		if err := checkKubeconfigNames(flags); err != nil {
-			return nil, err
-		}
-	}
-	base, err := getter.ToRESTConfig()
-	if err != nil {
-		return nil, err
-	}
-	opts.UserAgent = kubeclient.UserAgent("udrain", buildVersion())
-	return kubeclient.Config(base, opts)
-}
-
-// checkKubeconfigNames returns a usage error if --context, --cluster or
-// --user names an entry the kubeconfig does not have.
-func checkKubeconfigNames(flags *genericclioptions.ConfigFlags) error {
-	raw, err := flags.ToRawKubeConfigLoader().RawConfig()
-	if err != nil {
-		return nil // the client's own loading reports it
-	}
-	for _, n := range []struct {
-		flag  string
-		name  *string
-		known []string
-	}{
-		{"context", flags.Context, slices.Collect(maps.Keys(raw.Contexts))},
-		{"cluster", flags.ClusterName, slices.Collect(maps.Keys(raw.Clusters))},
-		{"user", flags.AuthInfoName, slices.Collect(maps.Keys(raw.AuthInfos))},
-	} {
-		if n.name == nil || *n.name == "" || slices.Contains(n.known, *n.name) {
-			continue
-		}
-		slices.Sort(n.known)
-		has := "none"
-		if len(n.known) > 0 {
-			has = strings.Join(n.known, ", ")
-		}
-		return usageErrorf("--%s=%q: the kubeconfig has no such %s (it has: %s)", n.flag, *n.name, n.flag, has)
-	}
-	return nil
+	return kubeclient.Options{QPS: o.qps, Burst: o.burst, RequestTimeout: timeout, UserAgent: kubeclient.UserAgent("udrain", buildVersion())}
 }
 
 // refuseClusterFlags returns a usage error if a flag that connects to the

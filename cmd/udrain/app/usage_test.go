@@ -82,9 +82,9 @@ current-context: a
 		args       []string
 		wantStderr string
 	}{
-		{[]string{"--context", "nosuch"}, `--context="nosuch": the kubeconfig has no such context (it has: a, b)`},
-		{[]string{"--cluster", "nosuch"}, `--cluster="nosuch": the kubeconfig has no such cluster (it has: a)`},
-		{[]string{"--user", "nosuch"}, `--user="nosuch": the kubeconfig has no such user (it has: u)`},
+		{[]string{"--context", "nosuch"}, `invalid --context: "nosuch": the kubeconfig has no such context (it has: a, b)`},
+		{[]string{"--cluster", "nosuch"}, `invalid --cluster: "nosuch": the kubeconfig has no such cluster (it has: a)`},
+		{[]string{"--user", "nosuch"}, `invalid --user: "nosuch": the kubeconfig has no such user (it has: u)`},
 	} {
 		wantUsageError(t, cfg, append([]string{"domains", "--kubeconfig", kubeconfig}, tc.args...), tc.wantStderr)
 	}
