@@ -105,7 +105,7 @@ whenever it changes. The exit code is 1 when --timeout passes first.`,
 				return err // nothing to report: the layout or the watch failed
 			}
 			r := report.HealthReport{TypeMeta: report.NewTypeMeta(report.KindHealthReport), Domain: domain, Health: hr,
-				WaitedSeconds: seconds(o.cfg.Clock.Since(start)), Error: errorInfo(err)}
+				WaitedSeconds: report.DurationSeconds(o.cfg.Clock.Since(start)), Error: errorInfo(err)}
 			if perr := out.print(o.streams.Out, r); perr != nil {
 				return perr
 			}

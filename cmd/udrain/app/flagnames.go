@@ -163,13 +163,6 @@ func inFlagTerms(err error) error {
 	return err
 }
 
-// flagTermsError is an error described in terms of flags (describe); it
-// unwraps to the error.
-type flagTermsError struct{ err error }
-
-func (e *flagTermsError) Error() string { return describe(e.err) }
-func (e *flagTermsError) Unwrap() error { return e.err }
-
 // inFlagTermsLogger returns logger with the settings its lines name
 // (the libraries' errors, bootstrap's "setting" beside its hint) named by
 // their flags.
