@@ -129,14 +129,9 @@ A holder that died leaves a Lease that can be taken over once it expires
 			if err != nil {
 				return err
 			}
-			names := domains
-			if len(names) == 0 {
-				names = layout.Names()
-			}
-			for _, n := range names {
-				if _, err := layout.Domain(n); err != nil {
-					return err
-				}
+			names, err := layout.Select(domains)
+			if err != nil {
+				return err
 			}
 
 			onEvent := func(e eviction.Event) {}
