@@ -100,7 +100,7 @@ A holder that died leaves a Lease that can be taken over once it expires
 			if id == "" {
 				id = eviction.RolloutIDOf(df.label, uf.idInput())
 			}
-			if flagChanged(cmd.Flags(), "domains") && len(domains) == 0 {
+			if cmd.Flags().Changed("domains") && len(domains) == 0 {
 				return usageErrorf("--domains is empty: name the domains to upgrade (comma-separated), or leave the flag out for every domain")
 			}
 			ro := eviction.RolloutOptions{ID: id, Domains: domains, RecoveryTimeout: recoveryTimeout, StuckAfter: stuckAfter,

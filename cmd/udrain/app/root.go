@@ -154,8 +154,7 @@ func (o *options) refuseClusterFlags(cmd *cobra.Command) error {
 	}
 	inherited := cmd.InheritedFlags()
 	for _, name := range o.clusterFlags {
-		f := inherited.Lookup(name)
-		if f == nil || !f.Changed {
+		if !inherited.Changed(name) {
 			continue
 		}
 		if flag, ok := instead[name]; ok {
@@ -252,7 +251,7 @@ command again to resume).`, o.cfg.Name, kubeclient.DefaultQPS, kubeclient.Defaul
 				if err != nil {
 					return usageErrorf("--request-timeout=%q: want a duration with a unit (1s, 2m, 3h) or a whole number of seconds; 0 means no timeout", *t)
 				}
-				if flagChanged(cmd.Flags(), "request-timeout") {
+				if cmd.Flags().Changed("request-timeout") {
 					o.requestTimeout = d
 				}
 			}
@@ -345,34 +344,26 @@ func (e *reportedError) Error() string { return e.err.Error() }
 func (e *reportedError) Unwrap() error { return e.err }
 
 // exactArgs accepts exactly n positional arguments, none empty.
-func exactArgs(n int, what string) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if len(args) != n {
-			return usageErrorf("%s takes %s (got %d argument(s): %s)", cmd.CommandPath(), what, len(args), quoteArgs(args))
-		}
-		return refuseEmptyArgs(cmd, what, args)
-	}
-}
+func exactArgs(n int, what string) cobra.PositionalArgs { return positionalArgs(n, n, what) }
 
 // maxArgs accepts at most n positional arguments, none empty.
-func maxArgs(n int, what string) cobra.PositionalArgs {
+func maxArgs(n int, what string) cobra.PositionalArgs { return positionalArgs(0, n, what) }
+
+// positionalArgs accepts least to most positional arguments, and refuses
+// an empty one (plan "$DOMAIN" with DOMAIN unset), which would otherwise
+// reach the cluster as a name.
+func positionalArgs(least, most int, what string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
-		if len(args) > n {
+		if len(args) < least || len(args) > most {
 			return usageErrorf("%s takes %s (got %d argument(s): %s)", cmd.CommandPath(), what, len(args), quoteArgs(args))
 		}
-		return refuseEmptyArgs(cmd, what, args)
-	}
-}
-
-// refuseEmptyArgs refuses an empty argument ("plan ”", a variable that was
-// not set), which would otherwise reach the cluster as a name.
-func refuseEmptyArgs(cmd *cobra.Command, what string, args []string) error {
-	for _, a := range args {
-		if strings.TrimSpace(a) == "" {
-			return usageErrorf("%s takes %s, not an empty argument", cmd.CommandPath(), what)
+		for _, a := range args {
+			if strings.TrimSpace(a) == "" {
+				return usageErrorf("%s takes %s, not an empty argument", cmd.CommandPath(), what)
+			}
 		}
+		return nil
 	}
-	return nil
 }
 
 // quoteArgs quotes the arguments for an error message, with the
@@ -383,12 +374,6 @@ func quoteArgs(args []string) string {
 		quoted[i] = strconv.Quote(redact.URL(a))
 	}
 	return "[" + strings.Join(quoted, " ") + "]"
-}
-
-// flagChanged reports whether the named flag was set on the command line.
-func flagChanged(fs *pflag.FlagSet, name string) bool {
-	f := fs.Lookup(name)
-	return f != nil && f.Changed
 }
 
 // quietContext returns ctx for the library calls of the commands that show
