@@ -75,3 +75,15 @@ func TestNewDomainList(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
+
+func TestNewGPUSummary(t *testing.T) {
+	nodes := []corev1.Node{
+		{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{"pool": "p-1"}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "b"}},
+	}
+	s := gpu.Summarize(nodes, nil, gpu.Options{})
+	want := report.GPUSummary{TypeMeta: report.NewTypeMeta(report.KindGPUSummary), LabelKey: "pool", Domains: map[string]string{"a": "p-1", "b": ""}, Summary: s}
+	if diff := cmp.Diff(want, report.NewGPUSummary("pool", nodes, s)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}

@@ -49,12 +49,8 @@ The exit code is 0 whether or not problems are found; scripts read
 			if err != nil {
 				return err
 			}
-			doc := report.GPUSummary{TypeMeta: report.NewTypeMeta(report.KindGPUSummary), LabelKey: df.label, Domains: map[string]string{},
-				Summary: gpu.Summarize(nodes, plugins, gpu.Options{Clock: o.cfg.Clock, GracePeriod: grace})}
-			for _, n := range nodes {
-				doc.Domains[n.Name] = n.Labels[df.label]
-			}
-			return out.print(o.streams.Out, doc)
+			summary := gpu.Summarize(nodes, plugins, gpu.Options{Clock: o.cfg.Clock, GracePeriod: grace})
+			return out.print(o.streams.Out, report.NewGPUSummary(df.label, nodes, summary))
 		},
 	}
 	cmd.Flags().StringVar(&df.label, "domain-label", topology.DefaultDomainLabel, "Node label whose value names a node's upgrade domain (shown per node)")
