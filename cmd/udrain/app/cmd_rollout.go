@@ -97,8 +97,9 @@ A holder that died leaves a Lease that can be taken over once it expires
 			if err := firstError(df.validate(), dr.validate(), out.validate(), uf.validate(lockNamespace)); err != nil {
 				return err
 			}
+			idInput, stepName := uf.step()
 			if id == "" {
-				id = eviction.RolloutIDOf(df.label, uf.idInput())
+				id = eviction.RolloutIDOf(df.label, idInput)
 			}
 			if cmd.Flags().Changed("domains") && len(domains) == 0 {
 				return usageErrorf("--domains is empty: name the domains to upgrade (comma-separated), or leave the flag out for every domain")
@@ -165,7 +166,7 @@ A holder that died leaves a Lease that can be taken over once it expires
 			if res == nil {
 				return err
 			}
-			doc := report.RolloutReport{TypeMeta: report.NewTypeMeta(report.KindRolloutResult), UpgradeCommand: uf.command, UpgradeStep: uf.describe(), LabelKey: df.label,
+			doc := report.RolloutReport{TypeMeta: report.NewTypeMeta(report.KindRolloutResult), UpgradeCommand: uf.command, UpgradeStep: stepName, LabelKey: df.label,
 				Result: res, Summary: res.Summary(), Error: errorInfo(err)}
 			if perr := out.print(o.streams.Out, doc); perr != nil {
 				return perr
