@@ -2,12 +2,10 @@ package app
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/udrain/udrain/eviction"
@@ -46,15 +44,14 @@ func (f *domainFlags) validate() error {
 	return err
 }
 
-// validateLabel checks --domain-label alone (gpu has no --unlabeled).
+// validateLabel checks --domain-label alone (gpu has no --unlabeled): an
+// empty one, which the library takes for its default, is refused; the
+// rest is package eviction's check of a label key.
 func (f *domainFlags) validateLabel() error {
 	if f.label == "" {
 		return usageErrorf("--domain-label is empty: name the node label of the upgrade domains, e.g. %s", topology.DefaultDomainLabel)
 	}
-	if errs := validation.IsQualifiedName(f.label); len(errs) > 0 {
-		return usageErrorf("--domain-label=%q is not a label key: %s", f.label, strings.Join(errs, "; "))
-	}
-	return nil
+	return inFlagTerms(eviction.ReadOptions{DomainLabel: f.label}.Validate())
 }
 
 func (f *domainFlags) layoutOptions() topology.LayoutOptions {

@@ -49,7 +49,7 @@ func TestUsageErrorsBeforeTheCluster(t *testing.T) {
 		{"empty domain", []string{"plan", ""}, "udrain plan takes one upgrade domain, not an empty argument"},
 		{"blank domain", []string{"drain", " "}, "not an empty argument"},
 		{"empty domain in uncordon", []string{"uncordon", ""}, "not an empty argument"},
-		{"bad domain label", []string{"plan", "ud-1", "--domain-label", "bad key!"}, `--domain-label="bad key!" is not a label key`},
+		{"bad domain label", []string{"plan", "ud-1", "--domain-label", "bad key!"}, `invalid --domain-label: "bad key!" is not a label key`},
 		{"bad domain label in domains", []string{"domains", "--domain-label", "a/b/c"}, "is not a label key"},
 		{"bad domain label in gpu", []string{"gpu", "--domain-label", "-x"}, "is not a label key"},
 		{"bad request timeout", []string{"domains", "--request-timeout", "abc"}, `--request-timeout="abc": want a duration with a unit`},
