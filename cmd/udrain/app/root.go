@@ -21,6 +21,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/textlogger"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 
 	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/kubeclient"
@@ -110,12 +111,7 @@ func (o *options) client() (kubernetes.Interface, error) {
 }
 
 // explicitNamespace returns --namespace when it was given, else "".
-func (o *options) explicitNamespace() string {
-	if o.kube.Namespace == nil {
-		return ""
-	}
-	return *o.kube.Namespace
-}
+func (o *options) explicitNamespace() string { return ptr.Deref(o.kube.Namespace, "") }
 
 // defaultClientFactory builds a clientset from the connection flags with
 // the rate limits of --kube-api-qps and --kube-api-burst and the bound of
