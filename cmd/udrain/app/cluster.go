@@ -1,12 +1,9 @@
 package app
 
 import (
-	"context"
 	"time"
 
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/topology"
@@ -57,17 +54,6 @@ func (f *domainFlags) validateLabel() error {
 func (f *domainFlags) layoutOptions() topology.LayoutOptions {
 	p, _ := f.policy()
 	return topology.LayoutOptions{LabelKey: f.label, Unlabeled: p}
-}
-
-// listNodes lists the cluster's nodes with a Reader of its own, in pages
-// (the commands that need only nodes start no informers), waiting at most
-// connect (connectTimeout) for an API server that does not serve them.
-func listNodes(ctx context.Context, client kubernetes.Interface, connect time.Duration) ([]corev1.Node, error) {
-	r, err := eviction.NewReader(client, eviction.ReadOptions{ConnectTimeout: connect})
-	if err != nil {
-		return nil, err
-	}
-	return r.Nodes(ctx)
 }
 
 // connectTimeout is how long a command waits for an API server that does

@@ -122,7 +122,11 @@ A holder that died leaves a Lease that can be taken over once it expires
 				return inFlagTerms(err) // before any request too
 			}
 			// The domains, to show progress; Rollout checks them again.
-			nodes, err := listNodes(cmd.Context(), client, connectTimeout(dr.timeout))
+			r, err := o.newReader(client, &df, eviction.ReadOptions{ConnectTimeout: connectTimeout(dr.timeout)})
+			if err != nil {
+				return err
+			}
+			nodes, err := r.Nodes(cmd.Context())
 			if err != nil {
 				return err
 			}
