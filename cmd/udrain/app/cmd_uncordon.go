@@ -96,11 +96,7 @@ whenever it changes. The exit code is 1 when --timeout passes first.`,
 				defer cancel()
 			}
 			start := o.cfg.Clock.Now()
-			var domains []string
-			if domain != "" {
-				domains = []string{domain}
-			}
-			hr, err := d.WaitHealthy(ctx, domains...)
+			hr, err := d.WaitHealthy(ctx, args...) // DOMAIN, or none for every domain
 			if hr == nil {
 				return err // nothing to report: the layout or the watch failed
 			}

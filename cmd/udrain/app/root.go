@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -53,10 +54,11 @@ type Config struct {
 	// means the terminal's own, or 120 when it cannot be read.
 	TerminalWidth func(w io.Writer) int
 	// Environ returns the environment handed to the rollout's upgrade
-	// command (before the UDRAIN_* variables); nil means os.Environ.
+	// command (before the UDRAIN_* variables); nil means os.Environ
+	// (upgrade.CommandOptions.Env).
 	Environ func() []string
 	// LookPath finds the rollout's shell (sh) before anything is drained;
-	// nil means exec.LookPath.
+	// nil means exec.LookPath (upgrade.CommandOptions.LookPath).
 	LookPath func(file string) (string, error)
 	// LookupEnv reads one variable (for serve-readiness --from-lws-env);
 	// nil means os.LookupEnv.
@@ -174,23 +176,16 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 func NewCommand(streams genericiooptions.IOStreams, cfg Config) *cobra.Command {
 	o := &options{cfg: cfg, streams: streams, kube: genericclioptions.NewConfigFlags(true), qps: kubeclient.DefaultQPS, burst: kubeclient.DefaultBurst,
 		requestTimeout: kubeclient.DefaultRequestTimeout}
-	if o.cfg.Name == "" {
-		o.cfg.Name = DisplayName(os.Args[0])
-	}
+	o.cfg.Name = cmp.Or(o.cfg.Name, DisplayName(os.Args[0]))
 	if o.cfg.NewClient == nil {
 		o.cfg.NewClient = defaultClientFactory(o)
 	}
-	if o.cfg.Clock == nil {
-		o.cfg.Clock = clock.RealClock{}
-	}
+	o.cfg.Clock = cmp.Or[clock.WithTicker](o.cfg.Clock, clock.RealClock{})
 	if o.cfg.IsTerminal == nil {
 		o.cfg.IsTerminal = isTerminal
 	}
 	if o.cfg.TerminalWidth == nil {
 		o.cfg.TerminalWidth = terminalWidth
-	}
-	if o.cfg.Environ == nil {
-		o.cfg.Environ = os.Environ
 	}
 	if o.cfg.LookupEnv == nil {
 		o.cfg.LookupEnv = os.LookupEnv
