@@ -137,7 +137,7 @@ func (o *options) clientOptions() kubeclient.Options {
 	if timeout == 0 {
 		timeout = kubeclient.NoRequestTimeout
 	}
-	return kubeclient.Options{QPS: o.qps, Burst: o.burst, RequestTimeout: timeout, UserAgent: kubeclient.UserAgent("udrain", buildVersion())}
+	return kubeclient.Options{QPS: o.qps, Burst: o.burst, RequestTimeout: timeout, UserAgent: kubeclient.UserAgent("udrain", thisBuild().Version)}
 }
 
 // refuseClusterFlags returns a usage error if a flag that connects to the

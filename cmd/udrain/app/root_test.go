@@ -140,7 +140,7 @@ current-context: a
 // kubectl's, where kubeclient's zero is its default; requests name udrain
 // and its version.
 func TestClientOptions(t *testing.T) {
-	agent := kubeclient.UserAgent("udrain", buildVersion())
+	agent := kubeclient.UserAgent("udrain", thisBuild().Version)
 	for _, tc := range []struct {
 		o    options
 		want kubeclient.Options
