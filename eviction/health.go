@@ -228,13 +228,8 @@ func (d *Drainer) healthTargets(snap *Snapshot, domains []string) ([]recoveryTar
 	if err != nil {
 		return nil, unscheduled, err
 	}
-	if len(domains) == 0 {
-		domains = layout.Names()
-	}
-	for _, name := range domains {
-		if _, err := layout.Domain(name); err != nil {
-			return nil, unscheduled, err
-		}
+	if domains, err = layout.Select(domains); err != nil {
+		return nil, unscheduled, err
 	}
 	groups := topology.FindGroups(snap.Pods, groupersFor(d.s, snap)...)
 	pdbs := topology.NewPDBIndex(snap.PDBs)

@@ -206,14 +206,9 @@ func (r *rollout) check(ctx context.Context) error {
 		return err
 	}
 	r.layout, r.nodes = layout, snap.Nodes
-	domains := r.opts.Domains
-	for _, name := range domains {
-		if _, err := layout.Domain(name); err != nil {
-			return err
-		}
-	}
-	if len(domains) == 0 {
-		domains = layout.Names()
+	domains, err := layout.Select(r.opts.Domains)
+	if err != nil {
+		return err
 	}
 	if r.opts.Order == OrderSpareFirst {
 		if domains, err = r.order(snap, domains); err != nil {

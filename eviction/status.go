@@ -212,14 +212,9 @@ func (d *Drainer) statusFrom(ctx context.Context, v *view, ro RolloutOptions, st
 		return err
 	}
 	snap.layout = layout
-	names := ro.Domains
-	for _, name := range names {
-		if _, err := layout.Domain(name); err != nil {
-			return err
-		}
-	}
-	if len(names) == 0 {
-		names = layout.Names()
+	names, err := layout.Select(ro.Domains)
+	if err != nil {
+		return err
 	}
 	targets, _, err := d.healthTargets(snap, names)
 	if err != nil {

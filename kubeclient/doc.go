@@ -23,6 +23,10 @@
 //	...
 //	client, err := kubernetes.NewForConfig(cfg)
 //
+// A kubectl plugin builds it from kubectl's connection flags with
+// [ConfigFromFlags], which refuses a --context, --cluster or --user that
+// the kubeconfig does not have ([CheckSelection]) before any request.
+//
 // A controller, or a Go upgrade script, that embeds udrain gets the same
 // client the udrain command uses. The package never logs, prints or exits,
 // and keeps no global state.

@@ -30,7 +30,12 @@
 // of the domain, its phase, the pods left and the budget blocking, with
 // the notable events printed above it. NewVersion builds the Version of a
 // binary from its release stamps and its build info, as "udrain version"
-// does; ReasonOf classifies an error of the module as ErrorInfo.Reason,
+// does; NewDomainList, NewAuditReport, NewGPUSummary and
+// NewWaitServerResult build those documents from the library's results
+// (nodes, their topology.Layout and eviction.Reader.Health;
+// eviction.Reader.Audit; gpu.Summarize; bootstrap.WaitForServer) as udrain
+// does, and DurationSeconds is a
+// duration in the documents' float64 Seconds fields; ReasonOf classifies an error of the module as ErrorInfo.Reason,
 // the class a script acts on (exit codes 2, 3, 4, 130 and 1 on udrain's
 // command line).
 //
@@ -40,8 +45,8 @@
 // Within one APIVersion fields are only added, never renamed, removed or
 // given another meaning.
 //
-// What it is not for: the documents are built by the command line from
-// what it ran (its exit codes, its flags); this package neither runs
-// anything nor talks to a cluster. Like the library's other packages it
+// What it is not for: what only the command line knows (its exit codes
+// in ErrorInfo, its flags) is the command line's to add; this package
+// neither runs anything nor talks to a cluster. Like the library's other packages it
 // writes only to the io.Writer it is given and keeps no global state.
 package report

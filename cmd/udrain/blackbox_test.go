@@ -528,7 +528,7 @@ func testUsageErrors(t *testing.T, bin string) {
 		{[]string{"plan", "ud-1", "--domain-label", "bad key!"}, "is not a label key"},
 		{[]string{"drain", "ud-1", "--domain-label", "bad key!"}, "is not a label key"},
 		{[]string{"domains", "--request-timeout", "abc"}, "--request-timeout"},
-		{[]string{"domains", "--context", "nosuch"}, `--context="nosuch": the kubeconfig has no such context (it has: test)`},
+		{[]string{"domains", "--context", "nosuch"}, `invalid --context: "nosuch": the kubeconfig has no such context (it has: test)`},
 		// Issue 24: these exited 1 after requests.
 		{[]string{"rollout", "--domains", ""}, "--domains is empty"},
 		{[]string{"rollout", "--domains", ",,,"}, "invalid --domains: holds an empty name"},

@@ -6,6 +6,7 @@ import (
 
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/gpu"
+	"github.com/udrain/udrain/report"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -44,17 +45,17 @@ func largeState(b *testing.B, domains, perDomain int) (*eviction.Snapshot, *topo
 	return s, l
 }
 
-// BenchmarkBuildDomainList is "udrain domains" after the lists, at 1,000
-// nodes and 4,000 pods.
+// BenchmarkBuildDomainList is "udrain domains" after the lists
+// (report.NewDomainList), at 1,000 nodes and 4,000 pods.
 func BenchmarkBuildDomainList(b *testing.B) {
 	s, l := largeState(b, 50, 20)
-	report := &eviction.HealthReport{Healthy: true}
+	health := &eviction.HealthReport{Healthy: true}
 	for _, name := range l.Names() {
-		report.Domains = append(report.Domains, eviction.DomainHealth{Domain: name, Healthy: true})
+		health.Domains = append(health.Domains, eviction.DomainHealth{Domain: name, Healthy: true})
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if list := buildDomainList(s.Nodes, l, report, gpu.Options{}); len(list.Items) != 50 {
+		if list := report.NewDomainList(s.Nodes, l, health, gpu.Options{}); len(list.Items) != 50 {
 			b.Fatal(len(list.Items))
 		}
 	}

@@ -1,14 +1,9 @@
 package app
 
 import (
-	"context"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/topology"
@@ -46,31 +41,19 @@ func (f *domainFlags) validate() error {
 	return err
 }
 
-// validateLabel checks --domain-label alone (gpu has no --unlabeled).
+// validateLabel checks --domain-label alone (gpu has no --unlabeled): an
+// empty one, which the library takes for its default, is refused; the
+// rest is package eviction's check of a label key.
 func (f *domainFlags) validateLabel() error {
 	if f.label == "" {
 		return usageErrorf("--domain-label is empty: name the node label of the upgrade domains, e.g. %s", topology.DefaultDomainLabel)
 	}
-	if errs := validation.IsQualifiedName(f.label); len(errs) > 0 {
-		return usageErrorf("--domain-label=%q is not a label key: %s", f.label, strings.Join(errs, "; "))
-	}
-	return nil
+	return inFlagTerms(eviction.ReadOptions{DomainLabel: f.label}.Validate())
 }
 
 func (f *domainFlags) layoutOptions() topology.LayoutOptions {
 	p, _ := f.policy()
 	return topology.LayoutOptions{LabelKey: f.label, Unlabeled: p}
-}
-
-// listNodes lists the cluster's nodes with a Reader of its own, in pages
-// (the commands that need only nodes start no informers), waiting at most
-// connect (connectTimeout) for an API server that does not serve them.
-func listNodes(ctx context.Context, client kubernetes.Interface, connect time.Duration) ([]corev1.Node, error) {
-	r, err := eviction.NewReader(client, eviction.ReadOptions{ConnectTimeout: connect})
-	if err != nil {
-		return nil, err
-	}
-	return r.Nodes(ctx)
 }
 
 // connectTimeout is how long a command waits for an API server that does

@@ -7,7 +7,6 @@ import (
 
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/report"
-	"github.com/udrain/udrain/topology"
 )
 
 func newAuditCommand(o *options) *cobra.Command {
@@ -60,12 +59,7 @@ Error is found (or nodes lack the domain label), 0 otherwise.`,
 			if err != nil {
 				return err
 			}
-			r := topology.Report{Findings: a.Findings}
-			doc := report.AuditReport{TypeMeta: report.NewTypeMeta(report.KindAuditReport), LabelKey: a.LabelKey, Domains: a.Domains, Groups: a.Groups, PDBs: a.PDBs,
-				Errors: len(r.Errors()), Warnings: len(r.Warnings()), Findings: a.Findings, Rollout: a.Rollout}
-			if a.RolloutErr != nil {
-				doc.RolloutProblem = a.RolloutErr.Error()
-			}
+			doc := report.NewAuditReport(a)
 			if err := out.print(o.streams.Out, doc); err != nil {
 				return err
 			}

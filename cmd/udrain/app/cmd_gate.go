@@ -45,7 +45,7 @@ sync.`,
 			if leaseNamespace != "" {
 				le.Namespace = leaseNamespace
 				opts.LeaderElection = &le
-			} else if flagChanged(cmd.Flags(), "lease-name") || flagChanged(cmd.Flags(), "id") {
+			} else if cmd.Flags().Changed("lease-name") || cmd.Flags().Changed("id") {
 				return usageErrorf("--lease-name and --id go with --lease-namespace")
 			}
 			reg := mf.registry()

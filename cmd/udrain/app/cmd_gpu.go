@@ -1,13 +1,9 @@
 package app
 
 import (
-	"errors"
 	"time"
 
 	"github.com/spf13/cobra"
-	appsv1 "k8s.io/api/apps/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/klog/v2"
 
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/gpu"
@@ -49,27 +45,12 @@ The exit code is 0 whether or not problems are found; scripts read
 			if err != nil {
 				return err
 			}
-			daemonSets, err := r.DaemonSets(cmd.Context())
-			var denied *eviction.PermissionError
-			if errors.As(err, &denied) && apierrors.IsForbidden(denied.Err) {
-				klog.FromContext(cmd.Context()).Info("Cannot list DaemonSets; GPU nodes without their resource are reported without the device plugin's diagnosis (grant list on daemonsets.apps to get it)", "err", denied.Err)
-				daemonSets, err = nil, nil
-			}
+			plugins, err := r.DevicePlugins(cmd.Context())
 			if err != nil {
 				return err
 			}
-			var plugins []appsv1.DaemonSet
-			for i := range daemonSets {
-				if _, ok := gpu.DevicePluginVendor(&daemonSets[i]); ok {
-					plugins = append(plugins, daemonSets[i])
-				}
-			}
-			doc := report.GPUSummary{TypeMeta: report.NewTypeMeta(report.KindGPUSummary), LabelKey: df.label, Domains: map[string]string{},
-				Summary: gpu.Summarize(nodes, plugins, gpu.Options{Clock: o.cfg.Clock, GracePeriod: grace})}
-			for _, n := range nodes {
-				doc.Domains[n.Name] = n.Labels[df.label]
-			}
-			return out.print(o.streams.Out, doc)
+			summary := gpu.Summarize(nodes, plugins, gpu.Options{Clock: o.cfg.Clock, GracePeriod: grace})
+			return out.print(o.streams.Out, report.NewGPUSummary(df.label, nodes, summary))
 		},
 	}
 	cmd.Flags().StringVar(&df.label, "domain-label", topology.DefaultDomainLabel, "Node label whose value names a node's upgrade domain (shown per node)")

@@ -97,10 +97,11 @@ A holder that died leaves a Lease that can be taken over once it expires
 			if err := firstError(df.validate(), dr.validate(), out.validate(), uf.validate(lockNamespace)); err != nil {
 				return err
 			}
+			idInput, stepName := uf.step()
 			if id == "" {
-				id = eviction.RolloutIDOf(df.label, uf.idInput())
+				id = eviction.RolloutIDOf(df.label, idInput)
 			}
-			if flagChanged(cmd.Flags(), "domains") && len(domains) == 0 {
+			if cmd.Flags().Changed("domains") && len(domains) == 0 {
 				return usageErrorf("--domains is empty: name the domains to upgrade (comma-separated), or leave the flag out for every domain")
 			}
 			ro := eviction.RolloutOptions{ID: id, Domains: domains, RecoveryTimeout: recoveryTimeout, StuckAfter: stuckAfter,
@@ -121,7 +122,11 @@ A holder that died leaves a Lease that can be taken over once it expires
 				return inFlagTerms(err) // before any request too
 			}
 			// The domains, to show progress; Rollout checks them again.
-			nodes, err := listNodes(cmd.Context(), client, connectTimeout(dr.timeout))
+			r, err := o.newReader(client, &df, eviction.ReadOptions{ConnectTimeout: connectTimeout(dr.timeout)})
+			if err != nil {
+				return err
+			}
+			nodes, err := r.Nodes(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -129,14 +134,9 @@ A holder that died leaves a Lease that can be taken over once it expires
 			if err != nil {
 				return err
 			}
-			names := domains
-			if len(names) == 0 {
-				names = layout.Names()
-			}
-			for _, n := range names {
-				if _, err := layout.Domain(n); err != nil {
-					return err
-				}
+			names, err := layout.Select(domains)
+			if err != nil {
+				return err
 			}
 
 			onEvent := func(e eviction.Event) {}
@@ -170,7 +170,7 @@ A holder that died leaves a Lease that can be taken over once it expires
 			if res == nil {
 				return err
 			}
-			doc := report.RolloutReport{TypeMeta: report.NewTypeMeta(report.KindRolloutResult), UpgradeCommand: uf.command, UpgradeStep: uf.describe(), LabelKey: df.label,
+			doc := report.RolloutReport{TypeMeta: report.NewTypeMeta(report.KindRolloutResult), UpgradeCommand: uf.command, UpgradeStep: stepName, LabelKey: df.label,
 				Result: res, Summary: res.Summary(), Error: errorInfo(err)}
 			if perr := out.print(o.streams.Out, doc); perr != nil {
 				return perr

@@ -70,15 +70,6 @@ through one watch of nodes, pods and budgets, and reads the Lease every
 				return err
 			}
 			ctx := o.quietContext(cmd.Context())
-			if id == "" {
-				nodes, err := listNodes(ctx, client, connectTimeout(0))
-				if err != nil {
-					return err
-				}
-				if id, err = theRolloutOf(nodes); err != nil {
-					return err
-				}
-			}
 			var shared *eviction.Informers
 			if watch {
 				// One watch for the whole --watch, not a list per print.
@@ -92,6 +83,15 @@ through one watch of nodes, pods and budgets, and reads the Lease every
 			d, err := o.newReader(client, &df, eviction.ReadOptions{Informers: shared})
 			if err != nil {
 				return err
+			}
+			if id == "" {
+				nodes, err := d.Nodes(ctx)
+				if err != nil {
+					return err
+				}
+				if id, err = theRolloutOf(nodes); err != nil {
+					return err
+				}
 			}
 			print := func(st *eviction.RolloutStatus) error {
 				doc := report.RolloutStatusReport{TypeMeta: report.NewTypeMeta(report.KindRolloutStatus), LabelKey: df.label, NoLock: noLock, Status: st}

@@ -63,7 +63,7 @@ whatever clients do.`,
 			if err := o.refuseClusterFlags(cmd); err != nil {
 				return err
 			}
-			if !fromLWS && (flagChanged(cmd.Flags(), "port") || flagChanged(cmd.Flags(), "path") || flagChanged(cmd.Flags(), "scheme") || flagChanged(cmd.Flags(), "exclude-leader")) {
+			if !fromLWS && (cmd.Flags().Changed("port") || cmd.Flags().Changed("path") || cmd.Flags().Changed("scheme") || cmd.Flags().Changed("exclude-leader")) {
 				return usageErrorf("--port, --path, --scheme and --exclude-leader go with --from-lws-env")
 			}
 			src := readiness.MembersOptions{Specs: members, LookupEnv: o.cfg.LookupEnv, TLS: tlsOpt}

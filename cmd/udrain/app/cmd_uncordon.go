@@ -96,16 +96,12 @@ whenever it changes. The exit code is 1 when --timeout passes first.`,
 				defer cancel()
 			}
 			start := o.cfg.Clock.Now()
-			var domains []string
-			if domain != "" {
-				domains = []string{domain}
-			}
-			hr, err := d.WaitHealthy(ctx, domains...)
+			hr, err := d.WaitHealthy(ctx, args...) // DOMAIN, or none for every domain
 			if hr == nil {
 				return err // nothing to report: the layout or the watch failed
 			}
 			r := report.HealthReport{TypeMeta: report.NewTypeMeta(report.KindHealthReport), Domain: domain, Health: hr,
-				WaitedSeconds: seconds(o.cfg.Clock.Since(start)), Error: errorInfo(err)}
+				WaitedSeconds: report.DurationSeconds(o.cfg.Clock.Since(start)), Error: errorInfo(err)}
 			if perr := out.print(o.streams.Out, r); perr != nil {
 				return perr
 			}

@@ -25,9 +25,6 @@ var (
 	buildDate = ""
 )
 
-// buildVersion is this binary's version, as "udrain version" prints it.
-func buildVersion() string { return thisBuild().Version }
-
 // thisBuild is the Version report of this binary.
 func thisBuild() report.Version {
 	bi, _ := debug.ReadBuildInfo()

@@ -58,16 +58,14 @@ the last failure), 2 bad URL or flags, 130 interrupted.`,
 			if _, ok := errors.AsType[*udrain.ConfigError](err); ok {
 				return inFlagTerms(err)
 			}
-			if err != nil {
-				// Its hint names the library's options: name the flags.
-				err = &flagTermsError{err: err}
-			}
-			r := buildWaitServerResult(res, err)
+			r := report.NewWaitServerResult(res, err, flagOf)
+			r.Error = errorInfo(err)
 			if perr := out.print(o.streams.Out, r); perr != nil {
 				return perr
 			}
 			if err != nil {
-				return &reportedError{err: err, summary: err.Error()}
+				// Its hint names the library's options: name the flags.
+				return &reportedError{err: err, summary: describe(err)}
 			}
 			return nil
 		},
@@ -86,19 +84,4 @@ the last failure), 2 bad URL or flags, 130 interrupted.`,
 	fs.StringVar(&opts.ClientKeyFile, "client-key", "", "PEM client key (https; with --client-cert)")
 	out.add(cmd)
 	return cmd
-}
-
-func buildWaitServerResult(res *bootstrap.Result, err error) report.WaitServerResult {
-	r := report.WaitServerResult{TypeMeta: report.NewTypeMeta(report.KindWaitServerResult)}
-	if res != nil {
-		r.Target, r.Reachable, r.Attempts, r.ElapsedSeconds = res.Target, true, res.Attempts, seconds(res.Elapsed)
-		r.StatusCode, r.RemoteAddr = res.StatusCode, res.RemoteAddr
-	}
-	var we *bootstrap.WaitError
-	if errors.As(err, &we) {
-		r.Target, r.Attempts, r.ElapsedSeconds, r.StatusCode = we.Target, we.Attempts, seconds(we.Elapsed), we.StatusCode
-		r.FailureClass, r.Hint = string(we.Class), we.Class.Advice(flagOf)
-	}
-	r.Error = errorInfo(err)
-	return r
 }

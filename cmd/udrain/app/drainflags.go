@@ -33,9 +33,6 @@ type drainFlags struct {
 // a drain in kubectl but a whole domain drain in a rollout.
 func (f *drainFlags) add(cmd *cobra.Command, timeoutHelp string) {
 	fs := cmd.Flags()
-	f.gracePeriod = -1
-	f.chunkSize = cmdutil.DefaultChunkSize
-	f.dryRun = "none"
 	fs.BoolVar(&f.force, "force", false, "Continue even if there are pods that do not declare a controller.")
 	fs.BoolVar(&f.ignoreDaemonSets, "ignore-daemonsets", false, "Ignore DaemonSet-managed pods.")
 	fs.BoolVar(&f.deleteEmptyDirData, "delete-emptydir-data", false, "Continue even if there are pods using emptyDir (local data that will be deleted when the node is drained).")

@@ -20,6 +20,9 @@ var fieldFlags = map[string]string{
 	"kubeclient.Options.RequestTimeout": "--request-timeout",
 	"kubeclient.Options.QPS":            "--kube-api-qps",
 	"kubeclient.Options.Burst":          "--kube-api-burst",
+	"kubeclient.Selection.Context":      "--context",
+	"kubeclient.Selection.Cluster":      "--cluster",
+	"kubeclient.Selection.User":         "--user",
 	// readiness (serve-readiness)
 	"readiness.LWSOptions.Port":             "--port",
 	"readiness.LWSOptions.Scheme":           "--scheme",
@@ -159,13 +162,6 @@ func inFlagTerms(err error) error {
 	}
 	return err
 }
-
-// flagTermsError is an error described in terms of flags (describe); it
-// unwraps to the error.
-type flagTermsError struct{ err error }
-
-func (e *flagTermsError) Error() string { return describe(e.err) }
-func (e *flagTermsError) Unwrap() error { return e.err }
 
 // inFlagTermsLogger returns logger with the settings its lines name
 // (the libraries' errors, bootstrap's "setting" beside its hint) named by

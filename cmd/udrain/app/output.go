@@ -3,7 +3,6 @@ package app
 import (
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -29,11 +28,6 @@ func (f *outputFlag) validate() error {
 func (f *outputFlag) print(w io.Writer, doc report.Document) error {
 	p := report.Printer{Format: report.Format(f.format), Table: report.TableOptions{SettingName: flagOf, FindingNote: findingAdvice}}
 	return p.Print(w, doc)
-}
-
-// seconds is a duration in seconds for JSON, to the millisecond.
-func seconds(d time.Duration) float64 {
-	return float64(d.Round(time.Millisecond)) / float64(time.Second)
 }
 
 // plural picks the word for n.

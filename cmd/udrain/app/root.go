@@ -1,31 +1,30 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/textlogger"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/kubeclient"
 	"github.com/udrain/udrain/redact"
 )
@@ -55,10 +54,11 @@ type Config struct {
 	// means the terminal's own, or 120 when it cannot be read.
 	TerminalWidth func(w io.Writer) int
 	// Environ returns the environment handed to the rollout's upgrade
-	// command (before the UDRAIN_* variables); nil means os.Environ.
+	// command (before the UDRAIN_* variables); nil means os.Environ
+	// (upgrade.CommandOptions.Env).
 	Environ func() []string
 	// LookPath finds the rollout's shell (sh) before anything is drained;
-	// nil means exec.LookPath.
+	// nil means exec.LookPath (upgrade.CommandOptions.LookPath).
 	LookPath func(file string) (string, error)
 	// LookupEnv reads one variable (for serve-readiness --from-lws-env);
 	// nil means os.LookupEnv.
@@ -113,21 +113,17 @@ func (o *options) client() (kubernetes.Interface, error) {
 }
 
 // explicitNamespace returns --namespace when it was given, else "".
-func (o *options) explicitNamespace() string {
-	if o.kube.Namespace == nil {
-		return ""
-	}
-	return *o.kube.Namespace
-}
+func (o *options) explicitNamespace() string { return ptr.Deref(o.kube.Namespace, "") }
 
 // defaultClientFactory builds a clientset from the connection flags with
 // the rate limits of --kube-api-qps and --kube-api-burst and the bound of
-// --request-timeout.
+// --request-timeout (kubeclient.ConfigFromFlags: a context, cluster or user
+// that the kubeconfig does not have is a usage error).
 func defaultClientFactory(o *options) ClientFactory {
-	return func(getter genericclioptions.RESTClientGetter) (kubernetes.Interface, error) {
-		cfg, err := restConfig(getter, o.clientOptions())
+	return func(genericclioptions.RESTClientGetter) (kubernetes.Interface, error) {
+		cfg, err := kubeclient.ConfigFromFlags(o.kube, o.clientOptions())
 		if err != nil {
-			return nil, err
+			return nil, inFlagTerms(err)
 		}
 		return kubernetes.NewForConfig(cfg)
 	}
@@ -135,60 +131,13 @@ func defaultClientFactory(o *options) ClientFactory {
 
 // clientOptions are the client settings of --kube-api-qps,
 // --kube-api-burst and --request-timeout, whose 0 means no limit (as
-// kubectl's).
+// kubectl's), with udrain's user agent.
 func (o *options) clientOptions() kubeclient.Options {
 	timeout := o.requestTimeout
 	if timeout == 0 {
 		timeout = kubeclient.NoRequestTimeout
 	}
-	return kubeclient.Options{QPS: o.qps, Burst: o.burst, RequestTimeout: timeout}
-}
-
-// restConfig is the client configuration of the connection flags with the
-// settings of opts (package kubeclient: rate limits, a bound on each
-// request) and udrain's user agent. A context, cluster or user that the
-// kubeconfig does not have is a usage error.
-func restConfig(getter genericclioptions.RESTClientGetter, opts kubeclient.Options) (*rest.Config, error) {
-	if flags, ok := getter.(*genericclioptions.ConfigFlags); ok {
-		if err := checkKubeconfigNames(flags); err != nil {
-			return nil, err
-		}
-	}
-	base, err := getter.ToRESTConfig()
-	if err != nil {
-		return nil, err
-	}
-	opts.UserAgent = kubeclient.UserAgent("udrain", buildVersion())
-	return kubeclient.Config(base, opts)
-}
-
-// checkKubeconfigNames returns a usage error if --context, --cluster or
-// --user names an entry the kubeconfig does not have.
-func checkKubeconfigNames(flags *genericclioptions.ConfigFlags) error {
-	raw, err := flags.ToRawKubeConfigLoader().RawConfig()
-	if err != nil {
-		return nil // the client's own loading reports it
-	}
-	for _, n := range []struct {
-		flag  string
-		name  *string
-		known []string
-	}{
-		{"context", flags.Context, slices.Collect(maps.Keys(raw.Contexts))},
-		{"cluster", flags.ClusterName, slices.Collect(maps.Keys(raw.Clusters))},
-		{"user", flags.AuthInfoName, slices.Collect(maps.Keys(raw.AuthInfos))},
-	} {
-		if n.name == nil || *n.name == "" || slices.Contains(n.known, *n.name) {
-			continue
-		}
-		slices.Sort(n.known)
-		has := "none"
-		if len(n.known) > 0 {
-			has = strings.Join(n.known, ", ")
-		}
-		return usageErrorf("--%s=%q: the kubeconfig has no such %s (it has: %s)", n.flag, *n.name, n.flag, has)
-	}
-	return nil
+	return kubeclient.Options{QPS: o.qps, Burst: o.burst, RequestTimeout: timeout, UserAgent: kubeclient.UserAgent("udrain", thisBuild().Version)}
 }
 
 // refuseClusterFlags returns a usage error if a flag that connects to the
@@ -203,8 +152,7 @@ func (o *options) refuseClusterFlags(cmd *cobra.Command) error {
 	}
 	inherited := cmd.InheritedFlags()
 	for _, name := range o.clusterFlags {
-		f := inherited.Lookup(name)
-		if f == nil || !f.Changed {
+		if !inherited.Changed(name) {
 			continue
 		}
 		if flag, ok := instead[name]; ok {
@@ -228,23 +176,16 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 func NewCommand(streams genericiooptions.IOStreams, cfg Config) *cobra.Command {
 	o := &options{cfg: cfg, streams: streams, kube: genericclioptions.NewConfigFlags(true), qps: kubeclient.DefaultQPS, burst: kubeclient.DefaultBurst,
 		requestTimeout: kubeclient.DefaultRequestTimeout}
-	if o.cfg.Name == "" {
-		o.cfg.Name = DisplayName(os.Args[0])
-	}
+	o.cfg.Name = cmp.Or(o.cfg.Name, DisplayName(os.Args[0]))
 	if o.cfg.NewClient == nil {
 		o.cfg.NewClient = defaultClientFactory(o)
 	}
-	if o.cfg.Clock == nil {
-		o.cfg.Clock = clock.RealClock{}
-	}
+	o.cfg.Clock = cmp.Or[clock.WithTicker](o.cfg.Clock, clock.RealClock{})
 	if o.cfg.IsTerminal == nil {
 		o.cfg.IsTerminal = isTerminal
 	}
 	if o.cfg.TerminalWidth == nil {
 		o.cfg.TerminalWidth = terminalWidth
-	}
-	if o.cfg.Environ == nil {
-		o.cfg.Environ = os.Environ
 	}
 	if o.cfg.LookupEnv == nil {
 		o.cfg.LookupEnv = os.LookupEnv
@@ -301,7 +242,7 @@ command again to resume).`, o.cfg.Name, kubeclient.DefaultQPS, kubeclient.Defaul
 				if err != nil {
 					return usageErrorf("--request-timeout=%q: want a duration with a unit (1s, 2m, 3h) or a whole number of seconds; 0 means no timeout", *t)
 				}
-				if flagChanged(cmd.Flags(), "request-timeout") {
+				if cmd.Flags().Changed("request-timeout") {
 					o.requestTimeout = d
 				}
 			}
@@ -394,34 +335,26 @@ func (e *reportedError) Error() string { return e.err.Error() }
 func (e *reportedError) Unwrap() error { return e.err }
 
 // exactArgs accepts exactly n positional arguments, none empty.
-func exactArgs(n int, what string) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if len(args) != n {
-			return usageErrorf("%s takes %s (got %d argument(s): %s)", cmd.CommandPath(), what, len(args), quoteArgs(args))
-		}
-		return refuseEmptyArgs(cmd, what, args)
-	}
-}
+func exactArgs(n int, what string) cobra.PositionalArgs { return positionalArgs(n, n, what) }
 
 // maxArgs accepts at most n positional arguments, none empty.
-func maxArgs(n int, what string) cobra.PositionalArgs {
+func maxArgs(n int, what string) cobra.PositionalArgs { return positionalArgs(0, n, what) }
+
+// positionalArgs accepts least to most positional arguments, and refuses
+// an empty one (plan "$DOMAIN" with DOMAIN unset), which would otherwise
+// reach the cluster as a name.
+func positionalArgs(least, most int, what string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
-		if len(args) > n {
+		if len(args) < least || len(args) > most {
 			return usageErrorf("%s takes %s (got %d argument(s): %s)", cmd.CommandPath(), what, len(args), quoteArgs(args))
 		}
-		return refuseEmptyArgs(cmd, what, args)
-	}
-}
-
-// refuseEmptyArgs refuses an empty argument ("plan ”", a variable that was
-// not set), which would otherwise reach the cluster as a name.
-func refuseEmptyArgs(cmd *cobra.Command, what string, args []string) error {
-	for _, a := range args {
-		if strings.TrimSpace(a) == "" {
-			return usageErrorf("%s takes %s, not an empty argument", cmd.CommandPath(), what)
+		for _, a := range args {
+			if strings.TrimSpace(a) == "" {
+				return usageErrorf("%s takes %s, not an empty argument", cmd.CommandPath(), what)
+			}
 		}
+		return nil
 	}
-	return nil
 }
 
 // quoteArgs quotes the arguments for an error message, with the
@@ -434,29 +367,14 @@ func quoteArgs(args []string) string {
 	return "[" + strings.Join(quoted, " ") + "]"
 }
 
-// flagChanged reports whether the named flag was set on the command line.
-func flagChanged(fs *pflag.FlagSet, name string) bool {
-	f := fs.Lookup(name)
-	return f != nil && f.Changed
-}
-
 // quietContext returns ctx for the library calls of the commands that show
 // progress events (plan, drain, rollout, uncordon, wait-healthy, domains,
 // audit): at -v 0 the library's V(0) lines would repeat those events, so
-// only its errors are logged; -v 1 and above shows its log next to them.
+// only its errors are logged (udrain.ErrorsOnly); -v 1 and above shows its
+// log next to them.
 func (o *options) quietContext(ctx context.Context) context.Context {
 	if o.verbose > 0 {
 		return ctx
 	}
-	return klog.NewContext(ctx, logr.New(errorsOnly{klog.FromContext(ctx).GetSink()}))
+	return klog.NewContext(ctx, udrain.ErrorsOnly(klog.FromContext(ctx)))
 }
-
-// errorsOnly passes a sink's errors and drops its info lines.
-type errorsOnly struct{ logr.LogSink }
-
-func (errorsOnly) Enabled(int) bool                 { return false }
-func (errorsOnly) Info(int, string, ...interface{}) {}
-func (s errorsOnly) WithValues(kv ...interface{}) logr.LogSink {
-	return errorsOnly{s.LogSink.WithValues(kv...)}
-}
-func (s errorsOnly) WithName(name string) logr.LogSink { return errorsOnly{s.LogSink.WithName(name)} }

@@ -91,7 +91,7 @@ current-context: a
 	flags := genericclioptions.NewConfigFlags(false)
 	*flags.KubeConfig = kubeconfig
 	*flags.Context = "b"
-	cfg, err := restConfig(flags, kubeclient.Options{})
+	cfg, err := kubeclient.ConfigFromFlags(flags, (&options{}).clientOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,15 +126,17 @@ func TestRequestTimeoutNamesItsFlag(t *testing.T) {
 }
 
 // The client settings of the flags: --request-timeout 0 means no limit, as
-// kubectl's, where kubeclient's zero is its default.
+// kubectl's, where kubeclient's zero is its default; requests name udrain
+// and its version.
 func TestClientOptions(t *testing.T) {
+	agent := kubeclient.UserAgent("udrain", thisBuild().Version)
 	for _, tc := range []struct {
 		o    options
 		want kubeclient.Options
 	}{
-		{options{qps: 50, burst: 100, requestTimeout: kubeclient.DefaultRequestTimeout}, kubeclient.Options{QPS: 50, Burst: 100, RequestTimeout: kubeclient.DefaultRequestTimeout}},
-		{options{qps: 50, burst: 100}, kubeclient.Options{QPS: 50, Burst: 100, RequestTimeout: kubeclient.NoRequestTimeout}},
-		{options{qps: 7, burst: 9, requestTimeout: 5 * time.Second}, kubeclient.Options{QPS: 7, Burst: 9, RequestTimeout: 5 * time.Second}},
+		{options{qps: 50, burst: 100, requestTimeout: kubeclient.DefaultRequestTimeout}, kubeclient.Options{QPS: 50, Burst: 100, RequestTimeout: kubeclient.DefaultRequestTimeout, UserAgent: agent}},
+		{options{qps: 50, burst: 100}, kubeclient.Options{QPS: 50, Burst: 100, RequestTimeout: kubeclient.NoRequestTimeout, UserAgent: agent}},
+		{options{qps: 7, burst: 9, requestTimeout: 5 * time.Second}, kubeclient.Options{QPS: 7, Burst: 9, RequestTimeout: 5 * time.Second, UserAgent: agent}},
 	} {
 		if diff := cmp.Diff(tc.want, tc.o.clientOptions()); diff != "" {
 			t.Errorf("(-want +got):\n%s", diff)

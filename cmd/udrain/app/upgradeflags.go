@@ -141,31 +141,20 @@ func (f *upgradeFlags) options(o *options, id, label string, output func(domain 
 	return s
 }
 
-// idInput is what the default rollout ID hashes besides the domain label:
-// the command as it was before the other steps existed, so that old IDs
-// stay the same, else the step's flag and its setting.
-func (f *upgradeFlags) idInput() string {
+// step is what the default rollout ID hashes besides the domain label,
+// and the step's name for the rollout's report. The ID hashes the command
+// as it was before the other steps existed, so that old IDs stay the
+// same, else the step's flag and its setting; the name is "" for the
+// command (reported on its own) and for none.
+func (f *upgradeFlags) step() (idInput, name string) {
 	switch {
 	case f.jobTemplate != "":
-		return "--upgrade-job-template\x00" + f.templateText
+		return "--upgrade-job-template\x00" + f.templateText, "job template " + f.jobTemplate
 	case f.nodeLabel != "":
-		return "--upgrade-node-label\x00" + f.nodeLabel + "\x00" + f.steps.NodeLabel.Done.String()
+		done := f.steps.NodeLabel.Done.String()
+		return "--upgrade-node-label\x00" + f.nodeLabel + "\x00" + done, "node label " + f.nodeLabel + " until " + done
 	case f.webhook != "":
-		return "--upgrade-webhook\x00" + f.webhook
+		return "--upgrade-webhook\x00" + f.webhook, "webhook " + redact.URL(f.webhook)
 	}
-	return f.command
-}
-
-// describe names the step for the rollout's report; "" for the command
-// (reported on its own) and for none.
-func (f *upgradeFlags) describe() string {
-	switch {
-	case f.jobTemplate != "":
-		return "job template " + f.jobTemplate
-	case f.nodeLabel != "":
-		return "node label " + f.nodeLabel + " until " + f.steps.NodeLabel.Done.String()
-	case f.webhook != "":
-		return "webhook " + redact.URL(f.webhook)
-	}
-	return ""
+	return f.command, ""
 }

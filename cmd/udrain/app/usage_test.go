@@ -49,7 +49,7 @@ func TestUsageErrorsBeforeTheCluster(t *testing.T) {
 		{"empty domain", []string{"plan", ""}, "udrain plan takes one upgrade domain, not an empty argument"},
 		{"blank domain", []string{"drain", " "}, "not an empty argument"},
 		{"empty domain in uncordon", []string{"uncordon", ""}, "not an empty argument"},
-		{"bad domain label", []string{"plan", "ud-1", "--domain-label", "bad key!"}, `--domain-label="bad key!" is not a label key`},
+		{"bad domain label", []string{"plan", "ud-1", "--domain-label", "bad key!"}, `invalid --domain-label: "bad key!" is not a label key`},
 		{"bad domain label in domains", []string{"domains", "--domain-label", "a/b/c"}, "is not a label key"},
 		{"bad domain label in gpu", []string{"gpu", "--domain-label", "-x"}, "is not a label key"},
 		{"bad request timeout", []string{"domains", "--request-timeout", "abc"}, `--request-timeout="abc": want a duration with a unit`},
@@ -82,9 +82,9 @@ current-context: a
 		args       []string
 		wantStderr string
 	}{
-		{[]string{"--context", "nosuch"}, `--context="nosuch": the kubeconfig has no such context (it has: a, b)`},
-		{[]string{"--cluster", "nosuch"}, `--cluster="nosuch": the kubeconfig has no such cluster (it has: a)`},
-		{[]string{"--user", "nosuch"}, `--user="nosuch": the kubeconfig has no such user (it has: u)`},
+		{[]string{"--context", "nosuch"}, `invalid --context: "nosuch": the kubeconfig has no such context (it has: a, b)`},
+		{[]string{"--cluster", "nosuch"}, `invalid --cluster: "nosuch": the kubeconfig has no such cluster (it has: a)`},
+		{[]string{"--user", "nosuch"}, `invalid --user: "nosuch": the kubeconfig has no such user (it has: u)`},
 	} {
 		wantUsageError(t, cfg, append([]string{"domains", "--kubeconfig", kubeconfig}, tc.args...), tc.wantStderr)
 	}
