@@ -62,7 +62,7 @@ type destSim struct {
 	// candidates are the domains in the order they are tried.
 	candidates []*simDomain
 	nodeOf     map[*corev1.Pod]*simNode
-	byRef      map[PodRef]*corev1.Pod
+	byRef      map[topology.PodRef]*corev1.Pod
 	requests   map[*corev1.Pod]map[corev1.ResourceName]int64
 	static     map[podNode]bool
 	affinity   map[*corev1.Pod]nodeaffinity.RequiredNodeAffinity
@@ -82,7 +82,7 @@ type antiTerm struct {
 }
 
 func newDestSim(in destinationInput) *destSim {
-	s := &destSim{in: in, domains: map[string]*simDomain{}, nodeOf: map[*corev1.Pod]*simNode{}, byRef: map[PodRef]*corev1.Pod{},
+	s := &destSim{in: in, domains: map[string]*simDomain{}, nodeOf: map[*corev1.Pod]*simNode{}, byRef: map[topology.PodRef]*corev1.Pod{},
 		requests: map[*corev1.Pod]map[corev1.ResourceName]int64{}, static: map[podNode]bool{}, affinity: map[*corev1.Pod]nodeaffinity.RequiredNodeAffinity{}, anti: map[*corev1.Pod][]antiTerm{}}
 	inOrder := map[string]bool{}
 	for _, name := range in.order {
@@ -133,7 +133,7 @@ func newDestSim(in destinationInput) *destSim {
 		}
 	}
 	for _, p := range in.pods {
-		s.byRef[PodRef{Namespace: p.Namespace, Name: p.Name, UID: p.UID}] = p
+		s.byRef[topology.PodRef{Namespace: p.Namespace, Name: p.Name, UID: p.UID}] = p
 		sn := byName[p.Spec.NodeName]
 		if sn == nil || sn.node == nil || p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
@@ -143,8 +143,8 @@ func newDestSim(in destinationInput) *destSim {
 	return s
 }
 
-func (s *destSim) podOf(ref PodRef) *corev1.Pod {
-	return s.byRef[PodRef{Namespace: ref.Namespace, Name: ref.Name, UID: ref.UID}]
+func (s *destSim) podOf(ref topology.PodRef) *corev1.Pod {
+	return s.byRef[topology.PodRef{Namespace: ref.Namespace, Name: ref.Name, UID: ref.UID}]
 }
 
 // groupsOf returns the groups of plan with their evicted pods, in the

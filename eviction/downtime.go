@@ -44,7 +44,7 @@ type downtimes struct {
 	now      func() time.Time
 
 	mu      sync.Mutex
-	byPod   map[PodRef]topology.GroupID
+	byPod   map[topology.PodRef]topology.GroupID
 	order   []topology.GroupID
 	groups  map[topology.GroupID]*groupDown
 	drained bool
@@ -60,7 +60,7 @@ type groupDown struct {
 
 func newDowntimes(d *Drainer, v *view, layout *topology.Layout, plan *Plan, target recoveryTarget, groupers []topology.Grouper) *downtimes {
 	t := &downtimes{v: v, layout: layout, from: plan.Domain, groupers: groupers, every: d.s.recoveryEvery, now: d.s.Clock.Now,
-		byPod: map[PodRef]topology.GroupID{}, groups: map[topology.GroupID]*groupDown{}}
+		byPod: map[topology.PodRef]topology.GroupID{}, groups: map[topology.GroupID]*groupDown{}}
 	for _, w := range target.groups {
 		t.groups[w.id] = &groupDown{want: w}
 	}

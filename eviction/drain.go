@@ -198,17 +198,17 @@ type execution struct {
 	stage    Stage
 	res      *Result
 	progress Progress
-	blocks   map[string]*openBlock // open blocks by PDB key
-	handled  map[PodRef]bool       // pods evicted, gone or terminating already
-	evicted  []evictedPod          // pods to wait for
-	observe  func(Event)           // nil: none
+	blocks   map[string]*openBlock    // open blocks by PDB key
+	handled  map[topology.PodRef]bool // pods evicted, gone or terminating already
+	evicted  []evictedPod             // pods to wait for
+	observe  func(Event)              // nil: none
 }
 
 // openBlock is a block in progress: its record, and the pods still
 // waiting (the record keeps every pod that waited).
 type openBlock struct {
 	rec     BlockRecord
-	waiting []PodRef
+	waiting []topology.PodRef
 }
 
 // execute drains the plan's domain; observe, if set, sees each of the
@@ -223,7 +223,7 @@ func (d *Drainer) execute(ctx context.Context, v *view, plan *Plan, id string, o
 		log:     klog.FromContext(ctx).WithValues("domain", plan.Domain, "id", id),
 		res:     &Result{ID: id, Domain: plan.Domain, DryRun: d.s.dryRunName(), Started: clk.Now()},
 		blocks:  map[string]*openBlock{},
-		handled: map[PodRef]bool{},
+		handled: map[topology.PodRef]bool{},
 	}
 	ex.progress = Progress{Phase1Total: len(plan.Phase1), Phase2Total: len(plan.Phase2)}
 	ex.res.Phase1.Pods, ex.res.Phase2.Pods = len(plan.Phase1), len(plan.Phase2)
@@ -373,7 +373,7 @@ func (ex *execution) emit(ev Event) {
 }
 
 // podEvent is an event about pod p in phase.
-func podEvent(t EventType, phase Phase, p PodRef) Event {
+func podEvent(t EventType, phase Phase, p topology.PodRef) Event {
 	return Event{Type: t, Phase: phase, Pod: &p, Node: p.Node}
 }
 

@@ -1,6 +1,10 @@
 package eviction
 
-import "context"
+import (
+	"context"
+
+	"github.com/udrain/udrain/topology"
+)
 
 // dryRunOutcome records what a dry run found for one pod and reports it.
 func (ex *execution) dryRunOutcome(phase Phase, p PlannedPod, verdict DryRunVerdict, block *BlockInfo, msg string) {
@@ -67,7 +71,7 @@ func (ex *execution) dryRunServer(ctx context.Context) error {
 				ex.dryRunOutcome(ph.phase, p, verdict, nil, msg)
 			case outcomeBlocked:
 				info := ex.blockInfo(p, err)
-				info.Pods = []PodRef{p.PodRef}
+				info.Pods = []topology.PodRef{p.PodRef}
 				ex.dryRunOutcome(ph.phase, p, WouldBlock, &info, "blocked by "+info.String())
 			case outcomeGone:
 				ex.dryRunOutcome(ph.phase, p, AlreadyGone, nil, "already gone")

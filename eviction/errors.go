@@ -65,7 +65,7 @@ type DomainError struct {
 	Stage  Stage
 	// Pending are the pods of the plan not yet evicted (StagePhase1,
 	// StagePhase2) or not yet gone (StageWaitGone).
-	Pending []PodRef
+	Pending []topology.PodRef
 	// Block is the budget that was refusing evictions when the domain
 	// stopped, if one was; errors.As finds it as a *BlockedError too.
 	Block *BlockInfo
@@ -146,7 +146,7 @@ func (e *BlockedError) Error() string {
 	return fmt.Sprintf("%s; the budget frees when the groups it counts are healthy again", e.Block)
 }
 
-func refStrings(refs []PodRef) []string {
+func refStrings(refs []topology.PodRef) []string {
 	out := make([]string, len(refs))
 	for i, r := range refs {
 		out[i] = r.String()
@@ -171,7 +171,7 @@ func (e *RefusedPodsError) Error() string {
 // PodDisruptionBudget: the Eviction API refuses it (HTTP 500), so the domain
 // stops before phase 2.
 type MultiplePDBsError struct {
-	Pod  PodRef
+	Pod  topology.PodRef
 	PDBs []string
 }
 
@@ -187,7 +187,7 @@ func (e *MultiplePDBsError) Error() string {
 // EvictionError reports an eviction the API refused for a reason retrying
 // cannot fix (e.g. Forbidden, an admission webhook's denial).
 type EvictionError struct {
-	Pod PodRef
+	Pod topology.PodRef
 	Err error
 }
 
@@ -204,7 +204,7 @@ func (e *EvictionError) Unwrap() error { return e.Err }
 // (DryRun, a webhook that sees dry runs) stops the domain before its
 // cordon, with nothing changed.
 type AdmissionError struct {
-	Pod PodRef
+	Pod topology.PodRef
 	// Webhook is the webhook's name, when the API server's message gives
 	// it; Message is that message (the webhook's reason).
 	Webhook string

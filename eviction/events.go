@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/udrain/udrain/topology"
 )
 
 // EventType names what happened.
@@ -102,7 +104,7 @@ type Event struct {
 	// PhaseStarted and PhaseDone; zero otherwise.
 	Phase Phase `json:"phase,omitempty"`
 	// Pod is the pod of a pod event.
-	Pod *PodRef `json:"pod,omitempty"`
+	Pod *topology.PodRef `json:"pod,omitempty"`
 	// Node is the node of a node event, and the pod's node on pod events.
 	Node string `json:"node,omitempty"`
 	// Block describes the refusing PDB for Blocked and Unblocked events.

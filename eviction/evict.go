@@ -217,7 +217,7 @@ func (ex *execution) budgetCounts(info *BlockInfo) {
 // budgetPod is p as a block names it: with its node, and whether that node
 // is Ready.
 func (ex *execution) budgetPod(p *corev1.Pod) BudgetPod {
-	bp := BudgetPod{Pod: PodRef{Namespace: p.Namespace, Name: p.Name}, Node: p.Spec.NodeName, Terminating: p.DeletionTimestamp != nil}
+	bp := BudgetPod{Pod: topology.PodRef{Namespace: p.Namespace, Name: p.Name}, Node: p.Spec.NodeName, Terminating: p.DeletionTimestamp != nil}
 	if bp.Node != "" {
 		n, ok := ex.v.Node(bp.Node)
 		bp.NodeNotReady = !ok || !nodeReady(n)
@@ -272,7 +272,7 @@ func (ex *execution) unblock(p PlannedPod, info *BlockInfo, phase Phase) {
 	now := ex.d.s.Clock.Now()
 	ex.mu.Lock()
 	if ob := ex.blocks[key]; ob != nil {
-		ob.waiting = slices.DeleteFunc(ob.waiting, func(r PodRef) bool { return r == p.PodRef })
+		ob.waiting = slices.DeleteFunc(ob.waiting, func(r topology.PodRef) bool { return r == p.PodRef })
 		if len(ob.waiting) == 0 {
 			ob.rec.Duration = Seconds(now.Sub(ob.rec.Since))
 			ex.res.Blocks = append(ex.res.Blocks, ob.rec)
@@ -434,7 +434,7 @@ func (ex *execution) waitChange(ctx context.Context, changed <-chan struct{}, ti
 
 // evictedPod is a pod udrain waits for, with the phase it was evicted in.
 type evictedPod struct {
-	ref   PodRef
+	ref   topology.PodRef
 	phase Phase
 }
 

@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/udrain/udrain/topology"
 )
 
 // The Eviction API evictor marks a dry run where admission webhooks see
@@ -41,7 +43,7 @@ func TestEvictionAPIDryRunReachesAdmission(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pod := PlannedPod{PodRef: PodRef{Namespace: "inference", Name: "llm-0", UID: "u"}}
+	pod := PlannedPod{PodRef: topology.PodRef{Namespace: "inference", Name: "llm-0", UID: "u"}}
 	evict := EvictionAPI(client)
 	if err := evict.Evict(context.Background(), pod, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
 		t.Fatal(err)

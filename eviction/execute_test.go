@@ -109,9 +109,9 @@ func TestBlockedPhase1HoldsPhase2UntilBudgetFrees(t *testing.T) {
 		done <- err
 	}()
 	blocked := log.waitFor(t, "Blocked", func(e Event) bool { return e.Type == EventBlocked })
-	leader := PodRef{Namespace: testNS, Name: "llm-0", UID: "g0-w0", Node: "node-1-1"}
+	leader := topology.PodRef{Namespace: testNS, Name: "llm-0", UID: "g0-w0", Node: "node-1-1"}
 	want := &BlockInfo{BudgetRef: health.BudgetRef{Namespace: testNS, PDB: "llm-leaders"}, BudgetCounts: health.BudgetCounts{DisruptionsAllowed: 0, CurrentHealthy: 2, DesiredHealthy: 2, ExpectedPods: 3},
-		Pods: []PodRef{leader}, Message: "The disruption budget llm-leaders needs 2 healthy pods and has 2 currently"}
+		Pods: []topology.PodRef{leader}, Message: "The disruption budget llm-leaders needs 2 healthy pods and has 2 currently"}
 	if diff := cmp.Diff(want, blocked.Block, cmpIgnoreSince); diff != "" {
 		t.Errorf("block info (-want +got):\n%s", diff)
 	}
@@ -143,7 +143,7 @@ func TestBlockedPhase1HoldsPhase2UntilBudgetFrees(t *testing.T) {
 		t.Errorf("want one Unblocked event, got %d", len(log.ofType(EventUnblocked)))
 	}
 	if len(res.Blocks) != 1 || res.Blocks[0].PDB != "llm-leaders" || res.Blocks[0].Duration <= 0 ||
-		!cmp.Equal(res.Blocks[0].Pods, []PodRef{leader}) {
+		!cmp.Equal(res.Blocks[0].Pods, []topology.PodRef{leader}) {
 		t.Errorf("blocks = %+v, want one block of llm-leaders with the leader that waited", res.Blocks)
 	}
 }
@@ -338,8 +338,8 @@ func TestDryRun(t *testing.T) {
 			if len(fc.evicted()) != 0 {
 				t.Errorf("dry run evicted %v", fc.evicted())
 			}
-			leader := PodRef{Namespace: testNS, Name: "llm-0", UID: "g0-w0", Node: "node-1-1"}
-			worker := PodRef{Namespace: testNS, Name: "llm-0-1", UID: "g0-w1", Node: "node-1-1"}
+			leader := topology.PodRef{Namespace: testNS, Name: "llm-0", UID: "g0-w0", Node: "node-1-1"}
+			worker := topology.PodRef{Namespace: testNS, Name: "llm-0-1", UID: "g0-w1", Node: "node-1-1"}
 			want := []DryRunOutcome{{Pod: leader, Phase: Phase1, Verdict: WouldEvict, Message: "would evict"}, {Pod: worker, Phase: Phase2, Verdict: WouldEvict, Message: "would evict"}}
 			if diff := cmp.Diff(want, res.DryRunOutcomes); diff != "" {
 				t.Errorf("outcomes (-want +got):\n%s", diff)
@@ -623,14 +623,14 @@ func TestBlockNamesTheUnhealthyPodsAndTheirNodes(t *testing.T) {
 		wantText    string
 	}{
 		{name: "its node offline", nodesPer: 1, offline: "node-1-1", unready: []string{"llm-0"},
-			want:     []BudgetPod{{Pod: PodRef{Namespace: testNS, Name: "llm-0"}, Node: "node-1-1", NodeNotReady: true}},
+			want:     []BudgetPod{{Pod: topology.PodRef{Namespace: testNS, Name: "llm-0"}, Node: "node-1-1", NodeNotReady: true}},
 			wantText: "not healthy: inference/llm-0 on node node-1-1 (NotReady)"},
 		{name: "being deleted on a Ready node", nodesPer: 1, unready: []string{"llm-0"}, terminating: true,
-			want:     []BudgetPod{{Pod: PodRef{Namespace: testNS, Name: "llm-0"}, Node: "node-1-1", Terminating: true}},
+			want:     []BudgetPod{{Pod: topology.PodRef{Namespace: testNS, Name: "llm-0"}, Node: "node-1-1", Terminating: true}},
 			wantText: "not healthy: inference/llm-0 on node node-1-1, terminating"},
 		{name: "its worker's node offline", nodesPer: 2, offline: "node-1-2", unready: []string{"llm-0", "llm-0-1"},
-			want: []BudgetPod{{Pod: PodRef{Namespace: testNS, Name: "llm-0"}, Node: "node-1-1",
-				Down: []BudgetPod{{Pod: PodRef{Namespace: testNS, Name: "llm-0-1"}, Node: "node-1-2", NodeNotReady: true}}}},
+			want: []BudgetPod{{Pod: topology.PodRef{Namespace: testNS, Name: "llm-0"}, Node: "node-1-1",
+				Down: []BudgetPod{{Pod: topology.PodRef{Namespace: testNS, Name: "llm-0-1"}, Node: "node-1-2", NodeNotReady: true}}}},
 			wantText: "not healthy: inference/llm-0 on node node-1-1 (its group's members down: inference/llm-0-1 on node node-1-2 (NotReady))"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/udrain/udrain/gpu"
+	"github.com/udrain/udrain/topology"
 )
 
 // fitRisks returns the GPU fits of p that warn of pods that may not come
@@ -54,14 +55,14 @@ func planNodes(nodes []corev1.Node, plan *Plan) []*corev1.Node {
 // come back, the others stay with their GPUs unless they are being
 // deleted or have finished.
 func gpuFits(nodes []*corev1.Node, pods []*corev1.Pod, plan *Plan) []gpu.Fit {
-	planned := map[PodRef]bool{}
+	planned := map[topology.PodRef]bool{}
 	for _, p := range plan.Pods() {
 		planned[p.PodRef] = true
 	}
 	var evicted, staying []*corev1.Pod
 	for _, p := range pods {
 		switch {
-		case planned[RefOf(p)]:
+		case planned[topology.RefOf(p)]:
 			evicted = append(evicted, p)
 		case p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed:
 			staying = append(staying, p)

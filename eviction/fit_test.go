@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/udrain/udrain/gpu"
+	"github.com/udrain/udrain/topology"
 )
 
 // withGPUs makes pod request n nvidia.com/gpu in one container.
@@ -83,8 +84,8 @@ func gpuFitPlan(t *testing.T, pods []gpuFitPod) *Plan {
 // keep their GPUs unless they are being deleted (or have finished); and
 // the Planned event's message carries the warning of a fit at risk.
 func TestPlanGPUFit(t *testing.T) {
-	ref := func(name string, node int) gpu.PodRef {
-		return gpu.PodRef{Namespace: testNS, Name: name, UID: types.UID(name), Node: fmt.Sprintf("node-1-%d", node)}
+	ref := func(name string, node int) topology.PodRef {
+		return topology.PodRef{Namespace: testNS, Name: name, UID: types.UID(name), Node: fmt.Sprintf("node-1-%d", node)}
 	}
 	nodes := func(free1, free2 int64) []gpu.NodeGPUs {
 		return []gpu.NodeGPUs{{Node: "node-1-1", Allocatable: 8, Free: free1}, {Node: "node-1-2", Allocatable: 8, Free: free2}}

@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/informers"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/kubectl/pkg/drain"
+
+	"github.com/udrain/udrain/topology"
 )
 
 // WithoutDaemonSets keeps the cluster-wide DaemonSet informer out of the
@@ -66,7 +68,7 @@ func TestInformersWithoutDaemonSets(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				want := []PodReason{{PodRef: PodRef{Namespace: "kube-system", Name: "plugin-a", Node: "node-1-1"}, Reason: MsgDaemonSetWarning}}
+				want := []PodReason{{PodRef: topology.PodRef{Namespace: "kube-system", Name: "plugin-a", Node: "node-1-1"}, Reason: MsgDaemonSetWarning}}
 				if diff := cmp.Diff(want, plan.Skipped); diff != "" {
 					t.Errorf("skipped (-want +got):\n%s", diff)
 				}

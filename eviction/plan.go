@@ -10,7 +10,6 @@ import (
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/kubectl/pkg/drain"
 
 	"github.com/udrain/udrain"
@@ -58,26 +57,9 @@ const (
 
 func (p Phase) String() string { return fmt.Sprintf("phase %d", int(p)) }
 
-// PodRef names one pod: namespace, name, UID (the pod udrain saw; a
-// replacement with the same name is another pod) and node.
-type PodRef struct {
-	Namespace string    `json:"namespace"`
-	Name      string    `json:"name"`
-	UID       types.UID `json:"uid,omitempty"`
-	Node      string    `json:"node,omitempty"`
-}
-
-// String returns "namespace/name".
-func (p PodRef) String() string { return p.Namespace + "/" + p.Name }
-
-// RefOf returns the PodRef of pod.
-func RefOf(pod *corev1.Pod) PodRef {
-	return PodRef{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID, Node: pod.Spec.NodeName}
-}
-
 // PlannedPod is a pod the plan evicts.
 type PlannedPod struct {
-	PodRef
+	topology.PodRef
 	// PDBs are the PodDisruptionBudgets that select the pod.
 	PDBs []string `json:"pdbs,omitempty"`
 	// Group is the pod's group, if any.
@@ -97,7 +79,7 @@ type PlannedPod struct {
 // --delete-emptydir-data to override)"), or udrain's where kubectl has
 // none.
 type PodReason struct {
-	PodRef
+	topology.PodRef
 	Reason string `json:"reason"`
 }
 
@@ -344,13 +326,13 @@ func (pl *planner) add(p *corev1.Pod) {
 			if msg == "" {
 				msg = "unexpected error"
 			}
-			plan.Refused = append(plan.Refused, PodReason{PodRef: RefOf(p), Reason: msg})
+			plan.Refused = append(plan.Refused, PodReason{PodRef: topology.RefOf(p), Reason: msg})
 		default:
-			plan.Skipped = append(plan.Skipped, PodReason{PodRef: RefOf(p), Reason: skipReason(p, st, s, pl.now)})
+			plan.Skipped = append(plan.Skipped, PodReason{PodRef: topology.RefOf(p), Reason: skipReason(p, st, s, pl.now)})
 		}
 		return
 	}
-	pp := PlannedPod{PodRef: RefOf(p), Terminating: p.DeletionTimestamp != nil}
+	pp := PlannedPod{PodRef: topology.RefOf(p), Terminating: p.DeletionTimestamp != nil}
 	if st.Reason == drain.PodDeleteStatusTypeWarning {
 		pp.Warning = st.Message
 	}

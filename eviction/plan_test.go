@@ -104,7 +104,7 @@ func TestPlan(t *testing.T) {
 			want: summary{
 				Phase1:  []string{"inference/llm-0"},
 				Phase2:  []string{"inference/llm-0-2", "inference/llm-0-1"},
-				Skipped: []PodReason{{PodRef: PodRef{Namespace: "udrain-upgrade", Name: "upgrade-node-1-1-x", Node: "node-1-1"}, Reason: ReasonUpgradeStepPod}},
+				Skipped: []PodReason{{PodRef: topology.PodRef{Namespace: "udrain-upgrade", Name: "upgrade-node-1-1-x", Node: "node-1-1"}, Reason: ReasonUpgradeStepPod}},
 				Groups:  []string{"inference/llm-0"},
 			},
 		},
@@ -117,10 +117,10 @@ func TestPlan(t *testing.T) {
 			want: summary{
 				Phase1:  []string{"inference/llm-0"},
 				Phase2:  []string{"inference/llm-0-2", "inference/llm-0-1"},
-				Skipped: []PodReason{{PodRef: PodRef{Namespace: "kube-system", Name: "static-node-1-1", Node: "node-1-1"}, Reason: ReasonMirrorPod}},
+				Skipped: []PodReason{{PodRef: topology.PodRef{Namespace: "kube-system", Name: "static-node-1-1", Node: "node-1-1"}, Reason: ReasonMirrorPod}},
 				Refused: []PodReason{
-					{PodRef: PodRef{Namespace: "kube-system", Name: "plugin-a", Node: "node-1-1"}, Reason: MsgDaemonSetFatal},
-					{PodRef: PodRef{Namespace: "web", Name: "cache-0", Node: "node-1-2"}, Reason: MsgLocalStorageFatal},
+					{PodRef: topology.PodRef{Namespace: "kube-system", Name: "plugin-a", Node: "node-1-1"}, Reason: MsgDaemonSetFatal},
+					{PodRef: topology.PodRef{Namespace: "web", Name: "cache-0", Node: "node-1-2"}, Reason: MsgLocalStorageFatal},
 				},
 				Groups: []string{"inference/llm-0"},
 			},
@@ -133,7 +133,7 @@ func TestPlan(t *testing.T) {
 			want: summary{
 				Phase1:  []string{"inference/llm-0"},
 				Phase2:  []string{"inference/llm-0-2", "inference/llm-0-1", "web/cache-0"},
-				Skipped: []PodReason{{PodRef: PodRef{Namespace: "kube-system", Name: "plugin-a", Node: "node-1-1"}, Reason: MsgDaemonSetWarning}},
+				Skipped: []PodReason{{PodRef: topology.PodRef{Namespace: "kube-system", Name: "plugin-a", Node: "node-1-1"}, Reason: MsgDaemonSetWarning}},
 				// kubectl drops the local-storage warning when a later filter
 				// passes the pod; udrain keeps that behaviour.
 				Warnings: []string{"ignoring DaemonSet-managed Pods: kube-system/plugin-a"},

@@ -38,7 +38,7 @@ type BlockInfo struct {
 	health.BudgetCounts
 	Since time.Time `json:"since"`
 	// Pods are the pods waiting on it.
-	Pods []PodRef `json:"pods,omitempty"`
+	Pods []topology.PodRef `json:"pods,omitempty"`
 	// Message is the API server's explanation, if it gave one.
 	Message string `json:"message,omitempty"`
 	// Unhealthy are the pods the budget selects that it does not count
@@ -50,8 +50,8 @@ type BlockInfo struct {
 
 // BudgetPod is a pod a budget selects and does not count healthy.
 type BudgetPod struct {
-	Pod  PodRef `json:"pod"`
-	Node string `json:"node,omitempty"`
+	Pod  topology.PodRef `json:"pod"`
+	Node string          `json:"node,omitempty"`
 	// NodeNotReady: its node's Ready condition is not True (the node is
 	// offline, unreachable, or gone).
 	NodeNotReady bool `json:"nodeNotReady,omitempty"`
@@ -110,8 +110,8 @@ type BlockRecord struct {
 	health.BudgetRef
 	Since time.Time `json:"since"`
 	// Pods are the pods that waited on the budget during the block.
-	Pods     []PodRef `json:"pods,omitempty"`
-	Duration Seconds  `json:"durationSeconds"`
+	Pods     []topology.PodRef `json:"pods,omitempty"`
+	Duration Seconds           `json:"durationSeconds"`
 }
 
 // DryRunVerdict is what a dry run found for one pod.
@@ -137,9 +137,9 @@ const (
 
 // DryRunOutcome is what a dry run found for one pod.
 type DryRunOutcome struct {
-	Pod     PodRef        `json:"pod"`
-	Phase   Phase         `json:"phase"`
-	Verdict DryRunVerdict `json:"verdict"`
+	Pod     topology.PodRef `json:"pod"`
+	Phase   Phase           `json:"phase"`
+	Verdict DryRunVerdict   `json:"verdict"`
 	// Block is the refusing budget for WouldBlock.
 	Block *BlockInfo `json:"block,omitempty"`
 	// Message says the same in a sentence.

@@ -21,7 +21,7 @@ func TestResultDurationsOnTheWire(t *testing.T) {
 	t0 := time.Date(2026, 7, 1, 10, 0, 0, 0, time.UTC)
 	t1 := t0.Add(90 * time.Second)
 	g := topology.GroupID{Kind: topology.KindLeaderWorkerSet, Namespace: "ns", Name: "llm"}
-	block := BlockRecord{BudgetRef: health.BudgetRef{Namespace: "ns", PDB: "leaders"}, Since: t0, Pods: []PodRef{{Namespace: "ns", Name: "llm-0"}}, Duration: Seconds(1500 * time.Millisecond)}
+	block := BlockRecord{BudgetRef: health.BudgetRef{Namespace: "ns", PDB: "leaders"}, Since: t0, Pods: []topology.PodRef{{Namespace: "ns", Name: "llm-0"}}, Duration: Seconds(1500 * time.Millisecond)}
 	down := GroupDowntime{Group: g, From: "ud-1", To: "ud-2", Evicted: t0, Healthy: &t1, Downtime: Seconds(90 * time.Second)}
 	drain := Result{ID: "r1", Domain: "ud-1", Phase1: PhaseResult{Pods: 1, Evicted: 1, Duration: Seconds(time.Second)},
 		Blocks: []BlockRecord{block}, Completed: true, Started: t0, Duration: Seconds(90 * time.Minute)}

@@ -78,7 +78,7 @@ func (d *Drainer) sharedView(ctx context.Context) (*view, error) {
 }
 
 // gone reports whether the pod p refers to (its UID) no longer exists.
-func (v *view) gone(p PodRef) bool {
+func (v *view) gone(p topology.PodRef) bool {
 	return v.Gone(p.Namespace, p.Name, p.UID)
 }
 

@@ -7,8 +7,9 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/udrain/udrain/topology"
 )
 
 // Capacity is a count of GPUs of one product on a set of nodes (the GPUs a
@@ -119,22 +120,10 @@ func podGPUsText(pods []PodGPUs) string {
 	return strings.Join(parts, ", ") + " " + verb + " no node"
 }
 
-// PodRef names a pod in a Fit. Its JSON is that of eviction.PodRef, which
-// converts to it: gpu.PodRef(ref).
-type PodRef struct {
-	Namespace string    `json:"namespace"`
-	Name      string    `json:"name"`
-	UID       types.UID `json:"uid,omitempty"`
-	Node      string    `json:"node,omitempty"`
-}
-
-// String returns "namespace/name".
-func (p PodRef) String() string { return p.Namespace + "/" + p.Name }
-
 // PodGPUs is a pod and the GPUs it requests.
 type PodGPUs struct {
-	Pod  PodRef `json:"pod"`
-	GPUs int64  `json:"gpus"`
+	Pod  topology.PodRef `json:"pod"`
+	GPUs int64           `json:"gpus"`
 }
 
 // NodeGPUs is a node's GPUs: Allocatable as it advertises them, Free what
@@ -210,9 +199,9 @@ func fitOf(r corev1.ResourceName, nodes []NodeGPUs, evicted, staying []*corev1.P
 	return f, true
 }
 
-// refOf returns the PodRef of pod.
-func refOf(pod *corev1.Pod) PodRef {
-	return PodRef{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID, Node: pod.Spec.NodeName}
+// refOf returns the topology.PodRef of pod.
+func refOf(pod *corev1.Pod) topology.PodRef {
+	return topology.PodRef{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID, Node: pod.Spec.NodeName}
 }
 
 // requestOf is what pod requests of resource r, as the scheduler counts

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/udrain/udrain/topology"
 )
 
 // h100 is an 8-GPU H100 node that advertises alloc nvidia.com/gpu.
@@ -39,7 +41,7 @@ func gpuPod(name, node string, n int64, res ...corev1.ResourceName) *corev1.Pod 
 
 // podGPUs is the PodGPUs of gpuPod(name, node, n).
 func podGPUs(name, node string, n int64) PodGPUs {
-	return PodGPUs{Pod: PodRef{Namespace: "ns", Name: name, UID: types.UID("uid-" + name), Node: node}, GPUs: n}
+	return PodGPUs{Pod: topology.PodRef{Namespace: "ns", Name: name, UID: types.UID("uid-" + name), Node: node}, GPUs: n}
 }
 
 // fitsCase is a case of TestFits.
@@ -230,7 +232,7 @@ func TestFitString(t *testing.T) {
 func TestFitJSON(t *testing.T) {
 	f := Fit{Resource: "nvidia.com/gpu", Requested: 8, Free: 6,
 		Nodes:    []NodeGPUs{{Node: "n1", Allocatable: 8, Free: 6}},
-		Unplaced: []PodGPUs{podGPUs("a", "n1", 8), {Pod: PodRef{Namespace: "ns", Name: "b"}, GPUs: 2}}}
+		Unplaced: []PodGPUs{podGPUs("a", "n1", 8), {Pod: topology.PodRef{Namespace: "ns", Name: "b"}, GPUs: 2}}}
 	got, err := json.Marshal([]any{f, Fit{Resource: "amd.com/gpu"}, Capacity{Product: "unknown", GPUs: 1, Nodes: 1}})
 	if err != nil {
 		t.Fatal(err)

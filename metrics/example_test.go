@@ -10,6 +10,7 @@ import (
 
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/metrics"
+	"github.com/udrain/udrain/topology"
 )
 
 // A Recorder on a registry of the program's own, fed by a Drainer's
@@ -27,7 +28,7 @@ func ExampleNew() {
 
 	// What a drain of ud-1 reports, in short.
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	pod := &eviction.PodRef{Namespace: "inference", Name: "llm-0", UID: "u0"}
+	pod := &topology.PodRef{Namespace: "inference", Name: "llm-0", UID: "u0"}
 	for _, e := range []eviction.Event{
 		{Time: t0, Type: eviction.EventPlanned, ID: "drain", Domain: "ud-1"},
 		{Time: t0, Type: eviction.EventBlocked, ID: "drain", Domain: "ud-1", Pod: pod, Request: eviction.RequestBudgetRefused},

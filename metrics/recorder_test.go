@@ -22,14 +22,15 @@ import (
 	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/health"
+	"github.com/udrain/udrain/topology"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func at(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 
-func pod(name string) *eviction.PodRef {
-	return &eviction.PodRef{Namespace: "inference", Name: name, UID: types.UID("uid-" + name)}
+func pod(name string) *topology.PodRef {
+	return &topology.PodRef{Namespace: "inference", Name: name, UID: types.UID("uid-" + name)}
 }
 
 // rolloutOf is what a rollout of one domain with an upgrade step reports:

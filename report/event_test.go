@@ -7,6 +7,7 @@ import (
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/health"
 	"github.com/udrain/udrain/report"
+	"github.com/udrain/udrain/topology"
 )
 
 // TestFormatEvent pins the grammar of a progress line (docs/CLI.md).
@@ -22,10 +23,10 @@ func TestFormatEvent(t *testing.T) {
 		{"node", eviction.Event{Time: at, Type: eviction.EventCordoned, Domain: "ud-1", Node: "gpu-1",
 			Progress: eviction.Progress{Phase1Total: 1, Phase2Total: 2}, Message: "cordoned"},
 			`2026-07-01T10:01:30Z Cordoned domain=ud-1 node=gpu-1 phase1=0/1 phase2=0/2 gone=0 msg="cordoned"`},
-		{"pod", eviction.Event{Time: at, Type: eviction.EventEvicted, Domain: "ud-1", Phase: eviction.Phase2, Pod: &eviction.PodRef{Namespace: "web", Name: "web-1", UID: "u1", Node: "cpu-1"}, Node: "cpu-1",
+		{"pod", eviction.Event{Time: at, Type: eviction.EventEvicted, Domain: "ud-1", Phase: eviction.Phase2, Pod: &topology.PodRef{Namespace: "web", Name: "web-1", UID: "u1", Node: "cpu-1"}, Node: "cpu-1",
 			Progress: eviction.Progress{Phase1Total: 1, Phase1Evicted: 1, Phase2Total: 2, Phase2Evicted: 1, Gone: 1}},
 			`2026-07-01T10:01:30Z Evicted domain=ud-1 phase=2 pod=web/web-1 node=cpu-1 phase1=1/1 phase2=1/2 gone=1`},
-		{"blocked", eviction.Event{Time: at, Type: eviction.EventBlocked, Domain: "ud-2", Phase: eviction.Phase1, Pod: &eviction.PodRef{Namespace: "inference", Name: "llama-1"},
+		{"blocked", eviction.Event{Time: at, Type: eviction.EventBlocked, Domain: "ud-2", Phase: eviction.Phase1, Pod: &topology.PodRef{Namespace: "inference", Name: "llama-1"},
 			Block:    &eviction.BlockInfo{BudgetRef: health.BudgetRef{Namespace: "inference", PDB: "llama-leaders"}, BudgetCounts: health.BudgetCounts{DisruptionsAllowed: 0, CurrentHealthy: 1, DesiredHealthy: 1, ExpectedPods: 2}},
 			Progress: eviction.Progress{Phase1Total: 1, Phase2Total: 1}, Message: `budget "spent"`},
 			`2026-07-01T10:01:30Z Blocked domain=ud-2 phase=1 pod=inference/llama-1 pdb=inference/llama-leaders allowed=0 healthy=1 desired=1 expected=2 phase1=0/1 phase2=0/1 gone=0 msg="budget \"spent\""`},

@@ -8,6 +8,7 @@ import (
 
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/report"
+	"github.com/udrain/udrain/topology"
 )
 
 // A Go program reads what "udrain rollout -o json" printed into a
@@ -72,7 +73,7 @@ func ExamplePrint() {
 // terminal.
 func ExampleFormatEvent() {
 	e := eviction.Event{Time: time.Date(2026, 7, 1, 10, 0, 3, 0, time.UTC), Type: eviction.EventEvicted, Domain: "ud-1", Phase: eviction.Phase1,
-		Pod: &eviction.PodRef{Namespace: "inference", Name: "llama-0"}, Node: "gpu-1"}
+		Pod: &topology.PodRef{Namespace: "inference", Name: "llama-0"}, Node: "gpu-1"}
 	fmt.Println(report.FormatEvent(e, time.RFC3339))
 	// Output:
 	// 2026-07-01T10:00:03Z Evicted domain=ud-1 phase=1 pod=inference/llama-0 node=gpu-1

@@ -13,6 +13,7 @@ import (
 	"github.com/udrain/udrain/health"
 	"github.com/udrain/udrain/internal/testkit"
 	"github.com/udrain/udrain/report"
+	"github.com/udrain/udrain/topology"
 )
 
 var progressNow = time.Date(2026, 7, 1, 10, 0, 0, 0, time.UTC)
@@ -71,7 +72,7 @@ func TestLiveProgress(t *testing.T) {
 	p.Event(eviction.Event{Time: clk.Now(), Type: eviction.EventPhaseStarted, Domain: "ud-2", Phase: eviction.Phase1,
 		Progress: eviction.Progress{Phase1Total: 1, Phase2Total: 3}})
 	block := &eviction.BlockInfo{BudgetRef: health.BudgetRef{Namespace: "inference", PDB: "llama-leaders"}, BudgetCounts: health.BudgetCounts{CurrentHealthy: 1, DesiredHealthy: 1, ExpectedPods: 2}, Since: clk.Now(),
-		Pods: []eviction.PodRef{{Namespace: "inference", Name: "llama-1"}}}
+		Pods: []topology.PodRef{{Namespace: "inference", Name: "llama-1"}}}
 	p.Event(eviction.Event{Time: clk.Now(), Type: eviction.EventBlocked, Domain: "ud-2", Phase: eviction.Phase1, Block: block,
 		Progress: eviction.Progress{Phase1Total: 1, Phase2Total: 3}, Message: "spent"})
 	p.Event(eviction.Event{Time: clk.Now(), Type: eviction.EventBlocked, Domain: "ud-2", Phase: eviction.Phase1, Block: block,

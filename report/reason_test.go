@@ -32,7 +32,7 @@ func TestReasonOf(t *testing.T) {
 		{"domain stopped while blocked", &eviction.DomainError{Domain: "ud-1", Stage: eviction.StagePhase1, Block: &eviction.BlockInfo{BudgetRef: health.BudgetRef{PDB: "p"}}, Err: context.DeadlineExceeded}, report.ReasonBlocked},
 		{"domain interrupted while blocked", &eviction.DomainError{Domain: "ud-1", Stage: eviction.StagePhase1, Block: &eviction.BlockInfo{BudgetRef: health.BudgetRef{PDB: "p"}}, Err: context.Canceled}, report.ReasonInterrupted},
 		{"contract", &topology.ContractError{}, report.ReasonContractViolation},
-		{"multiple PDBs", &eviction.MultiplePDBsError{Pod: eviction.PodRef{Name: "p"}}, report.ReasonContractViolation},
+		{"multiple PDBs", &eviction.MultiplePDBsError{Pod: topology.PodRef{Name: "p"}}, report.ReasonContractViolation},
 		{"domain refused for a contract", &eviction.DomainError{Domain: "ud-1", Stage: eviction.StagePlan, Err: &topology.ContractError{}}, report.ReasonContractViolation},
 		{"unlabeled nodes", &topology.UnlabeledNodesError{Nodes: []string{"n"}}, report.ReasonContractViolation},
 		{"canceled", context.Canceled, report.ReasonInterrupted},

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/topology"
 )
 
 // Delays are the times of a rollout that are configured, not measured: the
@@ -206,8 +207,8 @@ func Analyze(events []eviction.Event, o *Observation, d Delays, rolloutStart tim
 // roundTrip is the median Evicting→Evicted time of the pods that were not
 // refused by a PDB in between.
 func roundTrip(evs []eviction.Event) time.Duration {
-	sent := map[eviction.PodRef]time.Time{}
-	blocked := map[eviction.PodRef]bool{}
+	sent := map[topology.PodRef]time.Time{}
+	blocked := map[topology.PodRef]bool{}
 	var rtts []time.Duration
 	for _, e := range evs {
 		if e.Pod == nil {

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/topology"
 )
 
 // domainEvents are one domain's events of a rollout, at offsets from t0.
@@ -16,7 +17,7 @@ func domainEvents(domain string, at map[eviction.EventType]time.Duration, pods m
 	ev := func(t eviction.EventType, phase eviction.Phase, pod string, off time.Duration) eviction.Event {
 		e := eviction.Event{Time: t0.Add(off), Type: t, Domain: domain, Phase: phase}
 		if ns, name, ok := strings.Cut(pod, "/"); ok {
-			e.Pod = &eviction.PodRef{Namespace: ns, Name: name, UID: types.UID(pod)}
+			e.Pod = &topology.PodRef{Namespace: ns, Name: name, UID: types.UID(pod)}
 		}
 		return e
 	}

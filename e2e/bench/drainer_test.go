@@ -12,6 +12,7 @@ import (
 
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/health"
+	"github.com/udrain/udrain/topology"
 )
 
 // The report keeps every event's time, type, domain and message, and
@@ -49,7 +50,7 @@ func TestEventsFileRoundTrip(t *testing.T) {
 	name := filepath.Join(t.TempDir(), "events.jsonl")
 	at := time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC)
 	want := []eviction.Event{
-		{Type: eviction.EventEvicted, Time: at, Domain: "ud-1", Pod: &eviction.PodRef{Namespace: "ns", Name: "llm-0", UID: "u1", Node: "n1"}},
+		{Type: eviction.EventEvicted, Time: at, Domain: "ud-1", Pod: &topology.PodRef{Namespace: "ns", Name: "llm-0", UID: "u1", Node: "n1"}},
 		{Type: eviction.EventRecovered, Time: at.Add(time.Second), Domain: "ud-1", Message: "ok"},
 	}
 	f, err := os.Create(name)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/metrics"
+	"github.com/udrain/udrain/topology"
 )
 
 // rolloutEvents are the events of a rollout over domains of pods pods each:
@@ -34,7 +35,7 @@ func rolloutEvents(domains, pods int) []eviction.Event {
 		add(eviction.Event{Type: eviction.EventPlanned, Domain: dom})
 		add(eviction.Event{Type: eviction.EventPhaseStarted, Domain: dom, Phase: eviction.Phase1})
 		for p := range pods {
-			ref := &eviction.PodRef{Namespace: "ns", Name: fmt.Sprintf("%s-p%d", dom, p), UID: types.UID(fmt.Sprintf("%s-%d", dom, p)), Node: dom + "-n0"}
+			ref := &topology.PodRef{Namespace: "ns", Name: fmt.Sprintf("%s-p%d", dom, p), UID: types.UID(fmt.Sprintf("%s-%d", dom, p)), Node: dom + "-n0"}
 			add(eviction.Event{Type: eviction.EventBlocked, Domain: dom, Pod: ref, Request: eviction.RequestBudgetRefused})
 			add(eviction.Event{Type: eviction.EventEvicted, Domain: dom, Pod: ref, Request: eviction.RequestEvicted})
 		}

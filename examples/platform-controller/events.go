@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/topology"
 )
 
 // eventReporter turns the rollout's progress events into Kubernetes Events
@@ -137,6 +138,6 @@ func nodeRef(name string) *corev1.ObjectReference {
 }
 
 // podRef refers to the pod udrain saw, by UID.
-func podRef(p *eviction.PodRef) *corev1.ObjectReference {
+func podRef(p *topology.PodRef) *corev1.ObjectReference {
 	return &corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: p.Namespace, Name: p.Name, UID: p.UID}
 }

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/topology"
 )
 
 // onEvent is the Drainer's OnEvent: it finds the request by the event's
@@ -87,7 +88,7 @@ func progress(e eviction.Event) (reason, message string, ok bool) {
 
 // podRef refers to the pod udrain saw, by UID: the Event is never taken
 // for its replacement of the same name.
-func podRef(p *eviction.PodRef) *corev1.ObjectReference {
+func podRef(p *topology.PodRef) *corev1.ObjectReference {
 	return &corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: p.Namespace, Name: p.Name, UID: p.UID}
 }
 
