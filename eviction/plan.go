@@ -89,11 +89,10 @@ const UpgradeStepLabel = "udrain.dev/upgrade-step"
 
 // Skip reasons udrain adds where kubectl has no text.
 const (
-	ReasonMirrorPod          = "mirror pod (managed by the kubelet, not by the API server)"
-	ReasonDeletedLongAgo     = "DeletionTimestamp older than --skip-wait-for-delete-timeout"
-	ReasonSkippedByFilter    = "skipped by an additional filter"
-	ReasonUpgradeStepPod     = "a pod of the rollout's own upgrade step (label " + UpgradeStepLabel + ")"
-	ReasonNotMatchedSelector = "" // pods outside --pod-selector are not listed at all, as in kubectl
+	ReasonMirrorPod       = "mirror pod (managed by the kubelet, not by the API server)"
+	ReasonDeletedLongAgo  = "DeletionTimestamp older than --skip-wait-for-delete-timeout"
+	ReasonSkippedByFilter = "skipped by an additional filter"
+	ReasonUpgradeStepPod  = "a pod of the rollout's own upgrade step (label " + UpgradeStepLabel + ")"
 )
 
 // Blocker is a PodDisruptionBudget that would refuse phase 1 right now.
