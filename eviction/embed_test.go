@@ -608,6 +608,8 @@ func TestValidateWithoutACluster(t *testing.T) {
 		{"status, default ID", RolloutStatusOptions{}.Validate(""), ""},
 		{"status, bad ID", RolloutStatusOptions{}.Validate("a b"), "eviction.Drainer.RolloutStatus(id)"},
 		{"status, a domain twice", RolloutStatusOptions{Domains: []string{"ud-1", "ud-1"}}.Validate(""), "eviction.RolloutStatusOptions.Domains"},
+		{"status, default interval", RolloutStatusOptions{Interval: 0}.Validate(""), ""},
+		{"status, negative interval", RolloutStatusOptions{Interval: -time.Second}.Validate(""), "eviction.RolloutStatusOptions.Interval"},
 	} {
 		var cfg *udrain.ConfigError
 		switch {

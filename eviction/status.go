@@ -68,7 +68,14 @@ type RolloutStatusOptions struct {
 	// (RolloutLock.Disabled): no Lease is read, Running is unknown
 	// (false), and no domain is reported Stopped.
 	NoLock bool
+	// Interval is how often WatchRolloutStatus looks again; zero means
+	// DefaultWatchInterval. RolloutStatus does not read it.
+	Interval time.Duration
 }
+
+// DefaultWatchInterval is how often WatchRolloutStatus looks again
+// without RolloutStatusOptions.Interval.
+const DefaultWatchInterval = 2 * time.Second
 
 // RolloutStatus is where a rollout stands, read back from the cluster.
 type RolloutStatus struct {
@@ -274,6 +281,9 @@ func (o RolloutStatusOptions) Validate(id string) error {
 // with its defaults, as Rollout checks its options; the identity is set so
 // that none is made up: the status holds no Lease.
 func (o RolloutStatusOptions) rollout(id string) (RolloutOptions, error) {
+	if o.Interval < 0 {
+		return RolloutOptions{}, configError("RolloutStatusOptions.Interval", "%s; use a positive interval, or zero for %s", o.Interval, DefaultWatchInterval)
+	}
 	ro, err := RolloutOptions{ID: id, Domains: o.Domains, Order: o.Order,
 		Lock: RolloutLock{Disabled: o.NoLock, Namespace: o.LockNamespace, Identity: "status"}}.withDefaults()
 	return ro, inStatusTerms(err)

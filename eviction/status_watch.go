@@ -1,6 +1,7 @@
 package eviction
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"slices"
@@ -34,19 +35,20 @@ func RolloutIDs(nodes []corev1.Node) []string {
 }
 
 // WatchRolloutStatus reads where rollout id stands, as RolloutStatus does,
-// every interval (on ReadOptions.Clock), and calls onChange with the
+// every opts.Interval (on ReadOptions.Clock), and calls onChange with the
 // status when it differs from the last one passed, the times that move by
 // themselves aside (the status's Time, the Lease's renewal); the first
 // status is always passed. It returns nil once a status is Completed
 // (after passing it), ctx's error when ctx ends, and the error of a read
 // or of onChange otherwise. Give the Reader ReadOptions.Informers so that
 // the whole wait reads through one watch; without them each look lists
-// the cluster again. A non-positive interval is a *udrain.ConfigError,
-// before any request.
-func (r *Reader) WatchRolloutStatus(ctx context.Context, id string, opts RolloutStatusOptions, interval time.Duration, onChange func(*RolloutStatus) error) error {
-	if interval <= 0 {
-		return configError("eviction.Reader.WatchRolloutStatus(interval)", "%s; use a positive interval", interval)
+// the cluster again. Options that RolloutStatusOptions.Validate refuses
+// are a *udrain.ConfigError, before any request.
+func (r *Reader) WatchRolloutStatus(ctx context.Context, id string, opts RolloutStatusOptions, onChange func(*RolloutStatus) error) error {
+	if err := opts.Validate(id); err != nil {
+		return err
 	}
+	interval := cmp.Or(opts.Interval, DefaultWatchInterval)
 	clk := r.d.s.Clock
 	var last string
 	for {

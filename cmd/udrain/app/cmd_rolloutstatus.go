@@ -54,10 +54,7 @@ through one watch of nodes, pods and budgets, and reads the Lease every
 			if err := firstError(df.validate(), out.validate()); err != nil {
 				return err
 			}
-			if watch && interval <= 0 {
-				return usageErrorf("--interval=%s: use a positive duration", interval)
-			}
-			so := eviction.RolloutStatusOptions{Domains: domains, Order: eviction.RolloutOrder(order), LockNamespace: lockNamespace, NoLock: noLock}
+			so := eviction.RolloutStatusOptions{Domains: domains, Order: eviction.RolloutOrder(order), LockNamespace: lockNamespace, NoLock: noLock, Interval: interval}
 			var id string
 			if len(args) == 1 {
 				id = args[0]
@@ -104,7 +101,7 @@ through one watch of nodes, pods and budgets, and reads the Lease every
 				}
 				return print(st)
 			}
-			err = d.WatchRolloutStatus(ctx, id, so, interval, print)
+			err = d.WatchRolloutStatus(ctx, id, so, print)
 			if cmd.Context().Err() != nil {
 				return nil // interrupted: the way a watch ends
 			}
@@ -118,7 +115,7 @@ through one watch of nodes, pods and budgets, and reads the Lease every
 	cmd.Flags().StringVar(&lockNamespace, "lock-namespace", eviction.DefaultLockNamespace, "Namespace of the rollout's Lease")
 	cmd.Flags().BoolVar(&noLock, "no-lock", false, "The rollout runs without a Lease: do not read it (whether the rollout runs is then unknown, and no domain is shown Stopped)")
 	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "Print the status again whenever it changes, until every domain is Done or the command is interrupted")
-	cmd.Flags().DurationVar(&interval, "interval", 2*time.Second, "With --watch, how often to look again")
+	cmd.Flags().DurationVar(&interval, "interval", eviction.DefaultWatchInterval, "With --watch, how often to look again (0 means the default)")
 	return cmd
 }
 

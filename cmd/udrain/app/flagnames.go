@@ -90,6 +90,7 @@ var fieldFlags = map[string]string{
 	"eviction.RolloutStatusOptions.Order":                     "--order",
 	"eviction.RolloutStatusOptions.LockNamespace":             "--lock-namespace",
 	"eviction.RolloutStatusOptions.NoLock":                    "--no-lock",
+	"eviction.RolloutStatusOptions.Interval":                  "--interval",
 	"eviction.RolloutOptions.Domains":                         "--domains",
 	"eviction.RolloutOptions.RecoveryTimeout":                 "--recovery-timeout",
 	"eviction.RolloutOptions.GPUCheck.Grace":                  "--gpu-check-grace",

@@ -166,12 +166,14 @@ func TestRolloutStatusWatch(t *testing.T) {
 }
 
 // rollout's --order and --steering reach the rollout (a bad value is a
-// usage error naming the flag, before any request), as do status's.
+// usage error naming the flag, before any request), as do status's
+// --order and --interval.
 func TestRolloutOrderAndSteeringFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"rollout", "--upgrade-command", "true", "--order", "Random"},
 		{"rollout", "--upgrade-command", "true", "--steering", "Sideways"},
 		{"rollout", "status", "r1", "--order", "Random"},
+		{"rollout", "status", "r1", "--watch", "--interval", "-1s"},
 	} {
 		flag := args[len(args)-2]
 		r := runOn(t, newCluster(t), args...)
