@@ -180,13 +180,18 @@ func lockError(id string, cfg RolloutLock, name string, err error) error {
 		return &LockNamespaceError{Namespace: cfg.Namespace, Lease: name, Err: err}
 	}
 	if apierrors.IsForbidden(err) && !strings.Contains(err.Error(), "being terminated") {
-		role := "the Role udrain-rollout-lock (namespace " + DefaultLockNamespace + ")"
-		if cfg.Namespace != DefaultLockNamespace {
-			role = fmt.Sprintf("a copy of the Role udrain-rollout-lock in namespace %s", cfg.Namespace)
-		}
-		return &PermissionError{Err: err, Role: role}
+		return &PermissionError{Err: err, Role: lockRole(cfg.Namespace)}
 	}
 	return fmt.Errorf("taking the rollout's Lease %s/%s: %w", cfg.Namespace, name, err)
+}
+
+// lockRole names the Role that lets udrain read and write the rollout
+// Leases of namespace: deploy/rbac's, or a copy of it in another one.
+func lockRole(namespace string) string {
+	if namespace == DefaultLockNamespace {
+		return "the Role udrain-rollout-lock (namespace " + DefaultLockNamespace + ")"
+	}
+	return "a copy of the Role udrain-rollout-lock in namespace " + namespace
 }
 
 // keep renews the Lease until ctx ends; when it is lost, it reports a

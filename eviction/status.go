@@ -11,10 +11,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/ptr"
 
 	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/health"
+	"github.com/udrain/udrain/internal/lease"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -463,33 +463,24 @@ func estimate(ps []DomainProgress) *RolloutETA {
 // readRolloutLock GETs the rollout's Lease; nil when there is none.
 func (d *Drainer) readRolloutLock(ctx context.Context, namespace, id string, now time.Time) (*RolloutLockStatus, error) {
 	name := lockName(id)
-	var lease *coordinationv1.Lease
-	err := d.bounded(ctx, func(ctx context.Context) error {
-		l, err := d.client.CoordinationV1().Leases(namespace).Get(ctx, name, metav1.GetOptions{})
-		lease = l
+	var got *coordinationv1.Lease
+	err := d.bounded(ctx, func(ctx context.Context) (err error) {
+		got, err = d.client.CoordinationV1().Leases(namespace).Get(ctx, name, metav1.GetOptions{})
 		return err
 	})
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, nil
 	case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
-		return nil, &PermissionError{Err: err, Role: "the Role udrain-rollout-lock (namespace " + namespace + ")"}
+		return nil, &PermissionError{Err: err, Role: lockRole(namespace)}
 	case err != nil:
 		return nil, err
 	}
-	ls := &RolloutLockStatus{Namespace: namespace, Name: name, Holder: ptr.Deref(lease.Spec.HolderIdentity, ""),
-		Duration: Seconds(time.Duration(ptr.Deref(lease.Spec.LeaseDurationSeconds, 0)) * time.Second)}
-	if t := lease.Spec.AcquireTime; t != nil {
-		at := t.Time
-		ls.AcquiredAt = &at
+	st := lease.StateOf(got)
+	ls := &RolloutLockStatus{Namespace: namespace, Name: name, Holder: st.Holder, Duration: Seconds(st.Duration),
+		AcquiredAt: st.AcquiredAt, Held: st.HeldAt(now)}
+	if !st.RenewedAt.IsZero() {
+		ls.RenewedAt = &st.RenewedAt
 	}
-	renewed := lease.CreationTimestamp.Time
-	if t := lease.Spec.RenewTime; t != nil {
-		renewed = t.Time
-	}
-	if !renewed.IsZero() {
-		ls.RenewedAt = &renewed
-	}
-	ls.Held = ls.Holder != "" && now.Sub(renewed) < ls.Duration.Duration()
 	return ls, nil
 }

@@ -2,6 +2,7 @@ package eviction
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -10,9 +11,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
+	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -364,5 +367,31 @@ func TestRolloutStatusJSON(t *testing.T) {
 	}
 	if diff := cmp.Diff(st, back); diff != "" {
 		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+}
+
+// A status that may not read the rollout's Lease names the Role to grant,
+// as a rollout that may not take it does (lockRole): deploy/rbac's in
+// udrain-system, a copy of it elsewhere.
+func TestRolloutStatusLeaseForbidden(t *testing.T) {
+	for _, tc := range []struct{ name, namespace, wantRole string }{
+		{"default namespace", "", "the Role udrain-rollout-lock (namespace udrain-system)"},
+		{"another namespace", "platform", "a copy of the Role udrain-rollout-lock in namespace platform"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fc := newFakeCluster(t, newStatusCluster().objs...)
+			fc.client.PrependReactor("get", "leases", func(action k8stesting.Action) (bool, runtime.Object, error) {
+				return true, nil, apierrors.NewForbidden(coordinationv1.Resource("leases"), "udrain-rollout-r1", errors.New("no"))
+			})
+			d, err := New(fc.client, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = d.RolloutStatus(testContext(t), "r1", RolloutStatusOptions{LockNamespace: tc.namespace})
+			var pe *PermissionError
+			if !errors.As(err, &pe) || pe.Role != tc.wantRole {
+				t.Errorf("RolloutStatus: %v, want a *PermissionError naming %q", err, tc.wantRole)
+			}
+		})
 	}
 }

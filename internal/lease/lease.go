@@ -146,6 +146,35 @@ func renewedAt(l *coordinationv1.Lease) time.Time {
 	return l.Spec.RenewTime.Time
 }
 
+// State is what a Lease says of its holder.
+type State struct {
+	// Holder is the holder's identity; empty when none holds it.
+	Holder string
+	// AcquiredAt is when the holder took it; nil when it does not say.
+	AcquiredAt *time.Time
+	// RenewedAt is its last renewal (its creation, without one).
+	RenewedAt time.Time
+	// Duration is how long it holds without a renewal.
+	Duration time.Duration
+}
+
+// StateOf reads l's State.
+func StateOf(l *coordinationv1.Lease) State {
+	s := State{Holder: ptr.Deref(l.Spec.HolderIdentity, ""), RenewedAt: renewedAt(l),
+		Duration: time.Duration(ptr.Deref(l.Spec.LeaseDurationSeconds, 0)) * time.Second}
+	if t := l.Spec.AcquireTime; t != nil {
+		at := t.Time
+		s.AcquiredAt = &at
+	}
+	return s
+}
+
+// HeldAt reports whether a holder holds the Lease at now: it has one,
+// renewed within Duration.
+func (s State) HeldAt(now time.Time) bool {
+	return s.Holder != "" && now.Sub(s.RenewedAt) < s.Duration
+}
+
 // Held is a Lease this process holds, from Acquire.
 type Held struct {
 	l *Lock
@@ -193,13 +222,11 @@ func (l *Lock) Acquire(ctx context.Context) (*Held, error) {
 		if err != nil {
 			return nil, err
 		}
-		if holder := ptr.Deref(cur.Spec.HolderIdentity, ""); holder != "" && holder != l.cfg.Identity {
-			renewed := renewedAt(cur)
-			dur := time.Duration(ptr.Deref(cur.Spec.LeaseDurationSeconds, 0)) * time.Second
-			if l.clock.Since(renewed) < dur {
-				return nil, &HeldError{Namespace: l.cfg.Namespace, Name: l.cfg.Name, Holder: holder, RenewedAt: renewed, Duration: dur}
+		if st := StateOf(cur); st.Holder != "" && st.Holder != l.cfg.Identity {
+			if st.HeldAt(l.clock.Now()) {
+				return nil, &HeldError{Namespace: l.cfg.Namespace, Name: l.cfg.Name, Holder: st.Holder, RenewedAt: st.RenewedAt, Duration: st.Duration}
 			}
-			klog.FromContext(ctx).Info("Taking over an expired rollout Lease", "lease", l.cfg.Namespace+"/"+l.cfg.Name, "previousHolder", holder, "renewedAt", renewed)
+			klog.FromContext(ctx).Info("Taking over an expired rollout Lease", "lease", l.cfg.Namespace+"/"+l.cfg.Name, "previousHolder", st.Holder, "renewedAt", st.RenewedAt)
 		}
 		l.hold(cur)
 		var updated *coordinationv1.Lease
