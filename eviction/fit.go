@@ -54,7 +54,7 @@ func planNodes(nodes []corev1.Node, plan *Plan) []*corev1.Node {
 // planned pods fit back (gpu.Fits): pods are the domain's pods, the plan's
 // come back, the others stay with their GPUs unless they are being
 // deleted or have finished.
-func gpuFits(nodes []*corev1.Node, pods []*corev1.Pod, plan *Plan) []gpu.Fit {
+func gpuFits(nodes []*corev1.Node, pods []*corev1.Pod, plan *Plan, opts gpu.Options) []gpu.Fit {
 	planned := map[topology.PodRef]bool{}
 	for _, p := range plan.Pods() {
 		planned[p.PodRef] = true
@@ -68,5 +68,5 @@ func gpuFits(nodes []*corev1.Node, pods []*corev1.Pod, plan *Plan) []gpu.Fit {
 			staying = append(staying, p)
 		}
 	}
-	return gpu.Fits(nodes, evicted, staying)
+	return gpu.Fits(nodes, evicted, staying, opts)
 }

@@ -144,3 +144,48 @@ func boolCount(b bool) int {
 	}
 	return 0
 }
+
+// Options.GPU reaches the plan: nodes whose device plugin advertises a
+// resource package gpu does not know count, and fit, only when
+// Options.GPU.ExtraResources names it.
+func TestPlanGPUOptions(t *testing.T) {
+	const npu corev1.ResourceName = "example.com/npu"
+	var objs []runtime.Object
+	for i := range 2 {
+		n := testNode(fmt.Sprintf("node-1-%d", i+1), "ud-1")
+		n.Status.Capacity = corev1.ResourceList{npu: resource.MustParse("8")}
+		n.Status.Allocatable = corev1.ResourceList{npu: resource.MustParse("8")}
+		objs = append(objs, n)
+		q := resource.MustParse("8")
+		objs = append(objs, readyPod(&corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: fmt.Sprintf("llm-%d", i), UID: types.UID(fmt.Sprintf("llm-%d", i)), OwnerReferences: ownedBy("StatefulSet", "llm")},
+			Spec: corev1.PodSpec{NodeName: n.Name, Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{npu: q}, Limits: corev1.ResourceList{npu: q}}}}},
+		}))
+	}
+	nodes := []gpu.NodeGPUs{{Node: "node-1-1", Allocatable: 8, Free: 8}, {Node: "node-1-2", Allocatable: 8, Free: 8}}
+	for _, tc := range []struct {
+		name     string
+		opts     gpu.Options
+		wantGPUs []gpu.Capacity
+		wantFit  []gpu.Fit
+	}{
+		{name: "named in Options.GPU.ExtraResources", opts: gpu.Options{ExtraResources: map[corev1.ResourceName]gpu.Vendor{npu: "example"}},
+			wantGPUs: []gpu.Capacity{{Vendor: "example", Product: "unknown", GPUs: 16, Nodes: 2}},
+			wantFit:  []gpu.Fit{{Resource: npu, Requested: 16, Free: 16, Nodes: nodes}}},
+		{name: "unknown without", wantGPUs: []gpu.Capacity{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			plan, err := NewPlan("ud-1", snapshotOf(objs), Options{GPU: tc.opts})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.wantGPUs, plan.GPUs); diff != "" {
+				t.Errorf("GPUs (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantFit, plan.GPUFit); diff != "" {
+				t.Errorf("GPUFit (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

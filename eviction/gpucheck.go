@@ -124,7 +124,7 @@ func (d *Drainer) checkGPUs(ctx context.Context, v *view, dom topology.Domain, b
 				return fmt.Errorf("the view of the cluster did not show node %s's upgraded mark within the GPU check's grace period (%v): the node watch is behind; run the rollout again", mark.node, grace)
 			}
 		}
-		lost := gpu.Losses(before, viewNodes(v, dom), nil)
+		lost := gpu.Losses(before, viewNodes(v, dom), nil, d.s.GPU)
 		if len(lost) == 0 {
 			return nil
 		}
@@ -142,7 +142,7 @@ func (d *Drainer) checkGPUs(ctx context.Context, v *view, dom topology.Domain, b
 			return ctx.Err()
 		case <-changed:
 		case <-deadline.C():
-			lost = gpu.Losses(before, viewNodes(v, dom), d.daemonSets(ctx, v))
+			lost = gpu.Losses(before, viewNodes(v, dom), d.daemonSets(ctx, v), d.s.GPU)
 			if len(lost) == 0 {
 				return nil
 			}

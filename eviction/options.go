@@ -16,6 +16,7 @@ import (
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
 	"github.com/udrain/udrain"
+	"github.com/udrain/udrain/gpu"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -123,6 +124,13 @@ type Options struct {
 	// unanswered) are context deadlines in real time, and so is the pacing
 	// that coalesces bursts of watch events into one evaluation.
 	Clock clock.WithTicker
+
+	// GPU is how the plan's GPU fit (Plan.GPUs, Plan.GPUFit) and the
+	// rollout's GPU check classify nodes (package gpu): the resources of
+	// device plugins gpu does not know (ExtraResources), the grace of a
+	// node that does not advertise its GPUs yet. Its nil Clock means
+	// Clock.
+	GPU gpu.Options
 
 	// Informers, if set, are the caller's shared informers (see
 	// InformersFromFactory and InformersFromCache): every call reads
@@ -313,6 +321,9 @@ func (s *settings) setDefaults() {
 	}
 	if s.Clock == nil {
 		s.Clock = clock.RealClock{}
+	}
+	if s.GPU.Clock == nil {
+		s.GPU.Clock = s.Clock
 	}
 	s.filters = filterConfig{
 		force:              h.Force,

@@ -371,8 +371,8 @@ func (pl *planner) finish() *Plan {
 	sort.Slice(plan.Groups, func(i, j int) bool { return topology.CompareGroupIDs(plan.Groups[i].ID, plan.Groups[j].ID) < 0 })
 	plan.Blockers = blockers(snap.PDBs, pl.pdbNeeded)
 	nodes := planNodes(snap.Nodes, plan)
-	plan.GPUs = gpu.CapacityOf(nodes)
-	plan.GPUFit = gpuFits(nodes, pl.local, plan)
+	plan.GPUs = gpu.CapacityOf(nodes, pl.s.GPU)
+	plan.GPUFit = gpuFits(nodes, pl.local, plan, pl.s.GPU)
 	// The findings that concern this domain: its groups, their sibling
 	// groups of the same workloads, its pods and its control-plane nodes.
 	plan.Findings = topology.Audit(topology.AuditInput{Layout: pl.layout, Groups: pl.groups, PDBs: snap.PDBs, PDBIndex: pl.pdbs,

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/udrain/udrain"
+	"github.com/udrain/udrain/gpu"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -45,6 +46,8 @@ type ReadOptions struct {
 
 	// Clock is used for timestamps and waiting; nil means the real clock.
 	Clock clock.WithTicker
+	// GPU is how PlanRollout's plans count and fit GPUs, as Options.GPU.
+	GPU gpu.Options
 	// OnEvent, if set, receives the events of the Reader's calls:
 	// WaitHealthy's EventWaitingRecovery (what it still waits for,
 	// whenever that changes) and EventRecovered, PlanRollout's
@@ -95,6 +98,7 @@ func (o ReadOptions) options() Options {
 		Informers:      o.Informers,
 		ConnectTimeout: o.ConnectTimeout,
 		Clock:          o.Clock,
+		GPU:            o.GPU,
 		OnEvent:        o.OnEvent,
 	}
 }

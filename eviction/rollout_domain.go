@@ -133,7 +133,7 @@ func (s *domainRun) prepare(ctx context.Context) error {
 		return nil
 	}
 	s.out.Plan = plan
-	s.before = gpu.Advertised(domainNodes(snap.Nodes, s.dom))
+	s.before = gpu.Advertised(domainNodes(snap.Nodes, s.dom), s.r.d.s.GPU)
 	if !s.r.dryRun() && len(plan.Groups) > 0 {
 		pgs, _ := s.r.v.PodGroups(ctx)
 		s.down = newDowntimes(s.r.d, s.r.v, layout, plan, s.target, groupersFor(s.r.d.s, &Snapshot{PodGroups: pgs}))

@@ -38,7 +38,9 @@
 // place them, smallest first onto the node with the most GPUs free, which
 // can fragment the free GPUs; Advertised, taken before the upgrade, and
 // Losses, after it, name the GPU nodes that came back with fewer GPUs,
-// each diagnosed against its vendor's device plugin DaemonSets.
+// each diagnosed against its vendor's device plugin DaemonSets. Each
+// classifies the nodes with the Options it is given, as ClassifyNode does
+// (eviction passes its Options.GPU).
 //
 // Everything here is a pure function over API objects: it lists nothing,
 // changes nothing, prints nothing and never fails. The results carry JSON

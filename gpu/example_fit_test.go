@@ -49,7 +49,7 @@ func ExampleFits() {
 		gpuPod("llm-0", "gpu-1", 4), gpuPod("llm-1", "gpu-1", 4),
 		gpuPod("llm-2", "gpu-2", 4), gpuPod("batch-a", "gpu-2", 2), gpuPod("batch-b", "gpu-2", 2),
 	}
-	for _, f := range gpu.Fits(nodes, evicted, nil) {
+	for _, f := range gpu.Fits(nodes, evicted, nil, gpu.Options{}) {
 		fmt.Println(f)
 		fmt.Println("risk:", f.Risk())
 	}
@@ -62,7 +62,7 @@ func ExampleFits() {
 // Losses names the nodes that came back with fewer, here one whose new
 // taint the device plugin does not tolerate.
 func ExampleLosses() {
-	before := gpu.Advertised([]*corev1.Node{h100Node("gpu-1", 8), h100Node("gpu-2", 8)})
+	before := gpu.Advertised([]*corev1.Node{h100Node("gpu-1", 8), h100Node("gpu-2", 8)}, gpu.Options{})
 
 	upgraded := h100Node("gpu-2", 0)
 	upgraded.Spec.Taints = append(upgraded.Spec.Taints, corev1.Taint{Key: "example.com/driver", Value: "new", Effect: corev1.TaintEffectNoSchedule})
@@ -74,7 +74,7 @@ func ExampleLosses() {
 		}}},
 	}
 
-	for _, l := range gpu.Losses(before, []*corev1.Node{h100Node("gpu-1", 8), upgraded}, []appsv1.DaemonSet{plugin}) {
+	for _, l := range gpu.Losses(before, []*corev1.Node{h100Node("gpu-1", 8), upgraded}, []appsv1.DaemonSet{plugin}, gpu.Options{}) {
 		fmt.Printf("%s advertises %d %s, had %d\n", l.Node, l.After, l.Resource, l.Before)
 		for _, d := range l.Diagnoses {
 			for _, t := range d.UntoleratedTaints {

@@ -25,13 +25,13 @@ type Capacity struct {
 }
 
 // CapacityOf adds up, per vendor and product, the GPUs of the nodes that
-// ClassifyNode (with the zero Options) calls GPU nodes, sorted by vendor,
-// then product. Nodes without devices count for nothing.
-func CapacityOf(nodes []*corev1.Node) []Capacity {
+// ClassifyNode (with opts) calls GPU nodes, sorted by vendor, then
+// product. Nodes without devices count for nothing.
+func CapacityOf(nodes []*corev1.Node, opts Options) []Capacity {
 	type key struct{ vendor, product string }
 	acc := map[key]*Capacity{}
 	for _, n := range nodes {
-		c := ClassifyNode(n, Options{})
+		c := ClassifyNode(n, opts)
 		if !c.GPU || c.Count <= 0 {
 			continue
 		}
@@ -135,7 +135,7 @@ type NodeGPUs struct {
 }
 
 // Fits checks, per GPU resource of nodes (the primary resource of each
-// node ClassifyNode, with the zero Options, calls a GPU node), whether
+// node ClassifyNode, with opts, calls a GPU node), whether
 // the evicted pods fit back onto nodes while the staying pods keep what
 // they request there. Only resources some evicted pod requests are
 // reported, sorted by name. Requests are counted as the scheduler counts
@@ -145,11 +145,11 @@ type NodeGPUs struct {
 // it runs now; a staying pod counts on its node (spec.nodeName) only if
 // that node is one of nodes. Leave out of staying the pods that will not
 // hold their GPUs (being deleted, finished).
-func Fits(nodes []*corev1.Node, evicted, staying []*corev1.Pod) []Fit {
+func Fits(nodes []*corev1.Node, evicted, staying []*corev1.Pod, opts Options) []Fit {
 	byResource := map[corev1.ResourceName][]NodeGPUs{}
 	var resources []corev1.ResourceName
 	for _, n := range nodes {
-		c := ClassifyNode(n, Options{})
+		c := ClassifyNode(n, opts)
 		if !c.GPU || c.Resource == "" {
 			continue
 		}

@@ -182,7 +182,7 @@ func accountingCases() []fitsCase {
 func TestFits(t *testing.T) {
 	for _, tc := range append(placementCases(), accountingCases()...) {
 		t.Run(tc.name, func(t *testing.T) {
-			got := Fits(tc.nodes, tc.evicted, tc.staying)
+			got := Fits(tc.nodes, tc.evicted, tc.staying, Options{})
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("Fits (-want +got):\n%s", diff)
 			}
@@ -271,7 +271,7 @@ func TestCapacityOf(t *testing.T) {
 			[]Capacity{{Vendor: "nvidia", Product: "NVIDIA-H100-80GB-HBM3", GPUs: 8, Nodes: 1}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, CapacityOf(tc.nodes)); diff != "" {
+			if diff := cmp.Diff(tc.want, CapacityOf(tc.nodes, Options{})); diff != "" {
 				t.Errorf("CapacityOf (-want +got):\n%s", diff)
 			}
 		})

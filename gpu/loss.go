@@ -27,13 +27,14 @@ type Loss struct {
 }
 
 // Advertised returns, by node name, the GPUs each GPU node of nodes
-// advertises: the allocatable amount of its primary resource, 0 for one
-// whose resource is missing. Nodes that are not GPU nodes are left out.
+// (ClassifyNode with opts) advertises: the allocatable amount of its
+// primary resource, 0 for one whose resource is missing. Nodes that are
+// not GPU nodes are left out.
 // Taken before an upgrade, it is what Losses compares with after it.
-func Advertised(nodes []*corev1.Node) map[string]int64 {
+func Advertised(nodes []*corev1.Node, opts Options) map[string]int64 {
 	out := map[string]int64{}
 	for _, n := range nodes {
-		if c := ClassifyNode(n, Options{}); c.GPU {
+		if c := ClassifyNode(n, opts); c.GPU {
 			out[n.Name] = c.Allocatable
 		}
 	}
@@ -44,16 +45,17 @@ func Advertised(nodes []*corev1.Node) map[string]int64 {
 // fewer GPUs than they should: what before (see Advertised) says they
 // had, or, for a node before does not name, what its labels or capacity
 // count. A node to which before gives 0 (its GPUs were missing already)
-// is never a loss: what happened since is not to blame.
+// is never a loss: what happened since is not to blame. Nodes are
+// classified with opts, as Advertised classified them.
 //
 // When daemonSets is not empty, each loss is diagnosed against every one
 // of them that DevicePluginVendor calls a device plugin of the node's
 // vendor (see DiagnoseDaemonSet), sorted by DaemonSet; pass the cluster's
 // DaemonSets, or only the device plugins'.
-func Losses(before map[string]int64, nodes []*corev1.Node, daemonSets []appsv1.DaemonSet) []Loss {
+func Losses(before map[string]int64, nodes []*corev1.Node, daemonSets []appsv1.DaemonSet, opts Options) []Loss {
 	var out []Loss
 	for _, n := range nodes {
-		c := ClassifyNode(n, Options{})
+		c := ClassifyNode(n, opts)
 		if !c.GPU {
 			continue
 		}

@@ -20,10 +20,10 @@ func readyUnknownSince(n *corev1.Node) {
 func TestAdvertised(t *testing.T) {
 	nodes := []*corev1.Node{h100("n1", 8), h100("n2", 6), newNode("n3", gpuOperatorH100), mi300x("m1", 8), newNode("cpu", nfdCPU)}
 	want := map[string]int64{"n1": 8, "n2": 6, "n3": 0, "m1": 8}
-	if diff := cmp.Diff(want, Advertised(nodes)); diff != "" {
+	if diff := cmp.Diff(want, Advertised(nodes, Options{})); diff != "" {
 		t.Errorf("Advertised (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(map[string]int64{}, Advertised(nil)); diff != "" {
+	if diff := cmp.Diff(map[string]int64{}, Advertised(nil, Options{})); diff != "" {
 		t.Errorf("Advertised(nil) (-want +got):\n%s", diff)
 	}
 }
@@ -146,7 +146,7 @@ func lossesCases() []lossesCase {
 func TestLosses(t *testing.T) {
 	for _, tc := range lossesCases() {
 		t.Run(tc.name, func(t *testing.T) {
-			losses := Losses(tc.before, tc.nodes, tc.daemonSets)
+			losses := Losses(tc.before, tc.nodes, tc.daemonSets, Options{})
 			var got []lossVerdict
 			for _, l := range losses {
 				got = append(got, lossVerdictOf(l))

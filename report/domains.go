@@ -40,7 +40,7 @@ func NewDomainList(nodes []corev1.Node, layout *topology.Layout, h *eviction.Hea
 			}
 			info.Nodes = append(info.Nodes, dn)
 		}
-		info.GPUs = gpu.CapacityOf(domNodes)
+		info.GPUs = gpu.CapacityOf(domNodes, gopts)
 		list.Items = append(list.Items, info)
 	}
 	return list
