@@ -8,7 +8,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/udrain/udrain/gpu"
@@ -165,8 +164,9 @@ func viewNodes(v *view, dom topology.Domain) []*corev1.Node {
 }
 
 // daemonSets returns the cluster's DaemonSets, to diagnose the nodes that
-// lost GPUs, from the caller's DaemonSet informer or one list; nil, logged,
-// without the permission to list them: the losses go undiagnosed.
+// lost GPUs: the view's, from the caller's DaemonSet informer, or listed in
+// pages as Reader.DaemonSets lists them. When they cannot be listed (no
+// permission, say) it logs so and returns nil: the losses go undiagnosed.
 func (d *Drainer) daemonSets(ctx context.Context, v *view) []appsv1.DaemonSet {
 	if v.HasDaemonSets() {
 		var out []appsv1.DaemonSet
@@ -175,10 +175,10 @@ func (d *Drainer) daemonSets(ctx context.Context, v *view) []appsv1.DaemonSet {
 		}
 		return out
 	}
-	list, err := d.client.AppsV1().DaemonSets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	list, err := d.listDaemonSets(ctx)
 	if err != nil {
 		klog.FromContext(ctx).Info("Cannot list DaemonSets to diagnose the GPU nodes", "err", err)
 		return nil
 	}
-	return list.Items
+	return list
 }

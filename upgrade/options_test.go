@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/udrain/udrain"
+	"github.com/udrain/udrain/internal/testkit/kube"
 )
 
 // configError is err's *udrain.ConfigError, or nil.
@@ -30,23 +31,10 @@ func configError(t *testing.T, err error) *udrain.ConfigError {
 // onlyField compares ConfigErrors by Field and See.
 var onlyField = cmpopts.IgnoreFields(udrain.ConfigError{}, "Problem")
 
-const jobYAML = `apiVersion: batch/v1
-kind: Job
-metadata:
-  name: kubelet-upgrade
-spec:
-  backoffLimit: 2
-  template:
-    spec:
-      containers:
-      - name: upgrade
-        image: registry.example.com/upgrader:1.37.2
-`
-
 // TestOptions: at most one step; none is no step; the chosen step's
 // options are checked, and its constructor builds it.
 func TestOptions(t *testing.T) {
-	job := &JobOptions{Template: mustTemplate(t, jobYAML), RolloutID: "r"}
+	job := &JobOptions{Template: mustTemplate(t, kube.JobTemplateYAML), RolloutID: "r"}
 	job.Template.Namespace = "udrain-system"
 	label := &NodeLabelOptions{Key: "k", Value: "1", Done: Signal{SignalLabel, "d", "1"}}
 	hook := &WebhookOptions{URL: "https://upgrade.example.com/"}
@@ -104,14 +92,14 @@ func TestParseJobTemplate(t *testing.T) {
 		wantName    string
 		wantProblem string
 	}{
-		"a Job":           {text: jobYAML, wantName: "kubelet-upgrade"},
+		"a Job":           {text: kube.JobTemplateYAML, wantName: "kubelet-upgrade"},
 		"JSON":            {text: `{"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"}}`, wantName: "j"},
 		"a Pod":           {text: "apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\n", wantProblem: `apiVersion "v1", kind "Pod": want a batch/v1 Job`},
-		"another version": {text: strings.Replace(jobYAML, "batch/v1", "batch/v2", 1), wantProblem: `apiVersion "batch/v2", kind "Job": want a batch/v1 Job`},
+		"another version": {text: strings.Replace(kube.JobTemplateYAML, "batch/v1", "batch/v2", 1), wantProblem: `apiVersion "batch/v2", kind "Job": want a batch/v1 Job`},
 		"no kind":         {text: "metadata:\n  name: x\n", wantProblem: `apiVersion "", kind "": want a batch/v1 Job`},
-		"a typo":          {text: strings.Replace(jobYAML, "backoffLimit", "backofLimit", 1), wantProblem: `unknown field "backofLimit"`},
+		"a typo":          {text: strings.Replace(kube.JobTemplateYAML, "backoffLimit", "backofLimit", 1), wantProblem: `unknown field "backofLimit"`},
 		"not YAML":        {text: "\t:", wantProblem: "not a Job: "},
-		"a field twice":   {text: jobYAML + "kind: Job\n", wantProblem: `"kind" already set`},
+		"a field twice":   {text: kube.JobTemplateYAML + "kind: Job\n", wantProblem: `"kind" already set`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			j, err := ParseJobTemplate([]byte(tc.text))

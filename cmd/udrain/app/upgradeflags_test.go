@@ -22,22 +22,10 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/internal/testkit/kube"
 	"github.com/udrain/udrain/report"
 	"github.com/udrain/udrain/upgrade"
 )
-
-const jobTemplateYAML = `apiVersion: batch/v1
-kind: Job
-metadata:
-  name: kubelet-upgrade
-spec:
-  backoffLimit: 2
-  template:
-    spec:
-      containers:
-      - name: upgrade
-        image: registry.example.com/upgrader:1.37.2
-`
 
 func writeFile(t *testing.T, name, text string) string {
 	t.Helper()
@@ -102,7 +90,7 @@ func TestRolloutUpgradeFlagsRefused(t *testing.T) {
 			want: "--upgrade-job-template: open /nonexistent/job.yaml"},
 		"template not a Job": {args: []string{"--upgrade-job-template", pod},
 			want: `invalid --upgrade-job-template: apiVersion "v1", kind "Pod": want a batch/v1 Job`},
-		"template bound to a node": {args: []string{"--upgrade-job-template", writeFile(t, "bound.yaml", strings.Replace(jobTemplateYAML, "      containers:", "      nodeName: n1\n      containers:", 1))},
+		"template bound to a node": {args: []string{"--upgrade-job-template", writeFile(t, "bound.yaml", strings.Replace(kube.JobTemplateYAML, "      containers:", "      nodeName: n1\n      containers:", 1))},
 			want: "--upgrade-job-template: the template's pod is bound to node n1"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -158,7 +146,7 @@ func TestRolloutJobStep(t *testing.T) {
 		j.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}
 		return true, j, c.client.Tracker().Create(batchv1.SchemeGroupVersion.WithResource("jobs"), j, j.Namespace)
 	})
-	tmpl := writeFile(t, "job.yaml", jobTemplateYAML)
+	tmpl := writeFile(t, "job.yaml", kube.JobTemplateYAML)
 	r := runOn(t, c, "rollout", "--ignore-daemonsets", "--upgrade-job-template", tmpl, "--upgrade-timeout", "1m", "-o", "json")
 	if r.code != ExitOK {
 		t.Fatalf("exit code %d; stderr:\n%s", r.code, r.stderr)
@@ -187,7 +175,7 @@ func TestRolloutJobStep(t *testing.T) {
 	if res.UpgradeStep != "job template "+tmpl || res.UpgradeCommand != "" || !res.Result.Completed {
 		t.Errorf("report: step %q command %q completed %t", res.UpgradeStep, res.UpgradeCommand, res.Result.Completed)
 	}
-	if res.Result.ID != eviction.RolloutIDOf("topology.udrain.dev/upgrade-domain", "--upgrade-job-template\x00"+jobTemplateYAML) {
+	if res.Result.ID != eviction.RolloutIDOf("topology.udrain.dev/upgrade-domain", "--upgrade-job-template\x00"+kube.JobTemplateYAML) {
 		t.Errorf("rollout ID %s is not the default one of the template", res.Result.ID)
 	}
 }
@@ -206,11 +194,11 @@ func TestRolloutJobStepFails(t *testing.T) {
 		j.Status.Conditions = []batchv1.JobCondition{{Type: st, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit"}}
 		return true, j, c.client.Tracker().Create(batchv1.SchemeGroupVersion.WithResource("jobs"), j, j.Namespace)
 	})
-	r := runOn(t, c, "rollout", "--ignore-daemonsets", "--upgrade-job-template", writeFile(t, "job.yaml", jobTemplateYAML))
+	r := runOn(t, c, "rollout", "--ignore-daemonsets", "--upgrade-job-template", writeFile(t, "job.yaml", kube.JobTemplateYAML))
 	if r.code != ExitError {
 		t.Fatalf("exit code %d, want %d; stderr:\n%s", r.code, ExitError, r.stderr)
 	}
-	name := upgrade.JobName("kubelet-upgrade", eviction.RolloutIDOf("topology.udrain.dev/upgrade-domain", "--upgrade-job-template\x00"+jobTemplateYAML), "ud-1", "gpu-2")
+	name := upgrade.JobName("kubelet-upgrade", eviction.RolloutIDOf("topology.udrain.dev/upgrade-domain", "--upgrade-job-template\x00"+kube.JobTemplateYAML), "ud-1", "gpu-2")
 	if want := "upgrade Job udrain-system/" + name + " for node gpu-2 of domain ud-1 failed: BackoffLimitExceeded"; !strings.Contains(r.stderr, want) {
 		t.Errorf("stderr does not have %q:\n%s", want, r.stderr)
 	}
