@@ -121,53 +121,9 @@ type destinationInput struct {
 //     domains outside it in natural order; the scheduler may pick
 //     another one with room.
 func destinations(in destinationInput) []GroupDestination {
-	s := newDestSim(in)
-	var out []GroupDestination
-	movedIn := map[string][]*simGroup{}
-	for _, name := range in.order {
-		plan := in.plans[name]
-		if in.upgraded[name] || plan == nil {
-			continue
-		}
-		d := s.domains[name]
-		d.state = simDraining
-		groups := s.groupsOf(plan)
-		for _, p := range plan.Pods() {
-			if pod := s.podOf(p.PodRef); pod != nil {
-				s.remove(pod)
-			}
-		}
-		for _, g := range movedIn[name] {
-			for _, p := range g.pods {
-				s.remove(p)
-			}
-			groups = append(groups, g)
-		}
-		var back []*simGroup
-		for _, g := range groups {
-			dest, to := s.destination(g, name)
-			switch dest.Kind {
-			case DestinationOwnDomain:
-				back = append(back, g)
-				continue
-			case DestinationDisruptedAgain:
-				movedIn[to] = append(movedIn[to], g)
-			}
-			out = append(out, dest)
-		}
-		d.state = simUpgraded
-		for _, g := range back {
-			dest := GroupDestination{Group: g.id, From: name, To: name, Kind: DestinationOwnDomain}
-			if pod := s.place(g, d, true); pod != nil {
-				dest.To, dest.Kind = "", DestinationNoRoom
-				dest.Message = fmt.Sprintf("no room anywhere, not even back in its own domain %s after the upgrade: pod %s/%s fits no node there (resources, taints, node affinity); it stays Pending", name, pod.Namespace, pod.Name)
-			} else {
-				dest.Message = fmt.Sprintf("back to its own domain %s after the upgrade: %s; it waits, Pending, through the drain and upgrade of %s", name, g.why, name)
-			}
-			out = append(out, dest)
-		}
-	}
-	return out
+	a := &admission{sim: newDestSim(in), steering: in.steering}
+	_, dests, _ := a.schedule(in, 1, true)
+	return dests
 }
 
 // destinationFindings are the findings of the groups that are disrupted

@@ -59,6 +59,12 @@ type simGroup struct {
 type destSim struct {
 	in      destinationInput
 	domains map[string]*simDomain
+	// movedIn are the groups that landed on a pending domain, by domain:
+	// its drain evicts them again.
+	movedIn map[string][]*simGroup
+	// journal, while not nil, records each change, so that a trial can
+	// be undone (see trial).
+	journal *[]simChange
 	// candidates are the domains in the order they are tried.
 	candidates []*simDomain
 	nodeOf     map[*corev1.Pod]*simNode
@@ -74,6 +80,17 @@ type podNode struct {
 	n *simNode
 }
 
+// simChange is a change of the simulation a trial may undo: a pod added
+// to or removed from a node, a domain's state changed, a group moved in.
+type simChange struct {
+	added   bool
+	pod     *corev1.Pod
+	node    *simNode
+	domain  *simDomain
+	state   simState
+	movedTo string
+}
+
 type antiTerm struct {
 	owner      *corev1.Pod
 	namespaces []string
@@ -82,7 +99,7 @@ type antiTerm struct {
 }
 
 func newDestSim(in destinationInput) *destSim {
-	s := &destSim{in: in, domains: map[string]*simDomain{}, nodeOf: map[*corev1.Pod]*simNode{}, byRef: map[topology.PodRef]*corev1.Pod{},
+	s := &destSim{in: in, domains: map[string]*simDomain{}, movedIn: map[string][]*simGroup{}, nodeOf: map[*corev1.Pod]*simNode{}, byRef: map[topology.PodRef]*corev1.Pod{},
 		requests: map[*corev1.Pod]map[corev1.ResourceName]int64{}, static: map[podNode]bool{}, affinity: map[*corev1.Pod]nodeaffinity.RequiredNodeAffinity{}, anti: map[*corev1.Pod][]antiTerm{}}
 	inOrder := map[string]bool{}
 	for _, name := range in.order {
@@ -168,6 +185,22 @@ func (s *destSim) groupsOf(plan *Plan) []*simGroup {
 	return slices.DeleteFunc(out, func(g *simGroup) bool { return len(g.pods) == 0 })
 }
 
+// evictedBy returns the pods plan evicts, as the simulation knows them:
+// its groups with their pods, and the other pods.
+func (s *destSim) evictedBy(plan *Plan) ([]*simGroup, []*corev1.Pod) {
+	groups := s.groupsOf(plan)
+	var others []*corev1.Pod
+	for _, p := range plan.Pods() {
+		if p.Group != nil && slices.ContainsFunc(groups, func(g *simGroup) bool { return g.id == *p.Group }) {
+			continue
+		}
+		if pod := s.podOf(p.PodRef); pod != nil {
+			others = append(others, pod)
+		}
+	}
+	return groups, others
+}
+
 func (s *destSim) requestsOf(p *corev1.Pod) map[corev1.ResourceName]int64 {
 	if r, ok := s.requests[p]; ok {
 		return r
@@ -191,6 +224,9 @@ func (s *destSim) add(p *corev1.Pod, n *simNode) {
 	}
 	n.pods = append(n.pods, p)
 	s.nodeOf[p] = n
+	if s.journal != nil {
+		*s.journal = append(*s.journal, simChange{added: true, pod: p, node: n})
+	}
 }
 
 func (s *destSim) remove(p *corev1.Pod) {
@@ -206,6 +242,113 @@ func (s *destSim) remove(p *corev1.Pod) {
 	}
 	n.pods = slices.DeleteFunc(n.pods, func(q *corev1.Pod) bool { return q == p })
 	delete(s.nodeOf, p)
+	if s.journal != nil {
+		*s.journal = append(*s.journal, simChange{pod: p, node: n})
+	}
+}
+
+// setState sets a domain's state (journaled).
+func (s *destSim) setState(d *simDomain, st simState) {
+	if s.journal != nil {
+		*s.journal = append(*s.journal, simChange{domain: d, state: d.state})
+	}
+	d.state = st
+}
+
+// trial runs fn with the simulation's changes journaled, and undoes them
+// unless fn returns true.
+func (s *destSim) trial(fn func() bool) bool {
+	var changes []simChange
+	outer := s.journal
+	s.journal = &changes
+	keep := fn()
+	if keep {
+		s.journal = outer
+		if outer != nil {
+			*outer = append(*outer, changes...)
+		}
+		return true
+	}
+	// Undone unjournaled: an outer trial never sees these changes.
+	s.journal = nil
+	defer func() { s.journal = outer }()
+	for i := len(changes) - 1; i >= 0; i-- {
+		c := changes[i]
+		switch {
+		case c.domain != nil:
+			c.domain.state = c.state
+		case c.movedTo != "":
+			s.movedIn[c.movedTo] = s.movedIn[c.movedTo][:len(s.movedIn[c.movedTo])-1]
+		case c.added:
+			s.remove(c.pod)
+		default:
+			s.add(c.pod, c.node)
+		}
+	}
+	return false
+}
+
+// moveIn records that g landed on the pending domain to (journaled).
+func (s *destSim) moveIn(to string, g *simGroup) {
+	s.movedIn[to] = append(s.movedIn[to], g)
+	if s.journal != nil {
+		*s.journal = append(*s.journal, simChange{movedTo: to})
+	}
+}
+
+// start simulates the start of domain name's drain: it is closed, the
+// pods it evicts (groups with theirs, and others) leave it, and each
+// group, and each group that had landed on it, goes where
+// destination finds room; those that can only wait for the domain itself
+// are returned to be placed back by finish.
+func (s *destSim) start(name string, groups []*simGroup, others []*corev1.Pod) (dests []GroupDestination, back []*simGroup) {
+	s.setState(s.domains[name], simDraining)
+	for _, g := range groups {
+		for _, p := range g.pods {
+			s.remove(p)
+		}
+	}
+	for _, p := range others {
+		s.remove(p)
+	}
+	for _, g := range s.movedIn[name] {
+		for _, p := range g.pods {
+			s.remove(p)
+		}
+		groups = append(groups, g)
+	}
+	for _, g := range groups {
+		dest, to := s.destination(g, name)
+		switch dest.Kind {
+		case DestinationOwnDomain:
+			back = append(back, g)
+			continue
+		case DestinationDisruptedAgain:
+			s.moveIn(to, g)
+		}
+		dests = append(dests, dest)
+	}
+	return dests, back
+}
+
+// finish simulates the end of domain name's upgrade: it is upgraded, and
+// the groups that waited for it (back, from start) come back to it, or
+// find no room even there.
+func (s *destSim) finish(name string, back []*simGroup) []GroupDestination {
+	d := s.domains[name]
+	s.setState(d, simUpgraded)
+	var out []GroupDestination
+	for _, g := range back {
+		dest := GroupDestination{Group: g.id, From: name, To: name, Kind: DestinationOwnDomain}
+		if pod := s.place(g, d, true); pod != nil {
+			dest.To, dest.Kind = "", DestinationNoRoom
+			dest.Message = fmt.Sprintf("no room anywhere, not even back in its own domain %s after the upgrade: pod %s/%s fits no node there (resources, taints, node affinity); it stays Pending", name, pod.Namespace, pod.Name)
+		} else {
+			dest.Message = fmt.Sprintf("back to its own domain %s after the upgrade: %s; it waits, Pending, through the drain and upgrade of %s", name, g.why, name)
+		}
+		out = append(out, dest)
+	}
+	return out
 }
 
 // destination finds where group g, evicted from domain from, goes, and
