@@ -44,7 +44,6 @@ func TestBudgetAllows(t *testing.T) {
 	}
 }
 
-
 // parCluster is a cluster for the parallelism's decisions: domains ud-1
 // .. ud-<domains> of one node with nodeGPUs GPUs, each holding group
 // llm-<d-1> of two pods of groupGPUs GPUs, leaders under the budget pdb;
@@ -225,7 +224,7 @@ func TestAdmissionNext(t *testing.T) {
 			// The spare takes one group: the second domain's group would
 			// wait for its own domain, though the first domain has room
 			// for it once it is done.
-			name:  "the upgraded room", objs: parCluster{domains: 4, nodeGPUs: 8, groupGPUs: 8, spareGPUs: 8}.budget(maxUnavailable(4)).objects(),
+			name: "the upgraded room", objs: parCluster{domains: 4, nodeGPUs: 8, groupGPUs: 8, spareGPUs: 8}.budget(maxUnavailable(4)).objects(),
 			order: order, upgraded: []string{"ud-9"},
 			wantStart: []string{"ud-1"},
 			wantHolds: []string{"ud-2:Room llm-1", "ud-3:Room llm-2", "ud-4:Room llm-3"},
@@ -233,7 +232,7 @@ func TestAdmissionNext(t *testing.T) {
 		{
 			// Domains with room for a second group: the second domain's
 			// group would land on ud-3, still to drain.
-			name:  "the upgraded room, pending domains with room", objs: parCluster{domains: 4, nodeGPUs: 16, groupGPUs: 8, spareGPUs: 8}.budget(maxUnavailable(4)).objects(),
+			name: "the upgraded room, pending domains with room", objs: parCluster{domains: 4, nodeGPUs: 16, groupGPUs: 8, spareGPUs: 8}.budget(maxUnavailable(4)).objects(),
 			order: order, upgraded: []string{"ud-9"},
 			wantStart: []string{"ud-1"},
 			wantHolds: []string{"ud-2:Room llm-1 to ud-3", "ud-3:Room llm-2 to ud-2", "ud-4:Room llm-3 to ud-2"},
@@ -241,8 +240,8 @@ func TestAdmissionNext(t *testing.T) {
 		{
 			// No spare at all: every group waits for its own domain
 			// whatever runs beside it; room holds nothing back.
-			name:  "no upgraded room anyway", objs: parCluster{domains: 4, nodeGPUs: 8, groupGPUs: 8}.budget(maxUnavailable(4)).objects(),
-			order: order,
+			name: "no upgraded room anyway", objs: parCluster{domains: 4, nodeGPUs: 8, groupGPUs: 8}.budget(maxUnavailable(4)).objects(),
+			order:     order,
 			wantStart: []string{"ud-1", "ud-2", "ud-3", "ud-4"},
 		},
 		{
