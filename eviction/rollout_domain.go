@@ -29,10 +29,10 @@ type domainRun struct {
 	demand *demand
 	// recovering: the domain is uncordoned; its recovery runs.
 	recovering atomic.Bool
-	dom    topology.Domain
-	emit   func(Event)
-	logger klog.Logger
-	start  time.Time
+	dom        topology.Domain
+	emit       func(Event)
+	logger     klog.Logger
+	start      time.Time
 
 	plan *Plan
 	// upgraded: an earlier run with this ID upgraded the domain; its
