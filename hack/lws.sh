@@ -11,9 +11,9 @@
 #                  DisaggregatedSet ones: the manager runs their controllers
 #                  too, and its cache waits for every kind it watches)
 #   rbac/role.yaml the ClusterRole the manager runs with in a real cluster
-#   webhook/       config/webhook's manifests.yaml and the kustomize patches
-#                  (mutating-patch.yaml, validating-patch.yaml) that give
-#                  the pod webhooks their objectSelector
+#   webhook/       config/webhook as it is: manifests.yaml and the kustomization
+#                  whose patches (mutating-patch.yaml, validating-patch.yaml)
+#                  give the pod webhooks their objectSelector
 #
 # Where the source comes from: the Go module proxy, if it serves
 # sigs.k8s.io/lws at the version; else the source tarball
@@ -49,7 +49,7 @@ fi
 CRDS=(leaderworkerset.x-k8s.io_leaderworkersets.yaml
   disaggregatedset.x-k8s.io_disaggregatedsets.yaml
   disaggregatedset.x-k8s.io_disaggregatedsetrolescalers.yaml)
-WEBHOOK=(manifests.yaml mutating-patch.yaml validating-patch.yaml)
+WEBHOOK=(kustomization.yaml kustomizeconfig.yaml manifests.yaml mutating-patch.yaml service.yaml validating-patch.yaml)
 
 log() { echo "lws: $*" >&2; }
 die() { log "$*"; exit 1; }
