@@ -25,6 +25,9 @@ type lwsConfig struct {
 	// Set is the rest of the LeaderWorkerSet (placement, policies, budget);
 	// deployLWS fills in its namespace, name, pool, sizes and delays.
 	Set fixture.LeaderWorkerSet
+	// gateRequests, if set, counts the readiness-gate controller's
+	// condition patches and their answers.
+	gateRequests *requestCounter
 }
 
 // defaultLWS is 3 groups of 4 pods of 4 GPUs over 4 domains of two 8-GPU
@@ -65,7 +68,11 @@ func deployLWS(t *testing.T, cfg lwsConfig) *scenario {
 		w.GracePeriodSeconds = 5
 	}
 	s.real = &w
-	s.gate = startGateController(t, tt.Client, gate.Options{Namespace: tt.Name})
+	gateClient := tt.Client
+	if cfg.gateRequests != nil {
+		gateClient = cfg.gateRequests.client(t, tt.Config)
+	}
+	s.gate = startGateController(t, gateClient, gate.Options{Namespace: tt.Name})
 	s.record(t, w.Selector())
 	dyn, err := dynamic.NewForConfig(tt.Config)
 	if err != nil {
