@@ -3,8 +3,8 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"io"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
