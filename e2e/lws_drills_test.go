@@ -98,6 +98,11 @@ func TestLWSRolloutOverDomainsWithSpare(t *testing.T) {
 			gate := cfg.gateRequests.snapshot().minus(before)
 			t.Logf("readiness-gate controller during the rollout: %s for %d recreated groups (%.1f patches a group)",
 				gate, s.real.Replicas, float64(gate.patches)/float64(s.real.Replicas))
+			// Only a True patch carries the resourceVersion it was decided
+			// on; a False one cannot conflict.
+			if gate.conflicts != gate.trueConflicts {
+				t.Errorf("readiness-gate controller: %d of its 409s on False patches, which carry no precondition", gate.conflicts-gate.trueConflicts)
+			}
 			checkUpgradedAndUncordoned(t, s, "e2e-lws-"+name)
 			_ = o
 		})
