@@ -50,6 +50,7 @@ var fieldFlags = map[string]string{
 	"gate.Options.ResyncPeriod":         "--resync-period",
 	"gate.Options.MaxSyncAge":           "--max-sync-age",
 	"gate.Options.HistoryCheck":         "--history-check",
+	"gate.Options.FalseRewriteInterval": "--false-rewrite-interval",
 	"gate.Options.Namespace":            "--namespace",
 	"gate.LeaderElection.Namespace":     "--lease-namespace",
 	"gate.LeaderElection.Name":          "--lease-name",
