@@ -132,13 +132,18 @@ func (r *rollout) admit(ctx context.Context, pending []int, flying []*domainRun)
 	if err != nil {
 		layout = r.layout
 	}
-	in := destinationInput{nodes: snap.Nodes, pods: snap.Pods, layout: layout, order: r.domains, upgraded: map[string]bool{}, steering: r.opts.Steering}
+	if r.requests == nil {
+		r.requests = newRequestCache()
+	}
+	defer r.requests.turn()
+	in := destinationInput{nodes: snap.Nodes, pods: snap.Pods, layout: layout, order: r.domains, upgraded: map[string]bool{}, steering: r.opts.Steering, known: r.requests}
 	for _, name := range r.domains {
 		if dom, err := layout.Domain(name); err == nil && upgradedBy(snap.Nodes, dom, r.id) {
 			in.upgraded[name] = true
 		}
 	}
 	a := newAdmission(in, snap.PDBs, groupersFor(r.d.s, snap))
+	a.sim.noRoom = true
 	var flights []*flight
 	for _, s := range flying {
 		f := &flight{demand: s.demand, recovering: s.recovering.Load()}
