@@ -48,7 +48,7 @@ type Progress struct {
 	domainIndex int
 	domainTotal int
 	phase       eviction.Phase
-	prog        eviction.Progress
+	prog        eviction.PodCounts
 	block       *eviction.BlockInfo
 	status      string
 	waiting     string // what recovery waits for
@@ -114,13 +114,13 @@ func (p *Progress) Event(e eviction.Event) {
 	if e.Domain != "" {
 		p.domain = e.Domain
 	}
-	if e.Progress != (eviction.Progress{}) {
+	if e.Progress != (eviction.PodCounts{}) {
 		p.prog = e.Progress
 	}
 	switch e.Type {
 	case eviction.EventDomainStarted:
 		p.domainIndex++
-		p.phase, p.prog, p.block, p.status, p.waiting = 0, eviction.Progress{}, nil, "planning", ""
+		p.phase, p.prog, p.block, p.status, p.waiting = 0, eviction.PodCounts{}, nil, "planning", ""
 	case eviction.EventPlanned:
 		p.status = "planned"
 	case eviction.EventCordoned:

@@ -72,7 +72,7 @@ func (c *Controller) sync(ctx context.Context, id topology.GroupID) (syncResult,
 		logger.V(4).Info("Leader is terminating and already not ready; leaving it alone", "leader", leader.Name)
 		return syncLeaderGoing, nil
 	}
-	desired := Evaluate(group, c.opts.Clock.Now())
+	desired := ConditionFor(group, c.opts.Clock.Now())
 	if current != nil && current.Status == desired.Status {
 		if current.Reason == desired.Reason && current.Message == desired.Message {
 			return syncUnchanged, nil
