@@ -80,4 +80,3 @@ func auditBudgetCounts(l *Layout, idx *PDBIndex, pods []*corev1.Pod) []Finding {
 	}
 	return out
 }
-
