@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -238,6 +239,38 @@ func TestParallelRolloutStopsTheOthersOnAnError(t *testing.T) {
 		if n.Spec.Unschedulable {
 			t.Errorf("node %s cordoned; want the domains not started left alone", name)
 		}
+	}
+
+	// Run again with the same ID: both domains part-way resume at once,
+	// whatever holds the others; no pod is evicted twice.
+	evictedBefore := len(fc.uids)
+	gate := &stepGate{fc: fc, width: 2, full: make(chan struct{}), maxU: 2}
+	res, err = d.Rollout(ctx, RolloutOptions{ID: "r1", Parallel: ParallelAuto, Lock: RolloutLock{Disabled: true}, Upgrade: gate.step})
+	if err != nil {
+		t.Fatalf("resumed rollout: %v", err)
+	}
+	if diff := cmp.Diff([]string{"ud-1", "ud-2"}, gate.order[:2], cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+		t.Errorf("first domains upgraded by the resumed rollout (-want +got):\n%s", diff)
+	}
+	if gate.most != 2 {
+		t.Errorf("%d domains in the upgrade step at once, want 2", gate.most)
+	}
+	seen := map[types.UID]bool{}
+	for _, u := range fc.uids {
+		if seen[u] {
+			t.Errorf("pod %s evicted twice", u)
+		}
+		seen[u] = true
+	}
+	if len(fc.uids) != 8 {
+		t.Errorf("%d evictions over both runs (%d in the first), want 8, each pod once: %v", len(fc.uids), evictedBefore, fc.evicted())
+	}
+	statuses = nil
+	for _, o := range res.Domains {
+		statuses = append(statuses, o.Status)
+	}
+	if diff := cmp.Diff([]DomainStatus{DomainDone, DomainDone, DomainDone, DomainDone}, statuses); diff != "" {
+		t.Errorf("statuses of the resumed rollout (-want +got):\n%s", diff)
 	}
 }
 
