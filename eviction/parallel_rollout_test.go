@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -135,6 +138,13 @@ func TestParallelRolloutKeepsToTheBudget(t *testing.T) {
 			}
 			if res.MaxInFlight != tc.wantPlanned {
 				t.Errorf("plan: %d domains in flight at most, want %d (schedule %+v)", res.MaxInFlight, tc.wantPlanned, res.Schedule)
+			}
+			// More asked than allowed is a cap, said in a warning.
+			limited := slices.ContainsFunc(res.Findings, func(f topology.Finding) bool {
+				return f.Code == FindingParallelLimited && f.Severity == udrain.SeverityWarning && strings.Contains(f.Message, "3 domains at once asked for, but the budgets and the upgraded room allow at most 2")
+			})
+			if want := tc.parallel == 3; limited != want {
+				t.Errorf("a ParallelLimited warning: %v, want %v; findings %+v", limited, want, res.Findings)
 			}
 			seen := map[types.UID]bool{}
 			for _, u := range fc.uids {
