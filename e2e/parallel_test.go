@@ -358,3 +358,110 @@ func TestParallelDomainsWithinTheBudget(t *testing.T) {
 		}
 	})
 }
+
+// TestParallelRolloutResumesSeveralDomains: a rollout with two domains in
+// their upgrade step at once is cancelled (a Ctrl-C, a crash of its Job's
+// pod): both stay cordoned; run again with the same ID it resumes both at
+// once and completes, each group disrupted once over both runs, never more
+// than the budget's two down, and no pod evicted by the second run that
+// its plans did not name (the first run's evicted groups are not evicted
+// again).
+func TestParallelRolloutResumesSeveralDomains(t *testing.T) {
+	t.Parallel()
+	pb := deployParallel(t, 2)
+	s := pb.s
+	events := &eventLog{}
+	d := s.drainer(t, events, eviction.Options{})
+	start := time.Now()
+	ctx, cancel := context.WithCancel(t.Context())
+	var mu sync.Mutex
+	inStep := 0
+	opts := eviction.RolloutOptions{ID: "e2e-parallel-resume", Domains: pb.domains, Order: eviction.OrderGiven, Parallel: eviction.ParallelAuto,
+		RecoveryTimeout: 3 * time.Minute, Upgrade: func(ctx context.Context, _ topology.Domain) error {
+			mu.Lock()
+			inStep++
+			if inStep == 2 {
+				cancel() // two domains part-way: stop here
+			}
+			mu.Unlock()
+			return sleepCtx(ctx, parallelStep)
+		}}
+	res, err := d.Rollout(ctx, opts)
+	if err == nil {
+		t.Fatal("the cancelled rollout returned no error")
+	}
+	var interrupted []string
+	for _, o := range res.Domains {
+		if o.Status == eviction.DomainInterrupted {
+			interrupted = append(interrupted, o.Domain)
+		}
+	}
+	if len(interrupted) != 2 {
+		t.Fatalf("%d domains interrupted (%v), want 2 part-way: %s", len(interrupted), interrupted, outcomes(res))
+	}
+	nodes, err := s.tt.Client.CoreV1().Nodes().List(t.Context(), metav1.ListOptions{LabelSelector: s.nodes.Selector().String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cordoned := map[string]bool{}
+	for _, n := range nodes.Items {
+		if n.Annotations[eviction.CordonedByAnnotation] == opts.ID {
+			cordoned[n.Labels[fixture.UpgradeDomainLabel]] = true
+		}
+	}
+	if len(cordoned) != 2 {
+		t.Errorf("domains left cordoned by the rollout: %v, want the two interrupted (%v)", cordoned, interrupted)
+	}
+	t.Logf("stopped with %v part-way after %s", interrupted, time.Since(start).Round(time.Millisecond))
+
+	// Resumed: both at once, then the rest.
+	resumed := &eventLog{}
+	d = s.drainer(t, resumed, eviction.Options{})
+	opts.Upgrade = func(ctx context.Context, _ topology.Domain) error { return sleepCtx(ctx, parallelStep) }
+	res, err = d.Rollout(t.Context(), opts)
+	if err != nil {
+		t.Fatalf("resumed rollout: %v", err)
+	}
+	var first []string
+	for _, e := range resumed.ofType(eviction.EventDomainStarted) {
+		if len(first) < 2 {
+			first = append(first, e.Domain)
+		}
+	}
+	slices.Sort(first)
+	slices.Sort(interrupted)
+	if !slices.Equal(first, interrupted) {
+		t.Errorf("the resumed rollout started %v first, want the domains part-way %v", first, interrupted)
+	}
+	s.waitHealthy(t, time.Minute)
+	o := s.observe(t, start)
+	t.Logf("a parallel rollout stopped with two domains part-way and resumed: %s", o)
+	for g := range s.groupCount() {
+		if o.Disruptions[g] != 1 {
+			t.Errorf("group %d disrupted %d times over both runs, want exactly once", g, o.Disruptions[g])
+		}
+	}
+	if o.MinHealthy < s.groupCount()-2 {
+		t.Errorf("only %d groups healthy at %s; the budget promises %d", o.MinHealthy, o.MinHealthyAt.Format("15:04:05.000"), s.groupCount()-2)
+	}
+	for _, p := range o.leadersFirst() {
+		t.Error(p)
+	}
+	original := s.uidsAt(t, start)
+	evicted := map[string]int{}
+	for _, e := range o.Evicted {
+		if original[e.UID] {
+			evicted[e.Name]++
+		}
+	}
+	if len(evicted) != s.groupCount()*s.groupSize() {
+		t.Errorf("%d original pods evicted over both runs, want %d, each once: %v", len(evicted), s.groupCount()*s.groupSize(), evicted)
+	}
+	if blocked := resumed.ofType(eviction.EventBlocked); len(blocked) > 0 {
+		t.Errorf("%d evictions met a spent budget in the resumed run, want none", len(blocked))
+	}
+	if sum := res.Summary(); sum.DomainsDone != 4 {
+		t.Errorf("resumed summary %+v: want 4 domains done", sum)
+	}
+	pb.checkUpgradedAndUncordoned(t, opts.ID)
+}
