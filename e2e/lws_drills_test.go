@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -361,4 +363,192 @@ func (ct *countingTransport) RoundTrip(req *http.Request) (*http.Response, error
 		}
 	}
 	return resp, err
+}
+
+// TestLWSUpdateDuringRollout is the drill "a LeaderWorkerSet rolling
+// update starts during a node rollout": LWS's update deletes and recreates
+// every group (one at a time, maxUnavailable 1) through no budget. The
+// rollout (spare domain first, then the groups' domains) has just finished
+// its first group's domain when the update starts. By default udrain does
+// not start the next domain while the update runs: it says so
+// (WorkloadUpdating, naming the LeaderWorkerSet; rollout status lists it on
+// the domain), evicts nothing until LWS's status says the update is done,
+// then goes on; the independent recording shows never fewer than 2 of 3
+// groups healthy. With the wait turned off (WorkloadUpdates.Ignore), the
+// same run evicts while LWS's update runs: the drill fails.
+func TestLWSUpdateDuringRollout(t *testing.T) {
+	t.Parallel()
+	t.Run("waits", func(t *testing.T) {
+		t.Parallel()
+		r := runUpdateDuringRollout(t, false)
+		if len(r.evictedDuring) > 0 {
+			t.Errorf("udrain evicted %d pod(s) while the LeaderWorkerSet rolled out its update (%s): %v", len(r.evictedDuring), r.window, r.evictedDuring)
+		}
+		if want := r.s.real.Replicas - 1; r.o.MinHealthy < want {
+			t.Errorf("only %d groups healthy at %s; the budget keeps %d", r.o.MinHealthy, r.o.MinHealthyAt.Format("15:04:05.000"), want)
+		}
+		updating := r.events.ofType(eviction.EventWorkloadUpdating)
+		updated := r.events.ofType(eviction.EventWorkloadUpdated)
+		named := slices.ContainsFunc(updating, func(e eviction.Event) bool {
+			return strings.Contains(e.Message, "LeaderWorkerSet "+r.s.tt.Name+"/llm rolls out an update")
+		})
+		if len(updating) == 0 || len(updated) == 0 || updating[0].Domain != r.next || !named {
+			t.Errorf("WorkloadUpdating events %v, WorkloadUpdated %v: want the wait said for domain %s, naming the LeaderWorkerSet", eventMessages(updating), eventMessages(updated), r.next)
+		} else if !updated[0].Time.After(r.window.end.Add(-time.Second)) {
+			t.Errorf("udrain went on at %s, before LWS's update was done at %s", updated[0].Time.Format("15:04:05.000"), r.window.end.Format("15:04:05.000"))
+		}
+		if r.status == nil || len(r.status.Updating) == 0 || r.status.State != eviction.StatePending {
+			t.Errorf("rollout status of %s during the wait: %+v; want Pending with the LeaderWorkerSet's update", r.next, r.status)
+		} else {
+			t.Logf("rollout status during the wait: %s %s, updating %s", r.status.Domain, r.status.State, r.status.Updating[0])
+		}
+	})
+	// The control: without the wait udrain evicts while LWS's update runs.
+	// Were it not so, the run above would prove nothing.
+	t.Run("without the wait", func(t *testing.T) {
+		t.Parallel()
+		r := runUpdateDuringRollout(t, true)
+		if len(r.evictedDuring) == 0 {
+			t.Errorf("with the wait off, udrain evicted nothing while the LeaderWorkerSet rolled out its update (%s): the drill proves nothing", r.window)
+		}
+		t.Logf("with the wait off: %d eviction(s) during LWS's update; fewest healthy groups %d of %d", len(r.evictedDuring), r.o.MinHealthy, r.s.real.Replicas)
+	})
+}
+
+// updateRun is what one run of the drill showed.
+type updateRun struct {
+	s      *scenario
+	o      observation
+	events *eventLog
+	// next is the domain the rollout takes after the update starts.
+	next   string
+	window updateWindow
+	// evictedDuring are the pods udrain evicted (accepted) inside the
+	// window; status is the next domain's progress read during the wait.
+	evictedDuring []string
+	status        *eviction.DomainProgress
+}
+
+// updateWindow is when LWS's update ran, as its status showed it to a
+// poll of the test's own: from the template change until it reported every
+// group updated and ready, UpdateInProgress gone.
+type updateWindow struct{ start, end time.Time }
+
+func (w updateWindow) String() string {
+	return fmt.Sprintf("%s to %s", w.start.Format("15:04:05.000"), w.end.Format("15:04:05.000"))
+}
+
+func eventMessages(evs []eviction.Event) []string {
+	var out []string
+	for _, e := range evs {
+		out = append(out, e.Domain+": "+e.Message)
+	}
+	return out
+}
+
+func runUpdateDuringRollout(t *testing.T, ignore bool) updateRun {
+	t.Helper()
+	s := deployLWS(t, defaultLWS())
+	ctx := t.Context()
+	domainOf, err := s.real.Domains(ctx, s.tt.Client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spare string
+	for _, d := range s.domains() {
+		if !slices.Contains(slices.Collect(maps.Values(domainOf)), d) {
+			spare = d
+		}
+	}
+	order := append([]string{spare}, domainOf[0], domainOf[1], domainOf[2])
+	r := updateRun{s: s, events: &eventLog{}, next: domainOf[1]}
+	id := "e2e-lws-update"
+	if ignore {
+		id += "-ignored"
+	}
+	statusReader, err := eviction.New(s.tt.Client, eviction.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	var wg sync.WaitGroup
+	updated := make(chan updateWindow, 1)
+	var mu sync.Mutex
+	hook := func(e eviction.Event) {
+		switch {
+		case e.Type == eviction.EventDomainDone && e.Domain == domainOf[0]:
+			once.Do(func() {
+				// The update starts: LWS's status says so before the
+				// rollout takes its next domain.
+				start := time.Now()
+				if err := s.real.Update(ctx, s.dyn, "v2"); err != nil {
+					t.Errorf("update: %v", err)
+					return
+				}
+				for time.Since(start) < 10*time.Second {
+					if st, err := s.real.Status(ctx, s.dyn); err == nil && st.Updating() {
+						break
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+				wg.Go(func() { updated <- watchUpdate(t, s, start) })
+			})
+		case e.Type == eviction.EventWorkloadUpdating && e.Domain == r.next:
+			wg.Go(func() {
+				st, err := statusReader.RolloutStatus(ctx, id, eviction.RolloutStatusOptions{Domains: order})
+				if err != nil {
+					t.Errorf("rollout status: %v", err)
+					return
+				}
+				for _, p := range st.Domains {
+					if p.Domain == r.next {
+						mu.Lock()
+						r.status = &p
+						mu.Unlock()
+					}
+				}
+			})
+		}
+	}
+	d := hookedDrainer(t, s, "udrain-events.txt", r.events, eviction.Options{WorkloadUpdates: eviction.WorkloadUpdates{Ignore: ignore}}, hook)
+	start := time.Now()
+	res, err := d.Rollout(ctx, eviction.RolloutOptions{ID: id, Domains: order, Order: eviction.OrderGiven, RecoveryTimeout: 3 * time.Minute,
+		Upgrade: func(ctx context.Context, _ topology.Domain) error { return sleepCtx(ctx, upgradeStep) }})
+	if err != nil {
+		t.Fatalf("rollout: %v", err)
+	}
+	wg.Wait()
+	select {
+	case r.window = <-updated:
+	default:
+		t.Fatal("the LeaderWorkerSet's update never started")
+	}
+	t.Logf("rollout (wait off: %v) took %s, order %v; LWS's update ran %s (%s)", ignore, time.Since(start).Round(time.Millisecond), domainsOf(res),
+		r.window, r.window.end.Sub(r.window.start).Round(time.Millisecond))
+	s.waitHealthy(t, 2*time.Minute)
+	r.o = s.observe(t, start)
+	t.Logf("recorded: %s", r.o)
+	for _, e := range r.events.all() {
+		if e.Request == eviction.RequestEvicted && e.Time.After(r.window.start) && e.Time.Before(r.window.end) {
+			r.evictedDuring = append(r.evictedDuring, fmt.Sprintf("%s at %s", podOf(e), e.Time.Format("15:04:05.000")))
+		}
+	}
+	return r
+}
+
+// watchUpdate polls the LeaderWorkerSet's status from start until its
+// update is done: every group updated and ready, not updating.
+func watchUpdate(t *testing.T, s *scenario, start time.Time) updateWindow {
+	ctx := t.Context()
+	for {
+		st, err := s.real.Status(ctx, s.dyn)
+		if err == nil && !st.Updating() && st.UpdatedReplicas == s.real.Replicas && st.ReadyReplicas == s.real.Replicas {
+			return updateWindow{start, time.Now()}
+		}
+		if ctx.Err() != nil || time.Since(start) > 5*time.Minute {
+			t.Errorf("the LeaderWorkerSet's update did not finish: %+v, %v", st, err)
+			return updateWindow{start, time.Now()}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

@@ -96,7 +96,8 @@ func notable(t eviction.EventType) bool {
 		eviction.EventRecovered, eviction.EventDomainSkipped, eviction.EventNodeGone,
 		eviction.EventLeftCordoned, eviction.EventRetrying, eviction.EventContractFindings,
 		eviction.EventRolloutStarted, eviction.EventRolloutDone, eviction.EventDomainStarted,
-		eviction.EventDomainDone, eviction.EventUnblocked:
+		eviction.EventDomainDone, eviction.EventUnblocked, eviction.EventWorkloadUpdating,
+		eviction.EventWorkloadUpdated:
 		return true
 	}
 	return false
@@ -121,6 +122,10 @@ func (p *Progress) Event(e eviction.Event) {
 	case eviction.EventDomainStarted:
 		p.domainIndex++
 		p.phase, p.prog, p.block, p.status, p.waiting = 0, eviction.Progress{}, nil, "planning", ""
+	case eviction.EventWorkloadUpdating:
+		p.status, p.waiting = "waiting for workload updates", e.Message
+	case eviction.EventWorkloadUpdated:
+		p.status, p.waiting = "planning", ""
 	case eviction.EventPlanned:
 		p.status = "planned"
 	case eviction.EventCordoned:
