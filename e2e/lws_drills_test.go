@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -111,13 +112,91 @@ func TestLWSRolloutOverDomainsWithSpare(t *testing.T) {
 	}
 }
 
+// TestLWSPhase2FindsMembersGone: two groups of two pods in each of three
+// domains (leaders spread, workers following), a budget of maxUnavailable
+// 1 over the six leaders, a spare domain added once they run. In each
+// domain phase 1 evicts one leader and is refused (429) for the other until
+// the first group has recovered elsewhere; meanwhile the garbage collector
+// deletes the first group's worker (its StatefulSet is the evicted leader
+// pod's), so phase 2 finds pods of its plan already gone. udrain counts
+// them Gone, not errors, disrupts each group once and counts it once; the
+// recording shows never more than one group down, and each group
+// recovered on LWS's recreated pods.
+func TestLWSPhase2FindsMembersGone(t *testing.T) {
+	t.Parallel()
+	one := intstr.FromInt32(1)
+	cfg := lwsConfig{UDs: 4, PerUD: 2, Groups: 6, Size: 2, GPUsPerPod: 4, spareAfter: true,
+		Set: fixture.LeaderWorkerSet{Placement: fixture.PlaceSpread, Budget: &fixture.LeaderBudget{MaxUnavailable: &one}}}
+	s := deployLWS(t, cfg)
+	ctx := t.Context()
+	events := &eventLog{}
+	// The spare domain came after the groups were placed: the audit says
+	// two groups of the workload share a domain while the spare holds
+	// none (an error finding); the drill wants exactly that.
+	d := s.drainer(t, events, eviction.Options{AllowViolations: true})
+	start := time.Now()
+	res, err := d.Rollout(ctx, eviction.RolloutOptions{ID: "e2e-lws-gone", Domains: s.domains(), Order: eviction.OrderSpareFirst, RecoveryTimeout: 3 * time.Minute,
+		Upgrade: func(ctx context.Context, _ topology.Domain) error { return sleepCtx(ctx, upgradeStep) }})
+	if err != nil {
+		t.Fatalf("rollout: %v", err)
+	}
+	t.Logf("rollout took %s; order %v", time.Since(start).Round(time.Millisecond), domainsOf(res))
+	checkWholeRollout(t, s, start, "udrain rollout, two groups a domain")
+	checkLWSDrainEvents(t, events)
+	// Pods of the plans that LWS or the garbage collector deleted before
+	// udrain came to them: not evicted, not errors.
+	before := 0
+	for _, dom := range res.Domains {
+		if dr := dom.Drain; dr != nil {
+			before += dr.Phase2.AlreadyGone + dr.Phase2.AlreadyTerminating
+		}
+	}
+	t.Logf("phase 2 found %d planned pods already gone or terminating (deleted by the garbage collector with their leader)", before)
+	if before == 0 {
+		t.Errorf("phase 2 found no planned pod gone: the drill did not make the garbage collector delete a member first")
+	}
+	if blocked := len(events.ofType(eviction.EventBlocked)); blocked == 0 {
+		t.Errorf("no eviction was refused by the budget: the second leader of a domain was not held back")
+	}
+	sum := res.Summary()
+	if sum.GroupsDisrupted != s.real.Replicas || sum.GroupsDisruptedAgain != 0 {
+		t.Errorf("summary %+v: want %d groups disrupted, none again", sum, s.real.Replicas)
+	}
+	seen := map[topology.GroupID]string{}
+	for _, dom := range res.Domains {
+		for _, g := range dom.Groups {
+			if prev, ok := seen[g.Group]; ok {
+				t.Errorf("group %s counted in %s and again in %s", g.Group, prev, dom.Domain)
+			}
+			seen[g.Group] = dom.Domain
+			if g.Healthy == nil {
+				t.Errorf("group %s evicted from %s never seen healthy again", g.Group, g.From)
+			}
+		}
+	}
+	if len(seen) != s.real.Replicas {
+		t.Errorf("%d groups with a downtime, want %d", len(seen), s.real.Replicas)
+	}
+	status := func(pods []corev1.Pod) []fixture.GroupStatus { return s.real.Groups(pods, s.nodeList) }
+	tl, err := fixture.NewTimeline(s.rec.Events(), start, status, s.real.GroupIndex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range tl.Groups {
+		if g.Recovered.IsZero() {
+			t.Errorf("group %d never recovered on recreated pods", g.Index)
+		}
+	}
+	checkUpgradedAndUncordoned(t, s, "e2e-lws-gone")
+}
+
 // checkLWSDrainEvents checks udrain's events of a rollout over real LWS:
 // the pods LWS or the garbage collector deleted before their eviction are
 // Gone, not errors; no eviction failed, no drain stopped, nothing was
 // retried.
-func checkLWSDrainEvents(t *testing.T, events *eventLog) {
+func checkLWSDrainEvents(t *testing.T, events *eventLog) (gone int) {
 	t.Helper()
-	gone, evicted := 0, 0
+	evicted := 0
 	for _, e := range events.all() {
 		switch {
 		case e.Type == eviction.EventEvictionFailed, e.Type == eviction.EventDrainStopped, e.Type == eviction.EventRetrying:
@@ -128,7 +207,8 @@ func checkLWSDrainEvents(t *testing.T, events *eventLog) {
 			evicted++
 		}
 	}
-	t.Logf("udrain's eviction requests: %d evicted, %d found the pod already gone (deleted by LWS or the garbage collector)", evicted, gone)
+	t.Logf("udrain's eviction requests: %d evicted, %d found the pod already gone (deleted by LWS or the garbage collector), %d refused by the budget", evicted, gone, len(events.ofType(eviction.EventBlocked)))
+	return gone
 }
 
 func podOf(e eviction.Event) string {

@@ -28,6 +28,9 @@ type lwsConfig struct {
 	// gateRequests, if set, counts the readiness-gate controller's
 	// condition patches and their answers.
 	gateRequests *requestCounter
+	// spareAfter adds the last domain only once the groups run: a spread
+	// placement would put groups there too.
+	spareAfter bool
 }
 
 // defaultLWS is 3 groups of 4 pods of 4 GPUs over 4 domains of two 8-GPU
@@ -52,6 +55,9 @@ func deployLWS(t *testing.T, cfg lwsConfig) *scenario {
 	gpu := fixture.H100()
 	s := &scenario{tt: tt}
 	s.nodes = fixture.Nodes{Pool: tt.Name, UDs: cfg.UDs, PerUD: cfg.PerUD, GPU: &gpu}
+	if cfg.spareAfter {
+		s.nodes.UDs--
+	}
 	if _, err := s.nodes.Create(ctx, tt.Client); err != nil {
 		t.Fatal(err)
 	}
@@ -86,6 +92,12 @@ func deployLWS(t *testing.T, cfg lwsConfig) *scenario {
 	defer cancel()
 	if _, err := w.WaitGroupsReady(wctx, tt.Client, w.Replicas); err != nil {
 		t.Fatal(err)
+	}
+	if cfg.spareAfter {
+		s.nodes.UDs++
+		if _, err := s.nodes.Create(ctx, tt.Client); err != nil {
+			t.Fatal(err)
+		}
 	}
 	nl, err := tt.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: s.nodes.Selector().String()})
 	if err != nil {
