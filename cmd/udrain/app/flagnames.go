@@ -102,6 +102,7 @@ var fieldFlags = map[string]string{
 	"eviction.DrainOptions.ID":                                "--id",
 	"eviction.RolloutOptions.Steering":                        "--steering",
 	"eviction.RolloutOptions.Order":                           "--order",
+	"eviction.RolloutOptions.Parallel":                        "--parallel",
 	// upgrade (rollout's upgrade step)
 	"upgrade.Options.Command":               "--upgrade-command",
 	"upgrade.Options.Job":                   "--upgrade-job-template",
