@@ -2,7 +2,6 @@ package eviction
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -12,9 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
@@ -269,101 +266,6 @@ func (d *Drainer) workloadUpdates(ctx context.Context, refs []workloadRef) (upda
 		}
 	}
 	return updates, problems
-}
-
-// errNoRESTClient: the clientset has no REST client to GET a
-// LeaderWorkerSet with (a fake clientset's Discovery has none).
-var errNoRESTClient = errors.New("the clientset has no REST client to read LeaderWorkerSets with; give Options.Informers a LeaderWorkerSets informer")
-
-// readLeaderWorkerSet reads one LeaderWorkerSet: from the caller's
-// informer if the Drainer has one, else with a GET.
-func (d *Drainer) readLeaderWorkerSet(ctx context.Context, ref workloadRef) (*lwsObject, error) {
-	notFound := apierrors.NewNotFound(LeaderWorkerSetResource.GroupResource(), ref.name)
-	if in := d.s.Informers; in != nil && in.LeaderWorkerSets != nil {
-		if !in.LeaderWorkerSets.HasSynced() {
-			sctx, cancel := context.WithTimeout(ctx, d.s.ConnectTimeout)
-			synced := cache.WaitForCacheSync(sctx.Done(), in.LeaderWorkerSets.HasSynced)
-			cancel()
-			if !synced {
-				return nil, fmt.Errorf("the LeaderWorkerSets informer of Options.Informers has not synced within %v", d.s.ConnectTimeout)
-			}
-		}
-		obj, ok, err := in.LeaderWorkerSets.GetStore().GetByKey(ref.namespace + "/" + ref.name)
-		switch {
-		case err != nil:
-			return nil, err
-		case !ok:
-			return nil, notFound
-		}
-		return decodeLWS(obj)
-	}
-	if d.s.readLWS != nil { // tests
-		return d.s.readLWS(ctx, ref)
-	}
-	rc := d.client.Discovery().RESTClient()
-	if rc == nil {
-		return nil, errNoRESTClient
-	}
-	path := fmt.Sprintf("/apis/%s/%s/namespaces/%s/%s/%s", LeaderWorkerSetResource.Group, LeaderWorkerSetResource.Version, ref.namespace, LeaderWorkerSetResource.Resource, ref.name)
-	var raw []byte
-	err := d.bounded(ctx, func(ctx context.Context) (err error) {
-		raw, err = rc.Get().AbsPath(path).DoRaw(ctx)
-		return err
-	})
-	if err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, notFound
-		}
-		return nil, err
-	}
-	var o lwsObject
-	if err := json.Unmarshal(raw, &o); err != nil {
-		return nil, fmt.Errorf("decode LeaderWorkerSet %s/%s: %w", ref.namespace, ref.name, err)
-	}
-	return &o, nil
-}
-
-// decodeLWS decodes what an informer's store holds: an
-// *unstructured.Unstructured (a dynamic informer) or any object that
-// converts to one (a typed LeaderWorkerSet of a controller-runtime cache).
-func decodeLWS(obj any) (*lwsObject, error) {
-	ro, ok := obj.(runtime.Object)
-	if !ok {
-		return nil, fmt.Errorf("the LeaderWorkerSets informer holds a %T, not an API object", obj)
-	}
-	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ro)
-	if err != nil {
-		return nil, fmt.Errorf("the LeaderWorkerSets informer's %T: %w", obj, err)
-	}
-	var o lwsObject
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u, &o); err != nil {
-		return nil, fmt.Errorf("the LeaderWorkerSets informer's %T: %w", obj, err)
-	}
-	return &o, nil
-}
-
-// lwsObject is what udrain reads of a LeaderWorkerSet
-// (leaderworkerset.x-k8s.io/v1).
-type lwsObject struct {
-	Metadata struct {
-		Namespace  string `json:"namespace"`
-		Name       string `json:"name"`
-		Generation int64  `json:"generation"`
-	} `json:"metadata"`
-	Spec struct {
-		Replicas        *int32 `json:"replicas"`
-		RolloutStrategy struct {
-			RollingUpdateConfiguration *struct {
-				Partition *int32 `json:"partition"`
-			} `json:"rollingUpdateConfiguration"`
-		} `json:"rolloutStrategy"`
-	} `json:"spec"`
-	Status struct {
-		ObservedGeneration int64              `json:"observedGeneration"`
-		ReadyReplicas      int32              `json:"readyReplicas"`
-		UpdatedReplicas    int32              `json:"updatedReplicas"`
-		Conditions         []metav1.Condition `json:"conditions"`
-	} `json:"status"`
 }
 
 // lwsUpdateInProgress is LeaderWorkerSet's condition of a rolling update.
