@@ -120,7 +120,7 @@ func (s *scenario) record(t *testing.T, sel labels.Selector) {
 // until the test ends. A controller that stops because the cluster's
 // history went back (an etcd restore) is started again, as its Deployment
 // would restart it; gateRunner.restarted says when and why.
-func startGateController(t *testing.T, c kubernetes.Interface, opts gate.Options) *gateRunner {
+func startGateController(t testing.TB, c kubernetes.Interface, opts gate.Options) *gateRunner {
 	t.Helper()
 	ctrl, err := gate.New(c, opts)
 	if err != nil {
