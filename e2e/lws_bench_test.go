@@ -87,7 +87,7 @@ func BenchmarkLWSManagerGroups(b *testing.B) {
 	rss, _ := procStatusKiB(pid, "VmHWM")
 	b.ReportMetric(created.Seconds(), "create-s")
 	b.ReportMetric(createCPU.Seconds(), "create-lws-cpu-s")
-	b.ReportMetric((procCPU(b, pid) - cpu).Seconds()/float64(b.N), "lws-cpu-s/op")
+	b.ReportMetric((procCPU(b, pid)-cpu).Seconds()/float64(b.N), "lws-cpu-s/op")
 	b.ReportMetric(float64(rss)/1024, "peak-rss-MiB")
 	fmt.Fprintf(os.Stderr, "LWS manager: peak RSS %d MiB\n", rss/1024)
 }
