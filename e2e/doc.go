@@ -4,8 +4,10 @@
 // package. This package proves the testbed itself (placement, the
 // readiness-gate Stages, PDB status, the Eviction API's 429, StatefulSet
 // replacement after the start-up delay, an apiserver restart) and udrain's
-// guarantees on it: the scenarios on LeaderWorkerSet-shaped groups and on
-// RayClusters of the real KubeRay operator ([testbed.Testbed.KubeRay]), the
+// guarantees on it: the scenarios on LeaderWorkerSet-shaped groups, on real
+// LeaderWorkerSets of the LWS manager ([testbed.Testbed.LWS]: lws_test.go,
+// lws_drills_test.go) and on RayClusters of the real KubeRay operator
+// ([testbed.Testbed.KubeRay]), the
 // fault tests, least privilege, the cache seam counted in the audit log
 // (informers_test.go), and the two embedding examples run as users run them
 // (platform_controller_test.go, controller_runtime_test.go). Native

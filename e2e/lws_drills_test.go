@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -109,13 +112,91 @@ func TestLWSRolloutOverDomainsWithSpare(t *testing.T) {
 	}
 }
 
+// TestLWSPhase2FindsMembersGone: two groups of two pods in each of three
+// domains (leaders spread, workers following), a budget of maxUnavailable
+// 1 over the six leaders, a spare domain added once they run. In each
+// domain phase 1 evicts one leader and is refused (429) for the other until
+// the first group has recovered elsewhere; meanwhile the garbage collector
+// deletes the first group's worker (its StatefulSet is the evicted leader
+// pod's), so phase 2 finds pods of its plan already gone. udrain counts
+// them Gone, not errors, disrupts each group once and counts it once; the
+// recording shows never more than one group down, and each group
+// recovered on LWS's recreated pods.
+func TestLWSPhase2FindsMembersGone(t *testing.T) {
+	t.Parallel()
+	one := intstr.FromInt32(1)
+	cfg := lwsConfig{UDs: 4, PerUD: 2, Groups: 6, Size: 2, GPUsPerPod: 4, spareAfter: true,
+		Set: fixture.LeaderWorkerSet{Placement: fixture.PlaceSpread, Budget: &fixture.LeaderBudget{MaxUnavailable: &one}}}
+	s := deployLWS(t, cfg)
+	ctx := t.Context()
+	events := &eventLog{}
+	// The spare domain came after the groups were placed: the audit says
+	// two groups of the workload share a domain while the spare holds
+	// none (an error finding); the drill wants exactly that.
+	d := s.drainer(t, events, eviction.Options{AllowViolations: true})
+	start := time.Now()
+	res, err := d.Rollout(ctx, eviction.RolloutOptions{ID: "e2e-lws-gone", Domains: s.domains(), Order: eviction.OrderSpareFirst, RecoveryTimeout: 3 * time.Minute,
+		Upgrade: func(ctx context.Context, _ topology.Domain) error { return sleepCtx(ctx, upgradeStep) }})
+	if err != nil {
+		t.Fatalf("rollout: %v", err)
+	}
+	t.Logf("rollout took %s; order %v", time.Since(start).Round(time.Millisecond), domainsOf(res))
+	checkWholeRollout(t, s, start, "udrain rollout, two groups a domain")
+	checkLWSDrainEvents(t, events)
+	// Pods of the plans that LWS or the garbage collector deleted before
+	// udrain came to them: not evicted, not errors.
+	before := 0
+	for _, dom := range res.Domains {
+		if dr := dom.Drain; dr != nil {
+			before += dr.Phase2.AlreadyGone + dr.Phase2.AlreadyTerminating
+		}
+	}
+	t.Logf("phase 2 found %d planned pods already gone or terminating (deleted by the garbage collector with their leader)", before)
+	if before == 0 {
+		t.Errorf("phase 2 found no planned pod gone: the drill did not make the garbage collector delete a member first")
+	}
+	if blocked := len(events.ofType(eviction.EventBlocked)); blocked == 0 {
+		t.Errorf("no eviction was refused by the budget: the second leader of a domain was not held back")
+	}
+	sum := res.Summary()
+	if sum.GroupsDisrupted != s.real.Replicas || sum.GroupsDisruptedAgain != 0 {
+		t.Errorf("summary %+v: want %d groups disrupted, none again", sum, s.real.Replicas)
+	}
+	seen := map[topology.GroupID]string{}
+	for _, dom := range res.Domains {
+		for _, g := range dom.Groups {
+			if prev, ok := seen[g.Group]; ok {
+				t.Errorf("group %s counted in %s and again in %s", g.Group, prev, dom.Domain)
+			}
+			seen[g.Group] = dom.Domain
+			if g.Healthy == nil {
+				t.Errorf("group %s evicted from %s never seen healthy again", g.Group, g.From)
+			}
+		}
+	}
+	if len(seen) != s.real.Replicas {
+		t.Errorf("%d groups with a downtime, want %d", len(seen), s.real.Replicas)
+	}
+	status := func(pods []corev1.Pod) []fixture.GroupStatus { return s.real.Groups(pods, s.nodeList) }
+	tl, err := fixture.NewTimeline(s.rec.Events(), start, status, s.real.GroupIndex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range tl.Groups {
+		if g.Recovered.IsZero() {
+			t.Errorf("group %d never recovered on recreated pods", g.Index)
+		}
+	}
+	checkUpgradedAndUncordoned(t, s, "e2e-lws-gone")
+}
+
 // checkLWSDrainEvents checks udrain's events of a rollout over real LWS:
 // the pods LWS or the garbage collector deleted before their eviction are
 // Gone, not errors; no eviction failed, no drain stopped, nothing was
 // retried.
-func checkLWSDrainEvents(t *testing.T, events *eventLog) {
+func checkLWSDrainEvents(t *testing.T, events *eventLog) (gone int) {
 	t.Helper()
-	gone, evicted := 0, 0
+	evicted := 0
 	for _, e := range events.all() {
 		switch {
 		case e.Type == eviction.EventEvictionFailed, e.Type == eviction.EventDrainStopped, e.Type == eviction.EventRetrying:
@@ -126,7 +207,8 @@ func checkLWSDrainEvents(t *testing.T, events *eventLog) {
 			evicted++
 		}
 	}
-	t.Logf("udrain's eviction requests: %d evicted, %d found the pod already gone (deleted by LWS or the garbage collector)", evicted, gone)
+	t.Logf("udrain's eviction requests: %d evicted, %d found the pod already gone (deleted by LWS or the garbage collector), %d refused by the budget", evicted, gone, len(events.ofType(eviction.EventBlocked)))
+	return gone
 }
 
 func podOf(e eviction.Event) string {
@@ -361,4 +443,192 @@ func (ct *countingTransport) RoundTrip(req *http.Request) (*http.Response, error
 		}
 	}
 	return resp, err
+}
+
+// TestLWSUpdateDuringRollout is the drill "a LeaderWorkerSet rolling
+// update starts during a node rollout": LWS's update deletes and recreates
+// every group (one at a time, maxUnavailable 1) through no budget. The
+// rollout (spare domain first, then the groups' domains) has just finished
+// its first group's domain when the update starts. By default udrain does
+// not start the next domain while the update runs: it says so
+// (WorkloadUpdating, naming the LeaderWorkerSet; rollout status lists it on
+// the domain), evicts nothing until LWS's status says the update is done,
+// then goes on; the independent recording shows never fewer than 2 of 3
+// groups healthy. With the wait turned off (WorkloadUpdates.Ignore), the
+// same run evicts while LWS's update runs: the drill fails.
+func TestLWSUpdateDuringRollout(t *testing.T) {
+	t.Parallel()
+	t.Run("waits", func(t *testing.T) {
+		t.Parallel()
+		r := runUpdateDuringRollout(t, false)
+		if len(r.evictedDuring) > 0 {
+			t.Errorf("udrain evicted %d pod(s) while the LeaderWorkerSet rolled out its update (%s): %v", len(r.evictedDuring), r.window, r.evictedDuring)
+		}
+		if want := r.s.real.Replicas - 1; r.o.MinHealthy < want {
+			t.Errorf("only %d groups healthy at %s; the budget keeps %d", r.o.MinHealthy, r.o.MinHealthyAt.Format("15:04:05.000"), want)
+		}
+		updating := r.events.ofType(eviction.EventWorkloadUpdating)
+		updated := r.events.ofType(eviction.EventWorkloadUpdated)
+		named := slices.ContainsFunc(updating, func(e eviction.Event) bool {
+			return strings.Contains(e.Message, "LeaderWorkerSet "+r.s.tt.Name+"/llm rolls out an update")
+		})
+		if len(updating) == 0 || len(updated) == 0 || updating[0].Domain != r.next || !named {
+			t.Errorf("WorkloadUpdating events %v, WorkloadUpdated %v: want the wait said for domain %s, naming the LeaderWorkerSet", eventMessages(updating), eventMessages(updated), r.next)
+		} else if !updated[0].Time.After(r.window.end.Add(-time.Second)) {
+			t.Errorf("udrain went on at %s, before LWS's update was done at %s", updated[0].Time.Format("15:04:05.000"), r.window.end.Format("15:04:05.000"))
+		}
+		if r.status == nil || len(r.status.Updating) == 0 || r.status.State != eviction.StatePending {
+			t.Errorf("rollout status of %s during the wait: %+v; want Pending with the LeaderWorkerSet's update", r.next, r.status)
+		} else {
+			t.Logf("rollout status during the wait: %s %s, updating %s", r.status.Domain, r.status.State, r.status.Updating[0])
+		}
+	})
+	// The control: without the wait udrain evicts while LWS's update runs.
+	// Were it not so, the run above would prove nothing.
+	t.Run("without the wait", func(t *testing.T) {
+		t.Parallel()
+		r := runUpdateDuringRollout(t, true)
+		if len(r.evictedDuring) == 0 {
+			t.Errorf("with the wait off, udrain evicted nothing while the LeaderWorkerSet rolled out its update (%s): the drill proves nothing", r.window)
+		}
+		t.Logf("with the wait off: %d eviction(s) during LWS's update; fewest healthy groups %d of %d", len(r.evictedDuring), r.o.MinHealthy, r.s.real.Replicas)
+	})
+}
+
+// updateRun is what one run of the drill showed.
+type updateRun struct {
+	s      *scenario
+	o      observation
+	events *eventLog
+	// next is the domain the rollout takes after the update starts.
+	next   string
+	window updateWindow
+	// evictedDuring are the pods udrain evicted (accepted) inside the
+	// window; status is the next domain's progress read during the wait.
+	evictedDuring []string
+	status        *eviction.DomainProgress
+}
+
+// updateWindow is when LWS's update ran, as its status showed it to a
+// poll of the test's own: from the template change until it reported every
+// group updated and ready, UpdateInProgress gone.
+type updateWindow struct{ start, end time.Time }
+
+func (w updateWindow) String() string {
+	return fmt.Sprintf("%s to %s", w.start.Format("15:04:05.000"), w.end.Format("15:04:05.000"))
+}
+
+func eventMessages(evs []eviction.Event) []string {
+	var out []string
+	for _, e := range evs {
+		out = append(out, e.Domain+": "+e.Message)
+	}
+	return out
+}
+
+func runUpdateDuringRollout(t *testing.T, ignore bool) updateRun {
+	t.Helper()
+	s := deployLWS(t, defaultLWS())
+	ctx := t.Context()
+	domainOf, err := s.real.Domains(ctx, s.tt.Client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spare string
+	for _, d := range s.domains() {
+		if !slices.Contains(slices.Collect(maps.Values(domainOf)), d) {
+			spare = d
+		}
+	}
+	order := append([]string{spare}, domainOf[0], domainOf[1], domainOf[2])
+	r := updateRun{s: s, events: &eventLog{}, next: domainOf[1]}
+	id := "e2e-lws-update"
+	if ignore {
+		id += "-ignored"
+	}
+	statusReader, err := eviction.New(s.tt.Client, eviction.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	var wg sync.WaitGroup
+	updated := make(chan updateWindow, 1)
+	var mu sync.Mutex
+	hook := func(e eviction.Event) {
+		switch {
+		case e.Type == eviction.EventDomainDone && e.Domain == domainOf[0]:
+			once.Do(func() {
+				// The update starts: LWS's status says so before the
+				// rollout takes its next domain.
+				start := time.Now()
+				if err := s.real.Update(ctx, s.dyn, "v2"); err != nil {
+					t.Errorf("update: %v", err)
+					return
+				}
+				for time.Since(start) < 10*time.Second {
+					if st, err := s.real.Status(ctx, s.dyn); err == nil && st.Updating() {
+						break
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+				wg.Go(func() { updated <- watchUpdate(t, s, start) })
+			})
+		case e.Type == eviction.EventWorkloadUpdating && e.Domain == r.next:
+			wg.Go(func() {
+				st, err := statusReader.RolloutStatus(ctx, id, eviction.RolloutStatusOptions{Domains: order})
+				if err != nil {
+					t.Errorf("rollout status: %v", err)
+					return
+				}
+				for _, p := range st.Domains {
+					if p.Domain == r.next {
+						mu.Lock()
+						r.status = &p
+						mu.Unlock()
+					}
+				}
+			})
+		}
+	}
+	d := hookedDrainer(t, s, "udrain-events.txt", r.events, eviction.Options{WorkloadUpdates: eviction.WorkloadUpdates{Ignore: ignore}}, hook)
+	start := time.Now()
+	res, err := d.Rollout(ctx, eviction.RolloutOptions{ID: id, Domains: order, Order: eviction.OrderGiven, RecoveryTimeout: 3 * time.Minute,
+		Upgrade: func(ctx context.Context, _ topology.Domain) error { return sleepCtx(ctx, upgradeStep) }})
+	if err != nil {
+		t.Fatalf("rollout: %v", err)
+	}
+	wg.Wait()
+	select {
+	case r.window = <-updated:
+	default:
+		t.Fatal("the LeaderWorkerSet's update never started")
+	}
+	t.Logf("rollout (wait off: %v) took %s, order %v; LWS's update ran %s (%s)", ignore, time.Since(start).Round(time.Millisecond), domainsOf(res),
+		r.window, r.window.end.Sub(r.window.start).Round(time.Millisecond))
+	s.waitHealthy(t, 2*time.Minute)
+	r.o = s.observe(t, start)
+	t.Logf("recorded: %s", r.o)
+	for _, e := range r.events.all() {
+		if e.Request == eviction.RequestEvicted && e.Time.After(r.window.start) && e.Time.Before(r.window.end) {
+			r.evictedDuring = append(r.evictedDuring, fmt.Sprintf("%s at %s", podOf(e), e.Time.Format("15:04:05.000")))
+		}
+	}
+	return r
+}
+
+// watchUpdate polls the LeaderWorkerSet's status from start until its
+// update is done: every group updated and ready, not updating.
+func watchUpdate(t *testing.T, s *scenario, start time.Time) updateWindow {
+	ctx := t.Context()
+	for {
+		st, err := s.real.Status(ctx, s.dyn)
+		if err == nil && !st.Updating() && st.UpdatedReplicas == s.real.Replicas && st.ReadyReplicas == s.real.Replicas {
+			return updateWindow{start, time.Now()}
+		}
+		if ctx.Err() != nil || time.Since(start) > 5*time.Minute {
+			t.Errorf("the LeaderWorkerSet's update did not finish: %+v, %v", st, err)
+			return updateWindow{start, time.Now()}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

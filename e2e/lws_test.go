@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,9 +13,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/e2e/fixture"
+	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/readiness"
 	"github.com/udrain/udrain/readiness/gate"
+	"github.com/udrain/udrain/topology"
 )
 
 // lwsConfig is a real LeaderWorkerSet on a pool of GPU domains.
@@ -28,6 +32,9 @@ type lwsConfig struct {
 	// gateRequests, if set, counts the readiness-gate controller's
 	// condition patches and their answers.
 	gateRequests *requestCounter
+	// spareAfter adds the last domain only once the groups run: a spread
+	// placement would put groups there too.
+	spareAfter bool
 }
 
 // defaultLWS is 3 groups of 4 pods of 4 GPUs over 4 domains of two 8-GPU
@@ -52,6 +59,9 @@ func deployLWS(t *testing.T, cfg lwsConfig) *scenario {
 	gpu := fixture.H100()
 	s := &scenario{tt: tt}
 	s.nodes = fixture.Nodes{Pool: tt.Name, UDs: cfg.UDs, PerUD: cfg.PerUD, GPU: &gpu}
+	if cfg.spareAfter {
+		s.nodes.UDs--
+	}
 	if _, err := s.nodes.Create(ctx, tt.Client); err != nil {
 		t.Fatal(err)
 	}
@@ -89,6 +99,12 @@ func deployLWS(t *testing.T, cfg lwsConfig) *scenario {
 	defer cancel()
 	if _, err := w.WaitGroupsReady(wctx, tt.Client, w.Replicas); err != nil {
 		t.Fatal(err)
+	}
+	if cfg.spareAfter {
+		s.nodes.UDs++
+		if _, err := s.nodes.Create(ctx, tt.Client); err != nil {
+			t.Fatal(err)
+		}
 	}
 	nl, err := tt.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: s.nodes.Selector().String()})
 	if err != nil {
@@ -226,5 +242,97 @@ func checkLWSGroups(t *testing.T, cfg lwsConfig) {
 	}
 	if st.ReadyReplicas != w.Replicas || st.Updating() || st.Condition("Available") != metav1.ConditionTrue {
 		t.Errorf("LeaderWorkerSet status %+v, want %d ready groups, Available, not updating", st, w.Replicas)
+	}
+}
+
+// TestLWSAuditNamesTheField runs udrain's audit over real LeaderWorkerSets
+// and checks what it says of their specs, each finding naming the field
+// to fix: none for one as the contract wants it; for one with startup
+// policy LeaderReady and gated leaders, that no group can start, which
+// the real operator shows (its leader stays unready, no worker is ever
+// made); for one with no placement, no gate and no budget, those three.
+func TestLWSAuditNamesTheField(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	if _, err := bed.LWS(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tt := bed.ForTest(t)
+	gpu := fixture.H100()
+	// Four domains: the exclusive groups (good's two, stuck's one) keep
+	// every other group's pods, loose's too, out of theirs.
+	nodes := fixture.Nodes{Pool: tt.Name, UDs: 4, PerUD: 2, GPU: &gpu}
+	if _, err := nodes.Create(ctx, tt.Client); err != nil {
+		t.Fatal(err)
+	}
+	startGateController(t, tt.Client, gate.Options{Namespace: tt.Name})
+	dyn, err := dynamic.NewForConfig(tt.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := fixture.LeaderWorkerSet{Namespace: tt.Name, Replicas: 1, Size: 2, Pool: tt.Name, GPUsPerPod: 4,
+		ReadyDelay: time.Second, TerminateDelay: time.Second, GracePeriodSeconds: 5}
+	good, stuck, loose := base, base, base
+	good.Name, good.Replicas, good.Placement = "good", 2, fixture.PlaceExclusive
+	stuck.Name, stuck.Placement, stuck.StartupPolicy = "stuck", fixture.PlaceExclusive, fixture.StartupLeaderReady
+	loose.Name, loose.Placement, loose.NoReadinessGate, loose.NoBudget = "loose", fixture.PlaceNone, true, true
+	for _, w := range []fixture.LeaderWorkerSet{good, stuck, loose} {
+		if err := w.Create(ctx, tt.Client, dyn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	if _, err := good.WaitGroupsReady(wctx, tt.Client, 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fixture.WaitForPods(wctx, tt.Client, tt.Name, loose.Selector(), fixture.PodsReady(2)); err != nil {
+		t.Fatal(err)
+	}
+	// The deadlock, on the real operator: long after its leader runs,
+	// the stuck LeaderWorkerSet has no worker and an unready leader.
+	leader, err := fixture.WaitForPods(wctx, tt.Client, tt.Name, stuck.Selector(), fixture.PodsRunning(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Second)
+	pods, err := tt.Client.CoreV1().Pods(tt.Name).List(ctx, metav1.ListOptions{LabelSelector: stuck.Selector().String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 1 || fixture.IsReady(&pods.Items[0]) {
+		t.Errorf("LeaderReady with a gated leader: %v, want its leader alone and unready", fixture.Describe(pods.Items))
+	} else {
+		t.Logf("LeaderReady with a gated leader: %s, its leader running since %s, no worker made", fixture.Describe(pods.Items)[0], leader[0].Status.StartTime.Format("15:04:05"))
+	}
+
+	r, err := eviction.NewReader(tt.Client, eviction.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := r.Audit(ctx, eviction.RolloutOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type finding struct {
+		Workload string
+		Code     topology.FindingCode
+		Severity udrain.Severity
+	}
+	var got []finding
+	for _, f := range a.Findings {
+		if f.Namespace == tt.Name && strings.HasPrefix(string(f.Code), "LWS") {
+			got = append(got, finding{f.Workload, f.Code, f.Severity})
+			t.Logf("%s %s: %s", f.Severity, f.Code, f.Message)
+		}
+	}
+	want := []finding{
+		{"loose", topology.FindingLWSPlacement, udrain.SeverityWarning},
+		{"loose", topology.FindingLWSReadiness, udrain.SeverityWarning},
+		{"loose", topology.FindingLWSBudget, udrain.SeverityWarning},
+		{"stuck", topology.FindingLWSStartup, udrain.SeverityError},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the audit's findings on the LeaderWorkerSets' specs (-want +got):\n%s", diff)
 	}
 }

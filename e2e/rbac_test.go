@@ -356,6 +356,9 @@ var ruleChecks = map[string]ruleCheck{
 	// Optional, as the role file says: udrain falls back to grouping by
 	// labels when it may not list PodGroups (or the API is not served).
 	"scheduling.k8s.io/podgroups": {name: "podgroups", run: planDomain, optional: true},
+	// Optional, as the role file says: a rollout that may not read a
+	// LeaderWorkerSet says so and does not wait for its update.
+	"leaderworkerset.x-k8s.io/leaderworkersets": {name: "leaderworkersets", run: planDomain, optional: true},
 }
 
 func ruleKey(r rbacv1.PolicyRule) string {

@@ -120,7 +120,7 @@ func (s *scenario) record(t *testing.T, sel labels.Selector) {
 // until the test ends. A controller that stops because the cluster's
 // history went back (an etcd restore) is started again, as its Deployment
 // would restart it; gateRunner.restarted says when and why.
-func startGateController(t *testing.T, c kubernetes.Interface, opts gate.Options) *gateRunner {
+func startGateController(t testing.TB, c kubernetes.Interface, opts gate.Options) *gateRunner {
 	t.Helper()
 	ctrl, err := gate.New(c, opts)
 	if err != nil {
@@ -318,12 +318,20 @@ type observation struct {
 	// EvictedAt is when each pod (by UID) was first seen terminating, with
 	// its domain and whether it led its group.
 	Evicted []evictedPod
+	// ownedWorkers: a worker deleted after its own group's leader was is
+	// no eviction of udrain's (real LWS: the garbage collector deletes a
+	// group's workers with their leader, whose pod owns their
+	// StatefulSet), and does not count against leaders first.
+	ownedWorkers bool
 }
 
 type evictedPod struct {
 	UID    types.UID
 	Name   string
 	Domain string
+	// Group names the pod's group (LWS name and group index, or Ray
+	// cluster).
+	Group  string
 	Leader bool
 	At     time.Time
 }
@@ -360,7 +368,7 @@ func (s *scenario) observe(t *testing.T, from time.Time) observation {
 // zero to: until the last event).
 func (s *scenario) observeBetween(t *testing.T, from, to time.Time) observation {
 	t.Helper()
-	o := observation{Disruptions: map[int]int{}, MinHealthy: s.groupCount()}
+	o := observation{Disruptions: map[int]int{}, MinHealthy: s.groupCount(), ownedWorkers: s.real != nil}
 	prevHealthy := map[int]bool{}
 	started := false
 	var last time.Time
@@ -435,7 +443,11 @@ func (s *scenario) domainOf() map[string]string {
 // newEvictedPod is p first seen terminating at `at`; udOf names its
 // node's domain. A leader is an LWS leader or a Ray head.
 func newEvictedPod(p *corev1.Pod, udOf map[string]string, at time.Time) evictedPod {
-	return evictedPod{UID: p.UID, Name: p.Name, Domain: udOf[p.Spec.NodeName],
+	group := p.Labels[fixture.RayClusterLabel]
+	if name := p.Labels[fixture.LWSNameLabel]; name != "" {
+		group = name + "/" + p.Labels[fixture.LWSGroupIndexLabel]
+	}
+	return evictedPod{UID: p.UID, Name: p.Name, Domain: udOf[p.Spec.NodeName], Group: group,
 		Leader: p.Labels[fixture.LWSWorkerIndexLabel] == "0" || p.Labels[fixture.RayNodeTypeLabel] == "head", At: at}
 }
 
@@ -461,16 +473,23 @@ func (s *scenario) groupsHealthy(pods []corev1.Pod) (map[int]bool, int) {
 }
 
 // leadersFirst checks that in every domain each leader was evicted before
-// any worker of that domain.
+// any worker of that domain (with ownedWorkers, but the workers whose own
+// leader had gone before them).
 func (o observation) leadersFirst() []string {
 	var problems []string
 	lastLeader := map[string]evictedPod{}
 	firstWorker := map[string]evictedPod{}
+	leaderGone := map[string]bool{}
 	for _, e := range o.Evicted {
-		if e.Leader {
+		switch {
+		case e.Leader:
 			lastLeader[e.Domain] = e
-		} else if _, ok := firstWorker[e.Domain]; !ok {
-			firstWorker[e.Domain] = e
+			leaderGone[e.Group] = true
+		case o.ownedWorkers && leaderGone[e.Group]:
+		default:
+			if _, ok := firstWorker[e.Domain]; !ok {
+				firstWorker[e.Domain] = e
+			}
 		}
 	}
 	for d, w := range firstWorker {

@@ -17,8 +17,10 @@ type AuditResult struct {
 	// Groups counts the groups found, PDBs the PodDisruptionBudgets.
 	Groups, PDBs int
 	// Findings are the contract's findings over every domain
-	// (topology.Audit), then the simulated rollout's FindingDisruptedAgain
-	// and FindingNoRoom.
+	// (topology.Audit), then those of the LeaderWorkerSets' own specs
+	// (topology.AuditLeaderWorkerSets; FindingLWSUnread when they cannot
+	// be listed), then the simulated rollout's FindingDisruptedAgain and
+	// FindingNoRoom.
 	Findings []topology.Finding
 	// Rollout is the rollout simulated over every domain (PlanRollout);
 	// nil when it could not be planned, and RolloutErr says why (a domain
@@ -50,8 +52,12 @@ func (r *Reader) Audit(ctx context.Context, opts RolloutOptions) (*AuditResult, 
 		return nil, err
 	}
 	groups := topology.FindGroups(s.Pods, groupersFor(r.d.s, s)...)
+	pdbs := topology.NewPDBIndex(s.PDBs)
 	a := &AuditResult{LabelKey: layout.LabelKey, Domains: layout.Names(), Groups: len(groups), PDBs: len(s.PDBs),
-		Findings: topology.Audit(topology.AuditInput{Layout: layout, Groups: groups, PDBs: s.PDBs, Pods: s.Pods}).Findings}
+		Findings: topology.Audit(topology.AuditInput{Layout: layout, Groups: groups, PDBs: s.PDBs, PDBIndex: pdbs, Pods: s.Pods}).Findings}
+	// The LeaderWorkerSets' own specs (one list of them), whether or not
+	// their pods exist yet.
+	a.Findings = append(a.Findings, r.d.auditLeaderWorkerSets(ctx, layout, pdbs)...)
 	if a.Rollout, err = r.PlanRollout(ctx, opts); a.Rollout == nil {
 		a.RolloutErr = err
 		return a, nil

@@ -47,6 +47,8 @@ const (
 	EventLockLost         EventType = "LockLost"         // a rollout lost its Lease (Err); it stops
 	EventLockReleased     EventType = "LockReleased"     // a rollout gave its Lease up (or let it expire)
 	EventDomainHeld       EventType = "DomainHeld"       // a rollout with parallel domains holds the next domain back (Hold); sent when the domain or the reason changes
+	EventWorkloadUpdating EventType = "WorkloadUpdating" // a workload on the domain rolls out its own update (Updates): the domain waits before its cordon; sent when it changes
+	EventWorkloadUpdated  EventType = "WorkloadUpdated"  // the updates a domain waited for are done; it starts
 )
 
 // RequestResult is the answer to one eviction (or deletion) request, on
@@ -114,6 +116,9 @@ type Event struct {
 	// (Recovered): the domain's groups and budgets, judged by package
 	// health.
 	Health *DomainHealth `json:"health,omitempty"`
+	// Updates are the workloads on the domain that roll out an update of
+	// their own, on WorkloadUpdating (see Options.WorkloadUpdates).
+	Updates []WorkloadUpdate `json:"updates,omitempty"`
 	// Domains are a rollout's domains in the order it takes them, on
 	// RolloutStarted.
 	Domains []string `json:"domains,omitempty"`

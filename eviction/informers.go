@@ -43,12 +43,20 @@ type EventInformer interface {
 // exists). PodGroups is optional: without
 // it, pods that name a native PodGroup are still grouped by that name, but
 // the group's size, workload and disruption mode are unknown.
+//
+// LeaderWorkerSets is optional too: an informer of LeaderWorkerSets
+// (LeaderWorkerSetResource), e.g. of a dynamic informer factory, or of a
+// controller-runtime cache for a typed or unstructured LeaderWorkerSet;
+// its store may hold any object that converts to unstructured. With it, a
+// rollout reads the LeaderWorkerSets on a domain from it (see
+// Options.WorkloadUpdates); without it, it GETs them.
 type Informers struct {
 	Nodes                Informer
 	Pods                 Informer
 	PodDisruptionBudgets Informer
 	DaemonSets           Informer
 	PodGroups            Informer
+	LeaderWorkerSets     Informer
 }
 
 // InformersOption changes which informers InformersFromFactory and

@@ -134,6 +134,9 @@ type DomainProgress struct {
 	Down []health.GroupStatus `json:"down,omitempty"`
 	// Budgets are the budgets over those groups that are not healthy.
 	Budgets []health.BudgetStatus `json:"budgets,omitempty"`
+	// Updating are the workloads on a Pending domain that roll out an
+	// update of their own: the rollout waits for them (WorkloadUpdates).
+	Updating []WorkloadUpdate `json:"updating,omitempty"`
 }
 
 // RolloutLockStatus is a rollout's Lease as it was read.
@@ -230,7 +233,7 @@ func (d *Drainer) statusFrom(ctx context.Context, v *view, ro RolloutOptions, st
 	if err != nil {
 		return err
 	}
-	s := statusReader{d: d, v: v, id: ro.ID, snap: snap, layout: layout, running: st.Running, lockKnown: lockKnown, finished: finished}
+	s := statusReader{ctx: ctx, d: d, v: v, id: ro.ID, snap: snap, layout: layout, running: st.Running, lockKnown: lockKnown, finished: finished}
 	s.groups = topology.FindGroups(snap.Pods, groupersFor(d.s, snap)...)
 	s.groupers = groupersFor(d.s, snap)
 	s.pdbs = topology.NewPDBIndex(snap.PDBs)
@@ -316,6 +319,7 @@ func inStatusTerms(err error) error {
 
 // statusReader infers each domain's progress from one snapshot.
 type statusReader struct {
+	ctx      context.Context
 	d        *Drainer
 	v        *view
 	id       string
@@ -332,6 +336,8 @@ type statusReader struct {
 	// finished: the domains the rollout reading its own status knows
 	// recovered.
 	finished map[string]bool
+	// updates are the workload updates read, one read each per status.
+	updates map[workloadRef]*WorkloadUpdate
 }
 
 // domain infers the progress of one domain; t is its health target (its
@@ -387,6 +393,7 @@ func (s *statusReader) domain(name string, t recoveryTarget) (DomainProgress, er
 		p.State, p.Stage = StateUpgrading, StageUpgrade
 	default:
 		p.State = StatePending
+		p.Updating = s.updating(dom)
 	}
 	if p.Stage != "" && s.lockKnown && !s.running {
 		p.State = StateStopped

@@ -2,11 +2,15 @@
 # make demo: udrain's first five minutes. On a machine with only Go, it
 #   1. starts (or reuses) the local control plane (hack/cluster.sh up);
 #   2. builds bin/udrain and bin/udrain-demo;
-#   3. creates GPU nodes in three upgrade domains and a multi-host inference
-#      workload (LeaderWorkerSet-shaped groups, leaders gated on their
-#      group's health, a PodDisruptionBudget over the leaders), resetting
-#      what an earlier run left, and runs "udrain readiness-gate-controller"
-#      in the background until the demo ends (also on Ctrl-C);
+#   3. runs the real LeaderWorkerSet manager v0.10.0 out of cluster (built
+#      once by hack/lws.sh, cached; its CRDs and webhooks installed), creates
+#      GPU nodes in three upgrade domains and a multi-host inference workload
+#      (three LeaderWorkerSets of one group of four pods each, exclusive
+#      topology on the domain label, leaders gated on their group's health,
+#      a PodDisruptionBudget over the leaders), resetting what an earlier run
+#      left, and runs "udrain readiness-gate-controller" in the background
+#      until the demo ends (also on Ctrl-C; the manager too, taking its
+#      webhooks with it);
 #   4. shows "udrain domains" and "udrain plan" of the first domain;
 #   5. rolls an upgrade over the domains with "udrain rollout".
 # Run it again at will: it reuses the cluster and starts the workload anew.
@@ -21,7 +25,7 @@
 # kubectl drain would need.
 #
 # Environment:
-#   WORKLOAD               lws (default: LeaderWorkerSet-shaped groups) or ray
+#   WORKLOAD               lws (default: real LeaderWorkerSets) or ray
 #   UDRAIN_CLUSTER         cluster name (default udrain, as hack/cluster.sh)
 #   UDRAIN_DEMO_NAMESPACE  namespace of the workload (default udrain-demo)
 #   UDRAIN_DEMO_POOL       node pool, the prefix of node and domain names
@@ -58,6 +62,7 @@ took() { printf '  %s(%ds)%s\n' "$D" "$((SECONDS - $1))" "$R"; }
 
 GATE_PID=''
 OPERATOR_PID=''
+LWS_PID=''
 HEARTBEAT_PID=''
 WATCH_PID=''
 cleanup() {
@@ -73,6 +78,11 @@ cleanup() {
     kill "$OPERATOR_PID" 2>/dev/null
     wait "$OPERATOR_PID" 2>/dev/null || true
     printf '%sstopped the KubeRay operator (its log: %s)%s\n' "$D" "${OUT#"$ROOT"/}/ray-operator.log" "$R"
+  fi
+  if [ -n "$LWS_PID" ] && kill -0 "$LWS_PID" 2>/dev/null; then
+    kill "$LWS_PID" 2>/dev/null
+    wait "$LWS_PID" 2>/dev/null || true
+    printf '%sstopped the LeaderWorkerSet manager and removed its webhooks (its log: %s)%s\n' "$D" "${OUT#"$ROOT"/}/lws-manager.log" "$R"
   fi
   exit "$code"
 }
@@ -126,6 +136,13 @@ if [ "$WORKLOAD" = ray ]; then
   fi
   KUBERAY_DIR=$(hack/kuberay.sh 2> >(sed -u 's/^kuberay: /  /' >&2)) || die "building the KubeRay operator failed"
   say "KubeRay operator: $KUBERAY_DIR/ray-operator"
+else
+  if [ ! -x "$CACHE_ROOT/lws/v0.10.0/lws-manager" ]; then
+    say "${B}First run: building the LeaderWorkerSet manager v0.10.0 (from the module proxy, or the source"
+    say "tarball in ../shared/third_party; about 80 s on 2 cores; cached in $CACHE_ROOT/lws).${R}"
+  fi
+  LWS_DIR=$(hack/lws.sh 2> >(sed -u 's/^lws: /  /' >&2)) || die "building the LeaderWorkerSet manager failed"
+  say "LeaderWorkerSet manager: $LWS_DIR/lws-manager"
 fi
 took "$t0"
 
@@ -133,9 +150,21 @@ took "$t0"
 if [ "$WORKLOAD" = ray ]; then
   section "GPU nodes in 3 upgrade domains, three RayClusters on the real KubeRay operator"
 else
-  section "GPU nodes in 3 upgrade domains, a multi-host inference workload"
+  section "GPU nodes in 3 upgrade domains, three real LeaderWorkerSets"
 fi
 t0=$SECONDS
+if [ "$WORKLOAD" = lws ]; then
+  say "starting: the LeaderWorkerSet manager v0.10.0   (in the background, until the demo ends; its webhooks on 127.0.0.1)"
+  bin/udrain-demo lws-manager --lws-dir "$LWS_DIR" --work-dir "$OUT/lws" >"$OUT/lws-manager.out" 2>"$OUT/lws-manager.log" &
+  LWS_PID=$!
+  for _ in $(seq 1 600); do
+    grep -q '^LeaderWorkerSet manager ready' "$OUT/lws-manager.out" 2>/dev/null && break
+    kill -0 "$LWS_PID" 2>/dev/null || die "the LeaderWorkerSet manager stopped; log: ${OUT#"$ROOT"/}/lws-manager.log: $(tail -5 "$OUT/lws-manager.log")"
+    sleep 0.1
+  done
+  grep -q '^LeaderWorkerSet manager ready' "$OUT/lws-manager.out" || die "the LeaderWorkerSet manager did not serve its webhooks within 60 s; log: ${OUT#"$ROOT"/}/lws-manager.log"
+  say "$(cat "$OUT/lws-manager.out")"
+fi
 deploy=(bin/udrain-demo deploy --namespace "$NS" --pool "$POOL" --workload "$WORKLOAD")
 [ "$WORKLOAD" = ray ] && deploy+=(--kuberay-dir "$KUBERAY_DIR")
 "${deploy[@]}"
@@ -152,6 +181,7 @@ GATE_PID=$!
 say "waiting until every group is whole and its leader Ready (model loading takes 2s per pod):"
 logs=${OUT#"$ROOT"/}/gate-controller.log
 [ "$WORKLOAD" = ray ] && logs="$logs, ${OUT#"$ROOT"/}/ray-operator.log"
+[ "$WORKLOAD" = lws ] && logs="$logs, ${OUT#"$ROOT"/}/lws-manager.log"
 bin/udrain-demo wait --namespace "$NS" --workload "$WORKLOAD" --timeout 3m ||
   die "the workload did not become healthy; logs: $logs"
 took "$t0"

@@ -108,7 +108,8 @@ func notable(t eviction.EventType) bool {
 		eviction.EventRecovered, eviction.EventDomainSkipped, eviction.EventNodeGone,
 		eviction.EventLeftCordoned, eviction.EventRetrying, eviction.EventContractFindings,
 		eviction.EventRolloutStarted, eviction.EventRolloutDone, eviction.EventDomainStarted,
-		eviction.EventDomainDone, eviction.EventUnblocked, eviction.EventDomainHeld:
+		eviction.EventDomainDone, eviction.EventUnblocked, eviction.EventDomainHeld,
+		eviction.EventWorkloadUpdating, eviction.EventWorkloadUpdated:
 		return true
 	}
 	return false
@@ -149,6 +150,10 @@ func (p *Progress) Event(e eviction.Event) {
 		if strings.HasPrefix(p.held, e.Domain+": ") {
 			p.held = ""
 		}
+	case eviction.EventWorkloadUpdating:
+		d.status, d.waiting = "waiting for workload updates", e.Message
+	case eviction.EventWorkloadUpdated:
+		d.status, d.waiting = "planning", ""
 	case eviction.EventPlanned:
 		d.status = "planned"
 	case eviction.EventCordoned:

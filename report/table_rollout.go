@@ -227,12 +227,16 @@ func (r RolloutStatusReport) WriteTable(w io.Writer, o TableOptions) error {
 	return nil
 }
 
-// statusNotes says what holds up each domain in progress: the budgets
-// blocking its drain, its groups down, its budgets not caught up, and
-// where the rollout stopped.
+// statusNotes says what holds up each domain: the workloads on it rolling
+// out their own update, and for a domain in progress the budgets blocking
+// its drain, its groups down, its budgets not caught up, and where the
+// rollout stopped.
 func statusNotes(st *eviction.RolloutStatus) []string {
 	var notes []string
 	for _, p := range st.Domains {
+		for _, u := range p.Updating {
+			notes = append(notes, fmt.Sprintf("%s: waits for %s (the rollout does not cordon a domain while a workload on it rolls out its own update: it deletes groups through no budget)", p.Domain, u))
+		}
 		if p.Stage == "" {
 			continue
 		}

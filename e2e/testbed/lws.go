@@ -57,6 +57,9 @@ type LWS struct {
 	proc *process
 }
 
+// PID is the manager's process ID, for measuring what it costs.
+func (l *LWS) PID() int { return l.proc.cmd.Process.Pid }
+
 // LWS returns the testbed's LeaderWorkerSet manager, starting it on the
 // first call: it builds the manager if the cache lacks it (hack/lws.sh,
 // about 80 s cold), applies its CRDs server-side, writes its configuration

@@ -91,6 +91,14 @@ rollout started a second time meanwhile fails at once, naming the holder.
 A holder that died leaves a Lease that can be taken over once it expires
 (30s after its last renewal).
 
+Before it cordons a domain, the rollout waits while a LeaderWorkerSet with
+a group on it rolls out its own update (its status says UpdateInProgress,
+or its controller has not seen its latest spec): that update deletes groups
+through no PodDisruptionBudget, and a drain meanwhile would take down more
+groups than the budget allows. It says so (WorkloadUpdating) and goes on
+when the update is done; --workload-update-timeout bounds the wait (exit
+code 1, nothing of the domain touched), --ignore-workload-updates skips it.
+
 --parallel runs several domains at once: N at most, or auto. A domain starts
 only when every PodDisruptionBudget over its groups' leaders allows, by its
 spec (minAvailable or maxUnavailable over the groups udrain sees), the groups
@@ -204,6 +212,8 @@ again to resume). --dry-run and "udrain audit --parallel" show the schedule.
 	cmd.Flags().StringVar(&lockNamespace, "lock-namespace", eviction.DefaultLockNamespace, "Namespace of the Lease the rollout holds while it runs (it must exist), so that the same rollout never runs twice at once")
 	cmd.Flags().BoolVar(&noLock, "no-lock", false, "Run without the rollout's Lease")
 	cmd.Flags().DurationVar(&stuckAfter, "stuck-after", eviction.DefaultStuckAfter, "Stop a domain's recovery once a member has waited this long for a reason that does not clear by itself (ImagePullBackOff, ErrImagePull, CreateContainerConfigError; ContainerCreating with a FailedMount or FailedAttachVolume event), instead of waiting out --recovery-timeout; negative: never")
+	cmd.Flags().BoolVar(&dr.workloadUpdates.Ignore, "ignore-workload-updates", false, "Start each domain without waiting for the LeaderWorkerSets with a group on it that roll out their own update (their rolling update deletes groups through no budget)")
+	cmd.Flags().DurationVar(&dr.workloadUpdates.Timeout, "workload-update-timeout", 0, "How long a domain waits for the LeaderWorkerSets on it to finish their own update before the rollout stops (exit code 1); zero means infinite")
 	cmd.Flags().BoolVar(&createLockNS, "create-lock-namespace", true, "Create --lock-namespace when it does not exist (labelled app.kubernetes.io/managed-by=udrain, Pod Security restricted); false: stop and say so")
 	mf.add(cmd)
 	cmd.AddCommand(newRolloutStatusCommand(o))

@@ -27,6 +27,8 @@ type drainFlags struct {
 
 	allowViolations bool
 	concurrency     int
+	// workloadUpdates is set by the rollout command's flags only.
+	workloadUpdates eviction.WorkloadUpdates
 }
 
 // add registers the flags. timeoutHelp describes --timeout, which bounds
@@ -100,6 +102,7 @@ func (f *drainFlags) options() (eviction.Options, error) {
 		Helper:          h,
 		Concurrency:     f.concurrency,
 		AllowViolations: f.allowViolations,
+		WorkloadUpdates: f.workloadUpdates,
 	}, nil
 }
 

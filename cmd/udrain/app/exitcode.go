@@ -98,6 +98,7 @@ func hint(err error, program, cmdPath string) string {
 		stopped   *eviction.DomainError
 		held      *eviction.InProgressError
 		lockNS    *eviction.LockNamespaceError
+		updating  *eviction.WorkloadUpdateError
 	)
 	// release is how to give back the nodes of a domain that stopped
 	// cordoned, instead of resuming it.
@@ -110,6 +111,8 @@ func hint(err error, program, cmdPath string) string {
 	switch {
 	case errors.Is(err, context.Canceled):
 		return "interrupted: nothing new was started after the signal; run the same command again to resume" + release()
+	case errors.As(err, &updating):
+		return "nothing of the domain was touched: wait for the workloads' updates to finish (or fix what holds them), then run the same command again (a longer --workload-update-timeout, or --ignore-workload-updates to start domains regardless)"
 	case errors.As(err, &lockNS):
 		return fmt.Sprintf("create it ('kubectl create namespace %s'), or choose another with --lock-namespace", lockNS.Namespace)
 	case errors.As(err, &held):

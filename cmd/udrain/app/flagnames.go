@@ -94,6 +94,8 @@ var fieldFlags = map[string]string{
 	"eviction.RolloutStatusOptions.Interval":                  "--interval",
 	"eviction.RolloutOptions.Domains":                         "--domains",
 	"eviction.RolloutOptions.RecoveryTimeout":                 "--recovery-timeout",
+	"eviction.Options.WorkloadUpdates.Timeout":                "--workload-update-timeout",
+	"eviction.Options.WorkloadUpdates.Ignore":                 "--ignore-workload-updates",
 	"eviction.RolloutOptions.GPUCheck.Grace":                  "--gpu-check-grace",
 	"eviction.RolloutOptions.Lock.Namespace":                  "--lock-namespace",
 	"eviction.RolloutOptions.ID":                              "--id",

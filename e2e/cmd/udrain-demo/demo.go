@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
@@ -22,7 +23,8 @@ import (
 
 // The demo's workloads.
 const (
-	// workloadLWS is groups shaped like LeaderWorkerSet (fixture.LWS).
+	// workloadLWS is real LeaderWorkerSets (fixture.LeaderWorkerSet) that
+	// the LWS manager runs ("udrain-demo lws-manager"): one group each.
 	workloadLWS = "lws"
 	// workloadRay is RayClusters that a real KubeRay operator runs
 	// (fixture.RayClusters): a group is a cluster, its leader the head.
@@ -59,29 +61,43 @@ func defaultConfig() config {
 // a head and two hosts of eight GPUs, which fill the two nodes of a domain.
 const rayGroupSize = 3
 
+// servingLabel marks the pods of the demo's LeaderWorkerSets: the budget
+// over their leaders selects by it.
+const servingLabel = "udrain.dev/demo"
+
 // demo is the demo's nodes and workload: lws, or ray when it is set.
 type demo struct {
 	nodes      fixture.Nodes
-	lws        fixture.LWS
+	ns         string
+	lws        []fixture.LeaderWorkerSet
 	ray        *fixture.RayClusters
 	kubeRayDir string
 }
 
+// lwsName is the name of the demo's i-th LeaderWorkerSet: vllm-a, vllm-b, ...
+func lwsName(i int) string { return fmt.Sprintf("vllm-%c", 'a'+i) }
+
 func newDemo(c config) (demo, error) {
 	gpu := fixture.H100()
-	d := demo{
-		nodes: fixture.Nodes{Pool: c.Pool, UDs: c.UDs, PerUD: c.NodesPerUD, GPU: &gpu},
-		lws: fixture.LWS{Namespace: c.Namespace, Name: "vllm", Groups: c.Groups, Size: c.GroupSize, Pool: c.Pool,
-			GPUsPerPod: 4, ReadyDelay: c.ReadyDelay, TerminateDelay: c.TerminateDelay, GracePeriodSeconds: c.GracePeriodSeconds},
-	}
+	d := demo{nodes: fixture.Nodes{Pool: c.Pool, UDs: c.UDs, PerUD: c.NodesPerUD, GPU: &gpu}, ns: c.Namespace}
 	var errs []error
 	if _, err := d.nodes.Build(); err != nil {
 		errs = append(errs, err)
 	}
 	switch c.Workload {
 	case workloadLWS:
-		if _, err := d.lws.StatefulSets(); err != nil {
-			errs = append(errs, err)
+		for i := range c.Groups {
+			w := fixture.LeaderWorkerSet{Namespace: c.Namespace, Name: lwsName(i), Replicas: 1, Size: c.GroupSize, Pool: c.Pool,
+				Placement: fixture.PlaceExclusive, NoBudget: true, PodLabels: map[string]string{servingLabel: "vllm"},
+				GPUsPerPod: 4, ReadyDelay: c.ReadyDelay, TerminateDelay: c.TerminateDelay, GracePeriodSeconds: c.GracePeriodSeconds}
+			if _, err := w.Object(); err != nil {
+				errs = append(errs, err)
+				break
+			}
+			d.lws = append(d.lws, w)
+		}
+		if c.Groups > 26 {
+			errs = append(errs, fmt.Errorf("--groups=%d: at most 26 LeaderWorkerSets (vllm-a..vllm-z)", c.Groups))
 		}
 		if c.GroupSize > c.NodesPerUD*2 {
 			errs = append(errs, fmt.Errorf("a group of %d pods (4 GPUs each) does not fit the %d nodes (8 GPUs each) of a domain; raise --nodes-per-ud", c.GroupSize, c.NodesPerUD))
@@ -106,19 +122,14 @@ func newDemo(c config) (demo, error) {
 }
 
 // namespace is the workload's namespace.
-func (d demo) namespace() string {
-	if d.ray != nil {
-		return d.ray.Namespace
-	}
-	return d.lws.Namespace
-}
+func (d demo) namespace() string { return d.ns }
 
-// groupCount is the number of groups (RayClusters).
+// groupCount is the number of groups (LeaderWorkerSets, RayClusters).
 func (d demo) groupCount() int {
 	if d.ray != nil {
 		return d.ray.Clusters
 	}
-	return d.lws.Groups
+	return len(d.lws)
 }
 
 // pdbName is the PDB over the leaders (heads).
@@ -126,7 +137,7 @@ func (d demo) pdbName() string {
 	if d.ray != nil {
 		return d.ray.PDBName()
 	}
-	return d.lws.PDBName()
+	return "vllm-leaders"
 }
 
 // selector selects the workload's pods.
@@ -134,7 +145,18 @@ func (d demo) selector() labels.Selector {
 	if d.ray != nil {
 		return d.ray.Selector()
 	}
-	return d.lws.Selector()
+	return labels.SelectorFromSet(labels.Set{servingLabel: "vllm"})
+}
+
+// leaderPDB is the budget over the leaders of the demo's LeaderWorkerSets:
+// all but one available.
+func (d demo) leaderPDB() *policyv1.PodDisruptionBudget {
+	minAvailable := intstr.FromInt32(int32(len(d.lws) - 1))
+	return &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: d.pdbName(), Namespace: d.ns},
+		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &minAvailable,
+			Selector: metav1.SetAsLabelSelector(labels.Set{servingLabel: "vllm", fixture.LWSWorkerIndexLabel: "0"})},
+	}
 }
 
 // health lists the workload's groups as they are now.
@@ -142,7 +164,15 @@ func (d demo) health(ctx context.Context, c kubernetes.Interface) ([]fixture.Gro
 	if d.ray != nil {
 		return d.ray.Health(ctx, c)
 	}
-	return d.lws.Health(ctx, c)
+	pods, err := c.CoreV1().Pods(d.ns).List(ctx, metav1.ListOptions{LabelSelector: d.selector().String()})
+	if err != nil {
+		return nil, fmt.Errorf("list pods of %s: %w", d.ns, err)
+	}
+	nodes, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	return d.view().groups(pods.Items, nodes.Items), nil
 }
 
 // view is how the workload's groups are judged from its pods.
@@ -150,7 +180,7 @@ func (d demo) view() groupView {
 	if r := d.ray; r != nil {
 		return groupView{count: r.Clusters, groups: r.Groups, isLeader: r.IsHead}
 	}
-	return lwsView(d.lws.Name, d.lws.Groups)
+	return lwsView(d.lws)
 }
 
 // reset deletes what an earlier run left, the namespace (with the workload)
@@ -219,16 +249,23 @@ func (d demo) deploy(ctx context.Context, cs clients, out io.Writer) error {
 	if d.ray != nil {
 		return d.deployRay(ctx, cs, out)
 	}
-	if err := d.lws.Create(ctx, c); err != nil {
-		return err
+	pdb := d.leaderPDB()
+	if _, err := c.PolicyV1().PodDisruptionBudgets(d.ns).Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create PDB %s/%s: %w", d.ns, pdb.Name, err)
 	}
-	w := d.lws
-	fmt.Fprintf(out, "  workload %s/%s: %d groups of %d pods (leader %s + workers %s..%s, 4 GPUs each)\n",
-		w.Namespace, w.Name, w.Groups, w.Size, w.LeaderName(0), w.WorkerName(0, 1), w.WorkerName(0, w.Size-1))
-	fmt.Fprintf(out, "    leaders spread over the domains, each group's workers packed into its leader's domain\n")
+	for _, w := range d.lws {
+		if err := w.Create(ctx, c, cs.dyn); err != nil {
+			return err
+		}
+	}
+	w := d.lws[0]
+	fmt.Fprintf(out, "  %d LeaderWorkerSets in %s, %s..%s: one group of %d pods each (leader %s + workers %s..%s, 4 GPUs each)\n",
+		len(d.lws), d.ns, w.Name, d.lws[len(d.lws)-1].Name, w.Size, w.LeaderName(0), w.WorkerName(0, 1), w.WorkerName(0, w.Size-1))
+	fmt.Fprintf(out, "    the LeaderWorkerSet manager labels their pods, injects LWS_* and makes each group's worker StatefulSet\n")
+	fmt.Fprintf(out, "    exclusive topology on %s: each group alone in a domain, where the scheduler puts it\n", fixture.UpgradeDomainLabel)
 	fmt.Fprintf(out, "    leaders declare the readiness gate %s (Ready only while their whole group is)\n", fixture.GroupReadyCondition)
 	fmt.Fprintf(out, "    PodDisruptionBudget %s over the leaders: minAvailable %d (one group at a time may be down)\n",
-		w.PDBName(), w.PodDisruptionBudget().Spec.MinAvailable.IntValue())
+		pdb.Name, pdb.Spec.MinAvailable.IntValue())
 	return nil
 }
 
@@ -258,7 +295,7 @@ func (d demo) waitHealthy(ctx context.Context, c kubernetes.Interface, out io.Wr
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		hint := "is the readiness-gate controller running?"
+		hint := "are the LeaderWorkerSet manager and the readiness-gate controller running?"
 		if d.ray != nil {
 			hint = "are the KubeRay operator and the readiness-gate controller running?"
 		}

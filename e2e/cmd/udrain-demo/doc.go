@@ -1,6 +1,6 @@
 // Command udrain-demo sets up the workload of "make demo" (hack/demo.sh) on
 // the local control plane (hack/cluster.sh): fake GPU nodes in upgrade
-// domains and a multi-host inference workload shaped like LeaderWorkerSet,
+// domains and a multi-host inference workload of real LeaderWorkerSets,
 // built with package [github.com/udrain/udrain/e2e/fixture]. It is a
 // helper of the demo script, not a tool to run against a real cluster: its
 // nodes are kwok's, and "deploy" deletes the namespace and the node pool it
@@ -10,13 +10,25 @@
 //	                   [--workload lws|ray] [--kuberay-dir DIR]
 //	udrain-demo wait   [--namespace udrain-demo] [--groups 3] [--workload lws|ray] [--timeout 3m]
 //	udrain-demo watch  [--namespace udrain-demo] [--pool demo] [--groups 3] [--workload lws|ray]
+//	udrain-demo lws-manager --lws-dir DIR --work-dir DIR
+//
+// lws-manager runs the LeaderWorkerSet manager (v0.10.0, the folder
+// hack/lws.sh prints) out of cluster until SIGINT or SIGTERM, as the e2e
+// testbed does (testbed.LWSSetup): its CRDs applied, its configuration and a
+// serving certificate for 127.0.0.1 in --work-dir, its webhooks registered
+// with url clientConfigs; it prints "LeaderWorkerSet manager ready" once the
+// API server calls them, and deletes the webhook configurations when it
+// stops (a cluster left with webhooks nobody serves refuses every
+// LeaderWorkerSet pod).
 //
 // deploy resets and creates: the namespace, UDS x NODES-PER-UD nodes with
-// eight NVIDIA H100 each (domains <pool>-ud0, <pool>-ud1, ...), and GROUPS
-// groups of GROUP-SIZE pods (a leader and its workers, four GPUs each; a
-// group fills the two nodes of one domain), leaders declaring the readiness
-// gate udrain.dev/group-ready, and a PodDisruptionBudget over the leaders
-// with minAvailable GROUPS-1. wait returns once every group is whole and its
+// eight NVIDIA H100 each (domains <pool>-ud0, <pool>-ud1, ...), GROUPS
+// LeaderWorkerSets vllm-a, vllm-b, ... of one group of GROUP-SIZE pods each
+// (a leader and its workers, four GPUs each; a group fills the two nodes of
+// one domain) with LWS's exclusive topology on the domain label, leaders
+// declaring the readiness gate udrain.dev/group-ready, and a
+// PodDisruptionBudget vllm-leaders over their leaders with minAvailable
+// GROUPS-1; the manager must run. wait returns once every group is whole and its
 // leader Ready (which takes the readiness-gate controller, "udrain
 // readiness-gate-controller") and the budget counts every group healthy; it
 // prints a line whenever that progresses. watch records every event of the

@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -41,10 +42,13 @@ func (e *usageError) Error() string { return e.err.Error() }
 func (e *usageError) Unwrap() error { return e.err }
 
 // clients are the clients of the cluster: kube for everything, dyn for the
-// CRDs and RayClusters of the ray workload.
+// CRDs, LeaderWorkerSets and RayClusters; cfg and kubeconfig (the file's
+// path) for the LeaderWorkerSet manager.
 type clients struct {
-	kube kubernetes.Interface
-	dyn  dynamic.Interface
+	kube       kubernetes.Interface
+	dyn        dynamic.Interface
+	cfg        *rest.Config
+	kubeconfig string
 }
 
 // newClientFunc builds the clients from a kubeconfig path ("" for the
@@ -67,15 +71,19 @@ func clientFromKubeconfig(kubeconfig string) (clients, error) {
 	if err != nil {
 		return clients{}, err
 	}
-	return clients{kube: kube, dyn: dyn}, nil
+	path := kubeconfig
+	if path == "" {
+		path = rules.GetDefaultFilename()
+	}
+	return clients{kube: kube, dyn: dyn, cfg: cfg, kubeconfig: path}, nil
 }
 
 // run parses args (a subcommand and its flags) and runs the subcommand,
 // writing what it does to stdout.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, newClient newClientFunc) error {
-	if len(args) == 0 || (args[0] != "deploy" && args[0] != "wait" && args[0] != "watch") {
-		fmt.Fprintln(stderr, "usage: udrain-demo deploy|wait|watch [flags]; udrain-demo deploy -h lists the flags")
-		return &usageError{errors.New("give a subcommand: deploy (reset and create the demo), wait (until the workload is healthy) or watch (record until SIGTERM, then say what the pods went through)")}
+	if len(args) == 0 || (args[0] != "deploy" && args[0] != "wait" && args[0] != "watch" && args[0] != "lws-manager") {
+		fmt.Fprintln(stderr, "usage: udrain-demo deploy|wait|watch|lws-manager [flags]; udrain-demo deploy -h lists the flags")
+		return &usageError{errors.New("give a subcommand: deploy (reset and create the demo), wait (until the workload is healthy), watch (record until SIGTERM, then say what the pods went through) or lws-manager (run the LeaderWorkerSet manager until SIGTERM)")}
 	}
 	sub := args[0]
 	fs := flag.NewFlagSet("udrain-demo "+sub, flag.ContinueOnError)
@@ -87,7 +95,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, newClient
 	fs.IntVar(&cfg.Groups, "groups", cfg.Groups, "groups (LeaderWorkerSet replicas, or RayClusters), one per upgrade domain")
 	fs.StringVar(&cfg.Workload, "workload", cfg.Workload, "lws (LeaderWorkerSet-shaped groups) or ray (RayClusters of the KubeRay operator)")
 	timeout := 3 * time.Minute
+	var lwsDir, workDir string
 	switch sub {
+	case "lws-manager":
+		fs.StringVar(&lwsDir, "lws-dir", "", "the folder hack/lws.sh prints (the manager and its manifests)")
+		fs.StringVar(&workDir, "work-dir", "", "where the manager's configuration and serving certificate go")
 	case "deploy":
 		fs.IntVar(&cfg.UDs, "uds", cfg.UDs, "upgrade domains")
 		fs.IntVar(&cfg.NodesPerUD, "nodes-per-ud", cfg.NodesPerUD, "nodes per upgrade domain (8 GPUs each)")
@@ -110,6 +122,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, newClient
 	}
 	if timeout <= 0 {
 		return &usageError{fmt.Errorf("--timeout=%s: give a positive duration", timeout)}
+	}
+	if sub == "lws-manager" {
+		if lwsDir == "" || workDir == "" {
+			return &usageError{errors.New("lws-manager needs --lws-dir (the folder hack/lws.sh prints) and --work-dir")}
+		}
+		cs, err := newClient(*kubeconfig)
+		if err != nil {
+			return err
+		}
+		return runLWSManager(ctx, cs, lwsDir, workDir, stdout, stderr)
 	}
 	d, err := newDemo(cfg)
 	if err != nil {

@@ -136,13 +136,37 @@ func TestUsage(t *testing.T) {
 // objects (and what a rollout left on the nodes) and starts anew.
 func TestDeploy(t *testing.T) {
 	c := fakeCluster()
-	out, _, err := runOn(t, c, "deploy")
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		fixture.LeaderWorkerSetGVR: "LeaderWorkerSetList",
+	})
+	// The namespace controller deletes the LeaderWorkerSets with their
+	// namespace.
+	c.PrependReactor("delete", "namespaces", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		ns := a.(k8stesting.DeleteActionImpl).Name
+		l, err := dyn.Resource(fixture.LeaderWorkerSetGVR).Namespace(ns).List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			return true, nil, err
+		}
+		for _, o := range l.Items {
+			if err := dyn.Tracker().Delete(fixture.LeaderWorkerSetGVR, ns, o.GetName()); err != nil {
+				return true, nil, err
+			}
+		}
+		return false, nil, nil
+	})
+	deploy := func() (string, error) {
+		var out, errOut bytes.Buffer
+		err := run(t.Context(), []string{"deploy"}, &out, &errOut, func(string) (clients, error) { return clients{kube: c, dyn: dyn}, nil })
+		return out.String() + errOut.String(), err
+	}
+	out, err := deploy()
 	if err != nil {
 		t.Fatalf("deploy: %v\n%s", err, out)
 	}
 	for _, want := range []string{
 		"6 nodes with 8 x NVIDIA-H100-80GB-HBM3, in 3 upgrade domains (label topology.udrain.dev/upgrade-domain): demo-ud0, demo-ud1, demo-ud2",
-		"workload udrain-demo/vllm: 3 groups of 4 pods (leader vllm-0-0 + workers vllm-0-w-1..vllm-0-w-3, 4 GPUs each)",
+		"3 LeaderWorkerSets in udrain-demo, vllm-a..vllm-c: one group of 4 pods each (leader vllm-a-0 + workers vllm-a-0-1..vllm-a-0-3, 4 GPUs each)",
+		"exclusive topology on topology.udrain.dev/upgrade-domain",
 		"PodDisruptionBudget vllm-leaders over the leaders: minAvailable 2",
 	} {
 		if !strings.Contains(out, want) {
@@ -161,19 +185,32 @@ func TestDeploy(t *testing.T) {
 	if diff := cmp.Diff(map[string]int{"demo-ud0": 2, "demo-ud1": 2, "demo-ud2": 2}, perUD); diff != "" {
 		t.Errorf("nodes per domain (-want +got):\n%s", diff)
 	}
-	sets, err := c.AppsV1().StatefulSets("udrain-demo").List(ctx, metav1.ListOptions{})
+	sets, err := dyn.Resource(fixture.LeaderWorkerSetGVR).Namespace("udrain-demo").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(sets.Items) != 6 {
-		t.Errorf("%d StatefulSets, want 6 (a leader and a worker set per group)", len(sets.Items))
+	var names []string
+	for _, o := range sets.Items {
+		names = append(names, o.GetName())
+		if o.GetAnnotations()[fixture.LWSExclusiveTopologyAnnotation] != fixture.UpgradeDomainLabel {
+			t.Errorf("LeaderWorkerSet %s: annotations %v, want exclusive topology on the domain label", o.GetName(), o.GetAnnotations())
+		}
+		if r, _, _ := unstructured.NestedInt64(o.Object, "spec", "replicas"); r != 1 {
+			t.Errorf("LeaderWorkerSet %s: %d replicas, want 1", o.GetName(), r)
+		}
+	}
+	if diff := cmp.Diff([]string{"vllm-a", "vllm-b", "vllm-c"}, names); diff != "" {
+		t.Errorf("LeaderWorkerSets (-want +got):\n%s", diff)
 	}
 	pdb, err := c.PolicyV1().PodDisruptionBudgets("udrain-demo").Get(ctx, "vllm-leaders", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pdb.Spec.MinAvailable.IntValue() != 2 {
-		t.Errorf("minAvailable %s, want 2", pdb.Spec.MinAvailable.String())
+	sel, _ := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+	leader := labels.Set{servingLabel: "vllm", fixture.LWSNameLabel: "vllm-b", fixture.LWSWorkerIndexLabel: "0"}
+	worker := labels.Set{servingLabel: "vllm", fixture.LWSNameLabel: "vllm-b", fixture.LWSWorkerIndexLabel: "1"}
+	if pdb.Spec.MinAvailable.IntValue() != 2 || !sel.Matches(leader) || sel.Matches(worker) {
+		t.Errorf("PDB minAvailable %s, selector %s: want 2 over the leaders of the three", pdb.Spec.MinAvailable.String(), sel)
 	}
 
 	// What a rollout leaves: nodes marked upgraded.
@@ -182,7 +219,7 @@ func TestDeploy(t *testing.T) {
 	if _, err := c.CoreV1().Nodes().Update(ctx, &n, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	out, _, err = runOn(t, c, "deploy")
+	out, err = deploy()
 	if err != nil {
 		t.Fatalf("second deploy: %v\n%s", err, out)
 	}
@@ -242,13 +279,14 @@ func member(g, worker int, node string, ready bool) *corev1.Pod {
 	if ready {
 		st = corev1.ConditionTrue
 	}
-	name := []string{"vllm-0-0", "vllm-1-0"}[g]
+	lws := lwsName(g)
+	name := lws + "-0"
 	if worker > 0 {
-		name = []string{"vllm-0-w-1", "vllm-1-w-1"}[g]
+		name = lws + "-0-1"
 	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name), Labels: map[string]string{
-			fixture.LWSNameLabel: "vllm", fixture.LWSGroupIndexLabel: []string{"0", "1"}[g], fixture.LWSWorkerIndexLabel: []string{"0", "1"}[worker],
+			fixture.LWSNameLabel: lws, fixture.LWSGroupIndexLabel: "0", fixture.LWSWorkerIndexLabel: []string{"0", "1"}[worker],
 		}, Annotations: map[string]string{fixture.LWSSizeAnnotation: "2"}},
 		Spec: corev1.PodSpec{NodeName: node},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
@@ -321,7 +359,7 @@ func TestObserve(t *testing.T) {
 			name:        "worker first",
 			events:      append(append([]fixture.PodEvent{}, start...), drainGroup(0, "n-a", 10, false)...),
 			wantDisrupt: map[int]int{0: 1}, wantMin: 1, wantOrder: "a: worker, leader",
-			wantProblems: []string{"domain a: worker vllm-0-w-1 evicted before leader vllm-0-0"},
+			wantProblems: []string{"domain a: worker vllm-a-0-1 evicted before leader vllm-a-0"},
 		},
 		{
 			name:        "the initial listing is not a disruption",
@@ -330,7 +368,7 @@ func TestObserve(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o, err := observe(tc.events, t0.Add(time.Second), nodes, lwsView("vllm", 2))
+			o, err := observe(tc.events, t0.Add(time.Second), nodes, lwsView([]fixture.LeaderWorkerSet{{Name: "vllm-a", Size: 2}, {Name: "vllm-b", Size: 2}}))
 			if err != nil {
 				t.Fatal(err)
 			}

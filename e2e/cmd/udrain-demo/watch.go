@@ -92,12 +92,20 @@ type groupView struct {
 	isLeader func(p *corev1.Pod) bool
 }
 
-// lwsView is the view of the LWS-labelled workload lws of n groups.
-func lwsView(lws string, n int) groupView {
+// lwsView is the view of LeaderWorkerSets of one group each: group i is
+// the group of sets[i].
+func lwsView(sets []fixture.LeaderWorkerSet) groupView {
 	return groupView{
-		count: n,
+		count: len(sets),
 		groups: func(pods []corev1.Pod, nodes []corev1.Node) []fixture.GroupStatus {
-			return fixture.Groups(pods, nodes, lws, "")
+			var out []fixture.GroupStatus
+			for i, w := range sets {
+				for _, g := range w.Groups(pods, nodes) {
+					g.Index = i
+					out = append(out, g)
+				}
+			}
+			return out
 		},
 		isLeader: func(p *corev1.Pod) bool { return p.Labels[fixture.LWSWorkerIndexLabel] == "0" },
 	}
