@@ -46,6 +46,7 @@ const (
 	EventLockAcquired     EventType = "LockAcquired"     // a rollout took its Lease
 	EventLockLost         EventType = "LockLost"         // a rollout lost its Lease (Err); it stops
 	EventLockReleased     EventType = "LockReleased"     // a rollout gave its Lease up (or let it expire)
+	EventDomainHeld       EventType = "DomainHeld"       // a rollout with parallel domains holds the next domain back (Hold); sent when the domain or the reason changes
 )
 
 // RequestResult is the answer to one eviction (or deletion) request, on
@@ -69,8 +70,8 @@ const (
 	RequestError RequestResult = "Error"
 )
 
-// Progress counts the pods of a domain drain.
-type Progress struct {
+// PodCounts counts the pods of a domain drain, as an [Event] carries them.
+type PodCounts struct {
 	Phase1Total   int `json:"phase1Total"`
 	Phase1Evicted int `json:"phase1Evicted"`
 	Phase2Total   int `json:"phase2Total"`
@@ -117,7 +118,7 @@ type Event struct {
 	// RolloutStarted.
 	Domains []string `json:"domains,omitempty"`
 	// Progress is the state of the domain's drain after the event.
-	Progress Progress `json:"progress"`
+	Progress PodCounts `json:"progress"`
 	// Request is the answer to the eviction (or deletion) request this
 	// event reports: set on the one event sent after each request (Evicted,
 	// Gone, Blocked, Retrying or EvictionFailed with a Pod), and on no
@@ -128,6 +129,8 @@ type Event struct {
 	// RolloutDone of a rollout that is not a dry run: a controller can
 	// copy it into the status of its own resource.
 	Status *RolloutStatus `json:"status,omitempty"`
+	// Hold is why the domain of a DomainHeld event cannot start yet.
+	Hold *Hold `json:"hold,omitempty"`
 	// Message is a human sentence about the event.
 	Message string `json:"message,omitempty"`
 	// Err is the error of Retrying, EvictionFailed, DrainStopped and

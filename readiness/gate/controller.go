@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -30,7 +31,7 @@ const groupIndex = "udrain.dev/group"
 var ErrAlreadyRun = errors.New("readiness gate: Run was already called on this Controller; build a new one with New")
 
 // Controller keeps the [ConditionType] condition of every group's leader
-// equal to [Evaluate] of the group, for leaders that declare it as a
+// equal to [ConditionFor] of the group, for leaders that declare it as a
 // readiness gate. Build it with [New], start it with [Controller.Run].
 type Controller struct {
 	client   kubernetes.Interface
@@ -256,6 +257,16 @@ func (c *Controller) enqueue(id topology.GroupID) {
 	c.mu.Unlock()
 	if q != nil {
 		q.Add(id)
+	}
+}
+
+// enqueueAfter reconciles group id again after d.
+func (c *Controller) enqueueAfter(id topology.GroupID, d time.Duration) {
+	c.mu.Lock()
+	q := c.queue
+	c.mu.Unlock()
+	if q != nil {
+		q.AddAfter(id, d)
 	}
 }
 
