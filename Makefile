@@ -13,7 +13,7 @@ export GOWORK  := off
 # unit-tested with the rest.
 EXAMPLE_MODULES := examples/controller-runtime
 
-.PHONY: all api build test unit release-test e2e testbed-binaries lint vet fmt-check bench demo cluster cluster-down clean image plugin
+.PHONY: all api build test unit release-test e2e stress stress-unit stress-e2e testbed-binaries lint vet fmt-check bench demo cluster cluster-down clean image plugin
 
 all: lint test
 
@@ -62,6 +62,20 @@ release-test:
 E2E_PARALLEL ?= 4
 e2e: testbed-binaries
 	cd e2e && $(GO) test -count=1 -timeout 60m -parallel $(E2E_PARALLEL) ./...
+
+## stress: the tests run many times, to find those that fail by chance
+## (CI runs make test once): every unit test package STRESS_RUNS times (20)
+## with -race, -shuffle on and -cpu 1, 2, 4 in turn, then the end-to-end
+## tests STRESS_E2E_RUNS times in a row (3). It runs every round, then says
+## which tests failed, how often, and with which seed (_output/stress/).
+## Run it before every resolve. STRESS_PKGS=./eviction/ looks at one package.
+stress: stress-unit stress-e2e
+
+stress-unit:
+	hack/stress.sh unit
+
+stress-e2e: testbed-binaries
+	hack/stress.sh e2e
 
 # The KubeRay operator (hack/kuberay.sh) and the LeaderWorkerSet manager
 # (hack/lws.sh) are testbed binaries too: the end-to-end tests of real

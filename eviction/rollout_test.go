@@ -700,14 +700,18 @@ func TestRecoveryWaitsOutStaleDisruptedPodsEntries(t *testing.T) {
 // TestRecoveryWaitCoalescesEvents: a flood of pod events during a recovery
 // wait costs one evaluation per recoveryEvery, not one per event. Without
 // the pacing (every = 0), the same flood causes many more: the test can
-// tell them apart.
+// tell them apart. The pacing is 1 s here (100 ms in a rollout) and the
+// flood lasts 2 s however many updates the machine makes in that time, so
+// that a slow machine neither passes the unpaced check by luck nor makes
+// the test outlast its context.
 func TestRecoveryWaitCoalescesEvents(t *testing.T) {
+	const pace, flood = time.Second, 2 * time.Second
 	tests := []struct {
 		name  string
 		every time.Duration
 		paced bool
 	}{
-		{"paced", 100 * time.Millisecond, true},
+		{"paced", pace, true},
 		{"unpaced", 0, false},
 	}
 	for _, tt := range tests {
@@ -736,15 +740,16 @@ func TestRecoveryWaitCoalescesEvents(t *testing.T) {
 			}()
 			log.waitFor(t, "WaitingRecovery", func(e Event) bool { return e.Type == EventWaitingRecovery && e.Domain == "ud-1" })
 
-			// Change a pod of the other group 300 times, as fast as the
-			// fake API takes it.
+			// Change a pod of the other group for the flood's time, as
+			// fast as the fake API takes it.
 			start := time.Now()
-			for i := range 300 {
+			updates := 0
+			for ; time.Since(start) < flood; updates++ {
 				p, err := fc.client.CoreV1().Pods(testNS).Get(ctx, "llm-1", metav1.GetOptions{})
 				if err != nil {
 					t.Fatal(err)
 				}
-				p.Annotations = map[string]string{"touch": fmt.Sprint(i)}
+				p.Annotations = map[string]string{"touch": fmt.Sprint(updates)}
 				if _, err := fc.client.CoreV1().Pods(testNS).Update(ctx, p, metav1.UpdateOptions{}); err != nil {
 					t.Fatal(err)
 				}
@@ -764,13 +769,13 @@ func TestRecoveryWaitCoalescesEvents(t *testing.T) {
 				}
 			}
 			mu.Unlock()
-			limit := int(end.Sub(start)/(100*time.Millisecond)) + 2
-			t.Logf("%d evaluations in %s of 300 pod updates", n, end.Sub(start).Round(time.Millisecond))
+			limit := int(end.Sub(start)/pace) + 2
+			t.Logf("%d evaluations in %s of %d pod updates", n, end.Sub(start).Round(time.Millisecond), updates)
 			if tt.paced && n > limit {
 				t.Errorf("%d evaluations in %s, want at most %d (one per %s)", n, end.Sub(start), limit, tt.every)
 			}
 			if !tt.paced && n <= limit {
-				t.Errorf("without pacing only %d evaluations in %s: the flood is too slow to tell pacing apart", n, end.Sub(start))
+				t.Errorf("without pacing only %d evaluations in %s of %d pod updates: the flood is too slow to tell pacing apart", n, end.Sub(start), updates)
 			}
 		})
 	}

@@ -72,10 +72,15 @@ func TestWatchRolloutStatus(t *testing.T) {
 		}
 		return n
 	}
-	step := func() {
+	// waiting waits until the watch waits for its next look: it has read,
+	// and passed or not, the status of the last.
+	waiting := func() {
 		for !clk.HasWaiters() {
 			time.Sleep(time.Millisecond)
 		}
+	}
+	step := func() {
+		waiting()
 		clk.Step(time.Minute)
 	}
 	if st := <-seen; doneCount(st) != 1 || st.Completed {
@@ -83,10 +88,13 @@ func TestWatchRolloutStatus(t *testing.T) {
 	}
 	step() // a minute later, nothing changed but the time
 	step()
+	// The look of the second minute is over before the nodes change
+	// below (else it could see ud-2 half upgraded, a change to pass).
+	waiting()
 	select {
 	case st := <-seen:
 		t.Fatalf("a status passed again with nothing changed: %d done", doneCount(st))
-	case <-time.After(100 * time.Millisecond):
+	default:
 	}
 	for d := 2; d <= 4; d++ {
 		for n := 1; n <= 2; n++ {

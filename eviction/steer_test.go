@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/topology"
@@ -288,37 +289,76 @@ func TestRecoveryStopsOnMembersThatCannotStart(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := testContext(t)
 			fc := newFakeCluster(t, lwsCluster(1, 1, 2)...)
-			d, _ := New(fc.client, Options{Backoff: slowBackoff})
+			// The members wait on a fake clock, which moves only once the
+			// recovery has seen both: on the real clock, a member the view
+			// showed a moment after the other had not waited StuckAfter yet
+			// when the other had. (No lock: its renewals would wait on the
+			// clock too.)
+			const stuckAfter = 300 * time.Millisecond
+			clk := clocktesting.NewFakeClock(time.Now())
+			log := newEventLog()
+			d, _ := New(fc.client, Options{Backoff: slowBackoff, Clock: clk, OnEvent: log.add})
 			start := time.Now()
-			_, err := d.Rollout(ctx, RolloutOptions{ID: "r1", RecoveryTimeout: tc.timeout, StuckAfter: 300 * time.Millisecond,
-				Upgrade: func(ctx context.Context, dom topology.Domain) error {
-					for w := range 2 {
-						p := lwsPod(0, w, 2, "node-1-1", fc.nextUID(fmt.Sprintf("g0-w%d", w)))
-						p.Status.Conditions = nil
-						p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "vllm", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: tc.reason}}}}
-						if tc.phase != "" {
-							p.Status.Phase = tc.phase
-						}
-						if _, err := fc.client.CoreV1().Pods(testNS).Create(ctx, p, metav1.CreateOptions{}); err != nil {
-							t.Fatal(err)
-						}
-						for i, e := range tc.events {
-							e.Name, e.Namespace, e.Type = fmt.Sprintf("%s.%d", p.Name, i), testNS, corev1.EventTypeWarning
-							e.InvolvedObject = corev1.ObjectReference{Kind: "Pod", Namespace: testNS, Name: p.Name, UID: p.UID}
-							e.LastTimestamp = metav1.NewTime(time.Now().Add(time.Duration(i) * time.Second))
-							if _, err := fc.client.CoreV1().Events(testNS).Create(ctx, &e, metav1.CreateOptions{}); err != nil {
-								t.Fatal(err)
+			done := make(chan error, 1)
+			go func() {
+				_, err := d.Rollout(ctx, RolloutOptions{ID: "r1", RecoveryTimeout: tc.timeout, StuckAfter: stuckAfter, Lock: RolloutLock{Disabled: true},
+					Upgrade: func(ctx context.Context, dom topology.Domain) error {
+						for w := range 2 {
+							p := lwsPod(0, w, 2, "node-1-1", fc.nextUID(fmt.Sprintf("g0-w%d", w)))
+							p.Status.Conditions = nil
+							p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "vllm", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: tc.reason}}}}
+							if tc.phase != "" {
+								p.Status.Phase = tc.phase
+							}
+							if _, err := fc.client.CoreV1().Pods(testNS).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+								return err
+							}
+							for i, e := range tc.events {
+								e.Name, e.Namespace, e.Type = fmt.Sprintf("%s.%d", p.Name, i), testNS, corev1.EventTypeWarning
+								e.InvolvedObject = corev1.ObjectReference{Kind: "Pod", Namespace: testNS, Name: p.Name, UID: p.UID}
+								e.LastTimestamp = metav1.NewTime(time.Now().Add(time.Duration(i) * time.Second))
+								if _, err := fc.client.CoreV1().Events(testNS).Create(ctx, &e, metav1.CreateOptions{}); err != nil {
+									return err
+								}
+							}
+							// A warning of a pod of the same name before: not this one's.
+							old := corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: p.Name + ".old", Namespace: testNS}, Type: corev1.EventTypeWarning, Reason: "FailedMount", Message: "old",
+								InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: testNS, Name: p.Name, UID: "before"}, LastTimestamp: metav1.NewTime(time.Now().Add(time.Hour))}
+							if _, err := fc.client.CoreV1().Events(testNS).Create(ctx, &old, metav1.CreateOptions{}); err != nil {
+								return err
 							}
 						}
-						// A warning of a pod of the same name before: not this one's.
-						old := corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: p.Name + ".old", Namespace: testNS}, Type: corev1.EventTypeWarning, Reason: "FailedMount", Message: "old",
-							InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: testNS, Name: p.Name, UID: "before"}, LastTimestamp: metav1.NewTime(time.Now().Add(time.Hour))}
-						if _, err := fc.client.CoreV1().Events(testNS).Create(ctx, &old, metav1.CreateOptions{}); err != nil {
-							t.Fatal(err)
-						}
+						return nil
+					}})
+				done <- err
+			}()
+			log.waitFor(t, "the recovery waiting for both members", func(e Event) bool {
+				if e.Type != EventWaitingRecovery || e.Health == nil {
+					return false
+				}
+				seen := map[string]bool{}
+				for _, g := range e.Health.Groups {
+					for _, m := range g.Problems {
+						seen[m.Name] = m.UID != ""
 					}
-					return nil
-				}})
+				}
+				return seen["llm-0"] && seen["llm-0-1"]
+			})
+			// The recovery arms its timer after it has looked at the members
+			// it reported: from then on, StuckAfter passes at each of its
+			// waits, until the rollout returns.
+			var err error
+			for stopped := false; !stopped; {
+				select {
+				case err = <-done:
+					stopped = true
+				default:
+					if clk.HasWaiters() {
+						clk.Step(stuckAfter)
+					}
+					time.Sleep(time.Millisecond)
+				}
+			}
 			took := time.Since(start)
 			var stuck *StuckError
 			var de *DomainError

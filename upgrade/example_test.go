@@ -60,31 +60,49 @@ func ExampleJob() {
 
 // The node label handshake: udrain asks for a version with a label and an
 // agent on each node answers with another. Here the agent has answered
-// already for one node and never will for the other.
+// already for one node, and answers for the other once asked. A node
+// whose agent does not answer within Timeout fails the step with a
+// *upgrade.TimeoutError naming it (its Pending).
 func ExampleNodeLabel() {
+	ctx := context.Background()
 	client := fake.NewClientset(
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-1", Labels: map[string]string{"example.com/kubelet-done": "1.37.2"}}},
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-2"}},
 	)
+	// gpu-2's agent: it upgrades its node once asked, and says so.
+	w, err := client.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer w.Stop()
+	go func() {
+		for ev := range w.ResultChan() {
+			n, ok := ev.Object.(*corev1.Node)
+			if !ok || n.Name != "gpu-2" || n.Labels["example.com/kubelet-version"] == "" || n.Labels["example.com/kubelet-done"] != "" {
+				continue
+			}
+			fmt.Println("gpu-2 asked for:", n.Labels["example.com/kubelet-version"])
+			n.Labels["example.com/kubelet-done"] = n.Labels["example.com/kubelet-version"]
+			if _, err := client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+				fmt.Println(err)
+			}
+		}
+	}()
 	step, err := upgrade.NodeLabel(client, upgrade.NodeLabelOptions{
 		Key: "example.com/kubelet-version", Value: "1.37.2",
 		Done:    upgrade.Signal{Kind: upgrade.SignalLabel, Key: "example.com/kubelet-done", Value: "1.37.2"},
-		Timeout: time.Second,
+		Timeout: 30 * time.Minute,
 	})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	err = step(context.Background(), topology.Domain{Name: "ud-1", Nodes: []string{"gpu-1", "gpu-2"}})
-	var timeout *upgrade.TimeoutError
-	if errors.As(err, &timeout) {
-		fmt.Println("still waiting for:", timeout.Pending)
-	}
-	n, _ := client.CoreV1().Nodes().Get(context.Background(), "gpu-2", metav1.GetOptions{})
-	fmt.Println("gpu-2 asked for:", n.Labels["example.com/kubelet-version"])
+	err = step(ctx, topology.Domain{Name: "ud-1", Nodes: []string{"gpu-1", "gpu-2"}})
+	fmt.Println("step:", err)
 	// Output:
-	// still waiting for: [gpu-2]
 	// gpu-2 asked for: 1.37.2
+	// step: <nil>
 }
 
 // The webhook step POSTs the domain to an upgrade service and retries what

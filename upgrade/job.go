@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/yaml"
 
 	"github.com/udrain/udrain"
@@ -75,6 +76,8 @@ type JobOptions struct {
 	// Timeout bounds the wait for a domain's Jobs; zero means no limit
 	// but the context's.
 	Timeout time.Duration
+	// Clock times Timeout; nil means the real clock.
+	Clock clock.Clock
 }
 
 // Job returns an upgrade step that runs, for each node of a domain, one
@@ -314,7 +317,7 @@ func (s *jobStep) run(ctx context.Context, dom topology.Domain) error {
 	parent := ctx
 	if s.opts.Timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.opts.Timeout)
+		ctx, cancel = withTimeout(ctx, s.opts.Clock, s.opts.Timeout)
 		defer cancel()
 	}
 	ns := s.template.Namespace

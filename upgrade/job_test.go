@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/topology"
@@ -182,6 +183,10 @@ func TestJobStep(t *testing.T) {
 		existing []runtime.Object
 		outcome  func(node string) (batchv1.JobConditionType, string)
 		timeout  time.Duration
+		// seen are the nodes whose Jobs the step has seen succeed when
+		// the timeout passes (on a fake clock: a slow machine takes its
+		// time).
+		seen []string
 		// wantErr checks the error; nil means success.
 		wantErr     func(error) bool
 		wantCreated []string
@@ -234,6 +239,7 @@ func TestJobStep(t *testing.T) {
 				return "", ""
 			},
 			timeout: 200 * time.Millisecond,
+			seen:    []string{"n1"},
 			wantErr: func(err error) bool {
 				var te *TimeoutError
 				return errors.As(err, &te) && slices.Equal(te.Pending, []string{"n2"}) && errors.Is(err, context.DeadlineExceeded)
@@ -245,13 +251,23 @@ func TestJobStep(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			client := fake.NewClientset(tc.existing...)
 			created := jobController(client, tc.outcome)
-			step, err := Job(client, JobOptions{Template: tmpl, RolloutID: "r1", Timeout: tc.timeout})
+			clk := clocktesting.NewFakeClock(time.Now())
+			step, err := Job(client, JobOptions{Template: tmpl, RolloutID: "r1", Timeout: tc.timeout, Clock: clk})
 			if err != nil {
 				t.Fatal(err)
 			}
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 			defer cancel()
-			err = step(ctx, testDomain)
+			ctx, log := newStepLog(t, ctx)
+			done := make(chan error, 1)
+			go func() { done <- step(ctx, testDomain) }()
+			if tc.timeout > 0 {
+				for _, n := range tc.seen {
+					log.waitFor(t, `"msg"="Upgrade Job succeeded"`, `"node"="`+n+`"`)
+				}
+				clk.Step(tc.timeout)
+			}
+			err = <-done
 			if tc.wantErr == nil && err != nil || tc.wantErr != nil && !tc.wantErr(err) {
 				t.Fatalf("step: %v", err)
 			}

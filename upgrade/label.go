@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/eviction"
@@ -93,6 +94,8 @@ type NodeLabelOptions struct {
 	// Timeout bounds the wait for a domain's nodes; zero means no limit
 	// but the context's.
 	Timeout time.Duration
+	// Clock times Timeout; nil means the real clock.
+	Clock clock.Clock
 }
 
 // NodeLabel returns an upgrade step that labels every node of a domain
@@ -208,7 +211,7 @@ func (s *labelStep) run(ctx context.Context, dom topology.Domain) error {
 	parent := ctx
 	if s.opts.Timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.opts.Timeout)
+		ctx, cancel = withTimeout(ctx, s.opts.Clock, s.opts.Timeout)
 		defer cancel()
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{s.opts.Key: s.opts.Value}}})

@@ -3,10 +3,13 @@ package upgrade
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/klog/v2"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/udrain/udrain"
 )
@@ -73,6 +78,59 @@ func testNode(name string, labels map[string]string) *corev1.Node {
 	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
 }
 
+// stepLog records the lines of a step's contextual logger (verbosity 2)
+// and lets a test wait for one: how a test knows what a step has seen
+// before it lets the step's Timeout pass on a fake clock.
+type stepLog struct {
+	mu    sync.Mutex
+	lines []string
+	added chan struct{} // closed, and replaced, at each line
+}
+
+// newStepLog returns a context logging to a new stepLog; the lines are
+// in the test's log if it fails.
+func newStepLog(t *testing.T, ctx context.Context) (context.Context, *stepLog) {
+	l := &stepLog{added: make(chan struct{})}
+	t.Cleanup(func() {
+		if t.Failed() {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			t.Logf("the step logged:\n%s", strings.Join(l.lines, "\n"))
+		}
+	})
+	return klog.NewContext(ctx, funcr.New(func(prefix, args string) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.lines = append(l.lines, args)
+		close(l.added)
+		l.added = make(chan struct{})
+	}, funcr.Options{Verbosity: 2})), l
+}
+
+// waitFor waits until a line has every one of parts (as funcr writes
+// them: `"msg"="..."`, `"node"="n1"`).
+func (l *stepLog) waitFor(t *testing.T, parts ...string) {
+	t.Helper()
+	bound := time.NewTimer(30 * time.Second)
+	defer bound.Stop()
+	for {
+		l.mu.Lock()
+		added := l.added
+		for _, line := range l.lines {
+			if !slices.ContainsFunc(parts, func(p string) bool { return !strings.Contains(line, p) }) {
+				l.mu.Unlock()
+				return
+			}
+		}
+		l.mu.Unlock()
+		select {
+		case <-added:
+		case <-bound.C:
+			t.Fatalf("no line with %q logged within 30s", parts)
+		}
+	}
+}
+
 // watchStarted makes client report on the returned channel when a watch
 // of resource has started.
 func watchStarted(client *fake.Clientset, resource string) <-chan struct{} {
@@ -95,7 +153,10 @@ func TestNodeLabelStep(t *testing.T) {
 		timeout time.Duration
 		// agent plays the node agent once the step watches: it changes
 		// the nodes it returns.
-		agent   func(n *corev1.Node) bool
+		agent func(n *corev1.Node) bool
+		// seen are the nodes the step has seen done when the timeout
+		// passes (on a fake clock: a slow machine takes its time).
+		seen    []string
 		wantErr func(error) bool
 	}{
 		"already done (resumed)": {
@@ -133,6 +194,7 @@ func TestNodeLabelStep(t *testing.T) {
 			nodes:   []runtime.Object{testNode("n1", map[string]string{doneLabel.Key: "1.36.0"}), testNode("n2", map[string]string{doneLabel.Key: version})},
 			done:    doneLabel,
 			timeout: 300 * time.Millisecond,
+			seen:    []string{"n2"},
 			wantErr: func(err error) bool {
 				var te *TimeoutError
 				return errors.As(err, &te) && cmp.Equal(te.Pending, []string{"n1"}) && errors.Is(err, context.DeadlineExceeded)
@@ -149,6 +211,7 @@ func TestNodeLabelStep(t *testing.T) {
 				n.Labels[doneLabel.Key] = version
 				return true
 			},
+			seen: []string{"n1"},
 			wantErr: func(err error) bool {
 				var te *TimeoutError
 				return errors.As(err, &te) && cmp.Equal(te.Pending, []string{"n2"}) && te.Timeout == 2*time.Second
@@ -158,12 +221,14 @@ func TestNodeLabelStep(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			client := fake.NewClientset(tc.nodes...)
 			watching := watchStarted(client, "nodes")
-			step, err := NodeLabel(client, NodeLabelOptions{Key: key, Value: version, Done: tc.done, Timeout: tc.timeout})
+			clk := clocktesting.NewFakeClock(time.Now())
+			step, err := NodeLabel(client, NodeLabelOptions{Key: key, Value: version, Done: tc.done, Timeout: tc.timeout, Clock: clk})
 			if err != nil {
 				t.Fatal(err)
 			}
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 			defer cancel()
+			ctx, log := newStepLog(t, ctx)
 			done := make(chan error, 1)
 			go func() { done <- step(ctx, testDomain) }()
 			if tc.agent != nil {
@@ -183,6 +248,12 @@ func TestNodeLabelStep(t *testing.T) {
 						}
 					}
 				}
+			}
+			if tc.timeout > 0 {
+				for _, n := range tc.seen {
+					log.waitFor(t, `"msg"="Node reported its upgrade done"`, `"node"="`+n+`"`)
+				}
+				clk.Step(tc.timeout)
 			}
 			err = <-done
 			if tc.wantErr == nil && err != nil || tc.wantErr != nil && !tc.wantErr(err) {

@@ -1,9 +1,11 @@
 package upgrade
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -18,14 +20,13 @@ import (
 )
 
 // hook answers each request with the next status of answers (the last one
-// repeated), after delay, and records what it got.
+// repeated), or, hanging, not at all until the client gives up; it
+// records the requests it read.
 type hook struct {
 	mu      sync.Mutex
 	answers []int
-	delay   time.Duration
+	hang    bool
 	got     []WebhookRequest
-	keys    []string
-	auth    []string
 }
 
 func (h *hook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -36,20 +37,40 @@ func (h *hook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	h.mu.Lock()
 	h.got = append(h.got, req)
-	h.keys = append(h.keys, r.Header.Get(IdempotencyKeyHeader))
-	h.auth = append(h.auth, r.Header.Get("Authorization"))
 	status := h.answers[min(len(h.got), len(h.answers))-1]
 	h.mu.Unlock()
-	if h.delay > 0 {
-		select {
-		case <-time.After(h.delay):
-		case <-r.Context().Done():
-			return
-		}
+	if h.hang {
+		<-r.Context().Done()
+		return
 	}
 	w.WriteHeader(status)
 	// The body echoes the credential, as careless servers do.
 	_, _ = w.Write([]byte("status for Bearer s3cr3t-t0ken and pw hunter22\n"))
+}
+
+// sender records the requests a client sends, then sends them on next: an
+// attempt counts when sent, whether or not the server read it before the
+// client gave up.
+type sender struct {
+	next http.RoundTripper
+	mu   sync.Mutex
+	sent []*http.Request
+	body [][]byte
+}
+
+func (s *sender) RoundTrip(r *http.Request) (*http.Response, error) {
+	body, err := io.ReadAll(r.Body)
+	_ = r.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.sent = append(s.sent, r)
+	s.body = append(s.body, body)
+	s.mu.Unlock()
+	r = r.Clone(r.Context())
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return s.next.RoundTrip(r)
 }
 
 func TestWebhookConfigErrors(t *testing.T) {
@@ -81,7 +102,7 @@ func TestWebhookStep(t *testing.T) {
 	fast := wait.Backoff{Duration: time.Millisecond, Factor: 2, Steps: 3}
 	for name, tc := range map[string]struct {
 		answers      []int
-		delay        time.Duration
+		hang         bool
 		attempt      time.Duration
 		wantAttempts int
 		// wantStatus is the WebhookError's status; -1: success; 0: a
@@ -95,15 +116,16 @@ func TestWebhookStep(t *testing.T) {
 		"500 until the attempts run out": {answers: []int{500}, wantAttempts: 3, wantStatus: 500},
 		"400 is not retried":             {answers: []int{400}, wantAttempts: 1, wantStatus: 400},
 		"404 is not retried":             {answers: []int{404}, wantAttempts: 1, wantStatus: 404},
-		"attempt timeout":                {answers: []int{200}, delay: time.Second, attempt: 50 * time.Millisecond, wantAttempts: 3, wantStatus: 0},
+		"attempt timeout":                {answers: []int{200}, hang: true, attempt: 50 * time.Millisecond, wantAttempts: 3, wantStatus: 0},
 	} {
 		t.Run(name, func(t *testing.T) {
-			h := &hook{answers: tc.answers, delay: tc.delay}
+			h := &hook{answers: tc.answers, hang: tc.hang}
 			srv := httptest.NewServer(h)
 			defer srv.Close()
+			client := &sender{next: srv.Client().Transport}
 			url := strings.Replace(srv.URL, "http://", "http://admin:hunter22@", 1) + "/upgrade?token=s3cr3t-qu3ry"
 			step, err := Webhook(WebhookOptions{URL: url, RolloutID: "r1", Backoff: fast, AttemptTimeout: tc.attempt,
-				Header: http.Header{"Authorization": {"Bearer s3cr3t-t0ken"}}})
+				Header: http.Header{"Authorization": {"Bearer s3cr3t-t0ken"}}, Client: &http.Client{Transport: client}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -126,21 +148,37 @@ func TestWebhookStep(t *testing.T) {
 				}
 				t.Logf("error: %v", err)
 			}
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			if len(h.got) != tc.wantAttempts {
-				t.Errorf("%d requests, want %d", len(h.got), tc.wantAttempts)
+			// What the step sent: an attempt it gave up on may not have
+			// reached the server by then (two real clocks race there).
+			client.mu.Lock()
+			defer client.mu.Unlock()
+			if len(client.sent) != tc.wantAttempts {
+				t.Errorf("%d requests sent, want %d", len(client.sent), tc.wantAttempts)
 			}
-			for i, req := range h.got {
+			var key string
+			for i, r := range client.sent {
+				if i == 0 {
+					key = r.Header.Get(IdempotencyKeyHeader)
+				}
+				var req WebhookRequest
+				if err := json.Unmarshal(client.body[i], &req); err != nil || r.Method != http.MethodPost || r.Header.Get("Content-Type") != "application/json" {
+					t.Errorf("request %d: %s, Content-Type %q, body %q", i, r.Method, r.Header.Get("Content-Type"), client.body[i])
+				}
 				if diff := cmp.Diff(WebhookRequest{RolloutID: "r1", Domain: "ud-1", Nodes: []string{"n1", "n2"}}, req); diff != "" {
 					t.Errorf("request %d (-want +got):\n%s", i, diff)
 				}
-				if h.keys[i] == "" || h.keys[i] != h.keys[0] {
-					t.Errorf("idempotency keys %q: want one non-empty key on every attempt", h.keys)
+				if k := r.Header.Get(IdempotencyKeyHeader); key == "" || k != key {
+					t.Errorf("request %d: idempotency key %q, want the first's, %q, not empty", i, k, key)
 				}
-				if h.auth[i] != "Bearer s3cr3t-t0ken" {
-					t.Errorf("request %d: Authorization %q", i, h.auth[i])
+				if a := r.Header.Get("Authorization"); a != "Bearer s3cr3t-t0ken" {
+					t.Errorf("request %d: Authorization %q", i, a)
 				}
+			}
+			// What the server got: every attempt it answered.
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			if !tc.hang && len(h.got) != tc.wantAttempts {
+				t.Errorf("the server got %d requests, want %d", len(h.got), tc.wantAttempts)
 			}
 		})
 	}

@@ -414,7 +414,10 @@ func testMemberSecrets(t *testing.T, bin string) {
 		{nil, "internal server error: HTTP status 503\n"},
 		{[]string{"--expose-member-errors"}, `internal server error: GET http://xxxxx@` + strings.TrimPrefix(member.URL, "http://") + `/health?token=xxxxx#xxxxx: 503 Service Unavailable: "model still loading\n"` + "\n"},
 	} {
-		s := startServeReadiness(t, bin, append([]string{"--member", "w-1=" + target}, tc.args...)...)
+		// The check ends with the member's answer, not with the default
+		// timeouts (500 ms a member, 800 ms a round), which a loaded
+		// machine can pass.
+		s := startServeReadiness(t, bin, append([]string{"--member", "w-1=" + target, "--member-timeout", "1m", "--check-timeout", "1m"}, tc.args...)...)
 		s.waitReady(t, http.StatusInternalServerError)
 		code, body, _, err := s.get("/readyz/w-1")
 		if err != nil || code != http.StatusInternalServerError || body != tc.want {
@@ -456,7 +459,10 @@ func testPrivateCA(t *testing.T, bin string) {
 	ca := testkit.ServerCAFile(t, member)
 	spec := "w-1=" + member.URL + "/health"
 
-	s := startServeReadiness(t, bin, "--member", spec)
+	// The member's check ends with the handshake, not with the default
+	// timeouts (500 ms a member, 800 ms a round), which a loaded machine's
+	// handshake can pass (the answer was then "timeout").
+	s := startServeReadiness(t, bin, "--member", spec, "--member-timeout", "1m", "--check-timeout", "1m")
 	s.waitReady(t, http.StatusInternalServerError)
 	if _, body, _, _ := s.get("/readyz/w-1"); body != "internal server error: TLS handshake failed\n" {
 		t.Errorf("without --ca-file: /readyz/w-1 = %q, want the TLS reason", body)
