@@ -2,6 +2,7 @@ package eviction
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -401,7 +402,10 @@ func (o RolloutOptions) Validate() error {
 }
 
 // write runs one write request within RequestTimeout. timedOut is true
-// when the request ran out of it (while ctx itself goes on).
+// when the request ran out of it (while ctx itself goes on); its error
+// then says so (errors.Is context.DeadlineExceeded), whatever the
+// transport made of the cut, so that it is retried as a server that did
+// not answer.
 func (s *settings) write(ctx context.Context, request func(context.Context) error) (timedOut bool, err error) {
 	if s.RequestTimeout < 0 {
 		return false, request(ctx)
@@ -409,5 +413,17 @@ func (s *settings) write(ctx context.Context, request func(context.Context) erro
 	rctx, cancel := context.WithTimeout(ctx, s.RequestTimeout)
 	defer cancel()
 	err = request(rctx)
-	return err != nil && ctx.Err() == nil && rctx.Err() != nil, err
+	timedOut = err != nil && ctx.Err() == nil && rctx.Err() != nil
+	if timedOut && !errors.Is(err, context.DeadlineExceeded) {
+		err = &unansweredError{err}
+	}
+	return timedOut, err
 }
+
+// unansweredError is the error of a write that ran out of RequestTimeout
+// without its transport saying so: its own text, and
+// context.DeadlineExceeded to errors.Is.
+type unansweredError struct{ err error }
+
+func (e *unansweredError) Error() string   { return e.err.Error() }
+func (e *unansweredError) Unwrap() []error { return []error{e.err, context.DeadlineExceeded} }
