@@ -41,7 +41,9 @@ func TestIsTLS(t *testing.T) {
 // server that restarts leaves) is lost; a refused connection, a timeout
 // and an error of no network kind (a client-side failure) are not.
 func TestConnectionLost(t *testing.T) {
-	post := func(err error) error { return &url.Error{Op: "Post", URL: "https://127.0.0.1:6443/api/v1/namespaces/a/pods/p/eviction", Err: err} }
+	post := func(err error) error {
+		return &url.Error{Op: "Post", URL: "https://127.0.0.1:6443/api/v1/namespaces/a/pods/p/eviction", Err: err}
+	}
 	for _, tc := range []struct {
 		name string
 		err  error
