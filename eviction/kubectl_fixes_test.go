@@ -22,11 +22,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/drain"
+
+	"github.com/udrain/udrain/internal/testkit/kube"
+	"github.com/udrain/udrain/topology"
 )
 
 // TestClassifyEvictionError: one judgment of an eviction's failure. What
@@ -356,5 +360,57 @@ func TestDrainStopsWhenDiscoveryFails(t *testing.T) {
 	}
 	if _, err := drain.CheckEvictionSupport(client); err == nil {
 		t.Error("kubectl's CheckEvictionSupport accepts the bare fake; the test's premise is wrong")
+	}
+}
+
+// A rollout whose domain holds the group of a namespace being deleted
+// goes on: the group's evictions are refused NamespaceTerminating, its pods
+// go with the namespace, and the domain's recovery does not wait for a
+// group that will not come back (it waited until its timeout).
+func TestRolloutForgetsTheGroupsOfADeletedNamespace(t *testing.T) {
+	ctx := testContext(t)
+	const doomedNS = "doomed"
+	objs := lwsCluster(2, 1, 2)
+	for w := range 2 {
+		objs = append(objs, kube.LWSPod("gone", 0, w, 2, kube.InNamespace(doomedNS), kube.OnNode("node-1-1"), kube.WithUID(types.UID(fmt.Sprintf("gone-%d", w))), kube.OwnedByStatefulSets))
+	}
+	pdb := kube.LeaderPDB("gone", 1, 1)
+	pdb.Namespace = doomedNS
+	objs = append(objs, pdb)
+	fc := newFakeCluster(t, objs...)
+	var once sync.Once
+	fc.client.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "eviction" || a.GetNamespace() != doomedNS {
+			return false, nil, nil
+		}
+		// The namespace controller deletes its pods a moment later.
+		once.Do(func() {
+			tr := fc.client.Tracker()
+			go func() {
+				time.Sleep(50 * time.Millisecond)
+				for _, name := range []string{"gone-0", "gone-0-1"} {
+					_ = tr.Delete(podsGVR, doomedNS, name)
+				}
+			}()
+		})
+		return nsTerminatingReactor(a)
+	})
+	d, err := New(fc.client, Options{Backoff: wait.Backoff{Duration: 20 * time.Millisecond, Factor: 1, Steps: 1 << 30}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := d.Rollout(ctx, RolloutOptions{ID: "r", RecoveryTimeout: 20 * time.Second, Upgrade: func(ctx context.Context, dom topology.Domain) error {
+		idx := domainIndex(dom.Name)
+		fc.recreateGroup(ctx, idx-1, 2, idx, 1, 2)
+		return nil
+	}})
+	if err != nil {
+		t.Fatalf("Rollout: %v, want done, the deleted namespace's group not waited for", err)
+	}
+	if n := len(res.Domains); n != 2 {
+		t.Errorf("%d domains done, want 2", n)
+	}
+	if got := sorted(fc.evicted()); !slices.Equal(got, []string{"inference/llm-0", "inference/llm-0-1", "inference/llm-1", "inference/llm-1-1"}) {
+		t.Errorf("evicted %v, want the two groups of the rollout and nothing of the deleted namespace", got)
 	}
 }
