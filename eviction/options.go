@@ -71,7 +71,14 @@ type Options struct {
 	// domain; zero means no limit), PodSelector, DisableEviction,
 	// SkipWaitForDeleteTimeoutSeconds, DryRunStrategy, AdditionalFilters,
 	// EvictErrorRetryDelay (the first retry delay when Backoff is unset)
-	// and the OnPodDeletionOrEviction callbacks. Ignored: Ctx, Client, Out,
+	// and the callbacks, called when kubectl calls them:
+	// OnPodDeletionOrEvictionStarted before a pod's first request,
+	// OnPodDeletionOrEvictionFinished once it is gone (with the error of
+	// an eviction that failed for good), the deprecated
+	// OnPodDeletedOrEvicted once it is gone when Finished is unset.
+	// Without DisableEviction, pods are evicted through the Eviction API
+	// version the server's discovery serves, or deleted when it serves
+	// none (kubectl's CheckEvictionSupport). Ignored: Ctx, Client, Out,
 	// ErrOut, Selector (the domain selects the nodes), ChunkSize (udrain
 	// reads through informers, which page their lists themselves).
 	// Nil means KubectlDefaults().
@@ -115,7 +122,7 @@ type Options struct {
 
 	// Evictor performs evictions; nil means the Eviction API (or pod
 	// deletion with Helper.DisableEviction, which cannot be combined with
-	// an Evictor).
+	// an Evictor, or on a server that serves no pods/eviction).
 	Evictor Evictor
 
 	// Clock is used for timestamps, the pauses between retries, the GPU
