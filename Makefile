@@ -55,11 +55,13 @@ E2E_PARALLEL ?= 4
 e2e: testbed-binaries
 	cd e2e && $(GO) test -count=1 -timeout 60m -parallel $(E2E_PARALLEL) ./...
 
-# The KubeRay operator (hack/kuberay.sh) is a testbed binary too: the
-# end-to-end tests of real KubeRay clusters run it.
+# The KubeRay operator (hack/kuberay.sh) and the LeaderWorkerSet manager
+# (hack/lws.sh) are testbed binaries too: the end-to-end tests of real
+# RayClusters and LeaderWorkerSets run them.
 testbed-binaries:
 	hack/testbed-binaries.sh >/dev/null
 	hack/kuberay.sh >/dev/null
+	hack/lws.sh >/dev/null
 
 lint: vet fmt-check
 

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
@@ -41,7 +42,12 @@ type scenario struct {
 	// ray, if set, is the scenario's workload instead of lws: RayClusters
 	// run by the KubeRay operator (see ray_test.go).
 	ray *fixture.RayClusters
-	rec *fixture.PodRecorder
+	// real, if set, is the scenario's workload instead of lws: a real
+	// LeaderWorkerSet run by the LWS manager (see lws_test.go); dyn reads
+	// and changes it.
+	real *fixture.LeaderWorkerSet
+	dyn  dynamic.Interface
+	rec  *fixture.PodRecorder
 	// gate is the readiness-gate controller of the workload's leaders.
 	gate *gateRunner
 	// nodeList is the pool's nodes, for mapping pods to domains.
@@ -202,24 +208,44 @@ func (s *scenario) waitHealthy(t testing.TB, timeout time.Duration) {
 
 // groupCount is the number of groups of the scenario's workload.
 func (s *scenario) groupCount() int {
-	if s.ray != nil {
+	switch {
+	case s.ray != nil:
 		return s.ray.Clusters
+	case s.real != nil:
+		return s.real.Replicas
 	}
 	return s.lws.Groups
 }
 
+// groupSize is the number of pods of each group.
+func (s *scenario) groupSize() int {
+	switch {
+	case s.ray != nil:
+		return s.ray.Size()
+	case s.real != nil:
+		return s.real.Size
+	}
+	return s.lws.Size
+}
+
 // pdbName is the PDB over the workload's leaders.
 func (s *scenario) pdbName() string {
-	if s.ray != nil {
+	switch {
+	case s.ray != nil:
 		return s.ray.PDBName()
+	case s.real != nil:
+		return s.real.PDBName()
 	}
 	return s.lws.PDBName()
 }
 
 // health lists the workload's groups as they are now.
 func (s *scenario) health(ctx context.Context) ([]fixture.GroupStatus, error) {
-	if s.ray != nil {
+	switch {
+	case s.ray != nil:
 		return s.ray.Health(ctx, s.tt.Client)
+	case s.real != nil:
+		return s.real.Health(ctx, s.tt.Client)
 	}
 	return s.lws.Health(ctx, s.tt.Client)
 }
@@ -419,8 +445,11 @@ func (s *scenario) groupsHealthy(pods []corev1.Pod) (map[int]bool, int) {
 	now := map[int]bool{}
 	healthy := 0
 	groups := fixture.Groups(pods, s.nodeList, s.lws.Name, "")
-	if s.ray != nil {
+	switch {
+	case s.ray != nil:
 		groups = s.ray.Groups(pods, s.nodeList)
+	case s.real != nil:
+		groups = s.real.Groups(pods, s.nodeList)
 	}
 	for _, g := range groups {
 		now[g.Index] = g.Healthy()
@@ -481,10 +510,49 @@ func checkWholeRollout(t *testing.T, s *scenario, start time.Time, what string) 
 	o := s.observe(t, start)
 	t.Logf("%s: %s", what, o)
 	checkEachGroupOnce(t, s, o)
-	if got, want := len(o.Evicted), s.lws.Groups*s.lws.Size; got != want {
-		t.Errorf("%d pods evicted, want %d (each original pod once)", got, want)
+	want := s.groupCount() * s.groupSize()
+	if s.real == nil {
+		if got := len(o.Evicted); got != want {
+			t.Errorf("%d pods evicted, want %d (each original pod once)", got, want)
+		}
+		return o
 	}
+	// Real LWS deletes pods itself too: the old worker StatefulSet
+	// recreates an evicted worker until the garbage collector deletes it
+	// with its leader.
+	original := s.uidsAt(t, start)
+	got, others := 0, 0
+	for _, e := range o.Evicted {
+		if original[e.UID] {
+			got++
+		} else {
+			others++
+		}
+	}
+	if got != want {
+		t.Errorf("%d original pods evicted, want %d (each once)", got, want)
+	}
+	t.Logf("%s: %d pods made during the rollout were deleted too (by LWS or the garbage collector)", what, others)
 	return o
+}
+
+// uidsAt returns the pods the recording shows at the moment at.
+func (s *scenario) uidsAt(t *testing.T, at time.Time) map[types.UID]bool {
+	t.Helper()
+	out := map[types.UID]bool{}
+	err := s.rec.Replay(func(when time.Time, pods map[types.UID]*corev1.Pod) error {
+		if !when.After(at) {
+			clear(out)
+			for uid := range pods {
+				out[uid] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // checkTargetVersion asserts that every node of the pool carries

@@ -249,61 +249,71 @@ func rolloutSpare(t *testing.T, s *scenario, web *appsv1.Deployment, opts evicti
 	o := s.observe(t, start)
 	t.Logf("%s: %s", opts.ID, o)
 
-	// A domain is pending until the rollout starts it (it is cordoned
-	// from then until its upgrade is done).
+	p := placement{made: map[string]time.Time{}}
+	reached := domainsReached(events)
+	p.check(t, s, s.rec, start, reached, "group pod", false)
+	p.check(t, s, webRec, start, reached, "ordinary pod", true)
+	t.Logf("%s: %d ordinary pod(s) evicted, %d moved again, %d group pod(s) and %d ordinary pod(s) started on pending domains", opts.ID, p.ordinaryEvicted, len(p.movedAgain), len(p.onPending), len(p.ordinaryOnPending))
+	return o, p, events, res
+}
+
+// domainsReached is when the rollout started each domain: a domain is
+// pending until then (it is cordoned from then until its upgrade is done).
+func domainsReached(events *eventLog) map[string]time.Time {
 	reached := map[string]time.Time{}
 	for _, e := range events.ofType(eviction.EventDomainStarted) {
 		reached[e.Domain] = e.Time
 	}
+	return reached
+}
+
+// check replays rec from start and adds to p the pods (group pods, or
+// ordinary ones) placed on a domain before the rollout reached it, when
+// each group pod was made, and the ordinary pods evicted and moved again.
+func (p *placement) check(t *testing.T, s *scenario, rec *fixture.PodRecorder, start time.Time, reached map[string]time.Time, what string, ordinary bool) {
+	t.Helper()
 	udOf := s.domainOf()
-	p := placement{made: map[string]time.Time{}}
-	check := func(what string, rec *fixture.PodRecorder, ordinary bool) {
-		placedAt := map[types.UID]bool{}
-		created := map[types.UID]bool{}
-		evicted := map[types.UID]bool{}
-		err := rec.Replay(func(at time.Time, pods map[types.UID]*corev1.Pod) error {
-			for uid, pod := range pods {
-				if at.Before(start) {
-					created[uid] = false
-					placedAt[uid] = pod.Spec.NodeName != ""
-					continue
+	placedAt := map[types.UID]bool{}
+	created := map[types.UID]bool{}
+	evicted := map[types.UID]bool{}
+	err := rec.Replay(func(at time.Time, pods map[types.UID]*corev1.Pod) error {
+		for uid, pod := range pods {
+			if at.Before(start) {
+				created[uid] = false
+				placedAt[uid] = pod.Spec.NodeName != ""
+				continue
+			}
+			if _, seen := created[uid]; !seen {
+				created[uid] = true
+				if !ordinary {
+					p.made[pod.Name] = at
 				}
-				if _, seen := created[uid]; !seen {
-					created[uid] = true
-					if !ordinary {
-						p.made[pod.Name] = at
-					}
-				}
-				if pod.Spec.NodeName != "" && !placedAt[uid] {
-					placedAt[uid] = true
-					dom := udOf[pod.Spec.NodeName]
-					if r, ok := reached[dom]; !ok || at.Before(r) {
-						msg := fmt.Sprintf("%s %s started on %s at %s, before the rollout reached that domain", what, pod.Name, dom, at.Format("15:04:05.000"))
-						if ordinary {
-							p.ordinaryOnPending = append(p.ordinaryOnPending, msg)
-						} else {
-							p.onPending = append(p.onPending, msg)
-						}
-					}
-				}
-				if ordinary && pod.DeletionTimestamp != nil && pod.Spec.NodeName != "" && !evicted[uid] {
-					evicted[uid] = true
-					p.ordinaryEvicted++
-					if created[uid] {
-						p.movedAgain = append(p.movedAgain, fmt.Sprintf("%s (on %s)", pod.Name, udOf[pod.Spec.NodeName]))
+			}
+			if pod.Spec.NodeName != "" && !placedAt[uid] {
+				placedAt[uid] = true
+				dom := udOf[pod.Spec.NodeName]
+				if r, ok := reached[dom]; !ok || at.Before(r) {
+					msg := fmt.Sprintf("%s %s started on %s at %s, before the rollout reached that domain", what, pod.Name, dom, at.Format("15:04:05.000"))
+					if ordinary {
+						p.ordinaryOnPending = append(p.ordinaryOnPending, msg)
+					} else {
+						p.onPending = append(p.onPending, msg)
 					}
 				}
 			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
+			if ordinary && pod.DeletionTimestamp != nil && pod.Spec.NodeName != "" && !evicted[uid] {
+				evicted[uid] = true
+				p.ordinaryEvicted++
+				if created[uid] {
+					p.movedAgain = append(p.movedAgain, fmt.Sprintf("%s (on %s)", pod.Name, udOf[pod.Spec.NodeName]))
+				}
+			}
 		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	check("group pod", s.rec, false)
-	check("ordinary pod", webRec, true)
-	t.Logf("%s: %d ordinary pod(s) evicted, %d moved again, %d group pod(s) and %d ordinary pod(s) started on pending domains", opts.ID, p.ordinaryEvicted, len(p.movedAgain), len(p.onPending), len(p.ordinaryOnPending))
-	return o, p, events, res
 }
 
 func domainsOf(res *eviction.RolloutResult) []string {

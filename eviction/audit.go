@@ -58,7 +58,7 @@ func (r *Reader) Audit(ctx context.Context, opts RolloutOptions) (*Audit, error)
 	}
 	// Its contract findings are the audit's, over its domains.
 	for _, f := range a.Rollout.Findings {
-		if f.Code == FindingDisruptedAgain || f.Code == FindingNoRoom {
+		if f.Code == FindingDisruptedAgain || f.Code == FindingNoRoom || f.Code == FindingParallelLimited {
 			a.Findings = append(a.Findings, f)
 		}
 	}

@@ -2,6 +2,8 @@ package eviction
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -121,53 +123,9 @@ type destinationInput struct {
 //     domains outside it in natural order; the scheduler may pick
 //     another one with room.
 func destinations(in destinationInput) []GroupDestination {
-	s := newDestSim(in)
-	var out []GroupDestination
-	movedIn := map[string][]*simGroup{}
-	for _, name := range in.order {
-		plan := in.plans[name]
-		if in.upgraded[name] || plan == nil {
-			continue
-		}
-		d := s.domains[name]
-		d.state = simDraining
-		groups := s.groupsOf(plan)
-		for _, p := range plan.Pods() {
-			if pod := s.podOf(p.PodRef); pod != nil {
-				s.remove(pod)
-			}
-		}
-		for _, g := range movedIn[name] {
-			for _, p := range g.pods {
-				s.remove(p)
-			}
-			groups = append(groups, g)
-		}
-		var back []*simGroup
-		for _, g := range groups {
-			dest, to := s.destination(g, name)
-			switch dest.Kind {
-			case DestinationOwnDomain:
-				back = append(back, g)
-				continue
-			case DestinationDisruptedAgain:
-				movedIn[to] = append(movedIn[to], g)
-			}
-			out = append(out, dest)
-		}
-		d.state = simUpgraded
-		for _, g := range back {
-			dest := GroupDestination{Group: g.id, From: name, To: name, Kind: DestinationOwnDomain}
-			if pod := s.place(g, d, true); pod != nil {
-				dest.To, dest.Kind = "", DestinationNoRoom
-				dest.Message = fmt.Sprintf("no room anywhere, not even back in its own domain %s after the upgrade: pod %s/%s fits no node there (resources, taints, node affinity); it stays Pending", name, pod.Namespace, pod.Name)
-			} else {
-				dest.Message = fmt.Sprintf("back to its own domain %s after the upgrade: %s; it waits, Pending, through the drain and upgrade of %s", name, g.why, name)
-			}
-			out = append(out, dest)
-		}
-	}
-	return out
+	a := &admission{sim: newDestSim(in), steering: in.steering}
+	_, dests, _ := a.schedule(in, 1, true)
+	return dests
 }
 
 // destinationFindings are the findings of the groups that are disrupted
@@ -194,11 +152,12 @@ func destinationFindings(dests []GroupDestination, steering Steering) []topology
 	return out
 }
 
-// planDestinations fills RolloutResult.Destinations from the first look
-// at the cluster, in the rollout's order, and adds their findings to
-// RolloutResult.Findings. With SteerStrict, a group that finds no room at
-// all stops the rollout before anything is touched (a
-// *topology.ContractError), unless violations are allowed.
+// planDestinations fills RolloutResult.Destinations, and with
+// parallel domains the schedule, from the first look at the cluster, in
+// the rollout's order, and adds their findings to RolloutResult.Findings.
+// With SteerStrict, a group that finds no room at all stops the rollout
+// before anything is touched (a *topology.ContractError), unless
+// violations are allowed.
 func (r *rollout) planDestinations(snap *Snapshot) error {
 	in := destinationInput{nodes: snap.Nodes, pods: snap.Pods, layout: r.layout, order: r.domains,
 		upgraded: map[string]bool{}, plans: map[string]*Plan{}, steering: r.opts.Steering}
@@ -213,16 +172,48 @@ func (r *rollout) planDestinations(snap *Snapshot) error {
 		}
 		in.plans[name] = plan
 	}
-	r.res.Destinations = destinations(in)
+	a := &admission{sim: newDestSim(in), steering: in.steering}
+	if !r.opts.serial() {
+		a = newAdmission(in, snap.PDBs, groupersFor(r.d.s, snap))
+	}
+	sched, dests, peak := a.schedule(in, r.opts.limit(), r.opts.serial())
+	r.res.Destinations, r.res.Parallel, r.res.MaxInFlight = dests, r.opts.Parallel, peak
+	if !r.opts.serial() {
+		r.res.Schedule = sched
+	}
 	found := destinationFindings(r.res.Destinations, r.opts.Steering)
+	if f, ok := parallelLimited(r.opts.limit(), peak, len(in.plans), sched); ok {
+		found = append(found, f)
+	}
 	r.res.Findings = append(r.res.Findings, found...)
 	if len(found) == 0 {
 		return nil
 	}
-	r.logger.Info("Some evicted groups find no upgraded room", "findings", len(found))
-	r.emit(Event{Type: EventContractFindings, Message: fmt.Sprintf("%d group(s) disrupted again or without room once evicted", len(found))})
+	r.logger.Info("Some evicted groups find no upgraded room, or fewer domains can run at once than asked", "findings", len(found))
+	r.emit(Event{Type: EventContractFindings, Message: fmt.Sprintf("%d group(s) disrupted again or without room once evicted, or parallelism limited", len(found))})
 	if err := (topology.Report{Findings: found}).Err(); err != nil && !r.d.s.AllowViolations {
 		return err
 	}
 	return nil
+}
+
+// parallelLimited is the finding of a rollout asked for limit domains at
+// once (of domains to drain) whose schedule never has more than peak in
+// flight: what held its domains back, each reason once.
+func parallelLimited(limit, peak, domains int, sched []ScheduledDomain) (topology.Finding, bool) {
+	if limit <= 1 || peak >= min(limit, domains) {
+		return topology.Finding{}, false
+	}
+	var why, held []string
+	for _, s := range sched {
+		if h := s.HeldBy; h != nil && h.Reason != HoldLimit {
+			held = append(held, s.Domain)
+			if len(why) < 3 && !slices.Contains(why, h.Message) {
+				why = append(why, h.Message)
+			}
+		}
+	}
+	return topology.Finding{Severity: udrain.SeverityWarning, Code: FindingParallelLimited, Domains: held,
+		Message: fmt.Sprintf("%d domains at once asked for, but the budgets and the upgraded room allow at most %d: %s; the rollout runs as many as they allow",
+			limit, peak, strings.Join(why, "; "))}, true
 }

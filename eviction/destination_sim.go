@@ -4,12 +4,9 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	resourcehelper "k8s.io/component-helpers/resource"
-	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	"github.com/udrain/udrain/topology"
@@ -59,6 +56,12 @@ type simGroup struct {
 type destSim struct {
 	in      destinationInput
 	domains map[string]*simDomain
+	// movedIn are the groups that landed on a pending domain, by domain:
+	// its drain evicts them again.
+	movedIn map[string][]*simGroup
+	// journal, while not nil, records each change, so that a trial can
+	// be undone (see trial).
+	journal *[]simChange
 	// candidates are the domains in the order they are tried.
 	candidates []*simDomain
 	nodeOf     map[*corev1.Pod]*simNode
@@ -74,6 +77,17 @@ type podNode struct {
 	n *simNode
 }
 
+// simChange is a change of the simulation a trial may undo: a pod added
+// to or removed from a node, a domain's state changed, a group moved in.
+type simChange struct {
+	added   bool
+	pod     *corev1.Pod
+	node    *simNode
+	domain  *simDomain
+	state   simState
+	movedTo string
+}
+
 type antiTerm struct {
 	owner      *corev1.Pod
 	namespaces []string
@@ -82,7 +96,7 @@ type antiTerm struct {
 }
 
 func newDestSim(in destinationInput) *destSim {
-	s := &destSim{in: in, domains: map[string]*simDomain{}, nodeOf: map[*corev1.Pod]*simNode{}, byRef: map[topology.PodRef]*corev1.Pod{},
+	s := &destSim{in: in, domains: map[string]*simDomain{}, movedIn: map[string][]*simGroup{}, nodeOf: map[*corev1.Pod]*simNode{}, byRef: map[topology.PodRef]*corev1.Pod{},
 		requests: map[*corev1.Pod]map[corev1.ResourceName]int64{}, static: map[podNode]bool{}, affinity: map[*corev1.Pod]nodeaffinity.RequiredNodeAffinity{}, anti: map[*corev1.Pod][]antiTerm{}}
 	inOrder := map[string]bool{}
 	for _, name := range in.order {
@@ -168,6 +182,22 @@ func (s *destSim) groupsOf(plan *Plan) []*simGroup {
 	return slices.DeleteFunc(out, func(g *simGroup) bool { return len(g.pods) == 0 })
 }
 
+// evictedBy returns the pods plan evicts, as the simulation knows them:
+// its groups with their pods, and the other pods.
+func (s *destSim) evictedBy(plan *Plan) ([]*simGroup, []*corev1.Pod) {
+	groups := s.groupsOf(plan)
+	var others []*corev1.Pod
+	for _, p := range plan.Pods() {
+		if p.Group != nil && slices.ContainsFunc(groups, func(g *simGroup) bool { return g.id == *p.Group }) {
+			continue
+		}
+		if pod := s.podOf(p.PodRef); pod != nil {
+			others = append(others, pod)
+		}
+	}
+	return groups, others
+}
+
 func (s *destSim) requestsOf(p *corev1.Pod) map[corev1.ResourceName]int64 {
 	if r, ok := s.requests[p]; ok {
 		return r
@@ -191,6 +221,9 @@ func (s *destSim) add(p *corev1.Pod, n *simNode) {
 	}
 	n.pods = append(n.pods, p)
 	s.nodeOf[p] = n
+	if s.journal != nil {
+		*s.journal = append(*s.journal, simChange{added: true, pod: p, node: n})
+	}
 }
 
 func (s *destSim) remove(p *corev1.Pod) {
@@ -206,6 +239,113 @@ func (s *destSim) remove(p *corev1.Pod) {
 	}
 	n.pods = slices.DeleteFunc(n.pods, func(q *corev1.Pod) bool { return q == p })
 	delete(s.nodeOf, p)
+	if s.journal != nil {
+		*s.journal = append(*s.journal, simChange{pod: p, node: n})
+	}
+}
+
+// setState sets a domain's state (journaled).
+func (s *destSim) setState(d *simDomain, st simState) {
+	if s.journal != nil {
+		*s.journal = append(*s.journal, simChange{domain: d, state: d.state})
+	}
+	d.state = st
+}
+
+// trial runs fn with the simulation's changes journaled, and undoes them
+// unless fn returns true.
+func (s *destSim) trial(fn func() bool) bool {
+	var changes []simChange
+	outer := s.journal
+	s.journal = &changes
+	keep := fn()
+	if keep {
+		s.journal = outer
+		if outer != nil {
+			*outer = append(*outer, changes...)
+		}
+		return true
+	}
+	// Undone unjournaled: an outer trial never sees these changes.
+	s.journal = nil
+	defer func() { s.journal = outer }()
+	for i := len(changes) - 1; i >= 0; i-- {
+		c := changes[i]
+		switch {
+		case c.domain != nil:
+			c.domain.state = c.state
+		case c.movedTo != "":
+			s.movedIn[c.movedTo] = s.movedIn[c.movedTo][:len(s.movedIn[c.movedTo])-1]
+		case c.added:
+			s.remove(c.pod)
+		default:
+			s.add(c.pod, c.node)
+		}
+	}
+	return false
+}
+
+// moveIn records that g landed on the pending domain to (journaled).
+func (s *destSim) moveIn(to string, g *simGroup) {
+	s.movedIn[to] = append(s.movedIn[to], g)
+	if s.journal != nil {
+		*s.journal = append(*s.journal, simChange{movedTo: to})
+	}
+}
+
+// start simulates the start of domain name's drain: it is closed, the
+// pods it evicts (groups with theirs, and others) leave it, and each
+// group, and each group that had landed on it, goes where
+// destination finds room; those that can only wait for the domain itself
+// are returned to be placed back by finish.
+func (s *destSim) start(name string, groups []*simGroup, others []*corev1.Pod) (dests []GroupDestination, back []*simGroup) {
+	s.setState(s.domains[name], simDraining)
+	for _, g := range groups {
+		for _, p := range g.pods {
+			s.remove(p)
+		}
+	}
+	for _, p := range others {
+		s.remove(p)
+	}
+	for _, g := range s.movedIn[name] {
+		for _, p := range g.pods {
+			s.remove(p)
+		}
+		groups = append(groups, g)
+	}
+	for _, g := range groups {
+		dest, to := s.destination(g, name)
+		switch dest.Kind {
+		case DestinationOwnDomain:
+			back = append(back, g)
+			continue
+		case DestinationDisruptedAgain:
+			s.moveIn(to, g)
+		}
+		dests = append(dests, dest)
+	}
+	return dests, back
+}
+
+// finish simulates the end of domain name's upgrade: it is upgraded, and
+// the groups that waited for it (back, from start) come back to it, or
+// find no room even there.
+func (s *destSim) finish(name string, back []*simGroup) []GroupDestination {
+	d := s.domains[name]
+	s.setState(d, simUpgraded)
+	var out []GroupDestination
+	for _, g := range back {
+		dest := GroupDestination{Group: g.id, From: name, To: name, Kind: DestinationOwnDomain}
+		if pod := s.place(g, d, true); pod != nil {
+			dest.To, dest.Kind = "", DestinationNoRoom
+			dest.Message = fmt.Sprintf("no room anywhere, not even back in its own domain %s after the upgrade: pod %s/%s fits no node there (resources, taints, node affinity); it stays Pending", name, pod.Namespace, pod.Name)
+		} else {
+			dest.Message = fmt.Sprintf("back to its own domain %s after the upgrade: %s; it waits, Pending, through the drain and upgrade of %s", name, g.why, name)
+		}
+		out = append(out, dest)
+	}
+	return out
 }
 
 // destination finds where group g, evicted from domain from, goes, and
@@ -267,225 +407,4 @@ func plural(n int) string {
 		return ""
 	}
 	return "s"
-}
-
-// room counts how many groups like g fit in d now, g included.
-func (s *destSim) room(g *simGroup, d *simDomain) int {
-	if s.repels(g) {
-		return 1
-	}
-	free := map[*simNode]map[corev1.ResourceName]int64{}
-	count := 0
-	for count < maxRoomCounted && s.fitInto(g, d, free) == nil {
-		count++
-	}
-	return count
-}
-
-func cloneFree(m map[corev1.ResourceName]int64) map[corev1.ResourceName]int64 {
-	out := make(map[corev1.ResourceName]int64, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
-
-// place fits g's pods into d, first fit, and returns the first pod that
-// finds no node (nil: all fit; with commit they are placed).
-func (s *destSim) place(g *simGroup, d *simDomain, commit bool) *corev1.Pod {
-	// The cheap test only when looking: a group placed back home names
-	// the pod that does not fit.
-	if !commit && !s.roomy(g, d) || s.blocked(g, d) {
-		return g.pods[0]
-	}
-	free := map[*simNode]map[corev1.ResourceName]int64{}
-	at := map[*corev1.Pod]*simNode{}
-	for _, p := range g.pods {
-		n := s.fitPod(p, d, free)
-		if n == nil {
-			return p
-		}
-		at[p] = n
-	}
-	if commit {
-		for _, p := range g.pods {
-			s.add(p, at[p])
-		}
-	}
-	return nil
-}
-
-// roomy reports whether d's nodes together have the room g's pods
-// request: a cheap test before the node-by-node fit.
-func (s *destSim) roomy(g *simGroup, d *simDomain) bool {
-	need := map[corev1.ResourceName]int64{}
-	for _, p := range g.pods {
-		for r, v := range s.requestsOf(p) {
-			need[r] += v
-		}
-	}
-	for r, v := range need {
-		var have int64
-		for _, n := range d.nodes {
-			have += max(n.free[r], 0)
-		}
-		if have < v {
-			return false
-		}
-	}
-	return true
-}
-
-// fitInto fits g's pods into d's free (changing it); the first pod that
-// fits no node is returned.
-func (s *destSim) fitInto(g *simGroup, d *simDomain, free map[*simNode]map[corev1.ResourceName]int64) *corev1.Pod {
-	for _, p := range g.pods {
-		if s.fitPod(p, d, free) == nil {
-			return p
-		}
-	}
-	return nil
-}
-
-// fitPod takes p's requests from the first node of d where it fits;
-// free holds the nodes' room where it differs from theirs (a copy made
-// on the first change).
-func (s *destSim) fitPod(p *corev1.Pod, d *simDomain, free map[*simNode]map[corev1.ResourceName]int64) *simNode {
-	req := s.requestsOf(p)
-	for _, n := range d.nodes {
-		if !s.allows(n, p) {
-			continue
-		}
-		f, changed := free[n]
-		if !changed {
-			f = n.free
-		}
-		fits := !n.countPods || f[corev1.ResourcePods] >= 1000
-		for r, v := range req {
-			fits = fits && f[r] >= v
-		}
-		if !fits {
-			continue
-		}
-		if !changed {
-			f = cloneFree(n.free)
-			free[n] = f
-		}
-		for r, v := range req {
-			f[r] -= v
-		}
-		if n.countPods {
-			f[corev1.ResourcePods] -= 1000
-		}
-		return n
-	}
-	return nil
-}
-
-// allows reports whether node n takes pod p at all: not cordoned by
-// someone else, no taint p does not tolerate, p's required node affinity.
-func (s *destSim) allows(n *simNode, p *corev1.Pod) bool {
-	key := podNode{p, n}
-	if ok, seen := s.static[key]; seen {
-		return ok
-	}
-	ok := !n.closed
-	if ok {
-		aff, seen := s.affinity[p]
-		if !seen {
-			aff = nodeaffinity.GetRequiredNodeAffinity(p)
-			s.affinity[p] = aff
-		}
-		ok = mayRunOn(n.node, p, &aff)
-	}
-	s.static[key] = ok
-	return ok
-}
-
-// mayRunOn reports whether node may take pod p once the rollout is done
-// with it: p tolerates its taints but the cordon's, udrain's own and
-// PreferNoSchedule ones, and matches its required node affinity and node
-// selector (aff, if given, is p's, made once by the caller).
-func mayRunOn(node *corev1.Node, p *corev1.Pod, aff *nodeaffinity.RequiredNodeAffinity) bool {
-	for i := range node.Spec.Taints {
-		t := &node.Spec.Taints[i]
-		if t.Key == PendingUpgradeTaint || t.Key == corev1.TaintNodeUnschedulable || t.Effect == corev1.TaintEffectPreferNoSchedule {
-			continue
-		}
-		if !corev1helpers.TolerationsTolerateTaint(logr.Discard(), p.Spec.Tolerations, t, false) {
-			return false
-		}
-	}
-	if aff == nil {
-		a := nodeaffinity.GetRequiredNodeAffinity(p)
-		aff = &a
-	}
-	ok, _ := aff.Match(node)
-	return ok
-}
-
-// antiTerms are p's required anti-affinity terms on the domain label.
-func (s *destSim) antiTerms(p *corev1.Pod) []antiTerm {
-	if ts, ok := s.anti[p]; ok {
-		return ts
-	}
-	var out []antiTerm
-	if a := p.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
-		for _, t := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-			if t.TopologyKey != s.in.layout.LabelKey || t.LabelSelector == nil {
-				continue
-			}
-			sel, err := metav1.LabelSelectorAsSelector(t.LabelSelector)
-			if err != nil {
-				continue
-			}
-			at := antiTerm{owner: p, namespaces: t.Namespaces, allNS: t.NamespaceSelector != nil, selector: sel}
-			if len(at.namespaces) == 0 && !at.allNS {
-				at.namespaces = []string{p.Namespace}
-			}
-			out = append(out, at)
-		}
-	}
-	s.anti[p] = out
-	return out
-}
-
-func (t antiTerm) matches(p *corev1.Pod) bool {
-	return (t.allNS || slices.Contains(t.namespaces, p.Namespace)) && t.selector.Matches(labels.Set(p.Labels))
-}
-
-// repels reports whether g's pods repel other pods on the domain label.
-func (s *destSim) repels(g *simGroup) bool {
-	for _, p := range g.pods {
-		if len(s.antiTerms(p)) > 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// blocked reports whether required anti-affinity on the domain label
-// keeps g out of d: a pod of g repels a pod in d, or the other way round.
-func (s *destSim) blocked(g *simGroup, d *simDomain) bool {
-	for _, n := range d.nodes {
-		for _, q := range n.pods {
-			if slices.Contains(g.pods, q) {
-				continue
-			}
-			qTerms := s.antiTerms(q)
-			for _, p := range g.pods {
-				for _, t := range s.antiTerms(p) {
-					if t.matches(q) {
-						return true
-					}
-				}
-				for _, t := range qTerms {
-					if t.matches(p) {
-						return true
-					}
-				}
-			}
-		}
-	}
-	return false
 }

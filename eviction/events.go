@@ -46,6 +46,7 @@ const (
 	EventLockAcquired     EventType = "LockAcquired"     // a rollout took its Lease
 	EventLockLost         EventType = "LockLost"         // a rollout lost its Lease (Err); it stops
 	EventLockReleased     EventType = "LockReleased"     // a rollout gave its Lease up (or let it expire)
+	EventDomainHeld       EventType = "DomainHeld"       // a rollout with parallel domains holds the next domain back (Hold); sent when the domain or the reason changes
 )
 
 // RequestResult is the answer to one eviction (or deletion) request, on
@@ -134,6 +135,8 @@ type Event struct {
 	// RolloutDone of a rollout that is not a dry run: a controller can
 	// copy it into the status of its own resource.
 	Status *RolloutStatus `json:"status,omitempty"`
+	// Hold is why the domain of a DomainHeld event cannot start yet.
+	Hold *Hold `json:"hold,omitempty"`
 	// Message is a human sentence about the event.
 	Message string `json:"message,omitempty"`
 	// Err is the error of Retrying, EvictionFailed, DrainStopped and

@@ -121,8 +121,8 @@ func describeObject(obj interface{}) string {
 // it.
 type expected struct {
 	mu       sync.Mutex
-	upgraded []string // domains
-	cordoned []string // nodes
+	upgraded []string            // domains
+	cordoned map[string][]string // nodes, by domain
 }
 
 func (x *expected) addUpgraded(domain string) {
@@ -133,16 +133,29 @@ func (x *expected) addUpgraded(domain string) {
 	}
 }
 
-func (x *expected) setCordoned(nodes []string) {
+// setCordoned sets the nodes of domain the rollout holds cordoned (none:
+// it released them).
+func (x *expected) setCordoned(domain string, nodes []string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.cordoned = nodes
+	if x.cordoned == nil {
+		x.cordoned = map[string][]string{}
+	}
+	if len(nodes) == 0 {
+		delete(x.cordoned, domain)
+		return
+	}
+	x.cordoned[domain] = slices.Clone(nodes)
 }
 
 func (x *expected) get() (upgraded, cordoned []string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	return slices.Clone(x.upgraded), slices.Clone(x.cordoned)
+	for _, nodes := range x.cordoned {
+		cordoned = append(cordoned, nodes...)
+	}
+	slices.Sort(cordoned)
+	return slices.Clone(x.upgraded), cordoned
 }
 
 // historyChanged says whether the view shows the cluster's history

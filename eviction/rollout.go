@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
@@ -25,6 +24,15 @@ const UpgradedByAnnotation = "udrain.dev/upgraded-by"
 // same patch, when the rollout marked the node's domain upgraded (RFC 3339):
 // a resumed rollout keeps the order in which its domains were upgraded.
 const UpgradedAtAnnotation = "udrain.dev/upgraded-at"
+
+// RecoveredByAnnotation marks one node of a domain whose recovery a
+// rollout saw end (the groups its drain disrupted healthy again, their
+// budgets caught up), with the rollout's ID as value. A domain marked
+// upgraded but not recovered is still recovering: Drainer.RolloutStatus
+// says so, and a rollout run again with the same ID waits in it for the
+// groups a stopped run left Pending or incomplete. With several domains
+// in flight, more than one can be.
+const RecoveredByAnnotation = "udrain.dev/recovered-by"
 
 // DefaultStuckAfter is how long a recovering member may wait for a reason
 // that does not clear by itself before the rollout stops (see
@@ -103,7 +111,37 @@ type RolloutOptions struct {
 	// Steering says how evicted pods are kept off the domains not
 	// upgraded yet; empty means SteerPreferUpgraded.
 	Steering Steering
+	// Parallel is how many domains the rollout has in flight at once
+	// (draining, upgrading or recovering). 0 or 1: one at a time, in
+	// order. N > 1: up to N. ParallelAuto: as many as the budgets and
+	// the upgraded room allow. With more than one, a domain starts, in
+	// order (one held back is passed by the next), only when:
+	//   - for every PodDisruptionBudget over its phase-1 pods (its
+	//     groups' leaders), the groups down now, those of the domains in
+	//     flight and its own stay within what the budget's spec allows
+	//     (minAvailable or maxUnavailable over the groups udrain sees;
+	//     not the status's disruptionsAllowed, which a maxUnavailable
+	//     budget over leaders with a controller each counts wrong: see
+	//     topology.FindingBudgetCountsControllers): plan, then cordon,
+	//     so that no domain waits cordoned on a budget the others spend;
+	//   - no group it evicts lacks room in an upgraded domain that it
+	//     would find once the domains in flight are done (it would land
+	//     on a domain not upgraded yet, or wait through its own domain's
+	//     upgrade step, where a serial rollout moves it once, quickly).
+	// With nothing in flight the next domain starts whatever holds it
+	// (as one domain at a time does: it waits on its budgets' 429s).
+	// A number above what the budgets and room allow is a cap, not a
+	// promise: PlanRollout and the rollout's findings say so
+	// (FindingParallelLimited). Negative numbers but ParallelAuto are a
+	// *udrain.ConfigError.
+	Parallel int
 }
+
+// serial reports whether the rollout takes one domain at a time.
+func (o RolloutOptions) serial() bool { return o.Parallel == 1 }
+
+// limit is the most domains in flight (0: no limit).
+func (o RolloutOptions) limit() int { return max(o.Parallel, 0) }
 
 // RolloutOrder says in which order a rollout takes its domains.
 type RolloutOrder string
@@ -174,6 +212,11 @@ type RolloutResult struct {
 	// rollout found it before anything was touched; the groups disrupted
 	// again or without room are in Findings too.
 	Destinations []GroupDestination `json:"destinations,omitempty"`
+	// Parallel, MaxInFlight and Schedule are those of the rollout's plan
+	// (see RolloutPlan), from the same simulation.
+	Parallel    int               `json:"parallel"`
+	MaxInFlight int               `json:"maxInFlight"`
+	Schedule    []ScheduledDomain `json:"schedule,omitempty"`
 	// Status is the rollout's status when it returned (as
 	// Drainer.RolloutStatus reads it, Running false), for a controller to
 	// copy into its resource's status; nil for dry runs, and for a
@@ -271,6 +314,16 @@ type RolloutPlan struct {
 	// Destinations say where each group each domain's drain evicts can
 	// go once evicted (see GroupDestination).
 	Destinations []GroupDestination `json:"destinations,omitempty"`
+	// Parallel is RolloutOptions.Parallel, settled (1: one domain at a
+	// time; ParallelAuto: as many as allowed).
+	Parallel int `json:"parallel"`
+	// MaxInFlight is the most domains in flight at once in the plan's
+	// simulation (domains in flight taken to end in the order they
+	// started).
+	MaxInFlight int `json:"maxInFlight"`
+	// Schedule says, for a rollout with Parallel other than 1, when each
+	// domain not upgraded yet starts and what holds it back until then.
+	Schedule []ScheduledDomain `json:"schedule,omitempty"`
 }
 
 // PlanRollout looks at the cluster as Rollout(ctx, opts) would before it
@@ -301,7 +354,7 @@ func (d *Drainer) PlanRollout(ctx context.Context, opts RolloutOptions) (*Rollou
 		return nil, err
 	}
 	p := &RolloutPlan{ID: opts.ID, Order: opts.Order, Steering: opts.Steering, Domains: r.domains,
-		Findings: r.res.Findings, Destinations: r.res.Destinations}
+		Findings: r.res.Findings, Destinations: r.res.Destinations, Parallel: opts.Parallel, MaxInFlight: r.res.MaxInFlight, Schedule: r.res.Schedule}
 	for _, name := range r.domains {
 		if upgradedBy(r.nodes, mustDomain(r.layout, name), r.id) {
 			p.Upgraded = append(p.Upgraded, name)
@@ -335,6 +388,12 @@ func (o RolloutOptions) withDefaults() (RolloutOptions, error) {
 	}
 	if errs := validation.IsValidLabelValue(o.ID); len(errs) > 0 {
 		return o, configError("RolloutOptions.ID", "%q cannot name a rollout (it is written into node annotations, taints and a Lease's name): %s", o.ID, strings.Join(errs, "; "))
+	}
+	switch {
+	case o.Parallel == 0:
+		o.Parallel = 1
+	case o.Parallel < ParallelAuto:
+		return o, configError("RolloutOptions.Parallel", "%d is negative; use the most domains to have in flight at once (1: one at a time), or ParallelAuto (%d) for as many as the budgets and the upgraded room allow", o.Parallel, ParallelAuto)
 	}
 	if o.RecoveryTimeout < 0 {
 		return o, configError("RolloutOptions.RecoveryTimeout", "%v is negative; use 0 for no limit", o.RecoveryTimeout)
@@ -375,94 +434,4 @@ func (o RolloutOptions) withDefaults() (RolloutOptions, error) {
 		}
 	}
 	return o, nil
-}
-
-// cordonedByOther returns an *InProgressError when a node of the domain
-// carries another rollout's (or a drain's) cordon mark.
-func cordonedByOther(nodes []corev1.Node, dom topology.Domain, id string) error {
-	for _, n := range domainNodes(nodes, dom) {
-		if by := n.Annotations[CordonedByAnnotation]; by != "" && by != id {
-			return &InProgressError{Domain: dom.Name, Node: n.Name, By: by, ID: id}
-		}
-	}
-	return nil
-}
-
-// cordonedBy reports whether a node of the domain was cordoned by this
-// rollout: a previous run stopped while draining it.
-func cordonedBy(nodes []corev1.Node, dom topology.Domain, id string) bool {
-	for _, n := range domainNodes(nodes, dom) {
-		if n.Annotations[CordonedByAnnotation] == id {
-			return true
-		}
-	}
-	return false
-}
-
-// upgradedBy reports whether the rollout id upgraded the domain: every
-// node carries its upgraded mark, or is still cordoned by it while another
-// node of the domain carries the mark (markUpgraded marks one node before
-// the uncordon patches, which carry the mark, so a rollout stopped in the
-// middle of the uncordon left the rest cordoned). A node with neither mark
-// (one that joined the domain since) means not upgraded.
-func upgradedBy(nodes []corev1.Node, dom topology.Domain, id string) bool {
-	in := domainNodes(nodes, dom)
-	marked := false
-	for _, n := range in {
-		switch {
-		case n.Annotations[UpgradedByAnnotation] == id:
-			marked = true
-		case n.Annotations[CordonedByAnnotation] == id:
-		default:
-			return false
-		}
-	}
-	return marked
-}
-
-// mustDomain returns the domain name of a layout already checked to have
-// it.
-func mustDomain(l *topology.Layout, name string) topology.Domain {
-	d, _ := l.Domain(name)
-	return d
-}
-
-// lastUpgraded returns the domains of a rollout that it upgraded last: the
-// one marked latest (UpgradedAtAnnotation), or, on nodes marked without a
-// time, each upgraded domain that the next in order is not.
-func lastUpgraded(nodes []corev1.Node, layout *topology.Layout, domains []string, id string) map[string]bool {
-	out := map[string]bool{}
-	var latest time.Time
-	var latestName string
-	for i, name := range domains {
-		dom := mustDomain(layout, name)
-		if !upgradedBy(nodes, dom, id) {
-			continue
-		}
-		if at := upgradedAt(nodes, dom); !at.IsZero() {
-			if at.After(latest) {
-				latest, latestName = at, name
-			}
-			continue
-		}
-		if i == len(domains)-1 || !upgradedBy(nodes, mustDomain(layout, domains[i+1]), id) {
-			out[name] = true
-		}
-	}
-	if latestName != "" {
-		return map[string]bool{latestName: true}
-	}
-	return out
-}
-
-// upgradedAt returns the latest time a node of the domain was marked
-// upgraded at (zero if none says).
-func upgradedAt(nodes []corev1.Node, dom topology.Domain) time.Time {
-	var at time.Time
-	for _, n := range domainNodes(nodes, dom) {
-		if t, err := time.Parse(time.RFC3339Nano, n.Annotations[UpgradedAtAnnotation]); err == nil && t.After(at) {
-			at = t
-		}
-	}
-	return at
 }

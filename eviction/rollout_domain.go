@@ -2,12 +2,15 @@ package eviction
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/udrain/udrain/gpu"
@@ -18,12 +21,18 @@ import (
 // (plan, or find it upgraded by an earlier run), drain, upgrade, mark,
 // GPU check, uncordon, recover.
 type domainRun struct {
-	r      *rollout
+	r *rollout
+	// out is the domain's outcome, this run's own while it runs; idx is
+	// its place in the rollout's result.
 	out    *DomainOutcome
-	dom    topology.Domain
-	emit   func(Event)
-	logger klog.Logger
-	start  time.Time
+	idx    int
+	demand *demand
+	// recovering: the domain is uncordoned; its recovery runs.
+	recovering atomic.Bool
+	dom        topology.Domain
+	emit       func(Event)
+	logger     klog.Logger
+	start      time.Time
 
 	plan *Plan
 	// upgraded: an earlier run with this ID upgraded the domain; its
@@ -43,8 +52,13 @@ type domainRun struct {
 	down *downtimes
 }
 
-func (r *rollout) domain(out *DomainOutcome) *domainRun {
-	s := &domainRun{r: r, out: out, logger: r.logger.WithValues("domain", out.Domain)}
+// domain returns the run of domain r.res.Domains[i], with the demand
+// the rollout admitted it for.
+func (r *rollout) domain(i int, d *demand) *domainRun {
+	r.mu.Lock()
+	out := r.res.Domains[i]
+	r.mu.Unlock()
+	s := &domainRun{r: r, out: &out, idx: i, demand: d, logger: r.logger.WithValues("domain", out.Domain)}
 	s.emit = func(e Event) {
 		e.Domain = out.Domain
 		r.emit(e)
@@ -167,7 +181,7 @@ func (s *domainRun) drainDomain(ctx context.Context) error {
 				held = append(held, n)
 			}
 		}
-		s.r.expect.setCordoned(held)
+		s.r.expect.setCordoned(s.out.Domain, held)
 	}
 	return err
 }
@@ -217,11 +231,11 @@ func (s *domainRun) checkGPUs(ctx context.Context) error {
 }
 
 // findStranded adds to the recovery target the groups a stopped run left
-// Pending or incomplete: for the domain it held cordoned, or, when it held
-// none, the domain it upgraded last (it may have stopped in its
-// recovery). Only then is the whole cluster read.
+// Pending or incomplete: for a domain it held cordoned, or one it upgraded
+// but did not mark recovered (it may have stopped in its recovery). Only
+// then is the whole cluster read.
 func (s *domainRun) findStranded(ctx context.Context) error {
-	if !s.resumed && !(s.upgraded && s.r.lastUpgraded[s.out.Domain]) {
+	if !s.resumed && !(s.upgraded && s.r.recovering[s.out.Domain]) {
 		return nil
 	}
 	all, err := s.r.v.snapshot(ctx)
@@ -247,7 +261,7 @@ func (s *domainRun) uncordon(ctx context.Context) error {
 			s.r.expect.addUpgraded(s.out.Domain)
 		}
 	}
-	s.r.expect.setCordoned(nil)
+	s.r.expect.setCordoned(s.out.Domain, nil)
 	var ours, others []string
 	for _, n := range s.dom.Nodes {
 		node, ok := s.r.v.Node(n)
@@ -286,6 +300,8 @@ func (s *domainRun) uncordon(ctx context.Context) error {
 	if !s.r.v.WaitFor(ctx, 10*time.Second, func() bool { return noUnschedulableTaint(s.r.v, uncordoned) }) && ctx.Err() == nil {
 		s.logger.V(2).Info("Uncordoned nodes still carry the unschedulable taint; going on", "taint", corev1.TaintNodeUnschedulable)
 	}
+	s.recovering.Store(true)
+	s.r.wake()
 	s.emit(Event{Type: EventRecoveryStarted})
 	return nil
 }
@@ -310,12 +326,44 @@ func (s *domainRun) recover(ctx context.Context) error {
 		}
 		return e
 	}
+	if err := s.markRecovered(ctx); err != nil {
+		return s.stop(StageRecovery, err)
+	}
 	if s.out.Status != DomainSkipped {
 		s.out.Status = DomainDone
 	}
 	s.r.expect.addUpgraded(s.out.Domain)
+	s.r.publish(s.idx, s.out)
 	s.emit(Event{Type: EventDomainDone, Status: s.r.status(ctx, true), Message: fmt.Sprintf("done in %s", clk.Since(s.start).Round(time.Millisecond))})
 	return nil
+}
+
+// markRecovered records on one node of the domain (the one marked
+// upgraded first, else the first of the domain) that its recovery ended,
+// unless one carries the mark already.
+func (s *domainRun) markRecovered(ctx context.Context) error {
+	var first string
+	for _, n := range s.dom.Nodes {
+		node, ok := s.r.v.Node(n)
+		if !ok {
+			continue
+		}
+		if node.Annotations[RecoveredByAnnotation] == s.r.id {
+			return nil
+		}
+		if first == "" {
+			first = n
+		}
+	}
+	if s.marked != "" {
+		first = s.marked
+	}
+	if first == "" {
+		return nil // every node is gone
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{RecoveredByAnnotation: s.r.id}}})
+	_, err := s.r.d.patchNode(ctx, s.emit, "mark recovered", first, patch, metav1.PatchOptions{})
+	return err
 }
 
 // noUnschedulableTaint says whether the view shows the nodes (just

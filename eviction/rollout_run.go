@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -33,12 +34,17 @@ type rollout struct {
 	// pods (materialized from a slim cache).
 	nodes   []corev1.Node
 	domains []string
-	// holding: a domain of the rollout is cordoned by it, the one a
-	// stopped run was in.
-	holding bool
-	// lastUpgraded are the domains a stopped run upgraded last, when it
-	// held none cordoned: their groups may still have been recovering.
-	lastUpgraded map[string]bool
+	// recovering are the domains a stopped run upgraded but did not mark
+	// recovered (RecoveredByAnnotation): their groups may still have
+	// been recovering.
+	recovering map[string]bool
+	// mu guards res.Domains, written as domains end while others run.
+	mu sync.Mutex
+	// changed wakes the loop of domains: one in flight began its
+	// recovery.
+	changed chan struct{}
+	// held is the last hold the rollout reported (EventDomainHeld).
+	held string
 	// tainted are the nodes that carry the rollout's pending-upgrade
 	// taint (put on by this run or an earlier one), until uncordoned.
 	tainted map[string]bool
@@ -99,9 +105,11 @@ func (r *rollout) status(ctx context.Context, running bool) *RolloutStatus {
 		r.v.WaitFor(ctx, 5*time.Second, r.finishedShown)
 	}
 	finished := map[string]bool{}
+	r.mu.Lock()
 	for _, out := range r.res.Domains {
 		finished[out.Domain] = out.Status == DomainDone || out.Status == DomainSkipped
 	}
+	r.mu.Unlock()
 	if err := r.d.statusFrom(ctx, r.v, ro, st, r.lock != nil, finished); err != nil {
 		r.logger.V(2).Info("Could not read the rollout's status", "err", err)
 		return nil
@@ -113,6 +121,8 @@ func (r *rollout) status(ctx context.Context, running bool) *RolloutStatus {
 // rollout finished (done, not skipped) marked upgraded by it and released
 // from its cordon.
 func (r *rollout) finishedShown() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	for _, out := range r.res.Domains {
 		if out.Status != DomainDone {
 			continue
@@ -169,20 +179,12 @@ func (r *rollout) run(ctx context.Context) (err error) {
 	}
 	r.logger.Info("Rollout started", "domains", len(r.domains))
 	r.emit(Event{Type: EventRolloutStarted, Domains: r.domains, Status: r.status(ctx, true), Message: fmt.Sprintf("rollout %s over %d domain(s)", r.id, len(r.domains))})
-	for i := range r.res.Domains {
-		out := &r.res.Domains[i]
-		if err := r.domain(out).run(ctx); err != nil {
-			err = causeOf[*HistoryChangedError](ctx, err)
-			r.historyLost = errors.As(err, new(*HistoryChangedError))
-			out.Status = DomainFailed
-			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-				out.Status = DomainInterrupted
-			}
-			r.logger.Info("Rollout stopped", "domain", out.Domain, "err", err)
-			r.res.Status = r.status(ctx, false)
-			r.emit(Event{Type: EventRolloutStopped, Domain: out.Domain, Err: err, Error: err.Error(), Status: r.res.Status, Message: string(out.Status)})
-			return err
-		}
+	if failed, err := r.runDomains(ctx); err != nil {
+		r.historyLost = errors.As(err, new(*HistoryChangedError))
+		r.logger.Info("Rollout stopped", "domain", failed.Domain, "err", err)
+		r.res.Status = r.status(ctx, false)
+		r.emit(Event{Type: EventRolloutStopped, Domain: failed.Domain, Err: err, Error: err.Error(), Status: r.res.Status, Message: string(failed.Status)})
+		return err
 	}
 	r.res.Completed = true
 	r.res.Status = r.status(ctx, false)
@@ -216,15 +218,15 @@ func (r *rollout) check(ctx context.Context) error {
 		}
 	}
 	r.domains = domains
+	r.recovering = map[string]bool{}
 	for _, name := range domains {
 		dom := mustDomain(layout, name)
 		if err := cordonedByOther(snap.Nodes, dom, r.id); err != nil {
 			return &DomainError{ID: r.id, Domain: name, Stage: StagePlan, Err: err}
 		}
-		r.holding = r.holding || cordonedBy(snap.Nodes, dom, r.id)
-	}
-	if !r.holding {
-		r.lastUpgraded = lastUpgraded(snap.Nodes, layout, domains, r.id)
+		if upgradedBy(snap.Nodes, dom, r.id) && !recoveredBy(snap.Nodes, dom, r.id) {
+			r.recovering[name] = true
+		}
 	}
 	for _, name := range domains {
 		r.res.Domains = append(r.res.Domains, DomainOutcome{Domain: name, Status: DomainPending})

@@ -153,7 +153,10 @@ type RolloutLockStatus struct {
 // RolloutETA is a rollout's expected end: the median of the gaps between
 // the upgraded marks of consecutive domains (a drain, an upgrade and a
 // recovery each; the median, so that a pause between a stop and a resume
-// does not count), times the domains left.
+// does not count), times the domains left. With k domains in flight
+// (parallel domains: draining, upgrading or recovering), a gap is taken
+// between marks k apart and divided by k: the time a domain takes when k
+// run at once.
 type RolloutETA struct {
 	// Samples counts the gaps.
 	Samples int `json:"samples"`
@@ -231,11 +234,10 @@ func (d *Drainer) statusFrom(ctx context.Context, v *view, ro RolloutOptions, st
 	s.groups = topology.FindGroups(snap.Pods, groupersFor(d.s, snap)...)
 	s.groupers = groupersFor(d.s, snap)
 	s.pdbs = topology.NewPDBIndex(snap.PDBs)
+	s.recovering = map[string]bool{}
 	for _, name := range names {
-		s.holding = s.holding || cordonedBy(snap.Nodes, mustDomain(layout, name), ro.ID)
-	}
-	if !s.holding {
-		s.last = lastUpgraded(snap.Nodes, layout, names, ro.ID)
+		dom := mustDomain(layout, name)
+		s.recovering[name] = upgradedBy(snap.Nodes, dom, ro.ID) && !recoveredBy(snap.Nodes, dom, ro.ID)
 	}
 	for i, name := range names {
 		p, err := s.domain(name, targets[i])
@@ -324,11 +326,9 @@ type statusReader struct {
 	pdbs     *topology.PDBIndex
 	// running: a holder keeps the Lease; lockKnown: the Lease was read.
 	running, lockKnown bool
-	// holding: the rollout holds some domain cordoned; last: the domains
-	// it upgraded last, when it holds none (as a resumed rollout sees
-	// them: see lastUpgraded).
-	holding bool
-	last    map[string]bool
+	// recovering: the domains marked upgraded by the rollout but not
+	// recovered (RecoveredByAnnotation).
+	recovering map[string]bool
 	// finished: the domains the rollout reading its own status knows
 	// recovered.
 	finished map[string]bool
@@ -359,9 +359,9 @@ func (s *statusReader) domain(name string, t recoveryTarget) (DomainProgress, er
 	} else if at := upgradedAt(s.snap.Nodes, dom); !at.IsZero() {
 		p.Since = &at
 	}
-	// The domain the rollout is in, or was in last: a resumed rollout
-	// waits for the groups its drain left Pending or incomplete too.
-	active := p.Cordoned > 0 || upgraded && s.last[name]
+	// A domain the rollout is in: a resumed rollout waits for the
+	// groups its drain left Pending or incomplete too.
+	active := p.Cordoned > 0 || upgraded && s.recovering[name]
 	if active {
 		t.addStranded(s.groups, s.pdbs, s.layout, s.snap.Nodes)
 	}
@@ -373,8 +373,8 @@ func (s *statusReader) domain(name string, t recoveryTarget) (DomainProgress, er
 	case upgraded && s.finished[name]:
 		p.State = StateDone
 	case upgraded && active && (s.running || !h.Healthy):
-		// Running, the rollout recovers the domain it upgraded last until
-		// it cordons the next.
+		// Until it marks it recovered, the rollout recovers the domain
+		// (with several in flight, more than one).
 		p.State, p.Stage = StateRecovering, StageRecovery
 	case upgraded:
 		p.State = StateDone
@@ -431,10 +431,11 @@ func timeOf(t *time.Time) time.Time {
 }
 
 // estimate returns the rollout's ETA from the upgraded marks of its
-// domains; nil before two are marked, or when none is left.
+// domains, with as many in flight as are now (at least one); nil before
+// more than that are marked, or when none is left.
 func estimate(ps []DomainProgress) *RolloutETA {
 	var marks []time.Time
-	left := 0
+	left, flying := 0, 0
 	for _, p := range ps {
 		switch {
 		case p.Since != nil:
@@ -442,14 +443,18 @@ func estimate(ps []DomainProgress) *RolloutETA {
 		case !p.upgraded():
 			left++
 		}
+		if p.Stage != "" {
+			flying++
+		}
 	}
-	if len(marks) < 2 || left == 0 {
+	k := max(flying, 1)
+	if len(marks) <= k || left == 0 {
 		return nil
 	}
 	slices.SortFunc(marks, time.Time.Compare)
-	gaps := make([]time.Duration, len(marks)-1)
+	gaps := make([]time.Duration, len(marks)-k)
 	for i := range gaps {
-		gaps[i] = marks[i+1].Sub(marks[i])
+		gaps[i] = marks[i+k].Sub(marks[i]) / time.Duration(k)
 	}
 	slices.Sort(gaps)
 	per := gaps[len(gaps)/2]

@@ -43,8 +43,17 @@ func (c *statusCluster) node(name string) *corev1.Node {
 	panic("no node " + name)
 }
 
-// upgraded marks both nodes of ud-d upgraded by r1, ago before statusNow.
+// upgraded marks both nodes of ud-d upgraded by r1, ago before
+// statusNow, and the first recovered.
 func (c *statusCluster) upgraded(d int, ago time.Duration) *statusCluster {
+	c.recovering(d, ago)
+	c.node(fmt.Sprintf("node-%d-1", d)).Annotations[RecoveredByAnnotation] = "r1"
+	return c
+}
+
+// recovering marks both nodes of ud-d upgraded by r1, ago before
+// statusNow, and none recovered: its recovery has not ended.
+func (c *statusCluster) recovering(d int, ago time.Duration) *statusCluster {
 	for n := 1; n <= 2; n++ {
 		node := c.node(fmt.Sprintf("node-%d-%d", d, n))
 		node.Annotations[UpgradedByAnnotation] = "r1"
@@ -195,17 +204,25 @@ func TestRolloutStatus(t *testing.T) {
 		},
 		{
 			name:    "recovering the last domain upgraded while running",
-			cluster: held(newStatusCluster().upgraded(1, 20*time.Minute).upgraded(2, time.Minute)),
+			cluster: held(newStatusCluster().upgraded(1, 20*time.Minute).recovering(2, time.Minute)),
 			want:    []progressLine{done("ud-1", "20m0s"), {Domain: "ud-2", State: "Recovering", Stage: "Recovery", Up: 2, Since: "1m0s"}, pending("ud-3"), pending("ud-4")},
 			running: true, holder: "host-a",
 			eta: &RolloutETA{PerDomain: Seconds(19 * time.Minute), Samples: 1, DomainsLeft: 2, Remaining: Seconds(38 * time.Minute), At: statusNow.Add(37 * time.Minute)},
 		},
 		{
 			name:    "stopped in the recovery: its group Pending, no holder",
-			cluster: newStatusCluster().upgraded(1, 20*time.Minute).upgraded(2, time.Minute).drained(1, true).lease("", time.Minute),
+			cluster: newStatusCluster().upgraded(1, 20*time.Minute).recovering(2, time.Minute).drained(1, true).lease("", time.Minute),
 			want: []progressLine{done("ud-1", "20m0s"), {Domain: "ud-2", State: "Stopped", Stage: "Recovery", Up: 2, Since: "1m0s", Down: []string{"llm-1"}},
 				pending("ud-3"), pending("ud-4")},
 			eta: &RolloutETA{PerDomain: Seconds(19 * time.Minute), Samples: 1, DomainsLeft: 2, Remaining: Seconds(38 * time.Minute), At: statusNow.Add(37 * time.Minute)},
+		},
+		{
+			// Parallel domains: two recovering at once, one draining.
+			name:    "two domains recovering, one draining",
+			cluster: held(newStatusCluster().recovering(1, 2*time.Minute).recovering(2, time.Minute).cordoned(3, 2)),
+			want: []progressLine{{Domain: "ud-1", State: "Recovering", Stage: "Recovery", Up: 2, Since: "2m0s"}, {Domain: "ud-2", State: "Recovering", Stage: "Recovery", Up: 2, Since: "1m0s"},
+				{Domain: "ud-3", State: "Draining", Stage: "Phase1", Pods: 2, Cordoned: 2, NotBefore: "1m0s"}, pending("ud-4")},
+			running: true, holder: "host-a",
 		},
 		{
 			name:    "completed",

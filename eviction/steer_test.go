@@ -106,7 +106,7 @@ func TestRolloutTaintsThePendingDomains(t *testing.T) {
 			if got := pendingTaints(t, ctx, fc, "node-3-1"); len(got) > 0 {
 				t.Errorf("taints left after the rollout: %v", got)
 			}
-			wantPatches := 6 + 6 + 3 // cordon and uncordon per node, a mark per domain
+			wantPatches := 6 + 6 + 3 + 3 // cordon and uncordon per node, an upgraded and a recovered mark per domain
 			if tc.effect != "" {
 				wantPatches += 6 // the taint
 			}

@@ -93,6 +93,10 @@ type State string
 const (
 	// StatePending: a rollout that started has not reached the domain.
 	StatePending State = "pending"
+	// StateHeld: a rollout with parallel domains holds the domain back
+	// (a budget or the upgraded room: DomainHeld), uncordoned, until it
+	// may start.
+	StateHeld State = "held"
 	// StateDraining: a drain of the domain runs (planned, cordoning,
 	// evicting, waiting for pods to go).
 	StateDraining State = "draining"
@@ -112,6 +116,6 @@ const (
 )
 
 // states are every State, for the Domains gauge's series.
-var states = []State{StatePending, StateDraining, StateDrained, StateUpgrading, StateRecovering, StateSkipped, StateDone, StateFailed}
+var states = []State{StatePending, StateHeld, StateDraining, StateDrained, StateUpgrading, StateRecovering, StateSkipped, StateDone, StateFailed}
 
 var results = []Result{ResultEvicted, ResultGone, ResultBudgetRefused, ResultWebhookRefused, ResultNamespaceTerminating, ResultError}

@@ -234,6 +234,8 @@ func stateAfter(e eviction.Event, cur State) (State, bool) {
 	switch e.Type {
 	case eviction.EventRolloutStarted:
 		return StatePending, true
+	case eviction.EventDomainHeld:
+		return StateHeld, true
 	case eviction.EventDomainStarted, eviction.EventPlanned, eviction.EventCordoned, eviction.EventPhaseStarted:
 		return StateDraining, true
 	case eviction.EventDrained:

@@ -398,3 +398,49 @@ func TestRecorderCountsNamespaceTerminating(t *testing.T) {
 		}
 	}
 }
+
+// With parallel domains, every domain in flight has its own state at
+// once, and a domain held back shows as held until it starts.
+func TestParallelDomainStates(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	r, err := New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	state := func() map[string]float64 {
+		out := map[string]float64{}
+		for _, s := range []State{StatePending, StateHeld, StateDraining, StateUpgrading, StateRecovering, StateDone} {
+			out[string(s)] = testutil.ToFloat64(r.domains.WithLabelValues(string(s)))
+		}
+		return out
+	}
+	steps := []struct {
+		e    eviction.Event
+		want map[string]float64
+	}{
+		{eviction.Event{Type: eviction.EventRolloutStarted, Domains: []string{"ud-1", "ud-2", "ud-3"}},
+			map[string]float64{"pending": 3, "held": 0, "draining": 0, "upgrading": 0, "recovering": 0, "done": 0}},
+		{eviction.Event{Type: eviction.EventDomainStarted, Domain: "ud-1"},
+			map[string]float64{"pending": 2, "held": 0, "draining": 1, "upgrading": 0, "recovering": 0, "done": 0}},
+		{eviction.Event{Type: eviction.EventDomainStarted, Domain: "ud-2"},
+			map[string]float64{"pending": 1, "held": 0, "draining": 2, "upgrading": 0, "recovering": 0, "done": 0}},
+		{eviction.Event{Type: eviction.EventDomainHeld, Domain: "ud-3"},
+			map[string]float64{"pending": 0, "held": 1, "draining": 2, "upgrading": 0, "recovering": 0, "done": 0}},
+		{eviction.Event{Type: eviction.EventUpgradeStarted, Domain: "ud-2"},
+			map[string]float64{"pending": 0, "held": 1, "draining": 1, "upgrading": 1, "recovering": 0, "done": 0}},
+		{eviction.Event{Type: eviction.EventRecoveryStarted, Domain: "ud-1"},
+			map[string]float64{"pending": 0, "held": 1, "draining": 0, "upgrading": 1, "recovering": 1, "done": 0}},
+		{eviction.Event{Type: eviction.EventDomainDone, Domain: "ud-1"},
+			map[string]float64{"pending": 0, "held": 1, "draining": 0, "upgrading": 1, "recovering": 0, "done": 1}},
+		{eviction.Event{Type: eviction.EventDomainStarted, Domain: "ud-3"},
+			map[string]float64{"pending": 0, "held": 0, "draining": 1, "upgrading": 1, "recovering": 0, "done": 1}},
+	}
+	for i, s := range steps {
+		s.e.Time = at.Add(time.Duration(i) * time.Second)
+		r.Record(s.e)
+		if diff := cmp.Diff(s.want, state()); diff != "" {
+			t.Errorf("after %s of %s (-want +got):\n%s", s.e.Type, s.e.Domain, diff)
+		}
+	}
+}

@@ -43,16 +43,28 @@ type Progress struct {
 	stop  chan struct{}
 	done  chan struct{}
 
-	start       time.Time
-	domain      string
+	start time.Time
+	// flying are the domains in flight, in the order they started (a
+	// rollout with parallel domains has several); last is the domain
+	// shown when none is (the one that ended last).
+	flying      []*liveDomain
+	last        *liveDomain
 	domainIndex int
 	domainTotal int
-	phase       eviction.Phase
-	prog        eviction.Progress
-	block       *eviction.BlockInfo
 	status      string
-	waiting     string // what recovery waits for
+	held        string // why the next domain waits (DomainHeld)
 	lastDraw    string
+}
+
+// liveDomain is what the live block shows of a domain.
+type liveDomain struct {
+	name    string
+	index   int // its place in the rollout, from 1; 0 outside a rollout
+	phase   eviction.Phase
+	prog    eviction.Progress
+	block   *eviction.BlockInfo
+	status  string
+	waiting string // what recovery waits for
 }
 
 // liveRedrawEvery is how often the live block refreshes its elapsed times.
@@ -96,7 +108,7 @@ func notable(t eviction.EventType) bool {
 		eviction.EventRecovered, eviction.EventDomainSkipped, eviction.EventNodeGone,
 		eviction.EventLeftCordoned, eviction.EventRetrying, eviction.EventContractFindings,
 		eviction.EventRolloutStarted, eviction.EventRolloutDone, eviction.EventDomainStarted,
-		eviction.EventDomainDone, eviction.EventUnblocked:
+		eviction.EventDomainDone, eviction.EventUnblocked, eviction.EventDomainHeld:
 		return true
 	}
 	return false
@@ -111,44 +123,63 @@ func (p *Progress) Event(e eviction.Event) {
 		return
 	}
 	show := notable(e.Type)
-	if e.Domain != "" {
-		p.domain = e.Domain
+	d := p.domainLocked(e)
+	if d == nil {
+		switch e.Type {
+		case eviction.EventRolloutDone:
+			p.status = "done"
+		case eviction.EventRolloutStopped:
+			p.status = "stopped"
+		}
+		if show {
+			p.printLocked(FormatEvent(e, "15:04:05"))
+			return
+		}
+		p.redrawLocked(false)
+		return
 	}
 	if e.Progress != (eviction.Progress{}) {
-		p.prog = e.Progress
+		d.prog = e.Progress
 	}
 	switch e.Type {
 	case eviction.EventDomainStarted:
 		p.domainIndex++
-		p.phase, p.prog, p.block, p.status, p.waiting = 0, eviction.Progress{}, nil, "planning", ""
+		d.index = p.domainIndex
+		d.phase, d.prog, d.block, d.status, d.waiting = 0, eviction.Progress{}, nil, "planning", ""
+		if strings.HasPrefix(p.held, e.Domain+": ") {
+			p.held = ""
+		}
 	case eviction.EventPlanned:
-		p.status = "planned"
+		d.status = "planned"
 	case eviction.EventCordoned:
-		p.status = "cordoning"
+		d.status = "cordoning"
 	case eviction.EventPhaseStarted:
-		p.phase, p.status = e.Phase, "evicting"
+		d.phase, d.status = e.Phase, "evicting"
 	case eviction.EventBlocked:
 		// Print a block when it starts or moves to another budget; the
 		// live block shows its counts as they change.
-		show = p.block == nil || p.block.PDB != e.Block.PDB || p.block.Namespace != e.Block.Namespace
+		show = d.block == nil || d.block.PDB != e.Block.PDB || d.block.Namespace != e.Block.Namespace
 		b := *e.Block
-		p.block = &b
+		d.block = &b
 	case eviction.EventUnblocked, eviction.EventPhaseDone:
-		p.block = nil
+		d.block = nil
 	case eviction.EventDrained:
-		p.status, p.block, p.phase = "drained", nil, 0
+		d.status, d.block, d.phase = "drained", nil, 0
 	case eviction.EventUpgradeStarted:
-		p.status = "upgrading"
+		d.status = "upgrading"
 	case eviction.EventUpgradeDone:
-		p.status = "upgraded"
+		d.status = "upgraded"
 	case eviction.EventUncordoned:
-		p.status = "uncordoning"
+		d.status = "uncordoning"
 	case eviction.EventWaitingRecovery:
-		p.status, p.waiting = "recovering", e.Message
+		d.status, d.waiting = "recovering", e.Message
 	case eviction.EventRecovered:
-		p.status, p.waiting = "recovered", ""
+		d.status, d.waiting = "recovered", ""
 	case eviction.EventDomainDone, eviction.EventDomainSkipped:
-		p.status = "done"
+		d.status = "done"
+		p.landLocked(d)
+	case eviction.EventDrainStopped:
+		d.status = "stopped"
 	}
 	if show {
 		p.printLocked(FormatEvent(e, "15:04:05"))
@@ -214,33 +245,103 @@ func (p *Progress) Close() {
 	}
 }
 
-// view returns the lines of the live block.
-func (p *Progress) view() []string {
-	clk := p.opts.Clock
-	head := "udrain"
-	if p.domain != "" {
-		head += " domain " + p.domain
-		if p.domainTotal > 0 {
-			head += fmt.Sprintf(" (%d/%d)", p.domainIndex, p.domainTotal)
+// domainLocked returns the live state of the event's domain, started
+// if new (a drain's events name their domain, with no DomainStarted);
+// nil for an event of no domain or a DomainHeld one (its domain has not
+// started).
+func (p *Progress) domainLocked(e eviction.Event) *liveDomain {
+	if e.Domain == "" {
+		return nil
+	}
+	if e.Type == eviction.EventDomainHeld {
+		p.held = e.Domain + ": " + e.Message
+		return nil
+	}
+	for _, d := range p.flying {
+		if d.name == e.Domain {
+			return d
 		}
 	}
-	if p.phase != 0 {
-		head += fmt.Sprintf("  phase %d", int(p.phase))
+	d := &liveDomain{name: e.Domain, status: "starting"}
+	p.flying = append(p.flying, d)
+	return d
+}
+
+// landLocked takes a domain that ended out of flight.
+func (p *Progress) landLocked(d *liveDomain) {
+	for i, f := range p.flying {
+		if f == d {
+			p.flying = append(p.flying[:i], p.flying[i+1:]...)
+			break
+		}
 	}
-	head += "  " + p.status + "  elapsed " + FormatDuration(clk.Since(p.start))
+	p.last = d
+}
+
+// view returns the lines of the live block: one domain as it was before
+// parallel domains, or a head and each domain in flight.
+func (p *Progress) view() []string {
+	clk := p.opts.Clock
+	elapsed := "elapsed " + FormatDuration(clk.Since(p.start))
+	var lines []string
+	switch {
+	case len(p.flying) > 1:
+		lines = append(lines, fmt.Sprintf("udrain  %d domains in flight  %s", len(p.flying), elapsed))
+		for _, d := range p.flying {
+			lines = append(lines, p.domainLines(d, "  ")...)
+		}
+	default:
+		d := p.last
+		if len(p.flying) == 1 {
+			d = p.flying[0]
+		}
+		if d == nil {
+			d = &liveDomain{status: p.status}
+		}
+		lines = p.domainLines(d, "")
+		lines[0] += "  " + elapsed
+	}
+	if p.held != "" {
+		lines = append(lines, "  next domain held back: "+p.held)
+	}
+	return lines
+}
+
+// domainLines are the lines of one domain, indented by indent: its head
+// (without the elapsed time), its pods, its block, what its recovery
+// waits for.
+func (p *Progress) domainLines(d *liveDomain, indent string) []string {
+	clk := p.opts.Clock
+	head := indent + "udrain"
+	if indent != "" {
+		head = indent
+	}
+	if d.name != "" {
+		if indent == "" {
+			head += " "
+		}
+		head += "domain " + d.name
+		if p.domainTotal > 0 && d.index > 0 {
+			head += fmt.Sprintf(" (%d/%d)", d.index, p.domainTotal)
+		}
+	}
+	if d.phase != 0 {
+		head += fmt.Sprintf("  phase %d", int(d.phase))
+	}
+	head += "  " + d.status
 	lines := []string{head}
-	if pr := p.prog; pr.Phase1Total+pr.Phase2Total > 0 {
+	if pr := d.prog; pr.Phase1Total+pr.Phase2Total > 0 {
 		left := pr.Phase1Total + pr.Phase2Total - pr.Gone
-		lines = append(lines, fmt.Sprintf("  phase 1 evicted %d/%d  phase 2 evicted %d/%d  pods left %d",
-			pr.Phase1Evicted, pr.Phase1Total, pr.Phase2Evicted, pr.Phase2Total, left))
+		lines = append(lines, fmt.Sprintf("%s  phase 1 evicted %d/%d  phase 2 evicted %d/%d  pods left %d",
+			indent, pr.Phase1Evicted, pr.Phase1Total, pr.Phase2Evicted, pr.Phase2Total, left))
 	}
-	if b := p.block; b != nil {
-		lines = append(lines, fmt.Sprintf("  blocked by PodDisruptionBudget %s/%s: allowed %d, healthy %d, needs %d, expected %d; for %s (%s waiting)",
-			b.Namespace, b.PDB, b.DisruptionsAllowed, b.CurrentHealthy, b.DesiredHealthy, b.ExpectedPods,
+	if b := d.block; b != nil {
+		lines = append(lines, fmt.Sprintf("%s  blocked by PodDisruptionBudget %s/%s: allowed %d, healthy %d, needs %d, expected %d; for %s (%s waiting)",
+			indent, b.Namespace, b.PDB, b.DisruptionsAllowed, b.CurrentHealthy, b.DesiredHealthy, b.ExpectedPods,
 			FormatDuration(clk.Since(b.Since)), plural(len(b.Pods), "pod", "pods")))
 	}
-	if p.waiting != "" {
-		lines = append(lines, "  waiting for: "+p.waiting)
+	if d.waiting != "" {
+		lines = append(lines, indent+"  waiting for: "+d.waiting)
 	}
 	return lines
 }

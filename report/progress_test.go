@@ -166,3 +166,46 @@ func TestLiveProgressNotable(t *testing.T) {
 		t.Errorf("events printed above the live block (-want +got):\n%s", diff)
 	}
 }
+
+// TestLiveProgressParallelDomains: with several domains in flight, the
+// live block has a head and each domain's lines; a held domain is said
+// once, until it starts; with one domain left, the block looks as it
+// does for one domain at a time.
+func TestLiveProgressParallelDomains(t *testing.T) {
+	clk := clocktesting.NewFakeClock(progressNow)
+	var buf testkit.SyncBuffer
+	p := report.NewProgress(&buf, report.ProgressOptions{Live: true, Width: 300, Clock: clk})
+	p.SetTotal(3)
+	for _, d := range []string{"ud-1", "ud-2"} {
+		p.Event(eviction.Event{Time: clk.Now(), Type: eviction.EventDomainStarted, Domain: d})
+	}
+	p.Event(eviction.Event{Time: clk.Now(), Type: eviction.EventPhaseStarted, Domain: "ud-1", Phase: eviction.Phase2,
+		Progress: eviction.Progress{Phase1Total: 1, Phase1Evicted: 1, Phase2Total: 3}})
+	p.Event(eviction.Event{Time: clk.Now(), Type: eviction.EventUpgradeStarted, Domain: "ud-2"})
+	held := &eviction.Hold{Domain: "ud-3", Reason: eviction.HoldBudget, Message: "PodDisruptionBudget inference/llm-leaders allows 2 down"}
+	p.Event(eviction.Event{Time: clk.Now(), Type: eviction.EventDomainHeld, Domain: "ud-3", Hold: held, Message: held.Message})
+	want := "udrain  2 domains in flight  elapsed 0s\n" +
+		"  domain ud-1 (1/3)  phase 2  evicting\n" +
+		"    phase 1 evicted 1/1  phase 2 evicted 0/3  pods left 4\n" +
+		"  domain ud-2 (2/3)  upgrading\n" +
+		"  next domain held back: ud-3: PodDisruptionBudget inference/llm-leaders allows 2 down\n"
+	if out := buf.String(); !strings.HasSuffix(out, want) {
+		t.Errorf("live view:\n%q\nwant it to end with\n%q", out, want)
+	}
+	if n := strings.Count(buf.String(), "DomainHeld domain=ud-3"); n != 1 {
+		t.Errorf("DomainHeld printed %d times above the live view, want once", n)
+	}
+	// ud-1 is done: one domain in flight, shown as one domain at a time.
+	p.Event(eviction.Event{Time: clk.Now(), Type: eviction.EventDomainDone, Domain: "ud-1"})
+	p.Event(eviction.Event{Time: clk.Now(), Type: eviction.EventDomainStarted, Domain: "ud-3"})
+	p.Event(eviction.Event{Time: clk.Now(), Type: eviction.EventUpgradeDone, Domain: "ud-2"})
+	p.Event(eviction.Event{Time: clk.Now(), Type: eviction.EventDomainDone, Domain: "ud-2"})
+	if want := "udrain domain ud-3 (3/3)  planning  elapsed 0s\n"; !strings.HasSuffix(buf.String(), want) {
+		t.Errorf("live view:\n%q\nwant it to end with\n%q", buf.String(), want)
+	}
+	p.Event(eviction.Event{Time: clk.Now(), Type: eviction.EventDomainDone, Domain: "ud-3"})
+	p.Close()
+	if want := "udrain domain ud-3 (3/3)  done  elapsed 0s\n"; !strings.HasSuffix(buf.String(), want) {
+		t.Errorf("last live view:\n%q\nwant it to end with\n%q", buf.String(), want)
+	}
+}

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/udrain/udrain/eviction"
@@ -40,6 +41,9 @@ func (r RolloutReport) WriteTable(w io.Writer, o TableOptions) error {
 		return err
 	}
 	if res.DryRun != "" {
+		if err := writeSchedule(w, res.Parallel, res.MaxInFlight, res.Schedule); err != nil {
+			return err
+		}
 		if err := writeDestinations(w, res.Destinations); err != nil {
 			return err
 		}
@@ -77,6 +81,49 @@ func writeRolloutDomains(w io.Writer, domains []eviction.DomainOutcome) error {
 			FormatDuration(d.Upgrade.Duration()), FormatDuration(d.Recovery.Duration()), FormatDuration(d.Duration.Duration()))
 	}
 	return tw.Flush()
+}
+
+// writeSchedule prints, for a rollout with parallel domains, how many
+// run at once and when each starts, as the rollout's simulation found it;
+// nothing for one domain at a time.
+func writeSchedule(w io.Writer, parallel, most int, sched []eviction.ScheduledDomain) error {
+	if parallel == 1 || len(sched) == 0 {
+		return nil
+	}
+	asked := fmt.Sprint(parallel)
+	if parallel == eviction.ParallelAuto {
+		asked = "auto"
+	}
+	fmt.Fprintf(w, "\nDomains at once (--parallel %s): at most %d, as the budgets and the upgraded room allow (simulated before anything is touched):\n", asked, most)
+	tw := newTable(w)
+	fmt.Fprintln(tw, "DOMAIN\tSTARTS\tWITH\tHELD BACK BY")
+	for _, d := range sched {
+		starts := "at the start"
+		if d.After != "" {
+			starts = "after " + d.After
+		}
+		with := "-"
+		if len(d.With) > 0 {
+			with = strings.Join(d.With, ",")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", d.Domain, starts, with, holdText(d.HeldBy))
+	}
+	return tw.Flush()
+}
+
+// holdText says in a few words why a domain was held back.
+func holdText(h *eviction.Hold) string {
+	switch {
+	case h == nil:
+		return "-"
+	case h.Reason == eviction.HoldBudget && h.Budget != nil:
+		return fmt.Sprintf("budget %s (%s: %d down, %d more)", h.Budget, h.Rule, h.Down, h.Needed)
+	case h.Reason == eviction.HoldRoom && h.Group != nil:
+		return fmt.Sprintf("room for group %s", h.Group)
+	case h.Reason == eviction.HoldLimit:
+		return fmt.Sprintf("the limit (%d)", h.Allowed)
+	}
+	return string(h.Reason)
 }
 
 // writeDestinations prints where each evicted group can go, as the

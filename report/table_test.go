@@ -82,6 +82,19 @@ func TestTables(t *testing.T) {
 				"SEVERITY  CODE            NAMESPACE  GROUP/WORKLOAD  DOMAINS  PDBS\n" +
 				"Warning   DisruptedAgain  inference  llama-0         ud-1     -\n\n" +
 				"1. WARNING DisruptedAgain: it will be disrupted again\n"},
+		{"a parallel rollout's schedule", report.AuditReport{LabelKey: "zone", Domains: []string{"ud-1", "ud-2", "ud-3"}, Rollout: &eviction.RolloutPlan{
+			Steering: eviction.SteerPreferUpgraded, Domains: []string{"ud-1", "ud-2", "ud-3"}, Parallel: eviction.ParallelAuto, MaxInFlight: 2,
+			Schedule: []eviction.ScheduledDomain{{Domain: "ud-1"}, {Domain: "ud-2", With: []string{"ud-1"}},
+				{Domain: "ud-3", After: "ud-1", With: []string{"ud-2"}, HeldBy: &eviction.Hold{Reason: eviction.HoldBudget,
+					Budget: &health.BudgetRef{Namespace: "inference", PDB: "llama-leaders"}, Rule: "maxUnavailable 2", Allowed: 2, Down: 2, Needed: 1}}}}}, report.TableOptions{},
+			"Audited 3 domains (label zone), 0 groups and 0 PodDisruptionBudgets.\n" +
+				"A rollout over every domain (steering PreferUpgraded) would take them in the order ud-1, ud-2, ud-3.\n\n" +
+				"Domains at once (--parallel auto): at most 2, as the budgets and the upgraded room allow (simulated before anything is touched):\n" +
+				"DOMAIN  STARTS        WITH  HELD BACK BY\n" +
+				"ud-1    at the start  -     -\n" +
+				"ud-2    at the start  ud-1  -\n" +
+				"ud-3    after ud-1    ud-2  budget inference/llama-leaders (maxUnavailable 2: 2 down, 1 more)\n\n" +
+				"The placement contract holds: no findings.\n"},
 		{"finding with a note", report.AuditReport{LabelKey: "zone", Domains: []string{"ud-1"}, Warnings: 1, Findings: []topology.Finding{finding}},
 			report.TableOptions{FindingNote: func(code topology.FindingCode) string { return " (see " + string(code) + ")" }},
 			"Audited 1 domain (label zone), 0 groups and 0 PodDisruptionBudgets.\n0 errors, 1 warning.\n\n" +

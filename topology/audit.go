@@ -164,6 +164,9 @@ func Audit(in AuditInput) Report {
 	for _, f := range auditTolerations(in.Layout, groups) {
 		r.add(scope, f)
 	}
+	for _, f := range auditBudgetCounts(in.Layout, idx, in.Pods) {
+		r.add(scope, f)
+	}
 	return r
 }
 

@@ -25,7 +25,12 @@
 // [Testbed.KubeRay] runs the KubeRay operator out of process against the
 // cluster when a test asks for it (built and cached by hack/kuberay.sh, its
 // CRDs installed first); it is stopped before the cluster is deleted, and
-// the reaper kills it if the test process dies.
+// the reaper kills it if the test process dies. [Testbed.LWS] runs the
+// LeaderWorkerSet manager the same way (built and cached by hack/lws.sh from
+// the module proxy or the source tarball in ../shared/third_party): its CRDs
+// applied server-side, its webhooks served on 127.0.0.1 at a free port with
+// a serving certificate of the testbed's own CA ([ServingCert]) and
+// registered with url clientConfigs and caBundles ([LWSSetup]).
 //
 // A package's TestMain is one line, os.Exit(testbed.New(opts).Run(m)), and
 // each test starts with bed.ForTest(t). It is test support: [Testbed.Run]

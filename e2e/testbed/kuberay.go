@@ -63,7 +63,7 @@ func (b *Testbed) KubeRay(ctx context.Context) (*KubeRay, error) {
 		return nil, errors.New("testbed: the cluster is not started")
 	}
 	start := time.Now()
-	dir, err := b.buildKubeRay(ctx)
+	dir, err := b.buildCached(ctx, "kuberay.sh")
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +96,7 @@ func (b *Testbed) KubeRay(ctx context.Context) (*KubeRay, error) {
 		return nil, err
 	}
 	kr := &KubeRay{Dir: dir, Log: logPath, proc: p}
-	if err := waitReady(ctx, p, fmt.Sprintf("http://127.0.0.1:%d/readyz", port), time.Minute); err != nil {
+	if err := waitReadyFunc(ctx, p.exited, fmt.Sprintf("http://127.0.0.1:%d/readyz", port), time.Minute); err != nil {
 		_ = p.stop(5 * time.Second)
 		return nil, fmt.Errorf("the KubeRay operator did not become ready: %w; the end of its log %s:\n%s", err, logPath, p.logTail(20))
 	}
@@ -105,10 +105,11 @@ func (b *Testbed) KubeRay(ctx context.Context) (*KubeRay, error) {
 	return kr, nil
 }
 
-// buildKubeRay runs hack/kuberay.sh (a no-op when the cache has the
-// operator) and returns the folder it prints; its progress goes to Logf.
-func (b *Testbed) buildKubeRay(ctx context.Context) (string, error) {
-	cmd := exec.CommandContext(ctx, filepath.Join(b.opts.RepoRoot, "hack", "kuberay.sh"))
+// buildCached runs hack/<script> (hack/kuberay.sh, hack/lws.sh: a no-op
+// when the cache has what it builds) and returns the folder it prints; its
+// progress goes to Logf.
+func (b *Testbed) buildCached(ctx context.Context, script string) (string, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(b.opts.RepoRoot, "hack", script))
 	cmd.Env = append(os.Environ(), "GOWORK=off")
 	var out strings.Builder
 	cmd.Stdout = &out
@@ -129,7 +130,7 @@ func (b *Testbed) buildKubeRay(ctx context.Context) (string, error) {
 	_ = pw.Close()
 	tail := <-done
 	if err != nil {
-		return "", fmt.Errorf("hack/kuberay.sh: %w\n%s", err, lastLines(tail, 20))
+		return "", fmt.Errorf("hack/%s: %w\n%s", script, err, lastLines(tail, 20))
 	}
 	return strings.TrimSpace(out.String()), nil
 }
@@ -157,14 +158,15 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// waitReady polls url until it answers 200, the process exits, or timeout.
-func waitReady(ctx context.Context, p *process, url string, timeout time.Duration) error {
+// waitReadyFunc polls url until it answers 200, exited reports that the
+// process has exited, or timeout.
+func waitReadyFunc(ctx context.Context, exited func() (bool, error), url string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	client := &http.Client{Timeout: 2 * time.Second}
 	var last error
 	for {
-		if done, err := p.exited(); done {
+		if done, err := exited(); done {
 			return fmt.Errorf("it exited: %v", err)
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)

@@ -60,6 +60,9 @@ type Testbed struct {
 
 	kubeRayMu sync.Mutex
 	kubeRay   *KubeRay
+
+	lwsMu sync.Mutex
+	lws   *LWS
 }
 
 // New returns a testbed for opts; nothing starts before [Testbed.Start] or

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -256,6 +257,16 @@ func (c *Controller) enqueue(id topology.GroupID) {
 	c.mu.Unlock()
 	if q != nil {
 		q.Add(id)
+	}
+}
+
+// enqueueAfter reconciles group id again after d.
+func (c *Controller) enqueueAfter(id topology.GroupID, d time.Duration) {
+	c.mu.Lock()
+	q := c.queue
+	c.mu.Unlock()
+	if q != nil {
+		q.AddAfter(id, d)
 	}
 }
 

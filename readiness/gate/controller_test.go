@@ -427,56 +427,81 @@ func TestRunTwice(t *testing.T) {
 
 // TestPatch: the write is a strategic merge patch of pods/status that holds
 // the one condition and the resourceVersion it was decided on.
+// TestPatch: a True condition is a strategic merge patch of the status
+// that carries the resourceVersion it was decided on (a group is never
+// declared whole on a stale view); a False one does not (the safe side:
+// it cannot fail on a concurrent update of the leader, which on real
+// LeaderWorkerSets made a third of all patches 409s). Both record their
+// time as lastProbeTime and leave the other conditions alone.
 func TestPatch(t *testing.T) {
 	t0 := time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC)
 	kubeletCondition := corev1.PodCondition{Type: "example.com/other-gate", Status: corev1.ConditionTrue}
-	pods := lwsGroup("vllm", 0, 2, map[int][]podOption{0: {withCondition(kubeletCondition)}})
-	pods[0].ResourceVersion = "42"
-	fc := newFakeCluster(t, pods...)
-	ctrl := fc.start(Options{Clock: clocktesting.NewFakePassiveClock(t0)})
-	fc.waitFor("the write", func() bool { return ctrl.rec.count("vllm-0", syncWritten) == 1 })
+	for _, tc := range []struct {
+		name   string
+		worker []podOption
+		want   map[string]any
+	}{
+		{"True", nil, map[string]any{
+			"metadata": map[string]any{"resourceVersion": "42"},
+			"status": map[string]any{"conditions": []any{map[string]any{
+				"type":               string(ConditionType),
+				"status":             "True",
+				"reason":             string(health.ReasonGroupReady),
+				"message":            "2/2 members healthy",
+				"lastTransitionTime": "2026-07-01T12:00:00Z",
+				"lastProbeTime":      "2026-07-01T12:00:00Z",
+			}}},
+		}},
+		{"False", []podOption{notReady}, map[string]any{
+			"status": map[string]any{"conditions": []any{map[string]any{
+				"type":               string(ConditionType),
+				"status":             "False",
+				"reason":             string(health.ReasonMemberNotReady),
+				"message":            "vllm-0-1 not ready; 1/2 members healthy",
+				"lastTransitionTime": "2026-07-01T12:00:00Z",
+				"lastProbeTime":      "2026-07-01T12:00:00Z",
+			}}},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pods := lwsGroup("vllm", 0, 2, map[int][]podOption{0: {withCondition(kubeletCondition)}, 1: tc.worker})
+			pods[0].ResourceVersion = "42"
+			fc := newFakeCluster(t, pods...)
+			ctrl := fc.start(Options{Clock: clocktesting.NewFakePassiveClock(t0)})
+			fc.waitFor("the write", func() bool { return ctrl.rec.count("vllm-0", syncWritten) == 1 })
 
-	var patches []clienttesting.PatchAction
-	for _, a := range fc.client.Actions() {
-		if p, ok := a.(clienttesting.PatchAction); ok {
-			patches = append(patches, p)
-		}
-	}
-	if len(patches) != 1 {
-		t.Fatalf("%d patches, want 1", len(patches))
-	}
-	p := patches[0]
-	if p.GetPatchType() != types.StrategicMergePatchType || p.GetSubresource() != "status" || p.GetName() != "vllm-0" {
-		t.Errorf("patch %s of %s/%s, want a strategic merge patch of vllm-0/status", p.GetPatchType(), p.GetName(), p.GetSubresource())
-	}
-	var got map[string]any
-	if err := json.Unmarshal(p.GetPatch(), &got); err != nil {
-		t.Fatalf("patch is not JSON: %v", err)
-	}
-	want := map[string]any{
-		"metadata": map[string]any{"resourceVersion": "42"},
-		"status": map[string]any{"conditions": []any{map[string]any{
-			"type":               string(ConditionType),
-			"status":             "True",
-			"reason":             string(health.ReasonGroupReady),
-			"message":            "2/2 members healthy",
-			"lastTransitionTime": "2026-07-01T12:00:00Z",
-			"lastProbeTime":      nil,
-		}}},
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("patch (-want +got):\n%s", diff)
-	}
-	// The other conditions are left as they were.
-	leader := fc.pod("vllm-0")
-	var others []corev1.PodCondition
-	for _, c := range leader.Status.Conditions {
-		if c.Type != ConditionType {
-			others = append(others, c)
-		}
-	}
-	if diff := cmp.Diff(pods[0].Status.Conditions, others); diff != "" {
-		t.Errorf("other conditions changed (-want +got):\n%s", diff)
+			var patches []clienttesting.PatchAction
+			for _, a := range fc.client.Actions() {
+				if p, ok := a.(clienttesting.PatchAction); ok {
+					patches = append(patches, p)
+				}
+			}
+			if len(patches) != 1 {
+				t.Fatalf("%d patches, want 1", len(patches))
+			}
+			p := patches[0]
+			if p.GetPatchType() != types.StrategicMergePatchType || p.GetSubresource() != "status" || p.GetName() != "vllm-0" {
+				t.Errorf("patch %s of %s/%s, want a strategic merge patch of vllm-0/status", p.GetPatchType(), p.GetName(), p.GetSubresource())
+			}
+			var got map[string]any
+			if err := json.Unmarshal(p.GetPatch(), &got); err != nil {
+				t.Fatalf("patch is not JSON: %v", err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("patch (-want +got):\n%s", diff)
+			}
+			// The other conditions are left as they were.
+			leader := fc.pod("vllm-0")
+			var others []corev1.PodCondition
+			for _, c := range leader.Status.Conditions {
+				if c.Type != ConditionType {
+					others = append(others, c)
+				}
+			}
+			if diff := cmp.Diff(pods[0].Status.Conditions, others); diff != "" {
+				t.Errorf("other conditions changed (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 
@@ -560,5 +585,40 @@ func TestSharedPodInformer(t *testing.T) {
 	}
 	if diff := cmp.Diff(map[string]int{"list": 1, "watch": 1}, listWatch); diff != "" {
 		t.Errorf("pod lists and watches: only the caller's informer's (-want +got):\n%s", diff)
+	}
+}
+
+// TestFalseRewritesAreSpaced: while a group stays unready, a new message
+// (a member recovering) is written at most every FalseRewriteInterval, the
+// last one once it has passed; turning True is written at once.
+func TestFalseRewritesAreSpaced(t *testing.T) {
+	t0 := time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakeClock(t0)
+	fc := newFakeCluster(t, lwsGroup("vllm", 0, 3, map[int][]podOption{1: {notReady}, 2: {notReady}})...)
+	ctrl := fc.start(Options{Clock: clk, FalseRewriteInterval: 100 * time.Millisecond})
+	message := func() string {
+		if c := CurrentCondition(fc.pod("vllm-0")); c != nil {
+			return string(c.Status) + " " + c.Message
+		}
+		return ""
+	}
+	fc.waitFor("the first write", func() bool { return ctrl.rec.count("vllm-0", syncWritten) == 1 })
+	if got, want := message(), "False vllm-0-1 not ready, vllm-0-2 not ready; 1/3 members healthy"; got != want {
+		t.Errorf("condition %q, want %q", got, want)
+	}
+	fc.update("vllm-0-1", ready)
+	fc.waitFor("the new message deferred", func() bool { return ctrl.rec.count("vllm-0", syncDeferred) > 0 })
+	if n := fc.statusPatches(); n != 1 {
+		t.Errorf("%d patches before the interval passed, want 1", n)
+	}
+	clk.Step(100 * time.Millisecond)
+	fc.waitFor("the new message written", func() bool { return ctrl.rec.count("vllm-0", syncWritten) == 2 })
+	if got, want := message(), "False vllm-0-2 not ready; 2/3 members healthy"; got != want {
+		t.Errorf("condition %q, want %q", got, want)
+	}
+	fc.update("vllm-0-2", ready)
+	fc.waitFor("True written", func() bool { return ctrl.rec.count("vllm-0", syncWritten) == 3 })
+	if got, want := message(), "True 3/3 members healthy"; got != want {
+		t.Errorf("condition %q, want %q (at once, without the clock moving)", got, want)
 	}
 }

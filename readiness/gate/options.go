@@ -40,6 +40,9 @@ const (
 	// server's resourceVersion with its pod cache's (see
 	// [Options.HistoryCheck]): one list of at most one pod.
 	DefaultHistoryCheck = 30 * time.Second
+	// DefaultFalseRewriteInterval spaces the rewrites of a leader's False
+	// condition whose message changes (see [Options.FalseRewriteInterval]).
+	DefaultFalseRewriteInterval = time.Second
 )
 
 // Options configures a [Controller]. The zero value watches all namespaces,
@@ -102,8 +105,16 @@ type Options struct {
 	// restarts it) for a fresh cache. 0 means [DefaultHistoryCheck];
 	// negative never checks.
 	HistoryCheck time.Duration
-	// Clock gives the condition's lastTransitionTime and the times of the
-	// health checks; nil means the system clock.
+	// FalseRewriteInterval is the least time between two writes of a
+	// leader's condition that stays False with a new message (a member of a
+	// recovering group scheduled, running, ready: one pod event each); the
+	// last message is written once it has passed. Turning True or False is
+	// written at once. 0 means [DefaultFalseRewriteInterval]; negative,
+	// every change at once.
+	FalseRewriteInterval time.Duration
+	// Clock gives the condition's lastTransitionTime and lastProbeTime
+	// (the time of its last write) and the times of the health checks;
+	// nil means the system clock.
 	Clock clock.PassiveClock
 	// OnChange, if set, is called after each write of a leader's condition.
 	// Calls are serialized; keep it short, it holds up the other workers'
@@ -183,6 +194,9 @@ func (o Options) complete() (Options, labels.Selector, error) {
 	}
 	if o.MaxSyncAge == 0 {
 		o.MaxSyncAge = DefaultMaxSyncAge
+	}
+	if o.FalseRewriteInterval == 0 {
+		o.FalseRewriteInterval = DefaultFalseRewriteInterval
 	}
 	if o.HistoryCheck == 0 {
 		o.HistoryCheck = DefaultHistoryCheck

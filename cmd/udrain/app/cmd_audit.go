@@ -13,6 +13,7 @@ func newAuditCommand(o *options) *cobra.Command {
 	var df domainFlags
 	var out outputFlag
 	var steering string
+	var parallel parallelFlag
 	cmd := &cobra.Command{
 		Use:   "audit",
 		Short: "Check the placement contract over all domains (exit code 4 on a violation)",
@@ -38,12 +39,19 @@ domain not upgraded yet, and adds:
   NoRoom              a group finds no room, not even in its own domain after
                       the upgrade (an error with --steering Strict, where the
                       rollout would refuse to start; a warning otherwise)
+  BudgetCountsControllers
+                      a maxUnavailable (or percentage) budget selects pods of
+                      several controllers, such as leaders with a StatefulSet
+                      each: the disruption controller counts it wrong while a
+                      group is gone (a warning)
+  ParallelLimited     with --parallel N, the budgets and the upgraded room let
+                      fewer domains run at once (a warning)
 
 Each finding says what to fix. The exit code is 4 when a finding of severity
 Error is found (or nodes lack the domain label), 0 otherwise.`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ro := eviction.RolloutOptions{Steering: eviction.Steering(steering)}
+			ro := eviction.RolloutOptions{Steering: eviction.Steering(steering), Parallel: parallel.n}
 			if err := firstError(df.validate(), out.validate(), inFlagTerms(ro.Validate())); err != nil {
 				return err
 			}
@@ -73,5 +81,6 @@ Error is found (or nodes lack the domain label), 0 otherwise.`,
 	df.add(cmd)
 	out.add(cmd)
 	cmd.Flags().StringVar(&steering, "steering", string(eviction.SteerPreferUpgraded), "The steering of the rollout simulated: PreferUpgraded, Strict or Off (as udrain rollout --steering)")
+	parallel.add(cmd, "The domains at once of the rollout simulated: 1, a larger number or auto (as udrain rollout --parallel); with more than one, the audit shows when each domain would start and what holds it back")
 	return cmd
 }

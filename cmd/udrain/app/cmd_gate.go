@@ -86,6 +86,7 @@ sync.`,
 	fs.DurationVar(&opts.MaxSyncAge, "max-sync-age", gate.DefaultMaxSyncAge, "With --health-address: how long the leader may leave a health check's sync probe waiting in its queue, or run one reconcile (then /healthz fails), or keep failing to write (then /readyz fails)")
 	fs.IntVar(&opts.Workers, "workers", gate.DefaultWorkers, "Groups reconciled concurrently")
 	fs.DurationVar(&opts.ResyncPeriod, "resync-period", 0, "Reconcile every group this often even without pod events; zero reacts to events only")
+	fs.DurationVar(&opts.FalseRewriteInterval, "false-rewrite-interval", gate.DefaultFalseRewriteInterval, "Least time between two writes of a leader's condition that stays False with a new message (a recovering group's members starting); turning True or False is written at once; negative writes every change at once")
 	fs.DurationVar(&opts.HistoryCheck, "history-check", gate.DefaultHistoryCheck, "How often to compare the API server's resourceVersion with the pod cache's, and exit 1 when the server's is older (etcd restored from a snapshot: the cache would miss changes); negative never checks")
 	fs.StringVar(&leaseNamespace, "lease-namespace", "", "Elect one writing replica through a Lease in this namespace; required to run more than one replica")
 	fs.StringVar(&le.Name, "lease-name", gate.DefaultLeaseName, "Name of the Lease (with --lease-namespace)")

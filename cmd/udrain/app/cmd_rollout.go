@@ -34,6 +34,7 @@ func newRolloutCommand(o *options) *cobra.Command {
 		createLockNS    bool
 		stuckAfter      time.Duration
 		mf              metricsFlag
+		parallel        parallelFlag
 	)
 	cmd := &cobra.Command{
 		Use:   "rollout",
@@ -90,6 +91,16 @@ rollout started a second time meanwhile fails at once, naming the holder.
 A holder that died leaves a Lease that can be taken over once it expires
 (30s after its last renewal).
 
+--parallel runs several domains at once: N at most, or auto. A domain starts
+only when every PodDisruptionBudget over its groups' leaders allows, by its
+spec (minAvailable or maxUnavailable over the groups udrain sees), the groups
+down now, those of the domains in flight and its own; and when each group it
+evicts finds room in an upgraded domain, if it would once the domains in
+flight are done. Otherwise it waits, uncordoned (a DomainHeld line says why),
+and a later domain that may start passes it. The first domain that stops on
+an error stops the others in flight where they are (run the same command
+again to resume). --dry-run and "udrain audit --parallel" show the schedule.
+
 --timeout bounds each domain's drain (exit code 3 when a PDB blocks past it);
 --recovery-timeout bounds each wait for recovery (exit code 1).`,
 		Args: exactArgs(0, "no arguments (name domains with --domains)"),
@@ -107,7 +118,7 @@ A holder that died leaves a Lease that can be taken over once it expires
 			ro := eviction.RolloutOptions{ID: id, Domains: domains, RecoveryTimeout: recoveryTimeout, StuckAfter: stuckAfter,
 				GPUCheck: eviction.GPUCheck{Disabled: skipGPUCheck, Grace: gpuGrace},
 				Lock:     eviction.RolloutLock{Disabled: noLock, Namespace: lockNamespace, CreateNamespace: createLockNS},
-				Steering: eviction.Steering(steering), Order: eviction.RolloutOrder(order)}
+				Steering: eviction.Steering(steering), Order: eviction.RolloutOrder(order), Parallel: parallel.n}
 			var prog *report.Progress
 			steps := uf.options(o, id, df.label, func(domain string) io.Writer { return prog.Output("[upgrade " + domain + "] ") })
 			// Bad input is refused before any request.
@@ -186,6 +197,7 @@ A holder that died leaves a Lease that can be taken over once it expires
 	cmd.Flags().StringSliceVar(&domains, "domains", nil, "Domains to upgrade, in this order unless --order says otherwise (comma-separated); default every domain")
 	cmd.Flags().StringVar(&order, "order", "", "Order of the domains: SpareFirst (those that evict nothing first, then the others in natural order; the default without --domains) or Given (the order of --domains; the default with it)")
 	cmd.Flags().StringVar(&steering, "steering", string(eviction.SteerPreferUpgraded), "How evicted pods are kept off the domains not upgraded yet: PreferUpgraded (taint them udrain.dev/upgrade-pending:PreferNoSchedule), Strict (NoSchedule: a group with no upgraded room waits for its own domain) or Off")
+	parallel.add(cmd, "How many domains to have in flight at once (drained, upgraded or recovering): 1, a larger number (a cap), or auto (as many as the budgets over the groups, counted from their spec, and the upgraded room allow); a domain a budget or the room holds back is not cordoned until it may start, and the next one may pass it")
 	cmd.Flags().DurationVar(&recoveryTimeout, "recovery-timeout", 0, "How long to wait for each domain's groups to be healthy again after its upgrade; zero means infinite")
 	cmd.Flags().DurationVar(&gpuGrace, "gpu-check-grace", eviction.DefaultGPUGrace, "After each upgrade, how long the domain's GPU nodes may take to advertise their GPUs again before the rollout stops (a driver or device plugin problem)")
 	cmd.Flags().BoolVar(&skipGPUCheck, "skip-gpu-check", false, "Do not check that upgraded GPU nodes advertise their GPUs again")

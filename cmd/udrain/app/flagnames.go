@@ -50,6 +50,7 @@ var fieldFlags = map[string]string{
 	"gate.Options.ResyncPeriod":         "--resync-period",
 	"gate.Options.MaxSyncAge":           "--max-sync-age",
 	"gate.Options.HistoryCheck":         "--history-check",
+	"gate.Options.FalseRewriteInterval": "--false-rewrite-interval",
 	"gate.Options.Namespace":            "--namespace",
 	"gate.LeaderElection.Namespace":     "--lease-namespace",
 	"gate.LeaderElection.Name":          "--lease-name",
@@ -99,6 +100,7 @@ var fieldFlags = map[string]string{
 	"eviction.DrainOptions.ID":                                "--id",
 	"eviction.RolloutOptions.Steering":                        "--steering",
 	"eviction.RolloutOptions.Order":                           "--order",
+	"eviction.RolloutOptions.Parallel":                        "--parallel",
 	// upgrade (rollout's upgrade step)
 	"upgrade.Options.Command":               "--upgrade-command",
 	"upgrade.Options.Job":                   "--upgrade-job-template",

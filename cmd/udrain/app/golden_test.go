@@ -43,6 +43,7 @@ func TestGolden(t *testing.T) {
 		{"rollout-dryrun.json", nil, []string{"rollout", "--ignore-daemonsets", "--dry-run=client", "--upgrade-command", "true", "-o", "json"}, ExitOK},
 		{"rollout-dryrun-again.table", []clusterOption{withSpareDomain()}, []string{"rollout", "--ignore-daemonsets", "--dry-run=client", "--upgrade-command", "true", "--order", "Given", "--domains", "ud-1,ud-2,ud-3"}, ExitOK},
 		{"rollout-dryrun-spare.table", []clusterOption{withSpareDomain()}, []string{"rollout", "--ignore-daemonsets", "--dry-run=client", "--upgrade-command", "true", "--steering", "Strict"}, ExitOK},
+		{"rollout-dryrun-parallel.table", []clusterOption{withSpareDomain()}, []string{"rollout", "--ignore-daemonsets", "--dry-run=client", "--upgrade-command", "true", "--parallel", "auto"}, ExitOK},
 		{"uncordon.json", nil, []string{"uncordon", "ud-2", "-o", "json"}, ExitOK},
 		{"wait-healthy.json", nil, []string{"wait-healthy", "ud-1", "-o", "json"}, ExitOK},
 	} {

@@ -29,6 +29,7 @@ func withRolloutMarks() clusterOption {
 			case "ud-1":
 				n.Annotations[eviction.UpgradedByAnnotation] = "r1"
 				n.Annotations[eviction.UpgradedAtAnnotation] = testNow.Add(-10 * time.Minute).Format(time.RFC3339Nano)
+				n.Annotations[eviction.RecoveredByAnnotation] = "r1"
 			case "ud-2":
 				n.Annotations[eviction.CordonedByAnnotation] = "r1"
 				n.Spec.Unschedulable = true
@@ -139,6 +140,7 @@ func TestRolloutStatusWatch(t *testing.T) {
 		delete(n.Annotations, eviction.CordonedByAnnotation)
 		n.Annotations[eviction.UpgradedByAnnotation] = "r1"
 		n.Annotations[eviction.UpgradedAtAnnotation] = testNow.Format(time.RFC3339Nano)
+		n.Annotations[eviction.RecoveredByAnnotation] = "r1"
 		n.Spec.Unschedulable, n.Spec.Taints = false, n.Spec.Taints[:1]
 		if _, err := c.client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -366,6 +367,19 @@ func TestDeployRay(t *testing.T) {
 	crdGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 		crdGVR: "CustomResourceDefinitionList", fixture.RayClusterGVR: "RayClusterList",
+	})
+	// fixture.InstallCRDs applies them server-side, which creates them on
+	// an API server; the fake's apply patch needs the object to exist.
+	dyn.PrependReactor("patch", "customresourcedefinitions", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		obj := &unstructured.Unstructured{}
+		if err := obj.UnmarshalJSON(a.(k8stesting.PatchAction).GetPatch()); err != nil {
+			return true, nil, err
+		}
+		err := dyn.Tracker().Create(crdGVR, obj, "")
+		if apierrors.IsAlreadyExists(err) {
+			err = dyn.Tracker().Update(crdGVR, obj, "")
+		}
+		return true, obj, err
 	})
 	// The API server establishes a CRD; the fake does not.
 	dyn.PrependReactor("get", "customresourcedefinitions", func(a k8stesting.Action) (bool, runtime.Object, error) {

@@ -1,0 +1,430 @@
+package eviction
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/udrain/udrain/health"
+	"github.com/udrain/udrain/topology"
+)
+
+// ParallelAuto, as RolloutOptions.Parallel, has a rollout start as many
+// domains at once as the budgets over their groups and the upgraded room
+// allow, with no fixed limit.
+const ParallelAuto = -1
+
+// HoldReason says why a rollout does not start a domain yet.
+type HoldReason string
+
+// The reasons a rollout holds a domain back.
+const (
+	// HoldBudget: a PodDisruptionBudget over the groups the domain's
+	// drain evicts would allow, by its spec, fewer groups down than those
+	// down now, those of the domains in flight and the domain's own.
+	HoldBudget HoldReason = "Budget"
+	// HoldRoom: a group the domain's drain evicts would find no room in
+	// an upgraded domain while the domains in flight are closed, and
+	// would land on a domain not upgraded yet (to be disrupted again).
+	HoldRoom HoldReason = "Room"
+	// HoldLimit: RolloutOptions.Parallel domains are in flight.
+	HoldLimit HoldReason = "Limit"
+)
+
+// Hold is why a rollout with parallel domains does not start a domain
+// yet. It starts it once the reason clears: a domain in flight finishes
+// (or its groups recover), or what is down elsewhere recovers.
+type Hold struct {
+	Domain string     `json:"domain"`
+	Reason HoldReason `json:"reason"`
+	// Budget is the budget that holds it (HoldBudget).
+	Budget *health.BudgetRef `json:"budget,omitempty"`
+	// Rule is what the budget's spec promises over the groups (or pods
+	// of no group) udrain sees it select, e.g. "maxUnavailable 2" or
+	// "minAvailable 3 of 4".
+	Rule string `json:"rule,omitempty"`
+	// Allowed is how many of them may be down at once by Rule; Down
+	// counts those down now or evicted by the domains in flight; Needed
+	// those the domain's drain would add.
+	Allowed int `json:"allowed,omitempty"`
+	Down    int `json:"down,omitempty"`
+	Needed  int `json:"needed,omitempty"`
+	// Group is the group that would find no upgraded room (HoldRoom),
+	// and To the domain not upgraded yet it would land on.
+	Group *topology.GroupID `json:"group,omitempty"`
+	To    string            `json:"to,omitempty"`
+	// InFlight are the domains in flight when it was held.
+	InFlight []string `json:"inFlight,omitempty"`
+	// Message says the same in a sentence.
+	Message string `json:"message"`
+}
+
+// ScheduledDomain is when a rollout with parallel domains starts a
+// domain, as its plan simulates it: domains in flight are taken to end in
+// the order they started.
+type ScheduledDomain struct {
+	Domain string `json:"domain"`
+	// After is the domain whose end lets it start; empty when it starts
+	// with the rollout.
+	After string `json:"after,omitempty"`
+	// With are the domains in flight when it starts.
+	With []string `json:"with,omitempty"`
+	// HeldBy is why it could not start at an earlier domain's end, if it
+	// could not.
+	HeldBy *Hold `json:"heldBy,omitempty"`
+}
+
+// FindingParallelLimited: a rollout asked for more domains at once
+// (RolloutOptions.Parallel) than its budgets and the upgraded room allow;
+// it runs as many as they allow. A warning.
+const FindingParallelLimited topology.FindingCode = "ParallelLimited"
+
+// demand is what a domain's drain takes: the units it charges to each
+// budget (those of its phase-1 pods), and the pods it evicts, its groups'
+// and the others, for the room they need elsewhere.
+type demand struct {
+	domain string
+	units  map[health.BudgetRef][]unit
+	groups []*simGroup
+	others []*corev1.Pod
+}
+
+func (d *demand) empty() bool {
+	return len(d.units) == 0 && len(d.groups) == 0 && len(d.others) == 0
+}
+
+// flight is a domain in flight: its demand, and whether it is
+// recovering (uncordoned: its units count as down only while they are).
+type flight struct {
+	demand     *demand
+	recovering bool
+	// back are the groups that wait for the domain itself (simulation).
+	back []*simGroup
+}
+
+func (f *flight) name() string { return f.demand.domain }
+
+// admission decides which domains of a rollout may be in flight at once,
+// from the budgets over the groups (their spec and what is down now) and
+// the room the destination simulation finds.
+type admission struct {
+	sim      *destSim
+	budgets  map[health.BudgetRef]*budgetCount
+	groupOf  map[*corev1.Pod]*topology.Group
+	groups   map[topology.GroupID]*topology.Group
+	pdbs     *topology.PDBIndex
+	steering Steering
+}
+
+// newAdmission counts the budgets over the snapshot's pods and builds
+// the room's simulation (in the states of in).
+func newAdmission(in destinationInput, pdbs []policyv1.PodDisruptionBudget, groupers []topology.Grouper) *admission {
+	a := &admission{sim: newDestSim(in), budgets: map[health.BudgetRef]*budgetCount{}, groupOf: map[*corev1.Pod]*topology.Group{},
+		groups: map[topology.GroupID]*topology.Group{}, pdbs: topology.NewPDBIndex(pdbs), steering: in.steering}
+	groups := topology.FindGroups(in.pods, groupers...)
+	healthy := make(map[topology.GroupID]bool, len(groups))
+	for i := range groups {
+		g := &groups[i]
+		a.groups[g.ID] = g
+		for _, m := range g.Members {
+			a.groupOf[m] = g
+		}
+	}
+	for _, p := range in.pods {
+		selected := a.pdbs.For(p)
+		if len(selected) == 0 {
+			continue
+		}
+		u, down := a.unitOf(p), false
+		if g := a.groupOf[p]; g != nil {
+			h, seen := healthy[g.ID]
+			if !seen {
+				h = health.Evaluate(g, health.Options{}).Healthy
+				healthy[g.ID] = h
+			}
+			down = !h
+		} else {
+			down = !health.CountsForBudget(p)
+		}
+		for _, b := range selected {
+			ref := health.BudgetRef{Namespace: b.Namespace, PDB: b.Name}
+			bc := a.budgets[ref]
+			if bc == nil {
+				bc = &budgetCount{pdb: b, units: map[unit]bool{}}
+				a.budgets[ref] = bc
+			}
+			bc.pods++
+			bc.units[u] = bc.units[u] || down
+		}
+	}
+	return a
+}
+
+func (a *admission) unitOf(p *corev1.Pod) unit {
+	if g := a.groupOf[p]; g != nil {
+		return unit{group: g.ID}
+	}
+	return unit{pod: types.NamespacedName{Namespace: p.Namespace, Name: p.Name}}
+}
+
+// demandOfPlan is the demand of a domain's plan: the units of its
+// phase-1 pods per budget, and its pods as the simulation knows them.
+func (a *admission) demandOfPlan(plan *Plan) *demand {
+	d := &demand{domain: plan.Domain, units: map[health.BudgetRef][]unit{}}
+	for _, p := range plan.Phase1 {
+		u := unit{pod: types.NamespacedName{Namespace: p.Namespace, Name: p.Name}}
+		if p.Group != nil {
+			u = unit{group: *p.Group}
+		}
+		for _, name := range p.PDBs {
+			ref := health.BudgetRef{Namespace: p.Namespace, PDB: name}
+			if !slices.Contains(d.units[ref], u) {
+				d.units[ref] = append(d.units[ref], u)
+			}
+		}
+	}
+	d.groups, d.others = a.sim.evictedBy(plan)
+	return d
+}
+
+// demandOn is the demand of a domain from the pods on its nodes now, as
+// a drain would plan it (kubectl's filters aside): the pods that run or
+// wait there, but mirror pods, DaemonSet pods, finished or terminating
+// pods and the rollout's own upgrade step.
+func (a *admission) demandOn(domain string) *demand {
+	d := &demand{domain: domain, units: map[health.BudgetRef][]unit{}}
+	sd := a.sim.domains[domain]
+	if sd == nil {
+		return d
+	}
+	byGroup := map[topology.GroupID]*simGroup{}
+	for _, n := range sd.nodes {
+		for _, p := range n.pods {
+			if !movable(p) {
+				continue
+			}
+			u := a.unitOf(p)
+			for _, b := range a.pdbs.For(p) {
+				ref := health.BudgetRef{Namespace: b.Namespace, PDB: b.Name}
+				if !slices.Contains(d.units[ref], u) {
+					d.units[ref] = append(d.units[ref], u)
+				}
+			}
+			g := a.groupOf[p]
+			if g == nil {
+				d.others = append(d.others, p)
+				continue
+			}
+			sg := byGroup[g.ID]
+			if sg == nil {
+				sg = &simGroup{id: g.ID}
+				byGroup[g.ID] = sg
+				d.groups = append(d.groups, sg)
+			}
+			sg.pods = append(sg.pods, p)
+		}
+	}
+	slices.SortFunc(d.groups, func(x, y *simGroup) int { return topology.CompareGroupIDs(x.id, y.id) })
+	return d
+}
+
+// movable says whether a drain would evict p (kubectl's filters aside).
+func movable(p *corev1.Pod) bool {
+	if _, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
+		return false
+	}
+	if ref := metav1.GetControllerOf(p); ref != nil && isDaemonSetRef(ref) {
+		return false
+	}
+	if _, step := p.Labels[UpgradeStepLabel]; step {
+		return false
+	}
+	return p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+}
+
+// roomHold starts d in the simulation and keeps it started, unless a
+// group it evicts finds no room in an upgraded domain now (it would land
+// on a domain not upgraded yet, or wait for d's own upgrade) but would
+// once the flights end: then it undoes the start and returns why. It
+// returns the destinations and the groups that wait for d itself.
+func (a *admission) roomHold(d *demand, flights []*flight, check bool) (*Hold, []GroupDestination, []*simGroup) {
+	var hold *Hold
+	var dests []GroupDestination
+	var back []*simGroup
+	a.sim.trial(func() bool {
+		dests, back = a.sim.start(d.domain, d.groups, d.others)
+		if !check {
+			return true
+		}
+		late := map[topology.GroupID]string{} // group: where it goes now
+		for _, dest := range dests {
+			if dest.Kind == DestinationDisruptedAgain {
+				late[dest.Group] = "land on " + dest.To + ", not upgraded yet"
+			}
+		}
+		for _, g := range back {
+			late[g.id] = "wait, Pending, for the upgrade of " + d.domain
+		}
+		for _, g := range append(slices.Clone(d.groups), a.sim.movedIn[d.domain]...) {
+			how, ok := late[g.id]
+			if !ok || !a.roomOnceLanded(g, flights) {
+				continue
+			}
+			id := g.id
+			hold = &Hold{Domain: d.domain, Reason: HoldRoom, Group: &id, InFlight: flightNames(flights),
+				Message: fmt.Sprintf("group %s, evicted from %s now, would %s: an upgraded domain has room for it once %s %s done",
+					id, d.domain, how, strings.Join(flightNames(flights), ", "), isAre(len(flights)))}
+			for _, dest := range dests {
+				if dest.Group == id && dest.Kind == DestinationDisruptedAgain {
+					hold.To = dest.To
+				}
+			}
+			return false
+		}
+		return true
+	})
+	return hold, dests, back
+}
+
+// roomOnceLanded says whether g would find room in an upgraded domain
+// (or one outside the rollout) once the flights are upgraded and their
+// groups that wait for them are back: a trial, undone.
+func (a *admission) roomOnceLanded(g *simGroup, flights []*flight) bool {
+	s := a.sim
+	fits := false
+	s.trial(func() bool {
+		for _, p := range g.pods {
+			s.remove(p)
+		}
+		for _, f := range flights {
+			s.finish(f.name(), f.back)
+		}
+		for _, c := range s.candidates {
+			if (c.state == simUpgraded || c.state == simOther) && s.place(g, c, false) == nil {
+				fits = true
+				break
+			}
+		}
+		return false
+	})
+	return fits
+}
+
+func isAre(n int) string {
+	if n == 1 {
+		return "is"
+	}
+	return "are"
+}
+
+func flightNames(flights []*flight) []string {
+	out := make([]string, len(flights))
+	for i, f := range flights {
+		out[i] = f.name()
+	}
+	return out
+}
+
+// admitted is a domain an admission decision starts, with what the
+// simulation found for it.
+type admitted struct {
+	demand *demand
+	dests  []GroupDestination
+	back   []*simGroup
+	// forced: started with nothing in flight although held (it waits on
+	// its budgets' 429s, as a rollout of one domain at a time does).
+	forced bool
+}
+
+// next decides which of the pending domains (in the rollout's order)
+// start now beside flights, with at most limit in flight (0: no limit):
+// in order, each one that no budget and no lack of room holds, passing
+// those held. With nothing in flight and every pending domain held, the
+// first starts anyway. serial takes the first pending domain only, once
+// nothing is in flight (one domain at a time, in order, as a rollout
+// without Parallel does). The started domains are started in the
+// simulation; holds says why each pending domain not started waits.
+func (a *admission) next(pending []*demand, flights []*flight, limit int, serial bool) ([]admitted, []*Hold) {
+	var out []admitted
+	var holds []*Hold
+	if len(pending) == 0 {
+		return nil, nil
+	}
+	if serial {
+		if len(flights) > 0 {
+			return nil, nil
+		}
+		_, dests, back := a.roomHold(pending[0], nil, false)
+		return []admitted{{demand: pending[0], dests: dests, back: back}}, nil
+	}
+	all := slices.Clone(flights)
+	for _, d := range pending {
+		if limit > 0 && len(all) >= limit {
+			holds = append(holds, &Hold{Domain: d.domain, Reason: HoldLimit, InFlight: flightNames(all), Allowed: limit,
+				Message: fmt.Sprintf("%d domain(s) in flight, the most the rollout runs at once (%s)", len(all), strings.Join(flightNames(all), ", "))})
+			continue
+		}
+		if h := a.budgetHold(d, all); h != nil {
+			holds = append(holds, h)
+			continue
+		}
+		h, dests, back := a.roomHold(d, all, len(all) > 0 && a.steering != SteerOff)
+		if h != nil {
+			holds = append(holds, h)
+			continue
+		}
+		out = append(out, admitted{demand: d, dests: dests, back: back})
+		all = append(all, &flight{demand: d, back: back})
+	}
+	if len(flights) == 0 && len(out) == 0 {
+		_, dests, back := a.roomHold(pending[0], nil, false)
+		out = append(out, admitted{demand: pending[0], dests: dests, back: back, forced: true})
+		holds = slices.DeleteFunc(holds, func(h *Hold) bool { return h.Domain == pending[0].domain })
+	}
+	return out, holds
+}
+
+// schedule simulates a rollout over in.order with at most limit domains
+// in flight (0: no limit; serial: one at a time, in order), domains in
+// flight ending in the order they started: it says when each domain
+// starts, where each group its drain evicts goes, and the most domains in
+// flight at once. plans holds the plan of each domain not upgraded.
+func (a *admission) schedule(in destinationInput, limit int, serial bool) ([]ScheduledDomain, []GroupDestination, int) {
+	var pending []*demand
+	for _, name := range in.order {
+		if plan := in.plans[name]; plan != nil && !in.upgraded[name] {
+			pending = append(pending, a.demandOfPlan(plan))
+		}
+	}
+	var sched []ScheduledDomain
+	var dests []GroupDestination
+	var flights []*flight
+	held := map[string]*Hold{}
+	after, peak := "", 0
+	for len(pending) > 0 || len(flights) > 0 {
+		started, holds := a.next(pending, flights, limit, serial)
+		for _, h := range holds {
+			held[h.Domain] = h
+		}
+		for _, s := range started {
+			sched = append(sched, ScheduledDomain{Domain: s.demand.domain, After: after, With: flightNames(flights), HeldBy: held[s.demand.domain]})
+			flights = append(flights, &flight{demand: s.demand, back: s.back})
+			dests = append(dests, s.dests...)
+			pending = slices.DeleteFunc(pending, func(d *demand) bool { return d == s.demand })
+		}
+		peak = max(peak, len(flights))
+		if len(flights) == 0 {
+			break
+		}
+		f := flights[0]
+		flights = flights[1:]
+		dests = append(dests, a.sim.finish(f.name(), f.back)...)
+		after = f.name()
+	}
+	return sched, dests, peak
+}

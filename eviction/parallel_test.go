@@ -1,0 +1,406 @@
+package eviction
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/udrain/udrain/health"
+	"github.com/udrain/udrain/internal/testkit/kube"
+	"github.com/udrain/udrain/topology"
+)
+
+func TestBudgetAllows(t *testing.T) {
+	i, s := intstr.FromInt32, intstr.FromString
+	for _, tc := range []struct {
+		name     string
+		spec     policyv1.PodDisruptionBudgetSpec
+		expected int
+		allowed  int
+		rule     string
+	}{
+		{"maxUnavailable", policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptrTo(i(2))}, 4, 2, "maxUnavailable 2"},
+		{"maxUnavailable ignores the count", policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptrTo(i(2))}, 1, 2, "maxUnavailable 2"},
+		{"maxUnavailable percent rounds up", policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptrTo(s("30%"))}, 4, 2, "maxUnavailable 30% of 4"},
+		{"minAvailable", policyv1.PodDisruptionBudgetSpec{MinAvailable: ptrTo(i(3))}, 4, 1, "minAvailable 3 of 4"},
+		{"minAvailable above the count", policyv1.PodDisruptionBudgetSpec{MinAvailable: ptrTo(i(5))}, 4, 0, "minAvailable 5 of 4"},
+		{"minAvailable percent rounds up what stays", policyv1.PodDisruptionBudgetSpec{MinAvailable: ptrTo(s("50%"))}, 5, 2, "minAvailable 50% of 5"},
+		{"neither", policyv1.PodDisruptionBudgetSpec{}, 4, 0, "neither minAvailable nor maxUnavailable"},
+		{"bad percentage", policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptrTo(s("lots"))}, 4, 0, "maxUnavailable lots (not a number or percentage)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			allowed, rule := budgetAllows(tc.spec, tc.expected)
+			if allowed != tc.allowed || rule != tc.rule {
+				t.Errorf("budgetAllows = %d, %q; want %d, %q", allowed, rule, tc.allowed, tc.rule)
+			}
+		})
+	}
+}
+
+// parCluster is a cluster for the parallelism's decisions: domains ud-1
+// .. ud-<domains> of one node with nodeGPUs GPUs, each holding group
+// llm-<d-1> of two pods of groupGPUs GPUs, leaders under the budget pdb;
+// and a spare domain ud-9 of one node of spareGPUs GPUs.
+type parCluster struct {
+	domains             int
+	nodeGPUs, groupGPUs int64
+	spareGPUs           int64
+	exclusive           bool
+	pdb                 *policyv1.PodDisruptionBudget
+}
+
+func (c parCluster) objects() []runtime.Object {
+	var objs []runtime.Object
+	for d := 1; d <= c.domains; d++ {
+		objs = append(objs, destNode(d, 1, c.nodeGPUs))
+		g := destGroup(d-1, 2, c.groupGPUs/2, fmt.Sprintf("node-%d-1", d))
+		if c.exclusive {
+			g = exclusive(g)
+		}
+		objs = append(objs, g...)
+	}
+	objs = append(objs, destNode(9, 1, c.spareGPUs))
+	if c.pdb != nil {
+		objs = append(objs, c.pdb)
+	}
+	return objs
+}
+
+// budget is the PDB llm-leaders over the leaders of c's groups, with
+// spec's rule and a status that counts all of them healthy.
+func (c parCluster) budget(spec policyv1.PodDisruptionBudgetSpec) parCluster {
+	pdb := kube.LeaderPDB("llm", c.domains, 1)
+	pdb.Spec.MinAvailable, pdb.Spec.MaxUnavailable = spec.MinAvailable, spec.MaxUnavailable
+	c.pdb = pdb
+	return c
+}
+
+// admissionOf builds the admission over objs with order's domains
+// pending but those upgraded, and the demand of each pending domain from
+// the pods on it.
+func admissionOf(t *testing.T, objs []runtime.Object, order []string, upgraded ...string) (*admission, map[string]*demand) {
+	t.Helper()
+	snap := snapshotOf(objs)
+	layout, err := topology.BuildLayout(snap.Nodes, topology.LayoutOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := destinationInput{nodes: snap.Nodes, pods: snap.Pods, layout: layout, order: order, upgraded: map[string]bool{}, steering: SteerPreferUpgraded}
+	for _, u := range upgraded {
+		in.upgraded[u] = true
+	}
+	a := newAdmission(in, snap.PDBs, nil)
+	demands := map[string]*demand{}
+	for _, name := range order {
+		demands[name] = a.demandOn(name)
+	}
+	return a, demands
+}
+
+func holdSummary(hs []*Hold) []string {
+	var out []string
+	for _, h := range hs {
+		s := h.Domain + ":" + string(h.Reason)
+		if h.Budget != nil {
+			s += fmt.Sprintf(" %s %s allowed %d down %d needed %d", h.Budget, h.Rule, h.Allowed, h.Down, h.Needed)
+		}
+		if h.Group != nil {
+			s += " " + h.Group.Name
+		}
+		if h.To != "" {
+			s += " to " + h.To
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// TestAdmissionNext pins which domains a rollout starts at once, and why
+// it holds the others: by the budgets' spec (not their status), by the
+// upgraded room, by the limit.
+func TestAdmissionNext(t *testing.T) {
+	i := intstr.FromInt32
+	maxUnavailable := func(n int32) policyv1.PodDisruptionBudgetSpec {
+		return policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptrTo(i(n))}
+	}
+	minAvailable := func(n int32) policyv1.PodDisruptionBudgetSpec {
+		return policyv1.PodDisruptionBudgetSpec{MinAvailable: ptrTo(i(n))}
+	}
+	// Four full domains (one 8-GPU group each) and a spare with room for
+	// two groups: the upgraded room takes two domains' groups.
+	roomy := parCluster{domains: 4, nodeGPUs: 8, groupGPUs: 8, spareGPUs: 16}
+	order := []string{"ud-1", "ud-2", "ud-3", "ud-4"}
+	for _, tc := range []struct {
+		name  string
+		objs  []runtime.Object
+		order []string
+		// upgraded domains; flights are in flight (pending is the rest
+		// of order), recovering those uncordoned.
+		upgraded, flights, recovering []string
+		limit                         int
+		serial                        bool
+		// change edits the cluster after the flights' demands are taken.
+		change    func([]runtime.Object) []runtime.Object
+		wantStart []string
+		wantHolds []string
+	}{
+		{
+			name: "a budget allowing two down starts two", objs: roomy.budget(maxUnavailable(2)).objects(), order: order, upgraded: []string{"ud-9"},
+			wantStart: []string{"ud-1", "ud-2"},
+			wantHolds: []string{"ud-3:Budget inference/llm-leaders maxUnavailable 2 allowed 2 down 2 needed 1", "ud-4:Budget inference/llm-leaders maxUnavailable 2 allowed 2 down 2 needed 1"},
+		},
+		{
+			name: "minAvailable three of four starts one", objs: roomy.budget(minAvailable(3)).objects(), order: order, upgraded: []string{"ud-9"},
+			wantStart: []string{"ud-1"},
+			wantHolds: []string{"ud-2:Budget inference/llm-leaders minAvailable 3 of 4 allowed 1 down 1 needed 1", "ud-3:Budget inference/llm-leaders minAvailable 3 of 4 allowed 1 down 1 needed 1", "ud-4:Budget inference/llm-leaders minAvailable 3 of 4 allowed 1 down 1 needed 1"},
+		},
+		{
+			name: "a group down elsewhere counts", objs: roomy.budget(maxUnavailable(2)).objects(), order: order, upgraded: []string{"ud-9"},
+			change: func(objs []runtime.Object) []runtime.Object {
+				for _, o := range objs {
+					if p, ok := o.(*corev1.Pod); ok && p.Name == "llm-3-1" {
+						kube.Ready(false)(p)
+					}
+				}
+				return objs
+			},
+			wantStart: []string{"ud-1", "ud-4"},
+			wantHolds: []string{"ud-2:Budget inference/llm-leaders maxUnavailable 2 allowed 2 down 2 needed 1", "ud-3:Budget inference/llm-leaders maxUnavailable 2 allowed 2 down 2 needed 1"},
+		},
+		{
+			// The budget's status counts three leaders (the fourth
+			// group's controller is gone with its pods) and allows two
+			// more disruptions: its spec allows two down in all, and two
+			// are, in the flights.
+			name: "the spec counts, not a status that counts wrong", objs: roomy.budget(maxUnavailable(2)).objects(), order: order, upgraded: []string{"ud-9"},
+			flights: []string{"ud-1", "ud-2"},
+			change: func(objs []runtime.Object) []runtime.Object {
+				var out []runtime.Object
+				for _, o := range objs {
+					if p, ok := o.(*corev1.Pod); ok && (p.Labels[topology.LWSGroupIndexLabel] == "0" || p.Labels[topology.LWSGroupIndexLabel] == "1") {
+						continue // evicted, and their controllers with them
+					}
+					if b, ok := o.(*policyv1.PodDisruptionBudget); ok {
+						b.Status.ExpectedPods, b.Status.CurrentHealthy, b.Status.DesiredHealthy, b.Status.DisruptionsAllowed = 2, 2, 0, 2
+					}
+					out = append(out, o)
+				}
+				return out
+			},
+			wantHolds: []string{"ud-3:Budget inference/llm-leaders maxUnavailable 2 allowed 2 down 2 needed 1", "ud-4:Budget inference/llm-leaders maxUnavailable 2 allowed 2 down 2 needed 1"},
+		},
+		{
+			name: "a recovering flight whose group is whole again counts no more", objs: roomy.budget(minAvailable(3)).objects(), order: order, upgraded: []string{"ud-9"},
+			flights: []string{"ud-1"}, recovering: []string{"ud-1"},
+			wantStart: []string{"ud-2"},
+			wantHolds: []string{"ud-3:Budget inference/llm-leaders minAvailable 3 of 4 allowed 1 down 1 needed 1", "ud-4:Budget inference/llm-leaders minAvailable 3 of 4 allowed 1 down 1 needed 1"},
+		},
+		{
+			name: "a recovering flight whose group is down still counts", objs: roomy.budget(minAvailable(3)).objects(), order: order, upgraded: []string{"ud-9"},
+			flights: []string{"ud-1"}, recovering: []string{"ud-1"},
+			change: func(objs []runtime.Object) []runtime.Object {
+				for _, o := range objs {
+					if p, ok := o.(*corev1.Pod); ok && p.Name == "llm-0" {
+						kube.Ready(false)(p)
+					}
+				}
+				return objs
+			},
+			wantHolds: []string{"ud-2:Budget inference/llm-leaders minAvailable 3 of 4 allowed 1 down 1 needed 1", "ud-3:Budget inference/llm-leaders minAvailable 3 of 4 allowed 1 down 1 needed 1", "ud-4:Budget inference/llm-leaders minAvailable 3 of 4 allowed 1 down 1 needed 1"},
+		},
+		{
+			name: "the limit", objs: roomy.budget(maxUnavailable(4)).objects(), order: order, upgraded: []string{"ud-9"}, limit: 2,
+			wantStart: []string{"ud-1", "ud-2"},
+			wantHolds: []string{"ud-3:Limit", "ud-4:Limit"},
+		},
+		{
+			// The spare takes one group: the second domain's group would
+			// wait for its own domain, though the first domain has room
+			// for it once it is done.
+			name: "the upgraded room", objs: parCluster{domains: 4, nodeGPUs: 8, groupGPUs: 8, spareGPUs: 8}.budget(maxUnavailable(4)).objects(),
+			order: order, upgraded: []string{"ud-9"},
+			wantStart: []string{"ud-1"},
+			wantHolds: []string{"ud-2:Room llm-1", "ud-3:Room llm-2", "ud-4:Room llm-3"},
+		},
+		{
+			// Domains with room for a second group: the second domain's
+			// group would land on ud-3, still to drain.
+			name: "the upgraded room, pending domains with room", objs: parCluster{domains: 4, nodeGPUs: 16, groupGPUs: 8, spareGPUs: 8}.budget(maxUnavailable(4)).objects(),
+			order: order, upgraded: []string{"ud-9"},
+			wantStart: []string{"ud-1"},
+			wantHolds: []string{"ud-2:Room llm-1 to ud-3", "ud-3:Room llm-2 to ud-2", "ud-4:Room llm-3 to ud-2"},
+		},
+		{
+			// No spare at all: every group waits for its own domain
+			// whatever runs beside it; room holds nothing back.
+			name: "no upgraded room anyway", objs: parCluster{domains: 4, nodeGPUs: 8, groupGPUs: 8}.budget(maxUnavailable(4)).objects(),
+			order:     order,
+			wantStart: []string{"ud-1", "ud-2", "ud-3", "ud-4"},
+		},
+		{
+			name: "with nothing in flight the first starts anyway", objs: roomy.budget(maxUnavailable(0)).objects(), order: order, upgraded: []string{"ud-9"},
+			wantStart: []string{"ud-1"},
+			wantHolds: []string{"ud-2:Budget inference/llm-leaders maxUnavailable 0 allowed 0 down 0 needed 1", "ud-3:Budget inference/llm-leaders maxUnavailable 0 allowed 0 down 0 needed 1", "ud-4:Budget inference/llm-leaders maxUnavailable 0 allowed 0 down 0 needed 1"},
+		},
+		{
+			name: "serial takes the first once nothing is in flight", objs: roomy.budget(maxUnavailable(4)).objects(), order: order, upgraded: []string{"ud-9"}, serial: true,
+			wantStart: []string{"ud-1"},
+		},
+		{
+			name: "serial waits for the flight", objs: roomy.budget(maxUnavailable(4)).objects(), order: order, upgraded: []string{"ud-9"}, serial: true,
+			flights: []string{"ud-1"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// The flights' demands are those of their plans, taken before
+			// their drain.
+			_, before := admissionOf(t, tc.objs, tc.order, tc.upgraded...)
+			objs := tc.objs
+			if tc.change != nil {
+				objs = tc.change(objs)
+			}
+			a, now := admissionOf(t, objs, tc.order, tc.upgraded...)
+			var flights []*flight
+			var pending []*demand
+			for _, name := range tc.order {
+				switch {
+				case contains(tc.flights, name):
+					f := &flight{demand: before[name], recovering: contains(tc.recovering, name)}
+					flights = append(flights, f)
+					if f.recovering {
+						a.sim.setState(a.sim.domains[name], simUpgraded)
+					} else {
+						a.sim.setState(a.sim.domains[name], simDraining)
+					}
+				case !contains(tc.upgraded, name):
+					pending = append(pending, now[name])
+				}
+			}
+			started, holds := a.next(pending, flights, tc.limit, tc.serial)
+			var names []string
+			for _, s := range started {
+				names = append(names, s.demand.domain)
+			}
+			if diff := cmp.Diff(tc.wantStart, names, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("started (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantHolds, holdSummary(holds), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("holds (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// TestSchedule pins the plan's simulation of a parallel rollout: when
+// each domain starts, where its groups go, and the most in flight.
+func TestSchedule(t *testing.T) {
+	i := intstr.FromInt32
+	maxUnavailable := func(n int32) policyv1.PodDisruptionBudgetSpec {
+		return policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptrTo(i(n))}
+	}
+	order := []string{"ud-9", "ud-1", "ud-2", "ud-3", "ud-4"}
+	for _, tc := range []struct {
+		name      string
+		c         parCluster
+		limit     int
+		serial    bool
+		wantSched []string
+		wantPeak  int
+		wantDests []string
+	}{
+		{
+			name: "two at once, the spare first", c: parCluster{domains: 4, nodeGPUs: 8, groupGPUs: 8, spareGPUs: 16}.budget(maxUnavailable(2)),
+			// The spare starts alone: the first domain's group would wait
+			// for its own domain while the spare is not upgraded.
+			wantSched: []string{"ud-9 after - with []", "ud-1 after ud-9 with [] held Room", "ud-2 after ud-9 with [ud-1] held Room", "ud-3 after ud-1 with [ud-2] held Budget", "ud-4 after ud-2 with [ud-3] held Budget"},
+			wantPeak:  2,
+			wantDests: []string{"llm-0 ud-1>ud-9 UpgradedDomain", "llm-1 ud-2>ud-9 UpgradedDomain", "llm-2 ud-3>ud-1 UpgradedDomain", "llm-3 ud-4>ud-2 UpgradedDomain"},
+		},
+		{
+			name: "serial", c: parCluster{domains: 4, nodeGPUs: 8, groupGPUs: 8, spareGPUs: 16}.budget(maxUnavailable(2)), serial: true,
+			wantSched: []string{"ud-9 after - with []", "ud-1 after ud-9 with []", "ud-2 after ud-1 with []", "ud-3 after ud-2 with []", "ud-4 after ud-3 with []"},
+			wantPeak:  1,
+			wantDests: []string{"llm-0 ud-1>ud-9 UpgradedDomain", "llm-1 ud-2>ud-9 UpgradedDomain", "llm-2 ud-3>ud-1 UpgradedDomain", "llm-3 ud-4>ud-2 UpgradedDomain"},
+		},
+		{
+			// Exclusive groups and one spare: each group takes the room
+			// of the domain upgraded last; one domain at a time.
+			name: "exclusive groups, one spare", c: parCluster{domains: 4, nodeGPUs: 8, groupGPUs: 8, spareGPUs: 16, exclusive: true}.budget(maxUnavailable(2)),
+			wantSched: []string{"ud-9 after - with []", "ud-1 after ud-9 with [] held Room", "ud-2 after ud-1 with [] held Room", "ud-3 after ud-2 with [] held Room", "ud-4 after ud-3 with [] held Room"},
+			wantPeak:  1,
+			wantDests: []string{"llm-0 ud-1>ud-9 UpgradedDomain", "llm-1 ud-2>ud-1 UpgradedDomain", "llm-2 ud-3>ud-2 UpgradedDomain", "llm-3 ud-4>ud-3 UpgradedDomain"},
+		},
+		{
+			name: "no spare: all four at once, each group waits for its own domain", c: parCluster{domains: 4, nodeGPUs: 8, groupGPUs: 8}.budget(maxUnavailable(4)),
+			wantSched: []string{"ud-9 after - with []", "ud-1 after - with [ud-9]", "ud-2 after - with [ud-9 ud-1]", "ud-3 after - with [ud-9 ud-1 ud-2]", "ud-4 after - with [ud-9 ud-1 ud-2 ud-3]"},
+			wantPeak:  5,
+			wantDests: []string{"llm-0 ud-1>ud-1 OwnDomain", "llm-1 ud-2>ud-2 OwnDomain", "llm-2 ud-3>ud-3 OwnDomain", "llm-3 ud-4>ud-4 OwnDomain"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := tc.c.objects()
+			snap := snapshotOf(objs)
+			layout, err := topology.BuildLayout(snap.Nodes, topology.LayoutOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := destinationInput{nodes: snap.Nodes, pods: snap.Pods, layout: layout, order: order, upgraded: map[string]bool{}, plans: map[string]*Plan{}, steering: SteerPreferUpgraded}
+			for _, name := range order {
+				if in.plans[name], err = NewPlan(name, snap, Options{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			a := newAdmission(in, snap.PDBs, nil)
+			sched, dests, peak := a.schedule(in, tc.limit, tc.serial)
+			var got []string
+			for _, s := range sched {
+				line := fmt.Sprintf("%s after %s with %v", s.Domain, orDash(s.After), s.With)
+				if s.HeldBy != nil {
+					line += " held " + string(s.HeldBy.Reason)
+				}
+				got = append(got, line)
+			}
+			if diff := cmp.Diff(tc.wantSched, got); diff != "" {
+				t.Errorf("schedule (-want +got):\n%s", diff)
+			}
+			if peak != tc.wantPeak {
+				t.Errorf("peak = %d, want %d", peak, tc.wantPeak)
+			}
+			var gotDests []string
+			for _, d := range dests {
+				gotDests = append(gotDests, fmt.Sprintf("%s %s>%s %s", d.Group.Name, d.From, d.To, d.Kind))
+			}
+			if diff := cmp.Diff(tc.wantDests, gotDests); diff != "" {
+				t.Errorf("destinations (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+var (
+	_ = health.BudgetRef{}
+	_ = types.NamespacedName{}
+)

@@ -1,0 +1,248 @@
+package eviction
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/udrain/udrain/topology"
+)
+
+// readmitEvery is how often a rollout with domains held back looks again
+// whether they may start, besides when a domain in flight begins its
+// recovery or ends: a group down elsewhere may have recovered.
+const readmitEvery = 5 * time.Second
+
+// runDomains runs the rollout's domains, as many at once as
+// RolloutOptions.Parallel and the admission allow (one at a time, in
+// order, by default). The first domain that stops on an error stops the
+// rollout: the others in flight are interrupted where they are (cordoned
+// ones stay cordoned, for the rollout run again to resume), and it
+// returns that domain's outcome and error.
+func (r *rollout) runDomains(ctx context.Context) (*DomainOutcome, error) {
+	type end struct {
+		s   *domainRun
+		err error
+	}
+	ends := make(chan end)
+	r.changed = make(chan struct{}, 1)
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	pending := make([]int, len(r.res.Domains))
+	for i := range pending {
+		pending[i] = i
+	}
+	var flying []*domainRun
+	var failed *DomainOutcome
+	var failure error
+	for {
+		held := false
+		if failure == nil && ctx.Err() == nil && len(pending) > 0 {
+			starts, heldBack := r.admit(ctx, pending, flying)
+			held = heldBack
+			for _, st := range starts {
+				s := r.domain(st.idx, st.demand)
+				flying = append(flying, s)
+				pending = slices.DeleteFunc(pending, func(i int) bool { return i == st.idx })
+				go func() { ends <- end{s, s.run(runCtx)} }()
+			}
+		}
+		if len(flying) == 0 {
+			return failed, failure
+		}
+		var wake <-chan time.Time
+		var timer interface{ Stop() bool }
+		if held && failure == nil {
+			t := r.d.s.Clock.NewTimer(readmitEvery)
+			timer, wake = t, t.C()
+		}
+		select {
+		case e := <-ends:
+			flying = slices.DeleteFunc(flying, func(s *domainRun) bool { return s == e.s })
+			if e.err != nil {
+				err := causeOf[*HistoryChangedError](ctx, e.err)
+				e.s.out.Status = DomainFailed
+				if runCtx.Err() != nil && errors.Is(err, runCtx.Err()) {
+					e.s.out.Status = DomainInterrupted
+				}
+				if failure == nil {
+					failed, failure = e.s.out, err
+					if len(flying) > 0 {
+						r.logger.Info("A domain stopped; interrupting the others in flight", "domain", e.s.out.Domain, "inFlight", len(flying), "err", err)
+					}
+					stop()
+				}
+			}
+			r.publish(e.s.idx, e.s.out)
+		case <-r.changed:
+		case <-wake:
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+	}
+}
+
+// wake tells the loop of domains that one in flight began its recovery.
+func (r *rollout) wake() {
+	select {
+	case r.changed <- struct{}{}:
+	default:
+	}
+}
+
+// publish records a domain's outcome in the rollout's result.
+func (r *rollout) publish(i int, out *DomainOutcome) {
+	r.mu.Lock()
+	r.res.Domains[i] = *out
+	r.mu.Unlock()
+}
+
+// start is a domain the rollout starts, with the demand it was admitted
+// for.
+type start struct {
+	idx    int
+	demand *demand
+}
+
+// admit decides which of the pending domains (indexes into res.Domains,
+// in order) start now beside those flying: one at a time without
+// Parallel; else a domain the rollout holds cordoned (a stopped run was
+// in it) at once, and the others as the admission allows over the
+// cluster as it is now. held reports that a domain was held back by a
+// budget or by room (not by the limit alone): the rollout looks again
+// later.
+func (r *rollout) admit(ctx context.Context, pending []int, flying []*domainRun) (starts []start, held bool) {
+	if r.opts.serial() {
+		if len(flying) == 0 {
+			return []start{{idx: pending[0]}}, false
+		}
+		return nil, false
+	}
+	snap, err := r.v.snapshot(ctx)
+	if err != nil {
+		// Nothing to decide from: go on one at a time.
+		if len(flying) == 0 {
+			return []start{{idx: pending[0]}}, false
+		}
+		return nil, true
+	}
+	layout, err := topology.BuildLayout(snap.Nodes, r.d.s.layoutOptions())
+	if err != nil {
+		layout = r.layout
+	}
+	in := destinationInput{nodes: snap.Nodes, pods: snap.Pods, layout: layout, order: r.domains, upgraded: map[string]bool{}, steering: r.opts.Steering}
+	for _, name := range r.domains {
+		if dom, err := layout.Domain(name); err == nil && upgradedBy(snap.Nodes, dom, r.id) {
+			in.upgraded[name] = true
+		}
+	}
+	a := newAdmission(in, snap.PDBs, groupersFor(r.d.s, snap))
+	var flights []*flight
+	for _, s := range flying {
+		f := &flight{demand: s.demand, recovering: s.recovering.Load()}
+		if f.demand == nil {
+			f.demand = &demand{domain: s.out.Domain}
+		}
+		if sd := a.sim.domains[f.name()]; sd != nil {
+			if f.recovering {
+				a.sim.setState(sd, simUpgraded)
+			} else {
+				a.sim.setState(sd, simDraining)
+			}
+		}
+		flights = append(flights, f)
+	}
+	a.reserve(flights)
+	var demands []*demand
+	byName := map[string]int{}
+	for _, i := range pending {
+		name := r.domains[i]
+		byName[name] = i
+		dom, err := layout.Domain(name)
+		switch {
+		case err != nil || in.upgraded[name]:
+			demands = append(demands, &demand{domain: name})
+		case cordonedBy(snap.Nodes, dom, r.id):
+			// A stopped run was draining it: it is in flight already.
+			d := a.demandOn(name)
+			a.roomHold(d, nil, false)
+			starts = append(starts, start{idx: i, demand: d})
+			flights = append(flights, &flight{demand: d})
+		default:
+			demands = append(demands, a.demandOn(name))
+		}
+	}
+	demands = slices.DeleteFunc(demands, func(d *demand) bool {
+		return slices.ContainsFunc(starts, func(s start) bool { return s.demand.domain == d.domain })
+	})
+	admitted, holds := a.next(demands, flights, r.opts.limit(), false)
+	for _, ad := range admitted {
+		starts = append(starts, start{idx: byName[ad.demand.domain], demand: ad.demand})
+	}
+	for _, h := range holds {
+		if h.Reason != HoldLimit {
+			held = true
+		}
+	}
+	r.reportHold(holds)
+	return starts, held
+}
+
+// reportHold reports the first domain held back, when it or its reason
+// changed since the last report.
+func (r *rollout) reportHold(holds []*Hold) {
+	if len(holds) == 0 {
+		r.held = ""
+		return
+	}
+	h := holds[0]
+	if key := h.Domain + "\x00" + h.Message; key != r.held {
+		r.held = key
+		r.logger.Info("Domain held back", "domain", h.Domain, "reason", h.Reason, "why", h.Message)
+		r.emit(Event{Type: EventDomainHeld, Domain: h.Domain, Hold: h, Message: h.Message})
+	}
+}
+
+// reserve takes, in the simulation, the room the groups of the flights
+// will need and do not hold yet: a group with no member scheduled outside
+// the domains closed by a drain goes where it would go now (back to its
+// own domain, when it waits for it); one with some, gets the rest of its
+// members beside them.
+func (a *admission) reserve(flights []*flight) {
+	s := a.sim
+	closed := map[string]bool{}
+	for _, f := range flights {
+		if !f.recovering {
+			closed[f.name()] = true
+		}
+	}
+	for _, f := range flights {
+		for _, g := range f.demand.groups {
+			placed, at := 0, ""
+			if cur := a.groups[g.id]; cur != nil {
+				for _, m := range cur.Members {
+					if m.Spec.NodeName == "" || m.DeletionTimestamp != nil {
+						continue
+					}
+					if dom, ok := s.in.layout.DomainOf(m.Spec.NodeName); ok && !closed[dom] {
+						placed, at = placed+1, dom
+					}
+				}
+			}
+			missing := len(g.pods) - placed
+			if missing <= 0 {
+				continue
+			}
+			rest := &simGroup{id: g.id, pods: g.pods[len(g.pods)-missing:]}
+			if d := s.domains[at]; d != nil {
+				s.place(rest, d, true)
+				continue
+			}
+			if dest, _ := s.destination(rest, f.name()); dest.Kind == DestinationOwnDomain {
+				s.place(rest, s.domains[f.name()], true)
+			}
+		}
+	}
+}
