@@ -13,13 +13,21 @@ export GOWORK  := off
 # unit-tested with the rest.
 EXAMPLE_MODULES := examples/controller-runtime
 
-.PHONY: all build test unit release-test e2e testbed-binaries lint vet fmt-check bench demo cluster cluster-down clean image plugin
+.PHONY: all api build test unit release-test e2e testbed-binaries lint vet fmt-check bench demo cluster cluster-down clean image plugin
 
 all: lint test
 
 build:
 	$(GO) build -o bin/udrain ./cmd/udrain
 	ln -sf udrain bin/kubectl-udrain
+
+## api: rewrite api/*.txt, the record of the library's exported API (one
+## file per package, as Go's api/go1.*.txt), from the packages. A unit test
+## (TestAPIRecorded) fails while the record and the packages differ: after
+## changing the surface, or merging a branch that did, run this and commit
+## the diff with a CHANGELOG line.
+api:
+	$(GO) test -count=1 -run '^TestAPIRecorded$$' . -update
 
 ## test: every test, unit and end-to-end (the end-to-end tests start a
 ## local control plane, and tear it down, by themselves).

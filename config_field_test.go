@@ -238,7 +238,6 @@ func TestConfigErrorFieldsFollowTheConvention(t *testing.T) {
 			return readiness.HTTPCheck("https://a:1", readiness.WithHTTPClient(&http.Client{}), readiness.WithTLSConfig(&tls.Config{}))(ctx)
 		}},
 		{"readiness.TCPCheck(addr)", func() error { return readiness.TCPCheck("no-port")(ctx) }},
-		{"readiness.MembersFromLWSEnv(lookup)", func() error { _, err := readiness.MembersFromLWSEnv(nil, readiness.LWSOptions{}); return err }},
 		{"readiness.LWSOptions.Scheme", func() error { return lws(readiness.LWSOptions{Scheme: "ftp", Port: 8000}) }},
 		{"readiness.LWSOptions.Port", func() error { return lws(readiness.LWSOptions{}) }},
 		{"readiness.LWSOptions.Path", func() error { return lws(readiness.LWSOptions{Port: 8000, Path: "health"}) }},

@@ -91,26 +91,39 @@ func TestWaitForServerDefaultBackoffJitter(t *testing.T) {
 	}
 }
 
-// With Options.Timeout, the wait ends as soon as the next attempt could not
-// start before the deadline, without sleeping until it.
+// With Options.Timeout, attempts go on until the deadline: when the
+// backoff's next delay would pass it, a last attempt starts the first delay
+// before it, and the wait ends when that one fails, without sleeping until
+// the deadline. (A 3 s timeout once gave up after 1.96 s, at the fourth
+// attempt, since the fifth was 2 s of backoff away.)
 func TestWaitForServerTimeoutOnFakeClock(t *testing.T) {
 	b := wait.Backoff{Duration: 250 * ms, Factor: 2, Cap: 2 * time.Second}
 	tests := []struct {
 		name         string
 		timeout      time.Duration
+		attempt      time.Duration // Options.AttemptTimeout
 		wantAttempts int
 		wantElapsed  time.Duration
 	}{
-		// Attempts at 0, 0.25s, 0.75s, 1.75s; the next would be at 3.75s.
-		{name: "3s", timeout: 3 * time.Second, wantAttempts: 4, wantElapsed: 1750 * ms},
-		// The next attempt would start exactly at the deadline: no time left.
-		{name: "deadline at an attempt", timeout: 1750 * ms, wantAttempts: 3, wantElapsed: 750 * ms},
+		// Attempts at 0, 0.25s, 0.75s, 1.75s; the next would be at 3.75s,
+		// so the last starts at 2.75s, 250ms (the first delay) before the
+		// deadline.
+		{name: "3s", timeout: 3 * time.Second, wantAttempts: 5, wantElapsed: 2750 * ms},
+		// The last attempt starts an attempt timeout before the deadline
+		// when that is shorter than the first delay.
+		{name: "3s, attempts of 100ms", timeout: 3 * time.Second, attempt: 100 * ms, wantAttempts: 5, wantElapsed: 2900 * ms},
+		// The next attempt would start exactly at the deadline: the last
+		// starts at 1.5s instead.
+		{name: "deadline at an attempt", timeout: 1750 * ms, wantAttempts: 4, wantElapsed: 1500 * ms},
+		// The delays fit: attempts at 0, 0.25s, 0.75s and 1.75s, the last
+		// moment an attempt can still be answered.
+		{name: "delays that fit", timeout: 2 * time.Second, wantAttempts: 4, wantElapsed: 1750 * ms},
 		{name: "shorter than the first delay", timeout: 100 * ms, wantAttempts: 1, wantElapsed: 0},
 	}
 	addr := testkit.ClosedAddr(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := runFake(t, context.Background(), "tcp://"+addr, Options{Backoff: b, Timeout: tt.timeout}, nil)
+			r := runFake(t, context.Background(), "tcp://"+addr, Options{Backoff: b, Timeout: tt.timeout, AttemptTimeout: tt.attempt}, nil)
 			var we *WaitError
 			if !errors.As(r.err, &we) {
 				t.Fatalf("err = %v, want a *WaitError", r.err)

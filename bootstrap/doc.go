@@ -21,7 +21,8 @@
 //     refused, timeout, three TLS classes, HTTP status, body, other); the
 //     returned *WaitError carries the last class, the attempt count and the
 //     elapsed time, for errors.As;
-//   - it logs through klog.FromContext(ctx) on the first failure, on every
+//   - it logs through the logger in its context (and, with none, not at
+//     all: a library prints nothing on its own) on the first failure, on every
 //     change of class, every Options.LogEvery attempts and once on success,
 //     and reports every attempt to Options.OnAttempt; credentials in the URL
 //     (user info, secret query values, the fragment: the rule of package

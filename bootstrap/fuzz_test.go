@@ -22,7 +22,7 @@ func FuzzWaitForServerHidesSecrets(f *testing.F) {
 	refused := testkit.ClosedAddr(f)
 	f.Fuzz(func(t *testing.T, position uint8, key, before, after string) {
 		for _, scheme := range []string{"http", "https"} {
-			raw := redacttest.URL(scheme, refused, "/healthz", redacttest.Position(position), key, before, after)
+			raw := redacttest.MarkedURL(scheme, refused, "/healthz", redacttest.Position(position), key, before, after)
 			logger, lines := newCaptureLogger()
 			var texts []string
 			opts := Options{MaxAttempts: 1, AttemptTimeout: 200 * time.Millisecond, LogEvery: 1, OnAttempt: func(a Attempt) {

@@ -1,7 +1,9 @@
 package bootstrap
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +12,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
 
 	"github.com/udrain/udrain/internal/testkit"
 )
@@ -115,5 +119,26 @@ func TestWaitForServerLogging(t *testing.T) {
 				t.Errorf("success line %v, want attempts=13 elapsed=%v", success.Values, r.result.Elapsed)
 			}
 		})
+	}
+}
+
+// With a plain context, WaitForServer logs nothing: a library writes only
+// through the logger its caller put in the context, never klog's global
+// one (which writes to stderr).
+func TestWaitForServerPlainContextLogsNothing(t *testing.T) {
+	var out bytes.Buffer
+	klog.LogToStderr(false)
+	klog.SetOutput(&out)
+	t.Cleanup(func() {
+		klog.SetOutput(io.Discard)
+		klog.LogToStderr(true)
+	})
+	_, err := WaitForServer(context.Background(), "tcp://"+testkit.ClosedAddr(t), Options{MaxAttempts: 2, Backoff: wait.Backoff{Duration: time.Millisecond}})
+	if err == nil {
+		t.Fatal("a closed port answered")
+	}
+	klog.Flush()
+	if out.Len() > 0 {
+		t.Errorf("klog's global logger got:\n%s", out.String())
 	}
 }

@@ -56,9 +56,11 @@ func DefaultBackoff() wait.Backoff {
 // context ends.
 type Options struct {
 	// Timeout bounds the whole wait, on top of any deadline of the context.
-	// Zero means no bound beyond the context. WaitForServer returns as soon
-	// as the next attempt could not start before the deadline, so it may
-	// return slightly before it.
+	// Zero means no bound beyond the context. Attempts go on until the
+	// deadline: when the backoff's delay would pass it, a last attempt
+	// starts the first delay (Backoff.Duration, or AttemptTimeout if
+	// shorter) before it, and WaitForServer returns once that one fails,
+	// at most that long before the deadline.
 	Timeout time.Duration
 	// AttemptTimeout bounds one attempt. Zero means DefaultAttemptTimeout.
 	AttemptTimeout time.Duration

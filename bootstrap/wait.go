@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"k8s.io/klog/v2"
 
 	"github.com/udrain/udrain"
 )
@@ -56,7 +55,8 @@ type Attempt struct {
 // ready when a connection completes. The first attempt is made at once; after
 // a failure the next waits for a delay from Options.Backoff.
 //
-// It logs through klog.FromContext(ctx): the first failure, every change of
+// It logs through the logger in ctx (logr.NewContext, klog.NewContext), and
+// not at all without one: the first failure, every change of
 // failure class (or HTTP status), every Options.LogEvery attempts while it
 // keeps failing, and one line on success. Credentials in the target (user
 // info, token-like query values) and header values never appear in logs,
@@ -76,7 +76,7 @@ func WaitForServer(ctx context.Context, target string, opts Options) (*Result, e
 	}
 	p, release := newProbe(t, s)
 	defer release()
-	w := &waiter{target: t, settings: s, probe: p, logger: klog.FromContext(ctx).WithValues("target", t.redacted)}
+	w := &waiter{target: t, settings: s, probe: p, logger: logr.FromContextOrDiscard(ctx).WithValues("target", t.redacted)}
 	return w.run(ctx)
 }
 
@@ -151,10 +151,8 @@ func (w *waiter) run(ctx context.Context) (*Result, error) {
 			stop = ctx.Err()
 		default:
 			next = backoff.Step()
-			if hasDeadline && !s.clock.Now().Add(next).Before(deadline) {
-				// No attempt could start before the deadline: say so now
-				// rather than sleep until it.
-				next, stop = 0, context.DeadlineExceeded
+			if hasDeadline {
+				next, stop = w.untilLastAttempt(next, deadline)
 			}
 		}
 
@@ -172,6 +170,26 @@ func (w *waiter) run(ctx context.Context) (*Result, error) {
 		case <-timer.C():
 		}
 	}
+}
+
+// untilLastAttempt clips the backoff's delay to the deadline. The backoff
+// spaces the attempts; it is no reason to give up early: when its delay
+// would reach past the last moment an attempt can still be answered (the
+// deadline less the first delay, or less the attempt timeout if shorter),
+// the next attempt starts at that moment instead. Once that moment has
+// passed, no attempt could be answered: it says so now (DeadlineExceeded)
+// rather than sleep until the deadline.
+func (w *waiter) untilLastAttempt(next time.Duration, deadline time.Time) (time.Duration, error) {
+	s := w.settings
+	last := deadline.Add(-min(s.backoff.Duration, s.attemptTimeout))
+	now := s.clock.Now()
+	switch {
+	case !now.Add(next).After(last):
+		return next, nil
+	case now.Before(last):
+		return last.Sub(now), nil
+	}
+	return 0, context.DeadlineExceeded
 }
 
 func (w *waiter) succeed(attempt int, elapsed time.Duration, out outcome) *Result {

@@ -55,6 +55,9 @@ func deployLWS(t *testing.T, cfg lwsConfig) *scenario {
 	if _, err := s.nodes.Create(ctx, tt.Client); err != nil {
 		t.Fatal(err)
 	}
+	if err := fixture.WaitSchedulable(ctx, tt.Client, s.nodes.Selector(), cfg.UDs*cfg.PerUD); err != nil {
+		t.Fatal(err)
+	}
 	w := cfg.Set
 	w.Namespace, w.Name, w.Pool = tt.Name, "llm", tt.Name
 	w.Replicas, w.Size, w.GPUsPerPod = cfg.Groups, cfg.Size, cfg.GPUsPerPod

@@ -489,10 +489,11 @@ func (w *upgradeWebhook) domains() []string {
 }
 
 // buildExample builds the example program examples/<name> of the root
-// module into the test's temporary folder.
+// module (name may be a path: quickstart/upgrade) into the test's
+// temporary folder.
 func buildExample(t *testing.T, name string) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), name)
+	bin := filepath.Join(t.TempDir(), filepath.Base(name))
 	cmd := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "./examples/"+name)
 	cmd.Dir = ".."
 	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-buildvcs=false")

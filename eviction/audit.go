@@ -6,10 +6,10 @@ import (
 	"github.com/udrain/udrain/topology"
 )
 
-// Audit is the placement contract checked over every domain, and where
+// AuditResult is the placement contract checked over every domain, and where
 // the groups a rollout over every domain evicts could go: what "udrain
 // audit" reports.
-type Audit struct {
+type AuditResult struct {
 	// LabelKey is the node label the domains come from; Domains are the
 	// domains audited, in natural order.
 	LabelKey string
@@ -29,15 +29,15 @@ type Audit struct {
 
 // Err returns a *topology.ContractError with the findings of severity
 // Error, or nil.
-func (a *Audit) Err() error { return topology.Report{Findings: a.Findings}.Err() }
+func (a *AuditResult) Err() error { return topology.Report{Findings: a.Findings}.Err() }
 
 // Audit checks the placement contract over every domain of the cluster
 // and simulates Rollout(ctx, opts) over every domain, without a lock, a
 // taint, a cordon or an eviction, to add where the groups it evicts could
 // go. Options that cannot work are a *udrain.ConfigError before any
-// request; a rollout that cannot be planned is Audit.RolloutErr, not an
+// request; a rollout that cannot be planned is AuditResult.RolloutErr, not an
 // error.
-func (r *Reader) Audit(ctx context.Context, opts RolloutOptions) (*Audit, error) {
+func (r *Reader) Audit(ctx context.Context, opts RolloutOptions) (*AuditResult, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
@@ -50,7 +50,7 @@ func (r *Reader) Audit(ctx context.Context, opts RolloutOptions) (*Audit, error)
 		return nil, err
 	}
 	groups := topology.FindGroups(s.Pods, groupersFor(r.d.s, s)...)
-	a := &Audit{LabelKey: layout.LabelKey, Domains: layout.Names(), Groups: len(groups), PDBs: len(s.PDBs),
+	a := &AuditResult{LabelKey: layout.LabelKey, Domains: layout.Names(), Groups: len(groups), PDBs: len(s.PDBs),
 		Findings: topology.Audit(topology.AuditInput{Layout: layout, Groups: groups, PDBs: s.PDBs, Pods: s.Pods}).Findings}
 	if a.Rollout, err = r.PlanRollout(ctx, opts); a.Rollout == nil {
 		a.RolloutErr = err

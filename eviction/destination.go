@@ -84,6 +84,9 @@ type destinationInput struct {
 	upgraded map[string]bool
 	plans    map[string]*Plan
 	steering Steering
+	// known, if set, keeps pods' requests from one simulation to the
+	// next.
+	known *requestCache
 }
 
 // destinations simulates a rollout, domain by domain in its order, and

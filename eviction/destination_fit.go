@@ -15,8 +15,12 @@ import (
 // requests, the nodes' taints and affinity, and anti-affinity on the
 // domain label.
 
-// room counts how many groups like g fit in d now, g included.
+// room counts how many groups like g fit in d now, g included (0 for a
+// simulation that does not count, noRoom).
 func (s *destSim) room(g *simGroup, d *simDomain) int {
+	if s.noRoom {
+		return 0
+	}
 	if s.repels(g) {
 		return 1
 	}
@@ -172,6 +176,9 @@ func mayRunOn(node *corev1.Node, p *corev1.Pod, aff *nodeaffinity.RequiredNodeAf
 
 // antiTerms are p's required anti-affinity terms on the domain label.
 func (s *destSim) antiTerms(p *corev1.Pod) []antiTerm {
+	if a := p.Spec.Affinity; a == nil || a.PodAntiAffinity == nil || len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) == 0 {
+		return nil
+	}
 	if ts, ok := s.anti[p]; ok {
 		return ts
 	}
@@ -213,6 +220,9 @@ func (s *destSim) repels(g *simGroup) bool {
 // blocked reports whether required anti-affinity on the domain label
 // keeps g out of d: a pod of g repels a pod in d, or the other way round.
 func (s *destSim) blocked(g *simGroup, d *simDomain) bool {
+	if d.repelling == 0 && !s.repels(g) {
+		return false
+	}
 	for _, n := range d.nodes {
 		for _, q := range n.pods {
 			if slices.Contains(g.pods, q) {

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
@@ -31,6 +32,9 @@ type simDomain struct {
 	name  string
 	state simState
 	nodes []*simNode
+	// repelling counts its pods with required anti-affinity on the
+	// domain label.
+	repelling int
 }
 
 type simNode struct {
@@ -62,6 +66,9 @@ type destSim struct {
 	// journal, while not nil, records each change, so that a trial can
 	// be undone (see trial).
 	journal *[]simChange
+	// noRoom: destinations leave Room zero (the parallelism's decisions
+	// need where a group goes, not how many more would fit there).
+	noRoom bool
 	// candidates are the domains in the order they are tried.
 	candidates []*simDomain
 	nodeOf     map[*corev1.Pod]*simNode
@@ -96,7 +103,8 @@ type antiTerm struct {
 }
 
 func newDestSim(in destinationInput) *destSim {
-	s := &destSim{in: in, domains: map[string]*simDomain{}, movedIn: map[string][]*simGroup{}, nodeOf: map[*corev1.Pod]*simNode{}, byRef: map[topology.PodRef]*corev1.Pod{},
+	n := len(in.pods)
+	s := &destSim{in: in, domains: map[string]*simDomain{}, movedIn: map[string][]*simGroup{}, nodeOf: make(map[*corev1.Pod]*simNode, n),
 		requests: map[*corev1.Pod]map[corev1.ResourceName]int64{}, static: map[podNode]bool{}, affinity: map[*corev1.Pod]nodeaffinity.RequiredNodeAffinity{}, anti: map[*corev1.Pod][]antiTerm{}}
 	inOrder := map[string]bool{}
 	for _, name := range in.order {
@@ -147,7 +155,6 @@ func newDestSim(in destinationInput) *destSim {
 		}
 	}
 	for _, p := range in.pods {
-		s.byRef[topology.PodRef{Namespace: p.Namespace, Name: p.Name, UID: p.UID}] = p
 		sn := byName[p.Spec.NodeName]
 		if sn == nil || sn.node == nil || p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
@@ -158,6 +165,12 @@ func newDestSim(in destinationInput) *destSim {
 }
 
 func (s *destSim) podOf(ref topology.PodRef) *corev1.Pod {
+	if s.byRef == nil { // made on first use: the parallelism's decisions need none
+		s.byRef = make(map[topology.PodRef]*corev1.Pod, len(s.in.pods))
+		for _, p := range s.in.pods {
+			s.byRef[topology.PodRef{Namespace: p.Namespace, Name: p.Name, UID: p.UID}] = p
+		}
+	}
 	return s.byRef[topology.PodRef{Namespace: ref.Namespace, Name: ref.Name, UID: ref.UID}]
 }
 
@@ -199,6 +212,9 @@ func (s *destSim) evictedBy(plan *Plan) ([]*simGroup, []*corev1.Pod) {
 }
 
 func (s *destSim) requestsOf(p *corev1.Pod) map[corev1.ResourceName]int64 {
+	if r, ok := s.in.known.get(p); ok {
+		return r
+	}
 	if r, ok := s.requests[p]; ok {
 		return r
 	}
@@ -208,8 +224,64 @@ func (s *destSim) requestsOf(p *corev1.Pod) map[corev1.ResourceName]int64 {
 			r[name] = v
 		}
 	}
-	s.requests[p] = r
+	if !s.in.known.put(p, r) {
+		s.requests[p] = r
+	}
 	return r
+}
+
+// requestCache keeps pods' requests (in milli-units, by resource) by UID
+// from one simulation to the next of a rollout's decisions, which each
+// see new copies of the same pods. A pod resized in place keeps the
+// requests it was first seen with: the room is modelled simply. Its
+// methods do nothing on a nil cache.
+type requestCache struct {
+	by  map[types.UID]*cachedRequests
+	gen int
+}
+
+type cachedRequests struct {
+	r   map[corev1.ResourceName]int64
+	gen int // the last simulation that saw it
+}
+
+func newRequestCache() *requestCache {
+	return &requestCache{by: map[types.UID]*cachedRequests{}}
+}
+
+func (c *requestCache) get(p *corev1.Pod) (map[corev1.ResourceName]int64, bool) {
+	if c == nil || p.UID == "" {
+		return nil, false
+	}
+	e, ok := c.by[p.UID]
+	if !ok {
+		return nil, false
+	}
+	e.gen = c.gen
+	return e.r, true
+}
+
+// put keeps p's requests; false when it does not (a nil cache, a pod
+// without UID).
+func (c *requestCache) put(p *corev1.Pod, r map[corev1.ResourceName]int64) bool {
+	if c == nil || p.UID == "" {
+		return false
+	}
+	c.by[p.UID] = &cachedRequests{r: r, gen: c.gen}
+	return true
+}
+
+// turn forgets the pods the last simulation did not see (gone since).
+func (c *requestCache) turn() {
+	if c == nil {
+		return
+	}
+	for uid, e := range c.by {
+		if e.gen != c.gen {
+			delete(c.by, uid)
+		}
+	}
+	c.gen++
 }
 
 func (s *destSim) add(p *corev1.Pod, n *simNode) {
@@ -221,6 +293,9 @@ func (s *destSim) add(p *corev1.Pod, n *simNode) {
 	}
 	n.pods = append(n.pods, p)
 	s.nodeOf[p] = n
+	if len(s.antiTerms(p)) > 0 {
+		n.domain.repelling++
+	}
 	if s.journal != nil {
 		*s.journal = append(*s.journal, simChange{added: true, pod: p, node: n})
 	}
@@ -239,6 +314,9 @@ func (s *destSim) remove(p *corev1.Pod) {
 	}
 	n.pods = slices.DeleteFunc(n.pods, func(q *corev1.Pod) bool { return q == p })
 	delete(s.nodeOf, p)
+	if len(s.antiTerms(p)) > 0 {
+		n.domain.repelling--
+	}
 	if s.journal != nil {
 		*s.journal = append(*s.journal, simChange{pod: p, node: n})
 	}

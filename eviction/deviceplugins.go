@@ -13,7 +13,8 @@ import (
 
 // DevicePlugins returns the device plugin DaemonSets of every namespace
 // (those gpu.DevicePluginVendor recognises, of the DaemonSets DaemonSets
-// returns), to hand to gpu.Summarize. When the API server refuses to list
+// returns). gpu.Summarize picks them itself from all the DaemonSets; this
+// list is the one it would pick. When the API server refuses to list
 // DaemonSets (Forbidden), it logs so, through klog.FromContext(ctx), and
 // returns none without an error: Summarize then reports the GPU nodes that
 // do not advertise their resource without the device plugin's diagnosis.

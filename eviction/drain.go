@@ -164,7 +164,7 @@ func (d *Drainer) planFrom(ctx context.Context, v *view, domain, id string) (*Pl
 		return nil, err
 	}
 	d.events.emit(callSinkFrom(ctx), Event{Time: d.s.Clock.Now(), Type: EventPlanned, ID: id, DryRun: d.s.dryRunName(), Domain: plan.Domain,
-		Progress: Progress{Phase1Total: len(plan.Phase1), Phase2Total: len(plan.Phase2)},
+		Progress: PodCounts{Phase1Total: len(plan.Phase1), Phase2Total: len(plan.Phase2)},
 		Message: plan.withFitWarning(ctx, fmt.Sprintf("%d node(s); phase 1: %d pod(s), phase 2: %d pod(s), %d skipped, %d blocker(s)",
 			len(plan.Nodes), len(plan.Phase1), len(plan.Phase2), len(plan.Skipped), len(plan.Blockers)))})
 	klog.FromContext(ctx).V(2).Info("Planned", "domain", plan.Domain, "nodes", len(plan.Nodes), "phase1", len(plan.Phase1),
@@ -197,7 +197,7 @@ type execution struct {
 	mu       sync.Mutex
 	stage    Stage
 	res      *Result
-	progress Progress
+	progress PodCounts
 	blocks   map[string]*openBlock    // open blocks by PDB key
 	handled  map[topology.PodRef]bool // pods evicted, gone or terminating already
 	evicted  []evictedPod             // pods to wait for
@@ -238,7 +238,7 @@ func (d *Drainer) execute(ctx context.Context, v *view, plan *Plan, id string, o
 		usingEviction: !d.s.helper.DisableEviction,
 		nsWaiting:     map[topology.PodRef]bool{},
 	}
-	ex.progress = Progress{Phase1Total: len(plan.Phase1), Phase2Total: len(plan.Phase2)}
+	ex.progress = PodCounts{Phase1Total: len(plan.Phase1), Phase2Total: len(plan.Phase2)}
 	ex.res.Phase1.Pods, ex.res.Phase2.Pods = len(plan.Phase1), len(plan.Phase2)
 	defer func() {
 		ex.res.Duration = Seconds(clk.Since(ex.res.Started))

@@ -76,8 +76,8 @@ const (
 	RequestError RequestResult = "Error"
 )
 
-// Progress counts the pods of a domain drain.
-type Progress struct {
+// PodCounts counts the pods of a domain drain, as an [Event] carries them.
+type PodCounts struct {
 	Phase1Total   int `json:"phase1Total"`
 	Phase1Evicted int `json:"phase1Evicted"`
 	Phase2Total   int `json:"phase2Total"`
@@ -124,7 +124,7 @@ type Event struct {
 	// RolloutStarted.
 	Domains []string `json:"domains,omitempty"`
 	// Progress is the state of the domain's drain after the event.
-	Progress Progress `json:"progress"`
+	Progress PodCounts `json:"progress"`
 	// Request is the answer to the eviction (or deletion) request this
 	// event reports: set on the one event sent after each request (Evicted,
 	// Gone, Blocked, Retrying or EvictionFailed with a Pod), and on no

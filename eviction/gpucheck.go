@@ -167,11 +167,11 @@ func viewNodes(v *view, dom topology.Domain) []*corev1.Node {
 // lost GPUs: the view's, from the caller's DaemonSet informer, or listed in
 // pages as Reader.DaemonSets lists them. When they cannot be listed (no
 // permission, say) it logs so and returns nil: the losses go undiagnosed.
-func (d *Drainer) daemonSets(ctx context.Context, v *view) []appsv1.DaemonSet {
+func (d *Drainer) daemonSets(ctx context.Context, v *view) []*appsv1.DaemonSet {
 	if v.HasDaemonSets() {
-		var out []appsv1.DaemonSet
+		var out []*appsv1.DaemonSet
 		for _, o := range v.DaemonSetObjects() {
-			out = append(out, *o.(*appsv1.DaemonSet))
+			out = append(out, o.(*appsv1.DaemonSet))
 		}
 		return out
 	}
@@ -180,5 +180,9 @@ func (d *Drainer) daemonSets(ctx context.Context, v *view) []appsv1.DaemonSet {
 		klog.FromContext(ctx).Info("Cannot list DaemonSets to diagnose the GPU nodes", "err", err)
 		return nil
 	}
-	return list
+	out := make([]*appsv1.DaemonSet, len(list))
+	for i := range list {
+		out[i] = &list[i]
+	}
+	return out
 }

@@ -355,7 +355,7 @@ func (pl *planner) add(p *corev1.Pod) {
 	plan.Phase1 = append(plan.Phase1, pp)
 	if health.CountsForBudget(p) {
 		for _, b := range selected {
-			pl.pdbNeeded[health.RefOf(b)]++
+			pl.pdbNeeded[health.BudgetRefOf(b)]++
 		}
 	}
 }
@@ -408,14 +408,14 @@ func blockers(pdbs []policyv1.PodDisruptionBudget, needed map[health.BudgetRef]i
 	var out []Blocker
 	for i := range pdbs {
 		b := &pdbs[i]
-		n := needed[health.RefOf(b)]
+		n := needed[health.BudgetRefOf(b)]
 		if n == 0 {
 			continue
 		}
 		if int(b.Status.DisruptionsAllowed) >= n && b.Status.ObservedGeneration >= b.Generation {
 			continue
 		}
-		out = append(out, Blocker{BudgetRef: health.RefOf(b), Needed: n, BudgetCounts: health.CountsOf(b)})
+		out = append(out, Blocker{BudgetRef: health.BudgetRefOf(b), Needed: n, BudgetCounts: health.CountsOf(b)})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Namespace != out[j].Namespace {

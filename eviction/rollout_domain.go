@@ -152,7 +152,7 @@ func (s *domainRun) prepare(ctx context.Context) error {
 		pgs, _ := s.r.v.PodGroups(ctx)
 		s.down = newDowntimes(s.r.d, s.r.v, layout, plan, s.target, groupersFor(s.r.d.s, &Snapshot{PodGroups: pgs}))
 	}
-	s.emit(Event{Type: EventPlanned, Progress: Progress{Phase1Total: len(plan.Phase1), Phase2Total: len(plan.Phase2)},
+	s.emit(Event{Type: EventPlanned, Progress: PodCounts{Phase1Total: len(plan.Phase1), Phase2Total: len(plan.Phase2)},
 		Message: plan.withFitWarning(ctx, fmt.Sprintf("%d node(s); phase 1: %d pod(s), phase 2: %d pod(s)", len(plan.Nodes), len(plan.Phase1), len(plan.Phase2)))})
 	return nil
 }

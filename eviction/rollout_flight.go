@@ -132,13 +132,56 @@ func (r *rollout) admit(ctx context.Context, pending []int, flying []*domainRun)
 	if err != nil {
 		layout = r.layout
 	}
-	in := destinationInput{nodes: snap.Nodes, pods: snap.Pods, layout: layout, order: r.domains, upgraded: map[string]bool{}, steering: r.opts.Steering}
+	a, flights, upgraded := r.admission(snap, layout, flying)
+	defer r.requests.turn()
+	var demands []*demand
+	byName := map[string]int{}
+	for _, i := range pending {
+		name := r.domains[i]
+		byName[name] = i
+		dom, err := layout.Domain(name)
+		switch {
+		case err != nil || upgraded[name]:
+			demands = append(demands, &demand{domain: name})
+		case cordonedBy(snap.Nodes, dom, r.id):
+			// A stopped run was draining it: it is in flight already.
+			d := a.demandOn(name)
+			a.roomHold(d, nil, false)
+			starts = append(starts, start{idx: i, demand: d})
+			flights = append(flights, &flight{demand: d})
+		default:
+			demands = append(demands, a.demandOn(name))
+		}
+	}
+	admitted, holds := a.next(demands, flights, r.opts.limit(), false)
+	for _, ad := range admitted {
+		starts = append(starts, start{idx: byName[ad.demand.domain], demand: ad.demand})
+	}
+	for _, h := range holds {
+		if h.Reason != HoldLimit {
+			held = true
+		}
+	}
+	r.reportHold(holds)
+	return starts, held
+}
+
+// admission is the admission over snap (and layout) beside the domains
+// flying, with their flights; the domains marked upgraded by the rollout
+// are upgraded in the simulation, those flying draining, or upgraded
+// once recovering; the flights' groups have their room reserved.
+func (r *rollout) admission(snap *Snapshot, layout *topology.Layout, flying []*domainRun) (*admission, []*flight, map[string]bool) {
+	if r.requests == nil {
+		r.requests = newRequestCache()
+	}
+	in := destinationInput{nodes: snap.Nodes, pods: snap.Pods, layout: layout, order: r.domains, upgraded: map[string]bool{}, steering: r.opts.Steering, known: r.requests}
 	for _, name := range r.domains {
 		if dom, err := layout.Domain(name); err == nil && upgradedBy(snap.Nodes, dom, r.id) {
 			in.upgraded[name] = true
 		}
 	}
 	a := newAdmission(in, snap.PDBs, groupersFor(r.d.s, snap))
+	a.sim.noRoom = true
 	var flights []*flight
 	for _, s := range flying {
 		f := &flight{demand: s.demand, recovering: s.recovering.Load()}
@@ -155,39 +198,7 @@ func (r *rollout) admit(ctx context.Context, pending []int, flying []*domainRun)
 		flights = append(flights, f)
 	}
 	a.reserve(flights)
-	var demands []*demand
-	byName := map[string]int{}
-	for _, i := range pending {
-		name := r.domains[i]
-		byName[name] = i
-		dom, err := layout.Domain(name)
-		switch {
-		case err != nil || in.upgraded[name]:
-			demands = append(demands, &demand{domain: name})
-		case cordonedBy(snap.Nodes, dom, r.id):
-			// A stopped run was draining it: it is in flight already.
-			d := a.demandOn(name)
-			a.roomHold(d, nil, false)
-			starts = append(starts, start{idx: i, demand: d})
-			flights = append(flights, &flight{demand: d})
-		default:
-			demands = append(demands, a.demandOn(name))
-		}
-	}
-	demands = slices.DeleteFunc(demands, func(d *demand) bool {
-		return slices.ContainsFunc(starts, func(s start) bool { return s.demand.domain == d.domain })
-	})
-	admitted, holds := a.next(demands, flights, r.opts.limit(), false)
-	for _, ad := range admitted {
-		starts = append(starts, start{idx: byName[ad.demand.domain], demand: ad.demand})
-	}
-	for _, h := range holds {
-		if h.Reason != HoldLimit {
-			held = true
-		}
-	}
-	r.reportHold(holds)
-	return starts, held
+	return a, flights, in.upgraded
 }
 
 // reportHold reports the first domain held back, when it or its reason

@@ -45,6 +45,9 @@ type rollout struct {
 	changed chan struct{}
 	// held is the last hold the rollout reported (EventDomainHeld).
 	held string
+	// requests keeps the pods' requests between the parallelism's
+	// decisions.
+	requests *requestCache
 	// tainted are the nodes that carry the rollout's pending-upgrade
 	// taint (put on by this run or an earlier one), until uncordoned.
 	tainted map[string]bool

@@ -75,11 +75,15 @@ func BenchmarkClassifyNode(b *testing.B) {
 // DaemonSet, which is diagnosed against every node missing its resource.
 func BenchmarkSummarize(b *testing.B) {
 	nodes := benchCluster(benchNodes)
-	ds := []appsv1.DaemonSet{*devicePluginDS()}
+	ptrs := make([]*corev1.Node, len(nodes))
+	for i := range nodes {
+		ptrs[i] = &nodes[i]
+	}
+	ds := []*appsv1.DaemonSet{devicePluginDS()}
 	opts := Options{Clock: testOptions().Clock, GracePeriod: time.Minute}
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = Summarize(nodes, ds, opts)
+		_ = Summarize(ptrs, ds, opts)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(nodes)), "ns/node")
 }

@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"fmt"
+	appsv1 "k8s.io/api/apps/v1"
 	"slices"
 	"strings"
 	"time"
@@ -31,6 +32,11 @@ type Options struct {
 	// ClassifyNode does not know, with their vendor: a renamed NVIDIA
 	// resource ("nvidia.com/a100"), an in-house plugin.
 	ExtraResources map[corev1.ResourceName]Vendor
+	// DevicePlugin says which of the DaemonSets given to Summarize and
+	// Losses are device plugins, and of which vendor. Nil means
+	// DevicePluginVendor, which knows the vendors' own plugins; set it to
+	// name an in-house plugin too (and fall back to DevicePluginVendor).
+	DevicePlugin func(ds *appsv1.DaemonSet) (Vendor, bool)
 }
 
 func (o Options) now() time.Time {

@@ -396,11 +396,12 @@ func nodeHas(m Mismatch) string {
 	return fmt.Sprintf("has %s=%s", m.Key, m.NodeValue)
 }
 
-// DevicePluginVendor reports whether ds looks like a device plugin, and for
-// which vendor, from its name and its containers' images: the NVIDIA device
-// plugin (Helm chart, GPU Operator, GKE's), the AMD (ROCm) plugin, Intel's
-// GPU plugin, the Habana and AWS Neuron plugins, GKE's TPU plugin. Use it
-// to pick the DaemonSets to hand to Summarize.
+// DevicePluginVendor reports whether ds is a device plugin that gpu knows,
+// and for which vendor, from its name and its containers' images: the
+// NVIDIA device plugin (Helm chart, GPU Operator, GKE's), the AMD (ROCm)
+// plugin, Intel's GPU plugin, the Habana and AWS Neuron plugins, GKE's TPU
+// plugin. Summarize and Losses pick the device plugins among the
+// DaemonSets they are given with it.
 func DevicePluginVendor(ds *appsv1.DaemonSet) (Vendor, bool) {
 	if ds == nil {
 		return "", false
@@ -435,3 +436,8 @@ func DevicePluginVendor(ds *appsv1.DaemonSet) (Vendor, bool) {
 	}
 	return "", false
 }
+
+// pluginVendors are the vendors whose device plugins DevicePluginVendor
+// knows: a GPU node of another vendor (an in-house plugin's, see
+// Options.ExtraResources) is not diagnosed against the DaemonSets.
+var pluginVendors = map[Vendor]bool{VendorNVIDIA: true, VendorAMD: true, VendorIntel: true, VendorHabana: true, VendorAWSNeuron: true, VendorGoogleTPU: true}

@@ -28,8 +28,12 @@
 // a node, as the DaemonSet controller decides it: the exact taint it does
 // not tolerate (with the toleration and a kubectl patch that would fix it),
 // the nodeSelector entry or node affinity requirement the node fails.
-// Summarize does both for a node list and groups the nodes into dedicated
-// GPU, shared GPU and CPU pools with totals per product.
+// Summarize does both for the nodes and DaemonSets as a lister or a List
+// finds them (it picks the device plugins itself), groups the nodes into
+// dedicated GPU, shared GPU and CPU pools with totals per product, and
+// says which nodes need action (Summary.ProblemNodes). Every function
+// here takes nodes and DaemonSets as listers give them: []*corev1.Node,
+// []*appsv1.DaemonSet.
 //
 // For a drain and an upgrade of a set of nodes (package eviction's plans
 // and rollouts use these): CapacityOf adds up the GPUs the nodes take out

@@ -66,7 +66,7 @@ func ExampleLosses() {
 
 	upgraded := h100Node("gpu-2", 0)
 	upgraded.Spec.Taints = append(upgraded.Spec.Taints, corev1.Taint{Key: "example.com/driver", Value: "new", Effect: corev1.TaintEffectNoSchedule})
-	plugin := appsv1.DaemonSet{
+	plugin := &appsv1.DaemonSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "nvidia-device-plugin"},
 		Spec: appsv1.DaemonSetSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 			Containers:  []corev1.Container{{Image: "nvcr.io/nvidia/k8s-device-plugin:v0.17.0"}},
@@ -74,7 +74,7 @@ func ExampleLosses() {
 		}}},
 	}
 
-	for _, l := range gpu.Losses(before, []*corev1.Node{h100Node("gpu-1", 8), upgraded}, []appsv1.DaemonSet{plugin}, gpu.Options{}) {
+	for _, l := range gpu.Losses(before, []*corev1.Node{h100Node("gpu-1", 8), upgraded}, []*appsv1.DaemonSet{plugin}, gpu.Options{}) {
 		fmt.Printf("%s advertises %d %s, had %d\n", l.Node, l.After, l.Resource, l.Before)
 		for _, d := range l.Diagnoses {
 			for _, t := range d.UntoleratedTaints {

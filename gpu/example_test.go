@@ -101,28 +101,39 @@ func ExampleDiagnoseDaemonSet() {
 	// kubectl -n kube-system patch daemonset nvidia-device-plugin --type=json -p '[{"op":"add","path":"/spec/template/spec/tolerations","value":[{"key":"dedicated","operator":"Equal","value":"gpu","effect":"NoSchedule"}]}]'
 }
 
+// Summarize takes the nodes and the DaemonSets as a lister or a List
+// finds them (kube-proxy here is no device plugin, and is left out), and
+// ProblemNodes says which nodes need action.
 func ExampleSummarize() {
 	taint := corev1.Taint{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}
-	cpu := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "cpu-01"}}
-	nodes := []corev1.Node{*gpuNode("gpu-01", time.Hour, 16, taint), *gpuNode("gpu-02", time.Hour, 0, taint), cpu}
-	plugin := appsv1.DaemonSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "nvidia-device-plugin"},
-		Spec: appsv1.DaemonSetSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-			Containers: []corev1.Container{{Image: "nvcr.io/nvidia/k8s-device-plugin:v0.17.0"}},
-		}}},
+	cpu := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "cpu-01"}}
+	nodes := []*corev1.Node{gpuNode("gpu-01", time.Hour, 16, taint), gpuNode("gpu-02", time.Hour, 0, taint), cpu}
+	daemonSet := func(name, image string) *appsv1.DaemonSet {
+		return &appsv1.DaemonSet{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: name},
+			Spec: appsv1.DaemonSetSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				Containers: []corev1.Container{{Image: image}},
+			}}},
+		}
+	}
+	daemonSets := []*appsv1.DaemonSet{
+		daemonSet("kube-proxy", "registry.k8s.io/kube-proxy:v1.37.2"),
+		daemonSet("nvidia-device-plugin", "nvcr.io/nvidia/k8s-device-plugin:v0.17.0"),
 	}
 
-	s := gpu.Summarize(nodes, []appsv1.DaemonSet{plugin}, gpu.Options{Clock: clocktesting.NewFakePassiveClock(now)})
+	s := gpu.Summarize(nodes, daemonSets, gpu.Options{Clock: clocktesting.NewFakePassiveClock(now)})
 	for _, p := range s.Pools {
 		fmt.Printf("%s: %v, %d GPUs (%d advertised)\n", p.Kind, p.Nodes, p.GPUs, p.AdvertisedGPUs)
 	}
 	for _, p := range s.Problems {
 		fmt.Println(p.Node, p.DaemonSet, p.Code)
 	}
+	fmt.Println("need action:", s.ProblemNodes())
 	// Output:
 	// dedicated-gpu: [gpu-01 gpu-02], 16 GPUs (8 advertised)
 	// shared-gpu: [], 0 GPUs (0 advertised)
 	// cpu: [cpu-01], 0 GPUs (0 advertised)
 	// gpu-02  ResourceMissing
 	// gpu-02 kube-system/nvidia-device-plugin UntoleratedTaint
+	// need action: [gpu-02]
 }

@@ -49,10 +49,10 @@ func Advertised(nodes []*corev1.Node, opts Options) map[string]int64 {
 // classified with opts, as Advertised classified them.
 //
 // When daemonSets is not empty, each loss is diagnosed against every one
-// of them that DevicePluginVendor calls a device plugin of the node's
-// vendor (see DiagnoseDaemonSet), sorted by DaemonSet; pass the cluster's
-// DaemonSets, or only the device plugins'.
-func Losses(before map[string]int64, nodes []*corev1.Node, daemonSets []appsv1.DaemonSet, opts Options) []Loss {
+// of them that Options.DevicePlugin (by default DevicePluginVendor) calls
+// a device plugin of the node's vendor (see DiagnoseDaemonSet), sorted by
+// DaemonSet: pass the DaemonSets as a lister or a List finds them.
+func Losses(before map[string]int64, nodes []*corev1.Node, daemonSets []*appsv1.DaemonSet, opts Options) []Loss {
 	var out []Loss
 	for _, n := range nodes {
 		c := ClassifyNode(n, opts)
@@ -67,9 +67,9 @@ func Losses(before map[string]int64, nodes []*corev1.Node, daemonSets []appsv1.D
 			continue
 		}
 		l := Loss{Node: c.Node, Resource: c.Resource, Before: want, After: c.Allocatable, Findings: c.Problems()}
-		for i := range daemonSets {
-			if v, ok := DevicePluginVendor(&daemonSets[i]); ok && v == c.Vendor {
-				l.Diagnoses = append(l.Diagnoses, DiagnoseDaemonSet(&daemonSets[i], n))
+		for _, p := range devicePlugins(daemonSets, opts) {
+			if p.vendor == c.Vendor {
+				l.Diagnoses = append(l.Diagnoses, DiagnoseDaemonSet(p.ds, n))
 			}
 		}
 		slices.SortFunc(l.Diagnoses, func(a, b Diagnosis) int { return strings.Compare(a.DaemonSet, b.DaemonSet) })

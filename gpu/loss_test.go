@@ -59,7 +59,7 @@ type lossesCase struct {
 	name       string
 	before     map[string]int64
 	nodes      []*corev1.Node
-	daemonSets []appsv1.DaemonSet
+	daemonSets []*appsv1.DaemonSet
 	want       []lossVerdict
 }
 
@@ -76,7 +76,7 @@ func lossesCases() []lossesCase {
 	exporter := devicePluginDS()
 	exporter.Name = "node-exporter"
 	exporter.Spec.Template.Spec.Containers[0].Image = "quay.io/prometheus/node-exporter:v1.9.1"
-	daemonSets := []appsv1.DaemonSet{*tolerating, *amdPlugin, *exporter, *intolerant}
+	daemonSets := []*appsv1.DaemonSet{tolerating, amdPlugin, exporter, intolerant}
 
 	tainted := withTaint("nvidia.com/gpu", "present", corev1.TaintEffectNoSchedule)
 	lost := func(name string, alloc int64) *corev1.Node {
@@ -132,7 +132,7 @@ func lossesCases() []lossesCase {
 			name:       "an AMD node is not diagnosed against NVIDIA's plugins",
 			before:     map[string]int64{"m1": 8},
 			nodes:      []*corev1.Node{mi300x("m1", 4)},
-			daemonSets: []appsv1.DaemonSet{*tolerating},
+			daemonSets: []*appsv1.DaemonSet{tolerating},
 			want: []lossVerdict{
 				{Node: "m1", Resource: "amd.com/gpu", Before: 8, After: 4, Findings: []FindingCode{FindingUnhealthyDevices, FindingCountMismatch}},
 			},

@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -57,7 +56,7 @@ func TestFitAndLossHonourOptions(t *testing.T) {
 			}
 			// n2 had 8 before the upgrade and came back with 4.
 			var lost []string
-			for _, l := range Losses(map[string]int64{"n1": 8, "n2": 8}, nodes, []appsv1.DaemonSet(nil), tt.opts) {
+			for _, l := range Losses(map[string]int64{"n1": 8, "n2": 8}, nodes, nil, tt.opts) {
 				lost = append(lost, l.Node)
 			}
 			if diff := cmp.Diff(tt.wantLosses, lost); diff != "" {

@@ -83,30 +83,31 @@ type Summary struct {
 }
 
 // Summarize classifies nodes (see ClassifyNode), groups them into pools and
-// products, and collects every problem. When daemonSets is not empty, every
-// GPU node that does not advertise its resource (StatusPending or
-// StatusResourceMissing) is diagnosed against each DaemonSet that is a
-// device plugin of the node's vendor, or that DevicePluginVendor does not
-// recognise: pass only device plugin DaemonSets. Problems name the
-// DaemonSets that explain the missing resource: none when one of them can
-// run on the node; else those that select the node but do not tolerate its
-// taints; else all (Diagnoses keeps every diagnosis). A DaemonSet that
-// cannot run on a Pending node is reported at once, before the grace period
-// ends.
-func Summarize(nodes []corev1.Node, daemonSets []appsv1.DaemonSet, opts Options) Summary {
+// products, and collects every problem. Hand it the nodes and the
+// DaemonSets as a lister or a List finds them: it picks the device plugins
+// among the DaemonSets itself (Options.DevicePlugin, by default
+// DevicePluginVendor). When daemonSets is not empty, every GPU node that
+// does not advertise its resource (StatusPending or StatusResourceMissing)
+// is diagnosed against each device plugin of the node's vendor; a node of
+// a vendor whose plugins DevicePluginVendor does not know is diagnosed
+// only when Options.DevicePlugin is set. Nil daemonSets (not listed, e.g.
+// not allowed to) diagnose nothing. Problems
+// name the DaemonSets that explain the missing resource: none when one of
+// them can run on the node; else those that select the node but do not
+// tolerate its taints; else all (Diagnoses keeps every diagnosis). A
+// DaemonSet that cannot run on a Pending node is reported at once, before
+// the grace period ends. ProblemNodes lists the nodes that need action.
+func Summarize(nodes []*corev1.Node, daemonSets []*appsv1.DaemonSet, opts Options) Summary {
 	s := Summary{
 		Nodes:    make([]Classification, 0, len(nodes)),
 		Pools:    []Pool{{Kind: PoolDedicatedGPU, Nodes: []string{}}, {Kind: PoolSharedGPU, Nodes: []string{}}, {Kind: PoolCPU, Nodes: []string{}}},
 		Products: []ProductTotal{},
 		Statuses: map[Status]int{},
 	}
-	dsVendors := make([]Vendor, len(daemonSets))
-	for i := range daemonSets {
-		dsVendors[i], _ = DevicePluginVendor(&daemonSets[i])
-	}
+	plugins := devicePlugins(daemonSets, opts)
 	products := map[[2]string]*ProductTotal{}
 	for i := range nodes {
-		c := ClassifyNode(&nodes[i], opts)
+		c := ClassifyNode(nodes[i], opts)
 		s.Nodes = append(s.Nodes, c)
 		s.Statuses[c.Status]++
 		for _, f := range c.Problems() {
@@ -114,7 +115,7 @@ func Summarize(nodes []corev1.Node, daemonSets []appsv1.DaemonSet, opts Options)
 		}
 		problem := c.Status.IsProblem() || len(c.Problems()) > 0
 
-		if len(daemonSets) > 0 && (c.Status == StatusPending || c.Status == StatusResourceMissing) && s.diagnose(&nodes[i], c, daemonSets, dsVendors) {
+		if len(daemonSets) > 0 && (pluginVendors[c.Vendor] || opts.DevicePlugin != nil) && (c.Status == StatusPending || c.Status == StatusResourceMissing) && s.diagnose(nodes[i], c, len(daemonSets), plugins) {
 			problem = true
 		}
 
@@ -160,17 +161,59 @@ func Summarize(nodes []corev1.Node, daemonSets []appsv1.DaemonSet, opts Options)
 	return s
 }
 
+// ProblemNodes returns the nodes that need action, in the order of Nodes:
+// those whose status is a problem (Status.IsProblem), and those with a
+// problem among Problems (a finding of their classification, or a device
+// plugin that cannot run there). Pools count the same nodes
+// (Pool.ProblemNodes).
+func (s Summary) ProblemNodes() []string {
+	problem := map[string]bool{}
+	for _, p := range s.Problems {
+		problem[p.Node] = true
+	}
+	var out []string
+	for _, c := range s.Nodes {
+		if c.Status.IsProblem() || problem[c.Node] {
+			out = append(out, c.Node)
+		}
+	}
+	return out
+}
+
+// devicePlugin is a DaemonSet that DevicePluginVendor calls a device
+// plugin, with its vendor.
+type devicePlugin struct {
+	ds     *appsv1.DaemonSet
+	vendor Vendor
+}
+
+// devicePlugins picks the device plugins among daemonSets, with
+// opts.DevicePlugin or DevicePluginVendor.
+func devicePlugins(daemonSets []*appsv1.DaemonSet, opts Options) []devicePlugin {
+	is := opts.DevicePlugin
+	if is == nil {
+		is = DevicePluginVendor
+	}
+	var out []devicePlugin
+	for _, ds := range daemonSets {
+		if v, ok := is(ds); ok && ds != nil {
+			out = append(out, devicePlugin{ds, v})
+		}
+	}
+	return out
+}
+
 // diagnose adds to the summary why a GPU node does not advertise its
-// resource, from the DaemonSets given (the device plugins'), and reports
-// whether it found a problem.
-func (s *Summary) diagnose(node *corev1.Node, c Classification, daemonSets []appsv1.DaemonSet, dsVendors []Vendor) bool {
-	diagnoses := diagnoseNode(node, c, daemonSets, dsVendors)
+// resource, from the device plugins among the listed DaemonSets, and
+// reports whether it found a problem.
+func (s *Summary) diagnose(node *corev1.Node, c Classification, listed int, plugins []devicePlugin) bool {
+	diagnoses := diagnoseNode(node, c, plugins)
 	if len(diagnoses) == 0 {
 		f := Finding{
 			Code:     FindingNoDevicePlugin,
 			Severity: udrain.SeverityError,
-			Message: fmt.Sprintf("none of the %d DaemonSets given is a device plugin for %s, so nothing can advertise %s on this node; install the vendor's device plugin (or its GPU operator).",
-				len(daemonSets), c.Vendor, c.Resource),
+			Message: fmt.Sprintf("none of the %d DaemonSets is a device plugin for %s so nothing can advertise %s on this node; install the vendor's device plugin (or its GPU operator).",
+				listed, c.Vendor, c.Resource),
 		}
 		s.Problems = append(s.Problems, Problem{Node: c.Node, Finding: f})
 		return true
@@ -210,22 +253,22 @@ func culprits(diagnoses []Diagnosis) []Diagnosis {
 	return diagnoses
 }
 
-// diagnoseNode checks the DaemonSets that could be the device plugin of c's
-// vendor against node. When one of them can run there, the missing resource
-// has another cause, which a finding says.
-func diagnoseNode(node *corev1.Node, c Classification, daemonSets []appsv1.DaemonSet, dsVendors []Vendor) []Diagnosis {
+// diagnoseNode checks the device plugins of c's vendor against node.
+// When one of them can run there, the missing resource has another cause,
+// which a finding says.
+func diagnoseNode(node *corev1.Node, c Classification, plugins []devicePlugin) []Diagnosis {
 	var out []Diagnosis
-	for i := range daemonSets {
-		if dsVendors[i] != "" && dsVendors[i] != c.Vendor {
+	for _, p := range plugins {
+		if p.vendor != c.Vendor {
 			continue
 		}
-		d := DiagnoseDaemonSet(&daemonSets[i], node)
+		d := DiagnoseDaemonSet(p.ds, node)
 		if d.CanRun {
 			d.Findings = append(d.Findings, Finding{
 				Code:     FindingDevicePluginSchedulable,
 				Severity: udrain.SeverityInfo,
 				Message: fmt.Sprintf("DaemonSet %s can run on node %s, so %s is missing for another reason: look at its pod there (kubectl -n %s get pods -o wide --field-selector spec.nodeName=%s) and its log, the driver and the container runtime's GPU support.",
-					d.DaemonSet, d.Node, c.Resource, daemonSets[i].Namespace, d.Node),
+					d.DaemonSet, d.Node, c.Resource, p.ds.Namespace, d.Node),
 			})
 		}
 		out = append(out, d)

@@ -33,8 +33,8 @@ type BudgetRef struct {
 // String returns "namespace/name".
 func (r BudgetRef) String() string { return r.Namespace + "/" + r.PDB }
 
-// RefOf returns the reference of pdb.
-func RefOf(pdb *policyv1.PodDisruptionBudget) BudgetRef {
+// BudgetRefOf returns the reference of pdb.
+func BudgetRefOf(pdb *policyv1.PodDisruptionBudget) BudgetRef {
 	return BudgetRef{Namespace: pdb.Namespace, PDB: pdb.Name}
 }
 

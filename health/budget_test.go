@@ -93,7 +93,7 @@ func TestBudgetRef(t *testing.T) {
 		name string
 		got  health.BudgetRef
 	}{
-		{"of the object", health.RefOf(obj)},
+		{"of the object", health.BudgetRefOf(obj)},
 		{"of its status", status.Ref()},
 	}
 	want := health.BudgetRef{Namespace: "ns", PDB: "leaders"}

@@ -38,7 +38,7 @@ type Options struct {
 	TTL time.Duration
 	// FailureThreshold is the number of consecutive soft failures after
 	// which a reachable member counts as down; 0 or 1 means the first.
-	// Hard failures (see [Classify]) count at once.
+	// Hard failures (see [ClassOf]) count at once.
 	FailureThreshold int
 	// Clock tells the time for the TTL; nil means the system clock. Tests
 	// pass a fake from k8s.io/utils/clock/testing.

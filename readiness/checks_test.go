@@ -55,7 +55,7 @@ type checkOutcome struct {
 }
 
 func outcome(err error) checkOutcome {
-	o := checkOutcome{Class: readiness.Classify(err), Timeout: errors.Is(err, context.DeadlineExceeded)}
+	o := checkOutcome{Class: readiness.ClassOf(err), Timeout: errors.Is(err, context.DeadlineExceeded)}
 	var status *readiness.HTTPStatusError
 	if errors.As(err, &status) {
 		o.StatusCode = status.StatusCode

@@ -27,7 +27,7 @@
 //   - A member that cannot be resolved or refuses connections is down at
 //     once; one that answers badly or slowly is down after
 //     [Options.FailureThreshold] consecutive failures; one not checked yet is
-//     not ready. These rules are the pure functions [Classify],
+//     not ready. These rules are the pure functions [ClassOf],
 //     [MemberState.Observe], [MemberState.Verdict] and [GroupReady]. (The
 //     readiness-gate controller in readiness/gate checks no endpoint: it
 //     judges the member pods by their status, with package health.)

@@ -122,7 +122,7 @@ func ExampleChecker_Handler() {
 	// readyz check passed
 }
 
-// Classify and MemberState are the rules behind the verdicts, usable on
+// ClassOf and MemberState are the rules behind the verdicts, usable on
 // their own (the readiness-gate controller applies them to member pods).
 func ExampleMemberState_Verdict() {
 	var s readiness.MemberState
@@ -132,7 +132,7 @@ func ExampleMemberState_Verdict() {
 		fmt.Println(s.Verdict(3))
 	}
 	s = s.Observe(readiness.Gone(errors.New("pod evicted")))
-	fmt.Println(readiness.Classify(s.LastErr), "-", s.Verdict(3))
+	fmt.Println(readiness.ClassOf(s.LastErr), "-", s.Verdict(3))
 	// Output:
 	// not checked yet
 	// <nil>

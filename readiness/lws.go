@@ -3,6 +3,7 @@ package readiness
 import (
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 
@@ -58,14 +59,15 @@ func (e *EnvError) Error() string {
 
 // MembersFromLWSEnv returns the members of the LeaderWorkerSet group this
 // process runs in, from the variables LeaderWorkerSet sets (see
-// [EnvLeaderAddress]), read through lookup (os.LookupEnv in a real pod). The
+// [EnvLeaderAddress]), read through lookup (nil: [os.LookupEnv], the
+// process's own environment, as in a real pod). The
 // leader, <leader-name>.<subdomain>.<namespace>, is named <leader-name>; the
 // worker i (1 <= i < LWS_GROUP_SIZE), <leader-name>-<i>.<subdomain>.<namespace>,
 // is named <leader-name>-<i>. It must run in the leader (LWS_WORKER_INDEX 0):
 // only the leader's readiness stands for its group.
 func MembersFromLWSEnv(lookup func(string) (string, bool), opts LWSOptions) ([]Member, error) {
 	if lookup == nil {
-		return nil, &udrain.ConfigError{Field: "readiness.MembersFromLWSEnv(lookup)", Problem: "nil; pass os.LookupEnv"}
+		lookup = os.LookupEnv
 	}
 	scheme := opts.Scheme
 	if scheme == "" {

@@ -149,10 +149,3 @@ func TestMembersFromLWSEnvErrors(t *testing.T) {
 		})
 	}
 }
-
-func TestMembersFromLWSEnvNilLookup(t *testing.T) {
-	var config *udrain.ConfigError
-	if _, err := readiness.MembersFromLWSEnv(nil, readiness.LWSOptions{Port: 8000}); !errors.As(err, &config) {
-		t.Errorf("error %v, want a *ConfigError", err)
-	}
-}

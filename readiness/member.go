@@ -106,9 +106,10 @@ type MembersOptions struct {
 	// Specs are the members as NAME=URL ([ParseMember]).
 	Specs []string
 	// LWS, when set, takes the members from LeaderWorkerSet's variables
-	// instead ([MembersFromLWSEnv]), read through LookupEnv (os.LookupEnv
-	// in a real pod).
-	LWS       *LWSOptions
+	// instead ([MembersFromLWSEnv]).
+	LWS *LWSOptions
+	// LookupEnv reads those variables; nil means [os.LookupEnv], the
+	// process's own environment (a test passes a map's lookup).
 	LookupEnv func(string) (string, bool)
 	// TLS configures the https members ([TLSOptions.Config]); set it only
 	// when some member is checked over https.

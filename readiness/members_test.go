@@ -126,3 +126,30 @@ func TestServeOptionsMemory(t *testing.T) {
 		}
 	}
 }
+
+// TestMembersOptionsNilLookupEnv: a nil LookupEnv reads the process's
+// own environment, as a sidecar in the leader pod has it, both through
+// MembersOptions and MembersFromLWSEnv.
+func TestMembersOptionsNilLookupEnv(t *testing.T) {
+	for k, v := range lwsEnv("web-0.web.prod", "2", "0") {
+		t.Setenv(k, v)
+	}
+	want := []string{"web-0", "web-0-1"}
+	members, err := readiness.MembersOptions{LWS: &readiness.LWSOptions{Port: 8000}}.Members()
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct, err := readiness.MembersFromLWSEnv(nil, readiness.LWSOptions{Port: 8000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, got := range [][]readiness.Member{members, direct} {
+		var names []string
+		for _, m := range got {
+			names = append(names, m.Name)
+		}
+		if diff := cmp.Diff(want, names); diff != "" {
+			t.Errorf("members from the environment (-want +got):\n%s", diff)
+		}
+	}
+}

@@ -43,12 +43,12 @@ func (c Class) String() string {
 	}
 }
 
-// Classify returns the class of a check's result: [Passed] for nil,
+// ClassOf returns the class of a check's result: [Passed] for nil,
 // [HardFailure] for a name that does not resolve (DNS "no such host"), a
 // refused connection, a [*GoneError] or a *udrain.ConfigError (a check that
 // can never succeed), and [SoftFailure] for everything else, timeouts included. A
 // temporary DNS failure is soft: it says nothing about the member.
-func Classify(err error) Class {
+func ClassOf(err error) Class {
 	if err == nil {
 		return Passed
 	}
@@ -65,7 +65,7 @@ func Classify(err error) Class {
 }
 
 // GoneError marks a member as gone (evicted, deleted, unreachable for good),
-// so that [Classify] counts it as a [HardFailure].
+// so that [ClassOf] counts it as a [HardFailure].
 type GoneError struct {
 	// Err says how the member is known to be gone.
 	Err error
@@ -105,11 +105,11 @@ type MemberState struct {
 }
 
 // Observe returns the state after one more check that returned err,
-// classified with [Classify]. It does not change s.
+// classified with [ClassOf]. It does not change s.
 func (s MemberState) Observe(err error) MemberState {
 	s.Checks++
 	s.LastErr = err
-	s.LastClass = Classify(err)
+	s.LastClass = ClassOf(err)
 	if s.LastClass == Passed {
 		s.ConsecutiveFailures = 0
 	} else {

@@ -37,8 +37,8 @@ func TestClassify(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := readiness.Classify(tt.err); got != tt.want {
-				t.Errorf("Classify(%v) = %v, want %v", tt.err, got, tt.want)
+			if got := readiness.ClassOf(tt.err); got != tt.want {
+				t.Errorf("ClassOf(%v) = %v, want %v", tt.err, got, tt.want)
 			}
 		})
 	}

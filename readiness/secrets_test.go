@@ -91,7 +91,7 @@ func FuzzMemberURLsHideSecrets(f *testing.F) {
 	redacttest.AddSeeds(f)
 	refused := testkit.ClosedAddr(f)
 	f.Fuzz(func(t *testing.T, position uint8, key, before, after string) {
-		raw := redacttest.URL("http", refused, "/health", redacttest.Position(position), key, before, after)
+		raw := redacttest.MarkedURL("http", refused, "/health", redacttest.Position(position), key, before, after)
 		var texts []string
 		m, err := readiness.ParseMember("w-1=" + raw)
 		if err != nil {

@@ -19,7 +19,7 @@ import (
 func FuzzURL(f *testing.F) {
 	redacttest.AddSeeds(f)
 	f.Fuzz(func(t *testing.T, position uint8, key, before, after string) {
-		raw := redacttest.URL("https", "gpustack:443", "/healthz", redacttest.Position(position), key, before, after)
+		raw := redacttest.MarkedURL("https", "gpustack:443", "/healthz", redacttest.Position(position), key, before, after)
 		var s redact.Secrets
 		s.AddURL(raw)
 		texts := []string{redact.URL(raw), s.Scrub(raw), s.Scrub(strconv.Quote(raw)), s.Scrub(fmt.Sprintf("%q", raw))}

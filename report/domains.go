@@ -49,7 +49,7 @@ func NewDomainList(nodes []corev1.Node, layout *topology.Layout, h *eviction.Hea
 // NewGPUSummary is the GPUSummary of nodes, with s, gpu.Summarize's
 // summary of them, and each node's upgrade domain: the value of its
 // labelKey label ("" without it), as "udrain gpu" reports them.
-func NewGPUSummary(labelKey string, nodes []corev1.Node, s gpu.Summary) GPUSummary {
+func NewGPUSummary(labelKey string, nodes []*corev1.Node, s gpu.Summary) GPUSummary {
 	doc := GPUSummary{TypeMeta: NewTypeMeta(KindGPUSummary), LabelKey: labelKey, Domains: map[string]string{}, Summary: s}
 	for _, n := range nodes {
 		doc.Domains[n.Name] = n.Labels[labelKey]

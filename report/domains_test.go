@@ -77,7 +77,7 @@ func TestNewDomainList(t *testing.T) {
 }
 
 func TestNewGPUSummary(t *testing.T) {
-	nodes := []corev1.Node{
+	nodes := []*corev1.Node{
 		{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{"pool": "p-1"}}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "b"}},
 	}

@@ -61,7 +61,7 @@ type liveDomain struct {
 	name    string
 	index   int // its place in the rollout, from 1; 0 outside a rollout
 	phase   eviction.Phase
-	prog    eviction.Progress
+	prog    eviction.PodCounts
 	block   *eviction.BlockInfo
 	status  string
 	waiting string // what recovery waits for
@@ -138,14 +138,14 @@ func (p *Progress) Event(e eviction.Event) {
 		p.redrawLocked(false)
 		return
 	}
-	if e.Progress != (eviction.Progress{}) {
+	if e.Progress != (eviction.PodCounts{}) {
 		d.prog = e.Progress
 	}
 	switch e.Type {
 	case eviction.EventDomainStarted:
 		p.domainIndex++
 		d.index = p.domainIndex
-		d.phase, d.prog, d.block, d.status, d.waiting = 0, eviction.Progress{}, nil, "planning", ""
+		d.phase, d.prog, d.block, d.status, d.waiting = 0, eviction.PodCounts{}, nil, "planning", ""
 		if strings.HasPrefix(p.held, e.Domain+": ") {
 			p.held = ""
 		}

@@ -70,13 +70,13 @@ func TestLiveProgress(t *testing.T) {
 	p.SetTotal(2)
 	p.Event(eviction.Event{Time: clk.Now(), Type: eviction.EventDomainStarted, Domain: "ud-2"})
 	p.Event(eviction.Event{Time: clk.Now(), Type: eviction.EventPhaseStarted, Domain: "ud-2", Phase: eviction.Phase1,
-		Progress: eviction.Progress{Phase1Total: 1, Phase2Total: 3}})
+		Progress: eviction.PodCounts{Phase1Total: 1, Phase2Total: 3}})
 	block := &eviction.BlockInfo{BudgetRef: health.BudgetRef{Namespace: "inference", PDB: "llama-leaders"}, BudgetCounts: health.BudgetCounts{CurrentHealthy: 1, DesiredHealthy: 1, ExpectedPods: 2}, Since: clk.Now(),
 		Pods: []topology.PodRef{{Namespace: "inference", Name: "llama-1"}}}
 	p.Event(eviction.Event{Time: clk.Now(), Type: eviction.EventBlocked, Domain: "ud-2", Phase: eviction.Phase1, Block: block,
-		Progress: eviction.Progress{Phase1Total: 1, Phase2Total: 3}, Message: "spent"})
+		Progress: eviction.PodCounts{Phase1Total: 1, Phase2Total: 3}, Message: "spent"})
 	p.Event(eviction.Event{Time: clk.Now(), Type: eviction.EventBlocked, Domain: "ud-2", Phase: eviction.Phase1, Block: block,
-		Progress: eviction.Progress{Phase1Total: 1, Phase2Total: 3}, Message: "spent"})
+		Progress: eviction.PodCounts{Phase1Total: 1, Phase2Total: 3}, Message: "spent"})
 	out := buf.String()
 	if n := strings.Count(out, "Blocked domain=ud-2"); n != 1 {
 		t.Errorf("the block was printed %d times above the live view, want once:\n%q", n, out)
@@ -180,7 +180,7 @@ func TestLiveProgressParallelDomains(t *testing.T) {
 		p.Event(eviction.Event{Time: clk.Now(), Type: eviction.EventDomainStarted, Domain: d})
 	}
 	p.Event(eviction.Event{Time: clk.Now(), Type: eviction.EventPhaseStarted, Domain: "ud-1", Phase: eviction.Phase2,
-		Progress: eviction.Progress{Phase1Total: 1, Phase1Evicted: 1, Phase2Total: 3}})
+		Progress: eviction.PodCounts{Phase1Total: 1, Phase1Evicted: 1, Phase2Total: 3}})
 	p.Event(eviction.Event{Time: clk.Now(), Type: eviction.EventUpgradeStarted, Domain: "ud-2"})
 	held := &eviction.Hold{Domain: "ud-3", Reason: eviction.HoldBudget, Message: "PodDisruptionBudget inference/llm-leaders allows 2 down"}
 	p.Event(eviction.Event{Time: clk.Now(), Type: eviction.EventDomainHeld, Domain: "ud-3", Hold: held, Message: held.Message})

@@ -23,7 +23,7 @@ func DurationSeconds(d time.Duration) float64 {
 // NewAuditReport is the AuditReport of an audit (eviction.Reader.Audit):
 // its findings, counted by severity, and why the rollout was not simulated
 // when it was not.
-func NewAuditReport(a *eviction.Audit) AuditReport {
+func NewAuditReport(a *eviction.AuditResult) AuditReport {
 	r := topology.Report{Findings: a.Findings}
 	doc := AuditReport{TypeMeta: NewTypeMeta(KindAuditReport), LabelKey: a.LabelKey, Domains: a.Domains, Groups: a.Groups, PDBs: a.PDBs,
 		Errors: len(r.Errors()), Warnings: len(r.Warnings()), Findings: a.Findings, Rollout: a.Rollout}

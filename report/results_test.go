@@ -38,14 +38,14 @@ func TestNewAuditReport(t *testing.T) {
 	}
 	plan := &eviction.RolloutPlan{}
 	for name, tc := range map[string]struct {
-		audit eviction.Audit
+		audit eviction.AuditResult
 		want  report.AuditReport
 	}{
-		"clean": {eviction.Audit{LabelKey: "ud", Domains: []string{"ud-1", "ud-2"}, Groups: 3, PDBs: 2, Rollout: plan},
+		"clean": {eviction.AuditResult{LabelKey: "ud", Domains: []string{"ud-1", "ud-2"}, Groups: 3, PDBs: 2, Rollout: plan},
 			report.AuditReport{TypeMeta: report.NewTypeMeta(report.KindAuditReport), LabelKey: "ud", Domains: []string{"ud-1", "ud-2"}, Groups: 3, PDBs: 2, Rollout: plan}},
-		"findings counted by severity": {eviction.Audit{LabelKey: "ud", Findings: findings, Rollout: plan},
+		"findings counted by severity": {eviction.AuditResult{LabelKey: "ud", Findings: findings, Rollout: plan},
 			report.AuditReport{TypeMeta: report.NewTypeMeta(report.KindAuditReport), LabelKey: "ud", Errors: 1, Warnings: 2, Findings: findings, Rollout: plan}},
-		"no rollout simulated": {eviction.Audit{LabelKey: "ud", RolloutErr: errors.New("ud-1 is held")},
+		"no rollout simulated": {eviction.AuditResult{LabelKey: "ud", RolloutErr: errors.New("ud-1 is held")},
 			report.AuditReport{TypeMeta: report.NewTypeMeta(report.KindAuditReport), LabelKey: "ud", RolloutProblem: "ud-1 is held"}},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -66,7 +66,7 @@ func (r AuditReport) WriteTable(w io.Writer, o TableOptions) error {
 	switch {
 	case r.Rollout != nil:
 		fmt.Fprintf(w, "A rollout over every domain (steering %s) would take them in the order %s.\n", r.Rollout.Steering, strings.Join(r.Rollout.Domains, ", "))
-		if err := writeSchedule(w, r.Rollout.Parallel, r.Rollout.MaxInFlight, r.Rollout.Schedule); err != nil {
+		if err := writeSchedule(w, o, r.Rollout.Parallel, r.Rollout.MaxInFlight, r.Rollout.Schedule); err != nil {
 			return err
 		}
 		if err := writeDestinations(w, r.Rollout.Destinations); err != nil {

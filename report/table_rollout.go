@@ -41,7 +41,7 @@ func (r RolloutReport) WriteTable(w io.Writer, o TableOptions) error {
 		return err
 	}
 	if res.DryRun != "" {
-		if err := writeSchedule(w, res.Parallel, res.MaxInFlight, res.Schedule); err != nil {
+		if err := writeSchedule(w, o, res.Parallel, res.MaxInFlight, res.Schedule); err != nil {
 			return err
 		}
 		if err := writeDestinations(w, res.Destinations); err != nil {
@@ -86,7 +86,7 @@ func writeRolloutDomains(w io.Writer, domains []eviction.DomainOutcome) error {
 // writeSchedule prints, for a rollout with parallel domains, how many
 // run at once and when each starts, as the rollout's simulation found it;
 // nothing for one domain at a time.
-func writeSchedule(w io.Writer, parallel, most int, sched []eviction.ScheduledDomain) error {
+func writeSchedule(w io.Writer, o TableOptions, parallel, most int, sched []eviction.ScheduledDomain) error {
 	if parallel == 1 || len(sched) == 0 {
 		return nil
 	}
@@ -94,7 +94,7 @@ func writeSchedule(w io.Writer, parallel, most int, sched []eviction.ScheduledDo
 	if parallel == eviction.ParallelAuto {
 		asked = "auto"
 	}
-	fmt.Fprintf(w, "\nDomains at once (--parallel %s): at most %d, as the budgets and the upgraded room allow (simulated before anything is touched):\n", asked, most)
+	fmt.Fprintf(w, "\nDomains at once (%s %s): at most %d, as the budgets and the upgraded room allow (simulated before anything is touched):\n", o.setting("eviction.RolloutOptions.Parallel"), asked, most)
 	tw := newTable(w)
 	fmt.Fprintln(tw, "DOMAIN\tSTARTS\tWITH\tHELD BACK BY")
 	for _, d := range sched {

@@ -89,7 +89,7 @@ func TestTables(t *testing.T) {
 					Budget: &health.BudgetRef{Namespace: "inference", PDB: "llama-leaders"}, Rule: "maxUnavailable 2", Allowed: 2, Down: 2, Needed: 1}}}}}, report.TableOptions{},
 			"Audited 3 domains (label zone), 0 groups and 0 PodDisruptionBudgets.\n" +
 				"A rollout over every domain (steering PreferUpgraded) would take them in the order ud-1, ud-2, ud-3.\n\n" +
-				"Domains at once (--parallel auto): at most 2, as the budgets and the upgraded room allow (simulated before anything is touched):\n" +
+				"Domains at once (eviction.RolloutOptions.Parallel auto): at most 2, as the budgets and the upgraded room allow (simulated before anything is touched):\n" +
 				"DOMAIN  STARTS        WITH  HELD BACK BY\n" +
 				"ud-1    at the start  -     -\n" +
 				"ud-2    at the start  ud-1  -\n" +

@@ -481,7 +481,7 @@ func testPrivateCA(t *testing.T, bin string) {
 func testRedaction(t *testing.T, bin string) {
 	refused := testkit.ClosedAddr(t)
 	for _, s := range redacttest.Seeds() {
-		raw := redacttest.URL("http", refused, "/healthz", s.Position, s.Key, s.Before, s.After)
+		raw := redacttest.MarkedURL("http", refused, "/healthz", s.Position, s.Key, s.Before, s.After)
 		if strings.ContainsRune(raw, 0) {
 			continue // no command line can carry a NUL
 		}

@@ -9,8 +9,8 @@
 //	go run ./examples/gpu-pool-audit --kubeconfig ~/.kube/config
 //	go run ./examples/gpu-pool-audit -o json | jq '.problems'
 //
-// It lists nodes and, in all namespaces, the DaemonSets that look like
-// device plugins (gpu.DevicePluginVendor); it needs list on nodes and
+// It lists nodes and the DaemonSets of all namespaces, among which
+// gpu.Summarize finds the device plugins; it needs list on nodes and
 // daemonsets.apps, and works with nodes only, saying so, when DaemonSets are
 // forbidden. It exits 0 when no problem was found, 3 when some were, 1 when
 // the cluster could not be read, 2 on bad flags.

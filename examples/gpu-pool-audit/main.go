@@ -102,40 +102,40 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, newClient
 // nodes is read in pages instead of one large response.
 const listPageSize = 500
 
-// audit lists the nodes and the device plugin DaemonSets and summarises
-// them. When DaemonSets may not be listed, it warns and summarises the nodes
-// alone.
+// audit lists the nodes and the DaemonSets and summarises them (gpu picks
+// the device plugins among the DaemonSets). When DaemonSets may not be
+// listed, it warns and summarises the nodes alone.
 func audit(ctx context.Context, client kubernetes.Interface, opts gpu.Options, warn func(string)) (gpu.Summary, error) {
-	var nodes []corev1.Node
+	var nodes []*corev1.Node
 	for cont := ""; ; {
 		list, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: listPageSize, Continue: cont})
 		if err != nil {
 			return gpu.Summary{}, fmt.Errorf("list nodes: %w", err)
 		}
-		nodes = append(nodes, list.Items...)
+		for i := range list.Items {
+			nodes = append(nodes, &list.Items[i])
+		}
 		if cont = list.Continue; cont == "" {
 			break
 		}
 	}
-	var plugins []appsv1.DaemonSet
+	var daemonSets []*appsv1.DaemonSet
 	for cont := ""; ; {
 		list, err := client.AppsV1().DaemonSets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{Limit: listPageSize, Continue: cont})
 		if apierrors.IsForbidden(err) {
 			warn(fmt.Sprintf("cannot list DaemonSets (%v); GPU nodes without their resource are reported without the device plugin's diagnosis. Grant list on daemonsets.apps to get it.", err))
-			plugins = nil
+			daemonSets = nil
 			break
 		}
 		if err != nil {
 			return gpu.Summary{}, fmt.Errorf("list DaemonSets: %w", err)
 		}
-		for _, ds := range list.Items {
-			if _, ok := gpu.DevicePluginVendor(&ds); ok {
-				plugins = append(plugins, ds)
-			}
+		for i := range list.Items {
+			daemonSets = append(daemonSets, &list.Items[i])
 		}
 		if cont = list.Continue; cont == "" {
 			break
 		}
 	}
-	return gpu.Summarize(nodes, plugins, opts), nil
+	return gpu.Summarize(nodes, daemonSets, opts), nil
 }

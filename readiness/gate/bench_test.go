@@ -16,7 +16,7 @@ import (
 
 // go test -run '^$' -bench . -benchmem ./readiness/gate
 
-func BenchmarkEvaluate(b *testing.B) {
+func BenchmarkConditionFor(b *testing.B) {
 	for _, bc := range []struct {
 		name string
 		opts map[int][]podOption
@@ -30,7 +30,7 @@ func BenchmarkEvaluate(b *testing.B) {
 			now := time.Now()
 			b.ReportAllocs()
 			for b.Loop() {
-				Evaluate(g, now)
+				ConditionFor(g, now)
 			}
 		})
 	}
@@ -65,7 +65,7 @@ func BenchmarkReconcile(b *testing.B) {
 				pods := lwsGroup("vllm", g, size, nil)
 				if !bc.writes {
 					gs := topology.FindGroups(pods)
-					pods[0].Status.Conditions = append(pods[0].Status.Conditions, Evaluate(&gs[0], now))
+					pods[0].Status.Conditions = append(pods[0].Status.Conditions, ConditionFor(&gs[0], now))
 				}
 				for _, p := range pods {
 					if err := c.pods.GetIndexer().Add(p); err != nil {

@@ -26,7 +26,7 @@ const ConditionType corev1.PodConditionType = "udrain.dev/group-ready"
 // problem, in this order: no members, a member missing, terminating, not
 // scheduled, not running, not ready.
 
-// Evaluate returns the condition the leader of g should carry: True with
+// ConditionFor returns the condition the leader of g should carry: True with
 // [health.ReasonGroupReady] when package health judges the group healthy, else
 // False with the reason of the worst problem and a message naming the
 // members at fault, e.g.
@@ -35,9 +35,9 @@ const ConditionType corev1.PodConditionType = "udrain.dev/group-ready"
 //
 // The judgment is [health.Evaluate] with LeaderByContainers: the leader's
 // ContainersReady condition stands for Ready, since its Ready waits for
-// this very condition. The condition's LastTransitionTime is now; Evaluate
+// this very condition. The condition's LastTransitionTime is now; ConditionFor
 // reads nothing but g, so it is safe to call from anywhere.
-func Evaluate(g *topology.Group, now time.Time) corev1.PodCondition {
+func ConditionFor(g *topology.Group, now time.Time) corev1.PodCondition {
 	st := health.Evaluate(g, health.Options{LeaderByContainers: true})
 	cond := corev1.PodCondition{
 		Type:               ConditionType,

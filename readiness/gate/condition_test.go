@@ -14,7 +14,7 @@ import (
 
 var testNow = time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC)
 
-// verdict is the part of a condition that Evaluate decides.
+// verdict is the part of a condition that ConditionFor decides.
 type verdict struct {
 	Status  corev1.ConditionStatus
 	Reason  health.Reason
@@ -34,7 +34,7 @@ func onlyGroup(t *testing.T, pods []*corev1.Pod, groupers ...topology.Grouper) *
 	return &groups[0]
 }
 
-func TestEvaluate(t *testing.T) {
+func TestConditionFor(t *testing.T) {
 	labelGrouping := topology.ByLabel(topology.LabelGrouping{GroupLabel: "group", LeaderLabel: "role", LeaderValue: "leader", SizeAnnotation: topology.LWSSizeAnnotation})
 	byLabel := func(role string) podOption {
 		return func(p *corev1.Pod) {
@@ -129,22 +129,22 @@ func TestEvaluate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := onlyGroup(t, tt.pods, tt.groupers...)
-			got := Evaluate(g, testNow)
+			got := ConditionFor(g, testNow)
 			if diff := cmp.Diff(tt.want, verdictOf(got)); diff != "" {
-				t.Errorf("Evaluate (-want +got):\n%s", diff)
+				t.Errorf("ConditionFor (-want +got):\n%s", diff)
 			}
 			if got.Type != ConditionType || !got.LastTransitionTime.Time.Equal(testNow) {
-				t.Errorf("Evaluate gave type %q, lastTransitionTime %v; want %q, %v", got.Type, got.LastTransitionTime, ConditionType, testNow)
+				t.Errorf("ConditionFor gave type %q, lastTransitionTime %v; want %q, %v", got.Type, got.LastTransitionTime, ConditionType, testNow)
 			}
 		})
 	}
 }
 
-func TestEvaluateEmptyGroup(t *testing.T) {
-	got := verdictOf(Evaluate(&topology.Group{ID: topology.GroupID{Kind: topology.KindLabel, Namespace: testNamespace, Name: "g"}}, testNow))
+func TestConditionForEmptyGroup(t *testing.T) {
+	got := verdictOf(ConditionFor(&topology.Group{ID: topology.GroupID{Kind: topology.KindLabel, Namespace: testNamespace, Name: "g"}}, testNow))
 	want := verdict{corev1.ConditionFalse, health.ReasonNoMembers, "no member exists; 0/0 members healthy"}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Evaluate of an empty group (-want +got):\n%s", diff)
+		t.Errorf("ConditionFor of an empty group (-want +got):\n%s", diff)
 	}
 }
 

@@ -31,7 +31,7 @@ const groupIndex = "udrain.dev/group"
 var ErrAlreadyRun = errors.New("readiness gate: Run was already called on this Controller; build a new one with New")
 
 // Controller keeps the [ConditionType] condition of every group's leader
-// equal to [Evaluate] of the group, for leaders that declare it as a
+// equal to [ConditionFor] of the group, for leaders that declare it as a
 // readiness gate. Build it with [New], start it with [Controller.Run].
 type Controller struct {
 	client   kubernetes.Interface

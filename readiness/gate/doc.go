@@ -9,7 +9,7 @@
 //
 // Groups are found with package topology ([Options.Groupers]; by default
 // LeaderWorkerSet labels, then Ray). The condition of a group is the pure
-// function [Evaluate], which asks package health, the one judgment of group
+// function [ConditionFor], which asks package health, the one judgment of group
 // health in udrain (planning, recovery and the CLI ask it too): True when
 // the group has its expected size and every member is Running, Ready and
 // not being deleted; the leader's own Ready is not used (it waits for this

@@ -133,11 +133,11 @@ func ExampleOptions_pods() {
 	// inference/vllm-0: udrain.dev/group-ready=True GroupReady: 4/4 members healthy
 }
 
-// ExampleEvaluate computes a group's condition without a cluster.
-func ExampleEvaluate() {
+// ExampleConditionFor computes a group's condition without a cluster.
+func ExampleConditionFor() {
 	pods := []*corev1.Pod{member("0", true), member("1", true), member("2", true)} // worker 3 is gone
 	for _, g := range topology.FindGroups(pods) {
-		cond := gate.Evaluate(&g, time.Now())
+		cond := gate.ConditionFor(&g, time.Now())
 		fmt.Printf("%s: %s %s: %s\n", g.ID, cond.Status, cond.Reason, cond.Message)
 	}
 	// Output:

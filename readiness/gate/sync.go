@@ -75,7 +75,7 @@ func (c *Controller) sync(ctx context.Context, id topology.GroupID) (syncResult,
 		return syncLeaderGoing, nil
 	}
 	now := c.opts.Clock.Now()
-	desired := Evaluate(group, now)
+	desired := ConditionFor(group, now)
 	if current != nil && current.Status == desired.Status {
 		if current.Reason == desired.Reason && current.Message == desired.Message {
 			return syncUnchanged, nil

@@ -1,7 +1,7 @@
 // Package redacttest builds URLs that carry a marker secret in each place
 // package redact must hide it, for the fuzz tests of every package that
 // prints URLs (redact, bootstrap, readiness, the command line). A test
-// builds a URL with [URL] from fuzzed text, hands it to the code under test
+// builds a URL with [MarkedURL] from fuzzed text, hands it to the code under test
 // and checks with [Leaks] that the marker appears in none of its outputs.
 package redacttest
 
@@ -35,13 +35,13 @@ const (
 // ?pw= and ?passphrase= printed in clear.
 var secretKeys = [...]string{"token", "pw", "passphrase", "password", "secret", "api_key", "X-Amz-Signature", "access_token", "Credential", "AUTH"}
 
-// URL returns a URL of scheme to hostPort, with path (a fuzzed path loses
+// MarkedURL returns a URL of scheme to hostPort, with path (a fuzzed path loses
 // '?', '#' and '@'), carrying Marker at position p (taken modulo the
 // number of positions) between before and after. In the Query position,
 // key prefixes a credential word to name the parameter. Characters that
 // would move the marker out of its position are dropped: '&', ';' and '#'
 // from a query value, and '=', '&', ';' and '#' from its key.
-func URL(scheme, hostPort, path string, p Position, key, before, after string) string {
+func MarkedURL(scheme, hostPort, path string, p Position, key, before, after string) string {
 	path = drop(path, "?#@")
 	switch p % positions {
 	case Password:
@@ -65,7 +65,7 @@ func drop(s, chars string) string {
 	}, s)
 }
 
-// Seed is one set of arguments of [URL] after the scheme, host and path.
+// Seed is one set of arguments of [MarkedURL] after the scheme, host and path.
 type Seed struct {
 	Position           Position
 	Key, Before, After string

@@ -49,12 +49,22 @@ The exit code is 0 whether or not problems are found; scripts read
 			if err != nil {
 				return err
 			}
-			summary := gpu.Summarize(nodes, plugins, gpu.Options{Clock: o.cfg.Clock, GracePeriod: grace})
-			return out.print(o.streams.Out, report.NewGPUSummary(df.label, nodes, summary))
+			all := pointers(nodes)
+			summary := gpu.Summarize(all, pointers(plugins), gpu.Options{Clock: o.cfg.Clock, GracePeriod: grace})
+			return out.print(o.streams.Out, report.NewGPUSummary(df.label, all, summary))
 		},
 	}
 	cmd.Flags().StringVar(&df.label, "domain-label", topology.DefaultDomainLabel, "Node label whose value names a node's upgrade domain (shown per node)")
 	cmd.Flags().DurationVar(&grace, "driver-grace-period", gpu.DefaultGracePeriod, "How long a GPU node may go without advertising its devices after it became Ready (drivers installing) before it is a problem")
 	out.add(cmd)
 	return cmd
+}
+
+// pointers returns pointers to the items of a list, as listers give them.
+func pointers[T any](items []T) []*T {
+	out := make([]*T, len(items))
+	for i := range items {
+		out[i] = &items[i]
+	}
+	return out
 }

@@ -119,7 +119,7 @@ func TestOneHealthJudgment(t *testing.T) {
 			}
 
 			// The readiness-gate controller's condition.
-			verdicts["gate"] = gate.Evaluate(&groups[0], testNow).Status == corev1.ConditionTrue
+			verdicts["gate"] = gate.ConditionFor(&groups[0], testNow).Status == corev1.ConditionTrue
 
 			// udrain domains -o json.
 			cfg, _ := testConfig(client)

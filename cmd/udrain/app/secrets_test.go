@@ -23,7 +23,7 @@ func FuzzWaitServerHidesSecrets(f *testing.F) {
 	refused := ln.Addr().String()
 	ln.Close()
 	f.Fuzz(func(t *testing.T, position uint8, key, before, after string) {
-		raw := redacttest.URL("http", refused, "/healthz", redacttest.Position(position), key, before, after)
+		raw := redacttest.MarkedURL("http", refused, "/healthz", redacttest.Position(position), key, before, after)
 		for _, output := range []string{"table", "json", "yaml"} {
 			r := run(t, t.Context(), noClusterConfig(t), "wait-server", raw, "--max-attempts", "1", "--attempt-timeout", "200ms", "-v", "4", "-o", output)
 			if r.code != ExitError && r.code != ExitUsage {

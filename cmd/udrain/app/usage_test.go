@@ -154,7 +154,7 @@ func TestErrorsNameTheCommandsFlags(t *testing.T) {
 func FuzzUsageErrorsHideSecrets(f *testing.F) {
 	redacttest.AddSeeds(f)
 	f.Fuzz(func(t *testing.T, position uint8, key, before, after string) {
-		raw := redacttest.URL("http", "server.ns:80", "/healthz", redacttest.Position(position), key, before, after)
+		raw := redacttest.MarkedURL("http", "server.ns:80", "/healthz", redacttest.Position(position), key, before, after)
 		for _, args := range [][]string{
 			{"wait-server", raw, "extra-arg"},
 			{"wait-server", "-o", "json", raw, "extra-arg"},

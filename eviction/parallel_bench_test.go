@@ -1,0 +1,110 @@
+package eviction
+
+import (
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/udrain/udrain/internal/testkit/kube"
+	"github.com/udrain/udrain/topology"
+)
+
+// parallelFleet is the fleet of issue 35's measure: 20 domains of 100
+// 8-GPU nodes and a spare domain of 100, 250 LeaderWorkerSet groups of 8
+// one-GPU pods (13 workloads, of 20 groups, one a domain, but the last of
+// 10), each workload under a budget over its leaders allowing 4 down, and
+// 9 ordinary pods a node (18,000).
+func parallelFleet() (*Snapshot, []string) {
+	const domains, perDomain, groups, size = 20, 100, 250, 8
+	snap := &Snapshot{}
+	var order []string
+	node := func(d, i int) string { return fmt.Sprintf("n-%d-%d", d, i) }
+	for d := 0; d <= domains; d++ {
+		name := fmt.Sprintf("ud-%d", d)
+		if d == domains {
+			name = "spare"
+		}
+		order = append(order, name)
+		for i := range perDomain {
+			n := testNode(node(d, i), name)
+			n.Status.Allocatable = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8"), corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourcePods: resource.MustParse("110")}
+			snap.Nodes = append(snap.Nodes, *n)
+		}
+	}
+	one := resource.MustParse("1")
+	for g := range groups {
+		w, i := g/domains, g%domains
+		lws := fmt.Sprintf("llm%d", w)
+		for m := range size {
+			p := kube.LWSPod(lws, i, m, size, kube.OnNode(node(i, (w*size+m)%perDomain)))
+			p.Spec.Containers = []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{"nvidia.com/gpu": one}}}}
+			snap.Pods = append(snap.Pods, p)
+		}
+		if i == 0 {
+			mu := intstr.FromInt32(4)
+			pdb := kube.LeaderPDB(lws, min(domains, groups-g), 4)
+			pdb.Spec.MinAvailable, pdb.Spec.MaxUnavailable = nil, &mu
+			snap.PDBs = append(snap.PDBs, *pdb)
+		}
+	}
+	cpu := resource.MustParse("100m")
+	for d := range domains {
+		for i := range perDomain {
+			for k := range 9 {
+				p := readyPod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: fmt.Sprintf("web-%d-%d-%d", d, i, k), UID: types.UID(fmt.Sprintf("web-%d-%d-%d", d, i, k)),
+					OwnerReferences: ownedBy("ReplicaSet", "web")}, Spec: corev1.PodSpec{NodeName: node(d, i),
+					Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: cpu}}}}}})
+				snap.Pods = append(snap.Pods, p)
+			}
+		}
+	}
+	return snap, order
+}
+
+// BenchmarkParallelDecision is the decision a rollout with parallel
+// domains makes whenever a domain in flight begins its recovery or ends:
+// over the fleet of parallelFleet (2,100 nodes, 20,000 pods), with two
+// domains in flight and the spare and three domains upgraded, which of the
+// 15 pending domains start.
+//
+//	go test -run '^$' -bench BenchmarkParallelDecision -benchmem ./eviction/
+func BenchmarkParallelDecision(b *testing.B) {
+	snap, order := parallelFleet()
+	layout, err := topology.BuildLayout(snap.Nodes, topology.LayoutOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	upgraded := map[string]bool{"spare": true, "ud-0": true, "ud-1": true, "ud-2": true}
+	// The flights' demands, taken when they started.
+	in := destinationInput{nodes: snap.Nodes, pods: snap.Pods, layout: layout, order: order, upgraded: upgraded, steering: SteerPreferUpgraded, known: newRequestCache()}
+	first := newAdmission(in, snap.PDBs, nil)
+	flying := []*demand{first.demandOn("ud-3"), first.demandOn("ud-4")}
+	b.ResetTimer()
+	var started int
+	for b.Loop() {
+		a := newAdmission(in, snap.PDBs, nil)
+		a.sim.noRoom = true
+		var flights []*flight
+		for _, d := range flying {
+			a.sim.setState(a.sim.domains[d.domain], simDraining)
+			flights = append(flights, &flight{demand: d})
+		}
+		a.reserve(flights)
+		var pending []*demand
+		for _, name := range order[5 : len(order)-1] {
+			pending = append(pending, a.demandOn(name))
+		}
+		admitted, _ := a.next(pending, flights, 0, false)
+		in.known.turn()
+		started = len(admitted)
+	}
+	b.ReportMetric(float64(started), "started")
+	if started != 2 {
+		b.Errorf("%d domains started beside two in flight, want 2: every domain holds a group of every workload, whose budget allows 4 down", started)
+	}
+}
