@@ -21,14 +21,15 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/udrain/udrain/eviction/evictiontest"
 	"github.com/udrain/udrain/internal/testkit/kube"
 )
 
 // This file builds a fake cluster for the tests: nodes in upgrade domains,
 // LeaderWorkerSet-like groups owned by StatefulSets, a PDB over the leaders,
-// and an eviction reactor that enforces budgets the way the Eviction API
-// does (429 when no disruption is allowed, 500 for two PDBs, 409 for a UID
-// precondition that does not match).
+// over evictiontest's fake API server, whose evictions enforce budgets the
+// way the Eviction API does (429 when no disruption is allowed, 500 for two
+// PDBs, 409 for a UID precondition that does not match).
 
 var (
 	podsGVR = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
@@ -46,7 +47,7 @@ type fakeCluster struct {
 	uids      []types.UID
 	attempts  []string // every eviction request, accepted or not
 	uidSeq    int
-	// onEvict, if set, runs before the reactor decides; returning a
+	// onEvict, if set, runs before the API decides; returning a
 	// non-nil error answers the request with it. dryRun marks udrain's
 	// dry-run preflight requests.
 	onEvict func(ns, name string, dryRun bool) error
@@ -55,7 +56,8 @@ type fakeCluster struct {
 func newFakeCluster(t *testing.T, objs ...runtime.Object) *fakeCluster {
 	t.Helper()
 	fc := &fakeCluster{t: t, client: fake.NewClientset(objs...)}
-	fc.client.PrependReactor("create", "pods", fc.evictionReactor)
+	evictiontest.Install(fc.client, evictiontest.Options{OnEvicted: fc.recordEviction})
+	fc.client.PrependReactor("create", "pods", fc.beforeEviction)
 	return fc
 }
 
@@ -66,14 +68,15 @@ func (fc *fakeCluster) nextUID(name string) types.UID {
 	return types.UID(fmt.Sprintf("%s-uid-%d", name, fc.uidSeq))
 }
 
-func (fc *fakeCluster) evictionReactor(action k8stesting.Action) (bool, runtime.Object, error) {
+// beforeEviction records every eviction request and lets onEvict refuse
+// it; the kit's reactor answers the rest.
+func (fc *fakeCluster) beforeEviction(action k8stesting.Action) (bool, runtime.Object, error) {
 	if action.GetSubresource() != "eviction" {
 		return false, nil, nil
 	}
 	ev := action.(k8stesting.CreateAction).GetObject().(*policyv1.Eviction)
-	key := ev.Namespace + "/" + ev.Name
 	fc.mu.Lock()
-	fc.attempts = append(fc.attempts, key)
+	fc.attempts = append(fc.attempts, ev.Namespace+"/"+ev.Name)
 	hook := fc.onEvict
 	fc.mu.Unlock()
 	if hook != nil {
@@ -81,63 +84,41 @@ func (fc *fakeCluster) evictionReactor(action k8stesting.Action) (bool, runtime.
 			return true, nil, err
 		}
 	}
-	tr := fc.client.Tracker()
-	obj, err := tr.Get(podsGVR, ev.Namespace, ev.Name)
+	return false, nil, nil
+}
+
+// recordEviction records a pod the API removed (evictiontest's
+// OnEvicted), and plays the disruption controller's first step: the
+// budgets over the pod count one healthy pod less (they give the
+// disruption back when the tests say so: setBudget, recreateGroup).
+func (fc *fakeCluster) recordEviction(tr k8stesting.ObjectTracker, pod *corev1.Pod) error {
+	fc.mu.Lock()
+	fc.evictions = append(fc.evictions, pod.Namespace+"/"+pod.Name)
+	fc.uids = append(fc.uids, pod.UID)
+	fc.mu.Unlock()
+	list, err := tr.List(pdbsGVR, schema.GroupVersionKind{Group: "policy", Version: "v1", Kind: "PodDisruptionBudget"}, pod.Namespace)
 	if err != nil {
-		return true, nil, err
+		return err
 	}
-	pod := obj.(*corev1.Pod)
-	if ev.DeleteOptions != nil && ev.DeleteOptions.Preconditions != nil && ev.DeleteOptions.Preconditions.UID != nil &&
-		*ev.DeleteOptions.Preconditions.UID != pod.UID {
-		return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "Pod"}, pod.Name,
-			fmt.Errorf("the UID in the precondition (%s) does not match the UID in record (%s)", *ev.DeleteOptions.Preconditions.UID, pod.UID))
-	}
-	dryRun := ev.DeleteOptions != nil && len(ev.DeleteOptions.DryRun) > 0
-	list, err := tr.List(pdbsGVR, schema.GroupVersionKind{Group: "policy", Version: "v1", Kind: "PodDisruptionBudget"}, ev.Namespace)
-	if err != nil {
-		return true, nil, err
-	}
-	var matching []*policyv1.PodDisruptionBudget
-	for i := range list.(*policyv1.PodDisruptionBudgetList).Items {
-		b := &list.(*policyv1.PodDisruptionBudgetList).Items[i]
-		sel, err := metav1.LabelSelectorAsSelector(b.Spec.Selector)
-		if err == nil && sel.Matches(labels.Set(pod.Labels)) {
-			matching = append(matching, b)
-		}
-	}
-	if len(matching) > 1 {
-		return true, nil, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 500,
-			Message: "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."}}
-	}
-	if len(matching) == 1 && pod.DeletionTimestamp == nil {
-		b := matching[0].DeepCopy()
-		if b.Status.DisruptionsAllowed <= 0 {
-			err := apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
-			err.ErrStatus.Details.Causes = append(err.ErrStatus.Details.Causes, metav1.StatusCause{
-				Type:    policyv1.DisruptionBudgetCause,
-				Message: fmt.Sprintf("The disruption budget %s needs %d healthy pods and has %d currently", b.Name, b.Status.DesiredHealthy, b.Status.CurrentHealthy),
-			})
-			return true, nil, err
-		}
-		if !dryRun {
-			b.Status.DisruptionsAllowed--
+	for _, b := range list.(*policyv1.PodDisruptionBudgetList).Items {
+		if sel, err := metav1.LabelSelectorAsSelector(b.Spec.Selector); err == nil && !sel.Empty() && sel.Matches(labels.Set(pod.Labels)) {
 			b.Status.CurrentHealthy--
-			if err := tr.Update(pdbsGVR, b, b.Namespace); err != nil {
-				return true, nil, err
+			if err := tr.Update(pdbsGVR, &b, b.Namespace); err != nil {
+				return err
 			}
 		}
 	}
-	if dryRun {
-		return true, &metav1.Status{Status: metav1.StatusSuccess}, nil
+	return nil
+}
+
+// deleteBehindTheAPI removes a pod of testNS as a controller or the
+// garbage collector does: the watch sees it go, and no eviction or budget
+// records it.
+func (fc *fakeCluster) deleteBehindTheAPI(name string) {
+	fc.t.Helper()
+	if err := fc.client.Tracker().Delete(podsGVR, testNS, name); err != nil {
+		fc.t.Fatalf("deleting %s: %v", name, err)
 	}
-	if err := tr.Delete(podsGVR, pod.Namespace, pod.Name); err != nil {
-		return true, nil, err
-	}
-	fc.mu.Lock()
-	fc.evictions = append(fc.evictions, key)
-	fc.uids = append(fc.uids, pod.UID)
-	fc.mu.Unlock()
-	return true, &metav1.Status{Status: metav1.StatusSuccess}, nil
 }
 
 func (fc *fakeCluster) evicted() []string {

@@ -81,9 +81,20 @@
 // before anything is cordoned or evicted.
 //
 // Options accepts an existing *drain.Helper from k8s.io/kubectl/pkg/drain,
-// so a tool built on kubectl's drain can switch without changing flags.
-// Evictions go through the Evictor seam, so an EvictionRequest backend can
-// replace the Eviction API without touching planning.
+// so a tool built on kubectl's drain can switch without changing flags;
+// where kubectl drain's behaviour does not break the promises above, it is
+// kubectl's (its own drain tests run against this package: see the
+// README): the Eviction API version discovery serves, or pod deletion when
+// it serves none; evictions in a namespace being deleted retried until its
+// pods go with it; the Helper's callbacks when kubectl calls them. A
+// request is retried when the API server failed it (a refused or reset
+// connection, a timeout, 5xx, 429: ServerProblemOf), and stops the drain
+// at once when the client did. Evictions go through the Evictor seam, so
+// an EvictionRequest backend can replace the Eviction API without touching
+// planning.
+//
+// Package evictiontest is a fake API server for the unit tests of a
+// controller that embeds this package.
 //
 // What it is not for: it does not decide group health (package health
 // does), does not reschedule pods (the workload's controllers and the

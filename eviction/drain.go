@@ -202,6 +202,15 @@ type execution struct {
 	handled  map[topology.PodRef]bool // pods evicted, gone or terminating already
 	evicted  []evictedPod             // pods to wait for
 	observe  func(Event)              // nil: none
+	// nsWaiting are the pods refused because their namespace is being
+	// deleted, while they wait for it (namespaceTerminating).
+	nsWaiting map[topology.PodRef]bool
+
+	// evict removes pods, the Eviction API (usingEviction) or deletion
+	// (chooseEvictor); callbacks calls drain.Helper's.
+	evict         Evictor
+	usingEviction bool
+	callbacks     *kubectlCallbacks
 }
 
 // openBlock is a block in progress: its record, and the pods still
@@ -224,6 +233,10 @@ func (d *Drainer) execute(ctx context.Context, v *view, plan *Plan, id string, o
 		res:     &Result{ID: id, Domain: plan.Domain, DryRun: d.s.dryRunName(), Started: clk.Now()},
 		blocks:  map[string]*openBlock{},
 		handled: map[topology.PodRef]bool{},
+		// A client dry run asks nothing of the server; the others settle
+		// it in chooseEvictor.
+		usingEviction: !d.s.helper.DisableEviction,
+		nsWaiting:     map[topology.PodRef]bool{},
 	}
 	ex.progress = PodCounts{Phase1Total: len(plan.Phase1), Phase2Total: len(plan.Phase2)}
 	ex.res.Phase1.Pods, ex.res.Phase2.Pods = len(plan.Phase1), len(plan.Phase2)
@@ -304,6 +317,11 @@ func (ex *execution) stopped(cause error, timeout time.Duration) error {
 			}
 		}
 	}
+	for _, p := range e.Pending {
+		if ex.nsWaiting[p] && !slices.Contains(e.deletedNamespaces, p.Namespace) {
+			e.deletedNamespaces = append(e.deletedNamespaces, p.Namespace)
+		}
+	}
 	var longest *openBlock
 	for _, ob := range ex.blocks {
 		if longest == nil || ob.rec.Since.Before(longest.rec.Since) {
@@ -325,6 +343,9 @@ func (ex *execution) setStage(s Stage) {
 }
 
 func (ex *execution) run(ctx context.Context) error {
+	if err := ex.chooseEvictor(ctx); err != nil {
+		return err
+	}
 	if err := ex.preflight(ctx); err != nil {
 		return err
 	}

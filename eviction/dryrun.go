@@ -16,7 +16,7 @@ func (ex *execution) dryRunOutcome(phase Phase, p PlannedPod, verdict DryRunVerd
 
 // accepted is the verdict for a pod the API would let go.
 func (ex *execution) accepted() (DryRunVerdict, string) {
-	if ex.d.s.helper.DisableEviction {
+	if !ex.usingEviction {
 		return WouldDelete, "would delete"
 	}
 	return WouldEvict, "would evict"
@@ -50,10 +50,12 @@ func (ex *execution) dryRunClient() {
 // the API server validates cordons and checks each eviction against the
 // budgets as they are now.
 func (ex *execution) dryRunServer(ctx context.Context) error {
+	if err := ex.chooseEvictor(ctx); err != nil {
+		return err
+	}
 	if err := ex.cordon(ctx, true); err != nil {
 		return err
 	}
-	evict := ex.evictor()
 	for _, ph := range ex.phases() {
 		ex.setStage(StagePhase1)
 		if ph.phase == Phase2 {
@@ -64,7 +66,7 @@ func (ex *execution) dryRunServer(ctx context.Context) error {
 				ex.dryRunOutcome(ph.phase, p, WouldWait, nil, "already terminating; would wait")
 				continue
 			}
-			_, err := ex.d.s.write(ctx, func(ctx context.Context) error { return evict.Evict(ctx, p, ex.deleteOptions(p, true)) })
+			_, err := ex.d.s.write(ctx, func(ctx context.Context) error { return ex.evict.Evict(ctx, p, ex.deleteOptions(p, true)) })
 			switch classifyEvictionError(err) {
 			case outcomeAccepted:
 				verdict, msg := ex.accepted()
@@ -75,6 +77,8 @@ func (ex *execution) dryRunServer(ctx context.Context) error {
 				ex.dryRunOutcome(ph.phase, p, WouldBlock, &info, "blocked by "+info.String())
 			case outcomeGone:
 				ex.dryRunOutcome(ph.phase, p, AlreadyGone, nil, "already gone")
+			case outcomeNamespaceTerminating:
+				ex.dryRunOutcome(ph.phase, p, WouldWait, nil, "its namespace is being deleted; would wait for it to go with it")
 			default:
 				if ctx.Err() != nil {
 					return ctx.Err()

@@ -4,16 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-
-	"github.com/udrain/udrain/internal/netclass"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -77,6 +70,11 @@ type DomainError struct {
 	Timeout time.Duration
 	// Err is the cause.
 	Err error
+
+	// deletedNamespaces are the namespaces, being deleted, whose pods
+	// were among those still waiting (their events say so, with
+	// RequestNamespaceTerminating).
+	deletedNamespaces []string
 }
 
 // Error says which domain stopped where, why, and what was still waiting.
@@ -98,6 +96,9 @@ func (e *DomainError) Error() string {
 	}
 	if len(e.Pending) > 0 {
 		fmt.Fprintf(&b, "; %d pod(s) still waiting: %s", len(e.Pending), strings.Join(abbreviate(refStrings(e.Pending), 10), ", "))
+	}
+	if len(e.deletedNamespaces) > 0 {
+		fmt.Fprintf(&b, "; namespace(s) being deleted, which refuse evictions and take their pods with them: %s", strings.Join(abbreviate(e.deletedNamespaces, 10), ", "))
 	}
 	if e.Health != nil {
 		if w := e.Health.waiting(); len(w) > 0 {
@@ -353,62 +354,6 @@ func (d *Drainer) unanswered(write string, attempts int, err error) *Unreachable
 }
 
 func (e *UnreachableError) Unwrap() error { return e.Err }
-
-// ServerProblemOf classifies an error of a request to the API server: how
-// the server failed (and the HTTP status it answered with), or "" when
-// err says nothing about the server's health (nil, NotFound, Forbidden, a
-// conflict, ...). A request that ran out of time, or whose context's
-// deadline passed, is ServerNoAnswer. Callers that make requests of their
-// own before calling a Drainer (the CLI lists nodes) use it to report the
-// same *UnreachableError.
-func ServerProblemOf(err error) (ServerProblem, int) {
-	if err == nil {
-		return "", 0
-	}
-	var status apierrors.APIStatus
-	if errors.As(err, &status) {
-		code := int(status.Status().Code)
-		switch {
-		case code == http.StatusTooManyRequests:
-			return ServerThrottled, code
-		case code >= 500 && code != http.StatusNotImplemented:
-			if apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) {
-				return ServerNoAnswer, code
-			}
-			return ServerFailing, code
-		}
-		return "", 0
-	}
-	var (
-		netErr net.Error
-		urlErr *url.Error
-	)
-	switch {
-	case netclass.Of(err) == netclass.ConnectionRefused:
-		return ServerRefused, 0
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
-		return ServerNoAnswer, 0
-	case errors.Is(err, context.Canceled):
-		return "", 0
-	case errors.As(err, &urlErr), errors.As(err, &netErr), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		return ServerUnreachable, 0
-	}
-	return "", 0
-}
-
-// unreachableError returns the *UnreachableError of a request's err, or
-// nil when err is not about the server's health. server is used when err
-// names none.
-func unreachableError(server string, err error, waited time.Duration) *UnreachableError {
-	problem, code := ServerProblemOf(err)
-	if problem == "" {
-		return nil
-	}
-	if s := serverOf(err); s != "" {
-		server = s
-	}
-	return &UnreachableError{Server: server, Problem: problem, Status: code, Waited: waited.Round(time.Millisecond), Err: err}
-}
 
 // NotSyncedError reports informers given in Options.Informers that did not
 // sync within Options.ConnectTimeout: they were not started, or cannot

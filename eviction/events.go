@@ -17,7 +17,7 @@ const (
 	EventCordoned         EventType = "Cordoned"         // a node was cordoned
 	EventPhaseStarted     EventType = "PhaseStarted"     // phase 1 or 2 begins
 	EventEvicting         EventType = "Evicting"         // an eviction (or deletion) request is sent
-	EventEvicted          EventType = "Evicted"          // the API accepted it; the pod is terminating
+	EventEvicted          EventType = "Evicted"          // the API accepted it, or (RequestNamespaceTerminating) the pod goes with its namespace; the pod is terminating
 	EventBlocked          EventType = "Blocked"          // a PDB refused (429); sent on every refusal, and when its counts change while waiting
 	EventUnblocked        EventType = "Unblocked"        // the PDB let the pod go after a block
 	EventGone             EventType = "Gone"             // the pod (that UID) no longer exists
@@ -67,6 +67,12 @@ const (
 	// RequestWebhookRefused: an admission webhook refused it
 	// (EventRetrying, or EventEvictionFailed after the last attempt).
 	RequestWebhookRefused RequestResult = "WebhookRefused"
+	// RequestNamespaceTerminating: the pod's namespace is being deleted
+	// (403, cause NamespaceTerminating), which refuses every eviction; the
+	// namespace takes the pod with it. Retried (EventRetrying) until the
+	// pod is terminating, then waited for (EventEvicted), as kubectl drain
+	// does.
+	RequestNamespaceTerminating RequestResult = "NamespaceTerminating"
 	// RequestError: any other failure, transient (EventRetrying) or not
 	// (EventEvictionFailed).
 	RequestError RequestResult = "Error"

@@ -28,17 +28,20 @@ import (
 // the drain's first change, and a refused one changes nothing (see
 // cordon).
 func (ex *execution) preflight(ctx context.Context) error {
+	// A namespace being deleted refuses evictions (403) to everyone: its
+	// pods go with it (namespaceTerminating), so it says nothing of
+	// udrain's permissions.
 	denied := func(err error) bool {
-		return apierrors.IsForbidden(err) && !hasBudgetCause(err) || apierrors.IsUnauthorized(err)
+		return apierrors.IsForbidden(err) && !hasBudgetCause(err) && !apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) ||
+			apierrors.IsUnauthorized(err)
 	}
-	evict := ex.evictor()
 	checked := map[string]bool{}
 	for _, p := range ex.plan.Pods() {
 		if p.Terminating || checked[p.Namespace] || ex.v.gone(p.PodRef) {
 			continue
 		}
 		checked[p.Namespace] = true
-		timedOut, err := ex.d.s.write(ctx, func(ctx context.Context) error { return evict.Evict(ctx, p, ex.deleteOptions(p, true)) })
+		timedOut, err := ex.d.s.write(ctx, func(ctx context.Context) error { return ex.evict.Evict(ctx, p, ex.deleteOptions(p, true)) })
 		if timedOut {
 			// Nothing is changed yet: no retry, the server is not
 			// serving.
@@ -71,7 +74,7 @@ func retryTransient(ctx context.Context, s *settings, emit func(Event), what str
 	for {
 		err := fn()
 		var ue *UnreachableError
-		if err == nil || classifyEvictionError(err) != outcomeTransient || ctx.Err() != nil || errors.As(err, &ue) {
+		if err == nil || !transient(err) || ctx.Err() != nil || errors.As(err, &ue) {
 			return err
 		}
 		delay := b.Step()
@@ -135,24 +138,6 @@ func (ex *execution) deleteOptions(p PlannedPod, dryRun bool) metav1.DeleteOptio
 		opts.DryRun = []string{metav1.DryRunAll}
 	}
 	return opts
-}
-
-func (ex *execution) evictor() Evictor {
-	if ex.d.s.Evictor != nil {
-		return ex.d.s.Evictor
-	}
-	if ex.d.s.helper.DisableEviction {
-		return PodDeletion(ex.d.client)
-	}
-	return EvictionAPI(ex.d.client)
-}
-
-// kubectlPod builds the pod handed to drain.Helper's callbacks.
-func (ex *execution) kubectlPod(p PlannedPod) *corev1.Pod {
-	if cur, ok := ex.v.Pod(p.Namespace, p.Name); ok && cur.UID == p.UID {
-		return cur.DeepCopy()
-	}
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: p.UID}}
 }
 
 // blockInfo reads the budget that refuses p from the watch cache.
@@ -386,10 +371,12 @@ func (ex *execution) waitGone(ctx context.Context) error {
 				ex.progress.Gone++
 				ex.mu.Unlock()
 				ex.emit(podEvent(EventGone, p.phase, p.ref))
+				ex.callbacks.finished(p.ref, nil)
 				continue
 			}
 			if skipAfter > 0 {
 				if cur, ok := ex.v.Pod(p.ref.Namespace, p.ref.Name); ok && cur.DeletionTimestamp != nil && now.Sub(cur.DeletionTimestamp.Time) > skipAfter {
+					ex.callbacks.forget(p.ref)
 					ev := podEvent(EventGone, p.phase, p.ref)
 					ev.Message = fmt.Sprintf("deleted more than %s ago; no longer waited for", skipAfter)
 					ex.emit(ev)

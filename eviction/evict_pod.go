@@ -12,6 +12,9 @@ import (
 
 // evictOne evicts one pod, waiting out budgets and retrying transient
 // errors, and says how it ended: accepted, gone, or waited (terminating).
+// Helper.OnPodDeletionOrEvictionStarted is called before its first
+// request; OnPodDeletionOrEvictionFinished when it is gone (waitGone), or
+// here when it was gone already or its eviction failed for good.
 func (ex *execution) evictOne(ctx context.Context, phase Phase, p PlannedPod) (outcomeKind, error) {
 	if p.Terminating {
 		return outcomeWaited, nil
@@ -19,16 +22,15 @@ func (ex *execution) evictOne(ctx context.Context, phase Phase, p PlannedPod) (o
 	if ex.v.gone(p.PodRef) {
 		return outcomeGone, nil
 	}
-	h := &ex.d.s.helper
-	usingEviction := !h.DisableEviction
-	if h.OnPodDeletionOrEvictionStarted != nil {
-		h.OnPodDeletionOrEvictionStarted(ex.kubectlPod(p), usingEviction)
-	}
+	ex.callbacks.started(ex, p)
 	ex.emit(podEvent(EventEvicting, phase, p.PodRef))
-	pe := &podEviction{ex: ex, phase: phase, p: p, backoff: ex.d.s.Backoff, evict: ex.evictor()}
+	pe := &podEviction{ex: ex, phase: phase, p: p, backoff: ex.d.s.Backoff}
 	kind, err := pe.run(ctx)
-	if h.OnPodDeletionOrEvictionFinished != nil {
-		h.OnPodDeletionOrEvictionFinished(ex.kubectlPod(p), usingEviction, err)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		ex.callbacks.finished(p.PodRef, err)
+	case err == nil && kind == outcomeGone:
+		ex.callbacks.finished(p.PodRef, nil)
 	}
 	return kind, err
 }
@@ -40,7 +42,6 @@ type podEviction struct {
 	phase   Phase
 	p       PlannedPod
 	backoff wait.Backoff
-	evict   Evictor
 	// blocked is the budget refusing the eviction, while one does.
 	blocked *BlockInfo
 	// admissionRefusals and unanswered count the refusals by an
@@ -67,7 +68,7 @@ func (pe *podEviction) run(ctx context.Context) (outcomeKind, error) {
 		}
 		switch kind {
 		case outcomeAccepted, outcomeGone:
-			pe.done(kind)
+			pe.done(kind, nil)
 			return kind, nil
 		case outcomeMultiPDB:
 			return 0, pe.fail(RequestError, &MultiplePDBsError{Pod: p.PodRef, PDBs: p.PDBs})
@@ -76,6 +77,15 @@ func (pe *podEviction) run(ctx context.Context) (outcomeKind, error) {
 		case outcomeAdmission:
 			if err := pe.refusedByAdmission(ctx, err); err != nil {
 				return 0, err
+			}
+		case outcomeNamespaceTerminating:
+			going, err := pe.namespaceTerminating(ctx, err)
+			if err != nil {
+				return 0, err
+			}
+			if going {
+				pe.done(outcomeWaited, err)
+				return outcomeWaited, nil
 			}
 		case outcomeBlocked:
 			pe.blocked = ex.block(p, phase, err)
@@ -100,7 +110,7 @@ func (pe *podEviction) run(ctx context.Context) (outcomeKind, error) {
 // unansweredWrites evictions in a row unanswered.
 func (pe *podEviction) attempt(ctx context.Context) (answer, stop error) {
 	ex, p := pe.ex, pe.p
-	timedOut, err := ex.d.s.write(ctx, func(ctx context.Context) error { return pe.evict.Evict(ctx, p, ex.deleteOptions(p, false)) })
+	timedOut, err := ex.d.s.write(ctx, func(ctx context.Context) error { return ex.evict.Evict(ctx, p, ex.deleteOptions(p, false)) })
 	if err != nil && ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
@@ -115,22 +125,29 @@ func (pe *podEviction) attempt(ctx context.Context) (answer, stop error) {
 	return err, nil
 }
 
-// done reports the pod evicted (accepted) or gone.
-func (pe *podEviction) done(kind outcomeKind) {
+// done reports the pod evicted (accepted), gone, or going with its
+// namespace (waited; refused is the refusal that said so).
+func (pe *podEviction) done(kind outcomeKind, refused error) {
 	ex, p, phase := pe.ex, pe.p, pe.phase
 	if pe.blocked != nil {
 		ex.unblock(p, pe.blocked, phase)
 	}
-	if kind == outcomeAccepted {
+	switch kind {
+	case outcomeAccepted:
 		ex.log.V(2).Info("Evicted", "pod", p.PodRef, "phase", int(phase))
 		ev := podEvent(EventEvicted, phase, p.PodRef)
 		ev.Request = RequestEvicted
 		ex.emit(ev)
-		return
+	case outcomeWaited:
+		ex.log.V(2).Info("Namespace being deleted; waiting for its pod to go", "pod", p.PodRef)
+		ev := podEvent(EventEvicted, phase, p.PodRef)
+		ev.Err, ev.Request, ev.Message = refused, RequestNamespaceTerminating, fmt.Sprintf("namespace %s is being deleted, and the pod with it; waiting for it to go", p.Namespace)
+		ex.emit(ev)
+	default:
+		ev := podEvent(EventGone, phase, p.PodRef)
+		ev.Request, ev.Message = RequestGone, "gone before eviction"
+		ex.emit(ev)
 	}
-	ev := podEvent(EventGone, phase, p.PodRef)
-	ev.Request, ev.Message = RequestGone, "gone before eviction"
-	ex.emit(ev)
 }
 
 // fail reports the pod's eviction failed for err, and returns err.
@@ -161,6 +178,50 @@ func (pe *podEviction) refusedByAdmission(ctx context.Context, err error) error 
 		return ctx.Err()
 	}
 	return nil
+}
+
+// namespaceTerminating handles an eviction refused because the pod's
+// namespace is being deleted (403, cause NamespaceTerminating): the
+// namespace controller deletes the pod, and no eviction is accepted in the
+// meantime. As kubectl drain does, udrain tries again until the pod is
+// terminating, then waits for it to go like a pod that was terminating
+// already (true); it reports each refusal (RequestNamespaceTerminating),
+// and a drain that stops while such pods wait says so. A retry comes
+// after the backoff's next delay, or as soon as the watch sees the pod
+// terminating or gone.
+func (pe *podEviction) namespaceTerminating(ctx context.Context, err error) (bool, error) {
+	ex, p, phase := pe.ex, pe.p, pe.phase
+	ex.mu.Lock()
+	ex.nsWaiting[p.PodRef] = true
+	ex.mu.Unlock()
+	going := func() bool {
+		cur, ok := ex.v.Pod(p.Namespace, p.Name)
+		return !ok || cur.UID != p.UID || cur.DeletionTimestamp != nil
+	}
+	if going() {
+		return true, nil
+	}
+	delay := pe.backoff.Step()
+	ex.log.V(2).Info("Eviction refused: namespace being deleted; retrying", "pod", p.PodRef, "delay", delay)
+	ev := podEvent(EventRetrying, phase, p.PodRef)
+	ev.Err, ev.Request, ev.Message = err, RequestNamespaceTerminating, fmt.Sprintf("namespace %s is being deleted; the pod goes with it: retrying in %s", p.Namespace, delay.Round(time.Millisecond))
+	ex.emit(ev)
+	timer := ex.d.s.Clock.NewTimer(delay)
+	defer timer.Stop()
+	for !going() {
+		changed := ex.v.Changed()
+		if going() {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-timer.C():
+			return false, nil
+		case <-changed:
+		}
+	}
+	return false, nil
 }
 
 // resolveConflict decides a 409: the UID precondition failed because the

@@ -6,17 +6,18 @@ import (
 	"fmt"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/kubectl/pkg/drain"
 
 	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/eviction/evictiontest"
 )
 
-// exampleClient is a fake clientset holding exampleCluster; with spent, its
-// budget allows no disruption (its status counts a group down elsewhere).
+// exampleClient is a fake clientset holding exampleCluster, over which
+// evictions behave as the API server's (package evictiontest); with spent,
+// its budget allows no disruption (its status counts a group down
+// elsewhere), and evicting a leader is refused (429).
 func exampleClient(spent bool) *fake.Clientset {
 	nodes, pods, pdbs := exampleCluster()
 	if spent {
@@ -32,7 +33,7 @@ func exampleClient(spent bool) *fake.Clientset {
 	for i := range pdbs {
 		objs = append(objs, &pdbs[i])
 	}
-	return fake.NewClientset(objs...)
+	return evictiontest.NewClientset(objs...)
 }
 
 // Every stop of a domain is a *DomainError: where it stopped, what was
@@ -40,7 +41,6 @@ func exampleClient(spent bool) *fake.Clientset {
 // the drain's timeout while a budget refused the leader (429).
 func ExampleDomainError() {
 	client := exampleClient(true)
-	client.PrependReactor("create", "pods", refuseEvictions)
 	d, err := eviction.New(client, eviction.Options{Helper: &drain.Helper{GracePeriodSeconds: -1, Timeout: time.Second}})
 	if err != nil {
 		fmt.Println(err)
@@ -88,12 +88,4 @@ func ExampleDrainer_Health() {
 	// ud-1 llama-leaders CaughtUp 1
 	// ud-2 inference/llama-1 GroupReady 2/2 members healthy
 	// ud-2 llama-leaders CaughtUp 1
-}
-
-// refuseEvictions answers every eviction as a spent budget does.
-func refuseEvictions(action k8stesting.Action) (bool, runtime.Object, error) {
-	if action.GetSubresource() != "eviction" {
-		return false, nil, nil
-	}
-	return true, nil, apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
 }

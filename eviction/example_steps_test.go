@@ -5,36 +5,21 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/udrain/udrain/eviction"
 )
 
 // A controller that runs each step itself (to record a condition between
 // them, or to upgrade the nodes its own way) calls Plan, Execute, Uncordon
-// and WaitRecovered in turn: what Rollout does for each domain. Here the
-// fake clientset plays the API server (an accepted eviction deletes its
-// pod) and the StatefulSet controller (the group's pods come back with new
-// UIDs).
+// and WaitRecovered in turn: what Rollout does for each domain. Here
+// package evictiontest's fake clientset plays the API server (an accepted
+// eviction deletes its pod), and the example the StatefulSet controller
+// (the group's pods come back with new UIDs).
 func ExampleDrainer_Execute() {
 	client := exampleClient(false)
 	_, pods, _ := exampleCluster()
-	client.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		if a.GetSubresource() != "eviction" {
-			return false, nil, nil
-		}
-		c := a.(k8stesting.CreateAction)
-		ev := c.GetObject().(*policyv1.Eviction)
-		if ev.DeleteOptions != nil && len(ev.DeleteOptions.DryRun) > 0 {
-			return true, nil, nil // udrain's permission check before its cordon
-		}
-		return true, nil, client.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("pods"), c.GetNamespace(), ev.Name)
-	})
 	d, err := eviction.New(client, eviction.Options{})
 	if err != nil {
 		fmt.Println(err)

@@ -8,10 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/kubernetes/fake"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/drain"
 
@@ -108,18 +106,7 @@ func ExampleNew() {
 // domain's groups to recover before the next one. Here as a client-side dry
 // run, which shows the order without changing anything.
 func ExampleDrainer_Rollout() {
-	nodes, pods, pdbs := exampleCluster()
-	var objs []runtime.Object
-	for i := range nodes {
-		objs = append(objs, &nodes[i])
-	}
-	for i := range pods {
-		objs = append(objs, &pods[i])
-	}
-	for i := range pdbs {
-		objs = append(objs, &pdbs[i])
-	}
-	d, err := eviction.New(fake.NewClientset(objs...), eviction.Options{
+	d, err := eviction.New(exampleClient(false), eviction.Options{
 		Helper: &drain.Helper{GracePeriodSeconds: -1, DryRunStrategy: cmdutil.DryRunClient},
 		OnEvent: func(e eviction.Event) {
 			switch e.Type {

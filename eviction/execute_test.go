@@ -239,11 +239,10 @@ func TestReplacementPodWithSameNameIsNotEvicted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Between plan and execution a worker is deleted and its StatefulSet
-	// creates a replacement with the same name and a new UID.
-	if err := fc.client.CoreV1().Pods(testNS).Delete(ctx, "llm-0-2", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	// Between plan and execution a worker is deleted (by its StatefulSet
+	// controller, behind the fake's back) and a replacement made with the
+	// same name and a new UID.
+	fc.deleteBehindTheAPI("llm-0-2")
 	repl := lwsPod(0, 2, 3, "node-1-1", "replacement-uid")
 	if _, err := fc.client.CoreV1().Pods(testNS).Create(ctx, repl, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package eviction
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -70,7 +71,14 @@ type Options struct {
 	// domain; zero means no limit), PodSelector, DisableEviction,
 	// SkipWaitForDeleteTimeoutSeconds, DryRunStrategy, AdditionalFilters,
 	// EvictErrorRetryDelay (the first retry delay when Backoff is unset)
-	// and the OnPodDeletionOrEviction callbacks. Ignored: Ctx, Client, Out,
+	// and the callbacks, called when kubectl calls them:
+	// OnPodDeletionOrEvictionStarted before a pod's first request,
+	// OnPodDeletionOrEvictionFinished once it is gone (with the error of
+	// an eviction that failed for good), the deprecated
+	// OnPodDeletedOrEvicted once it is gone when Finished is unset.
+	// Without DisableEviction, pods are evicted through the Eviction API
+	// version the server's discovery serves, or deleted when it serves
+	// none (kubectl's CheckEvictionSupport). Ignored: Ctx, Client, Out,
 	// ErrOut, Selector (the domain selects the nodes), ChunkSize (udrain
 	// reads through informers, which page their lists themselves).
 	// Nil means KubectlDefaults().
@@ -114,7 +122,7 @@ type Options struct {
 
 	// Evictor performs evictions; nil means the Eviction API (or pod
 	// deletion with Helper.DisableEviction, which cannot be combined with
-	// an Evictor).
+	// an Evictor, or on a server that serves no pods/eviction).
 	Evictor Evictor
 
 	// Clock is used for timestamps, the pauses between retries, the GPU
@@ -414,7 +422,10 @@ func (o RolloutOptions) Validate() error {
 }
 
 // write runs one write request within RequestTimeout. timedOut is true
-// when the request ran out of it (while ctx itself goes on).
+// when the request ran out of it (while ctx itself goes on); its error
+// then says so (errors.Is context.DeadlineExceeded), whatever the
+// transport made of the cut, so that it is retried as a server that did
+// not answer.
 func (s *settings) write(ctx context.Context, request func(context.Context) error) (timedOut bool, err error) {
 	if s.RequestTimeout < 0 {
 		return false, request(ctx)
@@ -422,5 +433,17 @@ func (s *settings) write(ctx context.Context, request func(context.Context) erro
 	rctx, cancel := context.WithTimeout(ctx, s.RequestTimeout)
 	defer cancel()
 	err = request(rctx)
-	return err != nil && ctx.Err() == nil && rctx.Err() != nil, err
+	timedOut = err != nil && ctx.Err() == nil && rctx.Err() != nil
+	if timedOut && !errors.Is(err, context.DeadlineExceeded) {
+		err = &unansweredError{err}
+	}
+	return timedOut, err
 }
+
+// unansweredError is the error of a write that ran out of RequestTimeout
+// without its transport saying so: its own text, and
+// context.DeadlineExceeded to errors.Is.
+type unansweredError struct{ err error }
+
+func (e *unansweredError) Error() string   { return e.err.Error() }
+func (e *unansweredError) Unwrap() []error { return []error{e.err, context.DeadlineExceeded} }

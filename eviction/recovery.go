@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -35,6 +36,44 @@ type wantedGroup struct {
 	size     int
 	// stranded: found by addStranded on resume, not taken from a plan.
 	stranded bool
+	// namespaceDeleted: its namespace was being deleted during the drain
+	// (its evictions were refused NamespaceTerminating): its pods went
+	// with it, and nothing comes back.
+	namespaceDeleted bool
+}
+
+// deletedNamespaces notes, from a drain's events, the namespaces found
+// being deleted (an answer RequestNamespaceTerminating), for
+// recoveryTarget.forgetDeletedNamespaces. Safe for the drain's
+// concurrent events.
+type deletedNamespaces struct {
+	mu  sync.Mutex
+	set map[string]bool
+}
+
+func (d *deletedNamespaces) note(e Event) {
+	if e.Request != RequestNamespaceTerminating || e.Pod == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.set == nil {
+		d.set = map[string]bool{}
+	}
+	d.set[e.Pod.Namespace] = true
+}
+
+// forgetDeletedNamespaces marks the groups of the namespaces d noted: once
+// no pod of such a namespace is left, recovery no longer waits for them
+// (see judgeGroups).
+func (t *recoveryTarget) forgetDeletedNamespaces(d *deletedNamespaces) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i := range t.groups {
+		if d.set[t.groups[i].id.Namespace] {
+			t.groups[i].namespaceDeleted = true
+		}
+	}
 }
 
 func targetFromPlan(p *Plan) recoveryTarget {
@@ -226,8 +265,9 @@ func (v *view) evaluateWith(t recoveryTarget, groupers []topology.Grouper, now t
 }
 
 // judgeGroups judges the wanted groups as they are now, wherever their
-// pods run, namespace by namespace; a stranded group whose namespace has
-// no pod left is not judged (see evaluate).
+// pods run, namespace by namespace; a stranded group, or one whose
+// namespace was being deleted, is not judged once its namespace has no
+// pod left (see evaluate).
 func (v *view) judgeGroups(wants []wantedGroup, groupers []topology.Grouper, memo *podcache.Memo) []health.GroupStatus {
 	byNS := map[string][]wantedGroup{}
 	for _, g := range wants {
@@ -245,12 +285,13 @@ func (v *view) judgeGroups(wants []wantedGroup, groupers []topology.Grouper, mem
 			var st health.GroupStatus
 			if g := byID[want.id]; g != nil {
 				st = health.Evaluate(g, health.Options{MinSize: want.size, RequireLeader: want.leader != ""})
-			} else if want.stranded && len(v.PodObjectsIn(ns)) == 0 {
+			} else if (want.stranded || want.namespaceDeleted) && len(v.PodObjectsIn(ns)) == 0 {
 				// A stranded group is known from the Pending or incomplete
 				// pods it had when the rollout resumed, not from an
 				// eviction of this run: once no pod of its namespace is
 				// left, its workload was deleted (the namespace with it),
-				// and nothing will come back to wait for.
+				// and nothing will come back to wait for. So with a group
+				// whose namespace the drain found being deleted.
 				continue
 			} else {
 				st = health.Absent(want.id, want.workload, want.leader, want.size)

@@ -163,12 +163,16 @@ func (s *domainRun) prepare(ctx context.Context) error {
 // drainDomain cordons the domain and evicts its plan's pods, phase 1
 // first; its error is a *DomainError of the drain's stage.
 func (s *domainRun) drainDomain(ctx context.Context) error {
-	var observe func(Event)
-	if s.down != nil {
-		observe = s.down.observe
+	var deleted deletedNamespaces
+	observe := func(e Event) {
+		deleted.note(e)
+		if s.down != nil {
+			s.down.observe(e)
+		}
 	}
 	drained, err := s.r.d.execute(ctx, s.r.v, s.plan, s.r.id, observe)
 	s.out.Drain, s.drain = drained, drained
+	s.target.forgetDeletedNamespaces(&deleted)
 	if err == nil && s.down != nil {
 		s.down.drainDone()
 	}

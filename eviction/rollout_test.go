@@ -326,10 +326,7 @@ func TestResumedDomainWaitsForItsStrandedGroups(t *testing.T) {
 	}
 	// The group is scheduled back into ud-2 and becomes Ready.
 	for w := 0; w < size; w++ {
-		name := lwsPod(1, w, size, "", "").Name
-		if err := fc.client.CoreV1().Pods(testNS).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		fc.deleteBehindTheAPI(lwsPod(1, w, size, "", "").Name)
 	}
 	fc.recreateGroup(ctx, 1, size, 2, nodesPer, domains)
 	if err := <-done; err != nil {
@@ -448,9 +445,7 @@ func TestResumedDomainIgnoresAPendingGroupOfAnotherPool(t *testing.T) {
 	done := resumeStrandedUD2(t, ctx, fc, d2, log, RolloutOptions{ID: "r", Domains: ours, RecoveryTimeout: 20 * time.Second})
 	// ud-2's own group comes back; the other pool's stays Pending.
 	for w := 0; w < size; w++ {
-		if err := fc.client.CoreV1().Pods(testNS).Delete(ctx, lwsPod(1, w, size, "", "").Name, metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		fc.deleteBehindTheAPI(lwsPod(1, w, size, "", "").Name)
 	}
 	fc.recreateGroup(ctx, 1, size, 2, nodesPer, domains)
 	select {
@@ -489,9 +484,7 @@ func TestResumedDomainForgetsADeletedStrandedGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range pods.Items {
-		if err := fc.client.CoreV1().Pods(testNS).Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		fc.deleteBehindTheAPI(p.Name)
 	}
 	select {
 	case err := <-done:

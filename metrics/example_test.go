@@ -44,6 +44,7 @@ udrain_eviction_requests_total{result="budget_refused"} 1
 udrain_eviction_requests_total{result="error"} 0
 udrain_eviction_requests_total{result="evicted"} 1
 udrain_eviction_requests_total{result="gone"} 0
+udrain_eviction_requests_total{result="namespace_terminating"} 0
 udrain_eviction_requests_total{result="webhook_refused"} 0
 `), metrics.EvictionRequests)
 	fmt.Println("requests by result as expected:", err == nil)

@@ -54,7 +54,10 @@ const (
 	ResultGone           Result = "gone"
 	ResultBudgetRefused  Result = "budget_refused"
 	ResultWebhookRefused Result = "webhook_refused"
-	ResultError          Result = "error"
+	// ResultNamespaceTerminating: the pod's namespace is being deleted,
+	// which refuses every eviction and takes the pod with it.
+	ResultNamespaceTerminating Result = "namespace_terminating"
+	ResultError                Result = "error"
 )
 
 // Phase is the value of the phase label of PhaseDuration and
@@ -115,4 +118,4 @@ const (
 // states are every State, for the Domains gauge's series.
 var states = []State{StatePending, StateHeld, StateDraining, StateDrained, StateUpgrading, StateRecovering, StateSkipped, StateDone, StateFailed}
 
-var results = []Result{ResultEvicted, ResultGone, ResultBudgetRefused, ResultWebhookRefused, ResultError}
+var results = []Result{ResultEvicted, ResultGone, ResultBudgetRefused, ResultWebhookRefused, ResultNamespaceTerminating, ResultError}

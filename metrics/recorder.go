@@ -144,6 +144,8 @@ func (r *Recorder) request(e eviction.Event) {
 		res = ResultBudgetRefused
 	case eviction.RequestWebhookRefused:
 		res = ResultWebhookRefused
+	case eviction.RequestNamespaceTerminating:
+		res = ResultNamespaceTerminating
 	case eviction.RequestError:
 		res = ResultError
 	default:

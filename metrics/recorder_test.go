@@ -385,6 +385,20 @@ func TestRolloutDomainStates(t *testing.T) {
 	}
 }
 
+// TestRecorderCountsNamespaceTerminating: an eviction refused because the
+// pod's namespace is being deleted is counted as such, retried or not.
+func TestRecorderCountsNamespaceTerminating(t *testing.T) {
+	r, reg := newRecorder(t)
+	p := pod("llm-0")
+	r.Record(eviction.Event{Time: at(0), Type: eviction.EventRetrying, Domain: "ud-1", Pod: p, Request: eviction.RequestNamespaceTerminating})
+	r.Record(eviction.Event{Time: at(1), Type: eviction.EventEvicted, Domain: "ud-1", Pod: p, Request: eviction.RequestNamespaceTerminating})
+	for result, want := range map[Result]float64{ResultNamespaceTerminating: 2, ResultError: 0, ResultEvicted: 0} {
+		if got, _ := value(t, reg, EvictionRequests, map[string]string{"result": string(result)}); got != want {
+			t.Errorf("%s{result=%s} = %v, want %v", EvictionRequests, result, got, want)
+		}
+	}
+}
+
 // With parallel domains, every domain in flight has its own state at
 // once, and a domain held back shows as held until it starts.
 func TestParallelDomainStates(t *testing.T) {

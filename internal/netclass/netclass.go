@@ -10,6 +10,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -75,6 +76,41 @@ func Of(err error) Class {
 		return TLSHandshake
 	}
 	return Other
+}
+
+// ConnectionLost says whether err is a connection that broke under a
+// request: reset by the server, closed in the middle of an answer (EOF),
+// or an HTTP/2 connection lost or ended by the server (GOAWAY), as an API
+// server that restarts leaves its clients' requests. It is client-go's own
+// rule for a request it may retry (k8s.io/client-go/rest, with
+// k8s.io/apimachinery/pkg/util/net's IsConnectionReset, IsProbableEOF and
+// IsHTTP2ConnectionLost), written over the standard library so that
+// readiness, which classifies with this package, imports no Kubernetes
+// module. Of calls these Other: they say nothing of why the server went
+// away.
+func ConnectionLost(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) {
+		return true
+	}
+	// The words of the errors net/http returns, as plain strings, for a
+	// connection that broke (client-go matches the same).
+	msg := strings.ToLower(err.Error())
+	for _, lost := range []string{
+		"connection reset by peer",
+		"broken pipe",
+		"use of closed network connection",
+		"can't write http request on broken connection",
+		"http2: server sent goaway and closed the connection",
+		"http2: client connection lost",
+	} {
+		if strings.Contains(msg, lost) {
+			return true
+		}
+	}
+	return false
 }
 
 // IsTLS says whether c is one of the TLS classes.

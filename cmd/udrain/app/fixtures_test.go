@@ -17,10 +17,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -31,6 +29,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/udrain/udrain/eviction/evictiontest"
 	"github.com/udrain/udrain/internal/testkit"
 	"github.com/udrain/udrain/internal/testkit/kube"
 	"github.com/udrain/udrain/topology"
@@ -56,11 +55,12 @@ var (
 //	ud-2: gpu-3, gpu-4          LWS group llama-1; gpu-4 advertises no GPUs
 //
 // with a PDB over the llama leaders, and an NVIDIA device plugin DaemonSet
-// that does not tolerate the GPU nodes' taint. Evictions are answered by a
-// reactor that enforces budgets like the Eviction API (429 when the budget
-// allows no disruption) and deletes the pod; with recreate, the pod comes
-// back at once with a new UID, Running and Ready, as a StatefulSet and a
-// kubelet would bring it back.
+// that does not tolerate the GPU nodes' taint. Evictions are answered by
+// package evictiontest's fake API server (429 when the budget allows no
+// disruption, else the budget spent and the pod deleted); with recreate,
+// the pod comes back at once with a new UID, Running and Ready, as a
+// StatefulSet and a kubelet would bring it back, and its budget gets the
+// disruption back, as the disruption controller would give it.
 type cluster struct {
 	client *fake.Clientset
 
@@ -219,57 +219,41 @@ func newCluster(t *testing.T, opts ...clusterOption) *cluster {
 		objs = append(objs, d)
 	}
 	c := &cluster{client: fake.NewClientset(objs...)}
-	c.client.PrependReactor("create", "pods", c.evict)
+	evictiontest.Install(c.client, evictiontest.Options{OnEvicted: c.evicted1})
 	return c
 }
 
-func (c *cluster) evict(action k8stesting.Action) (bool, runtime.Object, error) {
-	if action.GetSubresource() != "eviction" {
-		return false, nil, nil
-	}
-	ev := action.(k8stesting.CreateAction).GetObject().(*policyv1.Eviction)
-	tr := c.client.Tracker()
-	obj, err := tr.Get(podsGVR, ev.Namespace, ev.Name)
-	if err != nil {
-		return true, nil, err
-	}
-	pod := obj.(*corev1.Pod)
-	if pre := ev.DeleteOptions; pre != nil && pre.Preconditions != nil && pre.Preconditions.UID != nil && *pre.Preconditions.UID != pod.UID {
-		return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, pod.Name, fmt.Errorf("UID mismatch"))
-	}
-	list, err := tr.List(pdbsGVR, schema.GroupVersionKind{Group: "policy", Version: "v1", Kind: "PodDisruptionBudget"}, ev.Namespace)
-	if err != nil {
-		return true, nil, err
-	}
-	for _, b := range list.(*policyv1.PodDisruptionBudgetList).Items {
-		sel, err := metav1.LabelSelectorAsSelector(b.Spec.Selector)
-		if err == nil && sel.Matches(labels.Set(pod.Labels)) && b.Status.DisruptionsAllowed <= 0 {
-			e := apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
-			e.ErrStatus.Details.Causes = append(e.ErrStatus.Details.Causes, metav1.StatusCause{
-				Type: policyv1.DisruptionBudgetCause, Message: fmt.Sprintf("The disruption budget %s needs %d healthy pods and has %d currently", b.Name, b.Status.DesiredHealthy, b.Status.CurrentHealthy)})
-			return true, nil, e
-		}
-	}
-	if ev.DeleteOptions != nil && len(ev.DeleteOptions.DryRun) > 0 {
-		return true, nil, nil
-	}
-	if err := tr.Delete(podsGVR, pod.Namespace, pod.Name); err != nil {
-		return true, nil, err
-	}
+// evicted1 records a pod the API removed and, with recreate, brings it
+// back (evictiontest's OnEvicted).
+func (c *cluster) evicted1(tr k8stesting.ObjectTracker, pod *corev1.Pod) error {
 	c.mu.Lock()
 	c.evictions = append(c.evictions, pod.Namespace+"/"+pod.Name)
 	recreate := c.recreate
 	c.uidSeq++
 	uid := types.UID(fmt.Sprintf("%s-new-%d", pod.UID, c.uidSeq))
 	c.mu.Unlock()
-	if recreate {
-		p := pod.DeepCopy()
-		p.UID, p.ResourceVersion = uid, ""
-		if err := tr.Add(p); err != nil {
-			return true, nil, err
+	if !recreate {
+		return nil
+	}
+	p := pod.DeepCopy()
+	p.UID, p.ResourceVersion = uid, ""
+	if err := tr.Add(p); err != nil {
+		return err
+	}
+	list, err := tr.List(pdbsGVR, schema.GroupVersionKind{Group: "policy", Version: "v1", Kind: "PodDisruptionBudget"}, pod.Namespace)
+	if err != nil {
+		return err
+	}
+	for _, b := range list.(*policyv1.PodDisruptionBudgetList).Items {
+		if _, spent := b.Status.DisruptedPods[pod.Name]; spent {
+			delete(b.Status.DisruptedPods, pod.Name)
+			b.Status.DisruptionsAllowed++
+			if err := tr.Update(pdbsGVR, &b, b.Namespace); err != nil {
+				return err
+			}
 		}
 	}
-	return true, nil, nil
+	return nil
 }
 
 func (c *cluster) evicted() []string {

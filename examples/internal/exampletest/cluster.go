@@ -6,15 +6,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/udrain/udrain/eviction/evictiontest"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -38,11 +37,12 @@ const (
 // node-a1, node-a2) and ud-2 (node-b1, node-b2), one LeaderWorkerSet group
 // of two pods per domain (leader llm-0 or llm-1 and worker llm-0-1 or
 // llm-1-1, each pod's UID its name) in namespace serving, and a PDB over
-// the leaders. Evictions behave as the API's: a budget allowing nothing
-// answers 429, a dry run changes nothing, and an evicted pod comes back at
-// once with a new UID (name-N), Running and Ready (see
-// ClusterOptions.Unready), as a StatefulSet and a kubelet would bring it
-// back.
+// the leaders. Evictions behave as the API's (package evictiontest): a
+// budget allowing nothing answers 429, a dry run changes nothing; and an
+// evicted pod comes back at once with a new UID (name-N), Running and
+// Ready (see ClusterOptions.Unready), as a StatefulSet and a kubelet would
+// bring it back, its budget given back the disruption once it is Ready,
+// as the disruption controller would.
 func FakeCluster(opts ClusterOptions) *fake.Clientset {
 	var objs []runtime.Object
 	yes := true
@@ -72,34 +72,9 @@ func FakeCluster(opts ClusterOptions) *fake.Clientset {
 		Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: opts.Allowed, CurrentHealthy: 2, DesiredHealthy: 1, ExpectedPods: 2},
 	})
 	client := fake.NewClientset(objs...)
-	pods := corev1.SchemeGroupVersion.WithResource("pods")
 	var mu sync.Mutex
 	seq := 0
-	client.PrependReactor("create", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
-		if action.GetSubresource() != "eviction" {
-			return false, nil, nil
-		}
-		ev := action.(k8stesting.CreateAction).GetObject().(*policyv1.Eviction)
-		tr := client.Tracker()
-		obj, err := tr.Get(pods, ev.Namespace, ev.Name)
-		if err != nil {
-			return true, nil, err
-		}
-		pod := obj.(*corev1.Pod)
-		pdb, err := tr.Get(policyv1.SchemeGroupVersion.WithResource("poddisruptionbudgets"), FakeClusterNamespace, FakeClusterPDB)
-		if err != nil {
-			return true, nil, err
-		}
-		b := pdb.(*policyv1.PodDisruptionBudget)
-		if sel, _ := metav1.LabelSelectorAsSelector(b.Spec.Selector); sel.Matches(labels.Set(pod.Labels)) && b.Status.DisruptionsAllowed <= 0 {
-			return true, nil, apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
-		}
-		if ev.DeleteOptions != nil && len(ev.DeleteOptions.DryRun) > 0 {
-			return true, nil, nil // udrain checks its permission with a dry run first
-		}
-		if err := tr.Delete(pods, ev.Namespace, ev.Name); err != nil {
-			return true, nil, err
-		}
+	evictiontest.Install(client, evictiontest.Options{OnEvicted: func(tr k8stesting.ObjectTracker, pod *corev1.Pod) error {
 		mu.Lock()
 		seq++
 		pod.UID, pod.ResourceVersion = types.UID(fmt.Sprintf("%s-%d", pod.Name, seq)), ""
@@ -107,7 +82,21 @@ func FakeCluster(opts ClusterOptions) *fake.Clientset {
 		if opts.Unready {
 			pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady"}}
 		}
-		return true, nil, tr.Add(pod)
-	})
+		if err := tr.Add(pod); err != nil {
+			return err
+		}
+		pdbs := policyv1.SchemeGroupVersion.WithResource("poddisruptionbudgets")
+		obj, err := tr.Get(pdbs, FakeClusterNamespace, FakeClusterPDB)
+		if err != nil {
+			return err
+		}
+		b := obj.(*policyv1.PodDisruptionBudget)
+		if _, spent := b.Status.DisruptedPods[pod.Name]; !spent || opts.Unready {
+			return nil
+		}
+		delete(b.Status.DisruptedPods, pod.Name)
+		b.Status.DisruptionsAllowed++
+		return tr.Update(pdbs, b, FakeClusterNamespace)
+	}})
 	return client
 }
