@@ -180,11 +180,7 @@ func TestParallelRolloutKeepsToTheBudget(t *testing.T) {
 			if tc.wantHeld && budget == 0 {
 				t.Errorf("no DomainHeld event names the budget: %v", eventMessages(held))
 			}
-			var statuses []DomainStatus
-			for _, o := range res.Domains {
-				statuses = append(statuses, o.Status)
-			}
-			if diff := cmp.Diff([]DomainStatus{DomainDone, DomainDone, DomainDone, DomainDone}, statuses); diff != "" {
+			if diff := cmp.Diff([]DomainStatus{DomainDone, DomainDone, DomainDone, DomainDone}, statusesOf(res)); diff != "" {
 				t.Errorf("statuses (-want +got):\n%s", diff)
 			}
 			nodes, _ := fc.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
@@ -231,11 +227,7 @@ func TestParallelRolloutStopsTheOthersOnAnError(t *testing.T) {
 	if err == nil || !errorsAs[*DomainError](err) {
 		t.Fatalf("Rollout: %v, want the DomainError of ud-1", err)
 	}
-	var statuses []DomainStatus
-	for _, o := range res.Domains {
-		statuses = append(statuses, o.Status)
-	}
-	if diff := cmp.Diff([]DomainStatus{DomainFailed, DomainInterrupted, DomainPending, DomainPending}, statuses); diff != "" {
+	if diff := cmp.Diff([]DomainStatus{DomainFailed, DomainInterrupted, DomainPending, DomainPending}, statusesOf(res)); diff != "" {
 		t.Errorf("statuses (-want +got):\n%s", diff)
 	}
 	for _, name := range []string{"node-1-1", "node-2-1"} {
@@ -275,11 +267,7 @@ func TestParallelRolloutStopsTheOthersOnAnError(t *testing.T) {
 	if len(fc.uids) != 8 {
 		t.Errorf("%d evictions over both runs (%d in the first), want 8, each pod once: %v", len(fc.uids), evictedBefore, fc.evicted())
 	}
-	statuses = nil
-	for _, o := range res.Domains {
-		statuses = append(statuses, o.Status)
-	}
-	if diff := cmp.Diff([]DomainStatus{DomainDone, DomainDone, DomainDone, DomainDone}, statuses); diff != "" {
+	if diff := cmp.Diff([]DomainStatus{DomainDone, DomainDone, DomainDone, DomainDone}, statusesOf(res)); diff != "" {
 		t.Errorf("statuses of the resumed rollout (-want +got):\n%s", diff)
 	}
 }
@@ -287,4 +275,13 @@ func TestParallelRolloutStopsTheOthersOnAnError(t *testing.T) {
 func errorsAs[T error](err error) bool {
 	var target T
 	return errors.As(err, &target)
+}
+
+// statusesOf lists the statuses of a rollout's domains, in order.
+func statusesOf(res *RolloutResult) []DomainStatus {
+	var out []DomainStatus
+	for _, o := range res.Domains {
+		out = append(out, o.Status)
+	}
+	return out
 }

@@ -108,13 +108,15 @@ type start struct {
 
 // admit decides which of the pending domains (indexes into res.Domains,
 // in order) start now beside those flying: one at a time without
-// Parallel; else a domain the rollout holds cordoned (a stopped run was
+// Parallel (and in a dry run); else a domain the rollout holds cordoned (a stopped run was
 // in it) at once, and the others as the admission allows over the
 // cluster as it is now. held reports that a domain was held back by a
 // budget or by room (not by the limit alone): the rollout looks again
 // later.
 func (r *rollout) admit(ctx context.Context, pending []int, flying []*domainRun) (starts []start, held bool) {
-	if r.opts.serial() {
+	// A dry run changes nothing a decision could wait for: its plan's
+	// schedule says what the parallelism would do.
+	if r.opts.serial() || r.dryRun() {
 		if len(flying) == 0 {
 			return []start{{idx: pending[0]}}, false
 		}
