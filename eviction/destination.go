@@ -119,15 +119,16 @@ type destinationInput struct {
 //   - udrain's cordons and its pending-upgrade taint are the simulation's
 //     own (a domain is closed while it drains, pending ones are steered
 //     around); a node cordoned by someone else stays closed throughout;
-//   - ordinary pods (of no group) leave their nodes when their domain
-//     drains but are not placed anywhere: they may take room in the
-//     cluster that the model gives to groups;
+//   - the pods of no group a domain's drain evicts (a Deployment's) are
+//     placed one by one after its groups (placeOther), first fit, on the
+//     domains the steering lets them use, an upgraded one first; a pod
+//     without a controller is not replaced and takes no room;
 //   - the candidate domains are tried in the rollout's order, then the
 //     domains outside it in natural order; the scheduler may pick
 //     another one with room.
 func destinations(in destinationInput) []GroupDestination {
 	a := &admission{sim: newDestSim(in), steering: in.steering}
-	_, dests, _ := a.schedule(in, 1, true)
+	_, dests, _, _ := a.schedule(in, 1, true)
 	return dests
 }
 
@@ -179,7 +180,7 @@ func (r *rollout) planDestinations(snap *Snapshot) error {
 	if !r.opts.serial() {
 		a = newAdmission(in, snap.PDBs, groupersFor(r.d.s, snap))
 	}
-	sched, dests, peak := a.schedule(in, r.opts.limit(), r.opts.serial())
+	sched, dests, peak, _ := a.schedule(in, r.opts.limit(), r.opts.serial())
 	r.res.Destinations, r.res.Parallel, r.res.MaxInFlight = dests, r.opts.Parallel, peak
 	if !r.opts.serial() {
 		r.res.Schedule = sched

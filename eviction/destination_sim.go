@@ -61,8 +61,10 @@ type destSim struct {
 	in      destinationInput
 	domains map[string]*simDomain
 	// movedIn are the groups that landed on a pending domain, by domain:
-	// its drain evicts them again.
-	movedIn map[string][]*simGroup
+	// its drain evicts them again; movedInPods the same for pods of no
+	// group.
+	movedIn     map[string][]*simGroup
+	movedInPods map[string][]*corev1.Pod
 	// journal, while not nil, records each change, so that a trial can
 	// be undone (see trial).
 	journal *[]simChange
@@ -77,6 +79,8 @@ type destSim struct {
 	static     map[podNode]bool
 	affinity   map[*corev1.Pod]nodeaffinity.RequiredNodeAffinity
 	anti       map[*corev1.Pod][]antiTerm
+	// others is where pods of no group are placed (see placeOther).
+	others otherPlacement
 }
 
 type podNode struct {
@@ -85,14 +89,16 @@ type podNode struct {
 }
 
 // simChange is a change of the simulation a trial may undo: a pod added
-// to or removed from a node, a domain's state changed, a group moved in.
+// to or removed from a node, a domain's state changed, a group or a pod
+// of no group moved in.
 type simChange struct {
-	added   bool
-	pod     *corev1.Pod
-	node    *simNode
-	domain  *simDomain
-	state   simState
-	movedTo string
+	added      bool
+	pod        *corev1.Pod
+	node       *simNode
+	domain     *simDomain
+	state      simState
+	movedTo    string
+	movedPodTo string
 }
 
 type antiTerm struct {
@@ -104,7 +110,7 @@ type antiTerm struct {
 
 func newDestSim(in destinationInput) *destSim {
 	n := len(in.pods)
-	s := &destSim{in: in, domains: map[string]*simDomain{}, movedIn: map[string][]*simGroup{}, nodeOf: make(map[*corev1.Pod]*simNode, n),
+	s := &destSim{in: in, domains: map[string]*simDomain{}, movedIn: map[string][]*simGroup{}, movedInPods: map[string][]*corev1.Pod{}, nodeOf: make(map[*corev1.Pod]*simNode, n),
 		requests: map[*corev1.Pod]map[corev1.ResourceName]int64{}, static: map[podNode]bool{}, affinity: map[*corev1.Pod]nodeaffinity.RequiredNodeAffinity{}, anti: map[*corev1.Pod][]antiTerm{}}
 	inOrder := map[string]bool{}
 	for _, name := range in.order {
@@ -347,6 +353,7 @@ func (s *destSim) trial(fn func() bool) bool {
 	// Undone unjournaled: an outer trial never sees these changes.
 	s.journal = nil
 	defer func() { s.journal = outer }()
+	s.others.forget() // room came back: the cursors may have passed it
 	for i := len(changes) - 1; i >= 0; i-- {
 		c := changes[i]
 		switch {
@@ -354,6 +361,8 @@ func (s *destSim) trial(fn func() bool) bool {
 			c.domain.state = c.state
 		case c.movedTo != "":
 			s.movedIn[c.movedTo] = s.movedIn[c.movedTo][:len(s.movedIn[c.movedTo])-1]
+		case c.movedPodTo != "":
+			s.movedInPods[c.movedPodTo] = s.movedInPods[c.movedPodTo][:len(s.movedInPods[c.movedPodTo])-1]
 		case c.added:
 			s.remove(c.pod)
 		default:
@@ -375,8 +384,12 @@ func (s *destSim) moveIn(to string, g *simGroup) {
 // pods it evicts (groups with theirs, and others) leave it, and each
 // group, and each group that had landed on it, goes where
 // destination finds room; those that can only wait for the domain itself
-// are returned to be placed back by finish.
-func (s *destSim) start(name string, groups []*simGroup, others []*corev1.Pod) (dests []GroupDestination, back []*simGroup) {
+// are returned to be placed back by finish. Then the other pods, and
+// those that had landed on it, go where placeOther finds room. roomy
+// reports that every group and other pod found room in an upgraded
+// domain (or one outside the rollout), or none at all (a group that
+// waits for its own domain): none lands on a pending domain.
+func (s *destSim) start(name string, groups []*simGroup, others []*corev1.Pod) (dests []GroupDestination, back []*simGroup, roomy bool) {
 	s.setState(s.domains[name], simDraining)
 	for _, g := range groups {
 		for _, p := range g.pods {
@@ -392,6 +405,7 @@ func (s *destSim) start(name string, groups []*simGroup, others []*corev1.Pod) (
 		}
 		groups = append(groups, g)
 	}
+	roomy = true
 	for _, g := range groups {
 		dest, to := s.destination(g, name)
 		switch dest.Kind {
@@ -400,10 +414,18 @@ func (s *destSim) start(name string, groups []*simGroup, others []*corev1.Pod) (
 			continue
 		case DestinationDisruptedAgain:
 			s.moveIn(to, g)
+			roomy = false
 		}
 		dests = append(dests, dest)
 	}
-	return dests, back
+	others = append(slices.Clone(others), s.movedInPods[name]...)
+	for _, p := range s.movedInPods[name] {
+		s.remove(p)
+	}
+	for _, p := range others {
+		roomy = s.placeOther(p) && roomy
+	}
+	return dests, back, roomy
 }
 
 // finish simulates the end of domain name's upgrade: it is upgraded, and
