@@ -336,8 +336,10 @@ func (r *rollout) taint(ctx context.Context) error {
 	}
 	var names []string
 	for _, name := range r.domains {
+		// Not a domain a stopped run left cordoned: its cordon took the
+		// taint off (see execution.cordon).
 		dom := mustDomain(r.layout, name)
-		if !upgradedBy(r.nodes, dom, r.id) {
+		if !upgradedBy(r.nodes, dom, r.id) && !cordonedBy(r.nodes, dom, r.id) {
 			names = append(names, dom.Nodes...)
 		}
 	}
