@@ -180,8 +180,14 @@ func (r *rollout) planDestinations(snap *Snapshot) error {
 	if !r.opts.serial() {
 		a = newAdmission(in, snap.PDBs, groupersFor(r.d.s, snap))
 	}
-	sched, dests, peak, _ := a.schedule(in, r.opts.limit(), r.opts.serial())
+	sched, dests, peak, roomy := a.schedule(in, r.opts.limit(), r.opts.serial())
 	r.res.Destinations, r.res.Parallel, r.res.MaxInFlight = dests, r.opts.Parallel, peak
+	r.roomy, r.firstWave = roomy, nil
+	for _, s := range sched {
+		if s.After == "" {
+			r.firstWave = append(r.firstWave, s.Domain)
+		}
+	}
 	if !r.opts.serial() {
 		r.res.Schedule = sched
 	}

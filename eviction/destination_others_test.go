@@ -35,7 +35,8 @@ func cpuNode(domain int, gpus int64, cpus string) *corev1.Node {
 }
 
 // TestScheduleFindsRoomForEveryPod pins which domains the simulated
-// rollout finds upgraded room for every pod they evict: three domains of one 8-GPU node; ud-1 and ud-2
+// rollout finds upgraded room for every pod they evict (what SteerAuto
+// taints pending domains NoSchedule for): three domains of one 8-GPU node; ud-1 and ud-2
 // hold a group of two 4-GPU pods and three one-CPU pods of ReplicaSet
 // "web" on 4 CPUs; the spare ud-3 has room for the group and spare
 // CPUs.
@@ -105,6 +106,7 @@ func TestPlaceOther(t *testing.T) {
 		upgraded []bool // per web pod: upgraded room took it
 		onUD2    int    // pods that landed on the pending ud-2
 	}{
+		{SteerAuto, []bool{true, false, false}, 2},
 		{SteerPreferUpgraded, []bool{true, false, false}, 2},
 		{SteerStrict, []bool{true, false, false}, 0},
 	} {

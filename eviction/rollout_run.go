@@ -51,6 +51,13 @@ type rollout struct {
 	// tainted are the nodes that carry the rollout's pending-upgrade
 	// taint (put on by this run or an earlier one), until uncordoned.
 	tainted map[string]bool
+	// effect is the taint's effect on the pending domains now; roomy
+	// says, by domain, whether the first look's simulation found
+	// upgraded room for every pod the domain evicts as it starts, and
+	// firstWave are the domains it starts first (SteerAuto).
+	effect    corev1.TaintEffect
+	roomy     map[string]bool
+	firstWave []string
 	// firstPlans are the plans of the first look, by domain, for the
 	// order and the destinations (made once; nil for upgraded domains).
 	firstPlans map[string]*Plan
@@ -330,10 +337,15 @@ func (r *rollout) taint(ctx context.Context) error {
 			r.tainted[n.Name] = true
 		}
 	}
-	effect := r.opts.Steering.effect()
+	roomy := true
+	for _, name := range r.firstWave {
+		roomy = roomy && r.roomy[name]
+	}
+	effect := r.opts.Steering.effect(roomy)
 	if r.dryRun() || effect == "" {
 		return nil
 	}
+	r.effect = effect
 	var names []string
 	for _, name := range r.domains {
 		// Not a domain a stopped run left cordoned: its cordon took the
@@ -347,7 +359,19 @@ func (r *rollout) taint(ctx context.Context) error {
 	for _, n := range names {
 		r.tainted[n] = true
 	}
-	r.logger.V(2).Info("Tainted the nodes of the domains still to upgrade", "nodes", len(done), "effect", effect)
+	// A domain's cordon takes the taint off as the view shows its nodes:
+	// let it show the taint first, or it stays on the first domains.
+	if err == nil && !r.v.WaitFor(ctx, 10*time.Second, func() bool {
+		for _, n := range done {
+			if node, ok := r.v.Node(n); ok && !hasPendingTaint(node) {
+				return false
+			}
+		}
+		return true
+	}) && ctx.Err() == nil {
+		r.logger.V(2).Info("The view does not show the pending-upgrade taint on every node yet; going on")
+	}
+	r.logger.V(2).Info("Tainted the nodes of the domains still to upgrade", "nodes", len(done), "effect", effect, "firstDomains", r.firstWave)
 	if err != nil {
 		return &DomainError{ID: r.id, Domain: r.domains[0], Stage: StagePlan, Err: fmt.Errorf("steering evicted pods to upgraded nodes: %w", err)}
 	}
