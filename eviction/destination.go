@@ -120,9 +120,10 @@ type destinationInput struct {
 //     own (a domain is closed while it drains, pending ones are steered
 //     around); a node cordoned by someone else stays closed throughout;
 //   - the pods of no group a domain's drain evicts (a Deployment's) are
-//     placed one by one after its groups (placeOther), first fit, on the
-//     domains the steering lets them use, an upgraded one first; a pod
-//     without a controller is not replaced and takes no room;
+//     placed one by one after its groups (placeOther), first fit, on an
+//     upgraded domain (or one outside the rollout) with room; one that
+//     finds none takes no room (it lands on a pending domain, or waits);
+//     a pod without a controller is not replaced and takes no room;
 //   - the candidate domains are tried in the rollout's order, then the
 //     domains outside it in natural order; the scheduler may pick
 //     another one with room.

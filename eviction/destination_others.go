@@ -9,9 +9,8 @@ import (
 
 // Where the destination simulation puts the evicted pods of no group (a
 // Deployment's, a StatefulSet's of one pod): each on its own, first fit,
-// on the domains the steering lets it use, so that the room they take is
-// not given to groups too, and SteerAuto knows whether upgraded room
-// takes them all.
+// on upgraded room, so that the room they take is not given to groups
+// too, and SteerAuto knows whether upgraded room takes them all.
 
 // otherPlacement keeps, per controller and domain in a state, the first
 // node not yet known to be full or closed for the controller's pods (its
@@ -33,33 +32,19 @@ type otherCursor struct {
 func (o *otherPlacement) forget() { o.cursor = nil }
 
 // placeOther places p, evicted, where the scheduler would put its
-// replacement with the steering: an upgraded domain (or one outside the
-// rollout) with room, else, but with SteerStrict, a pending one, whose
-// drain evicts it again (SteerOff: a pending one first). It reports
-// whether upgraded room took it. A pod without a controller is not
-// replaced: it needs no room.
+// replacement first: an upgraded domain (or one outside the rollout) with
+// room. It reports whether that room took it. A pod that finds none is
+// left out: it lands on a domain not upgraded yet (and is evicted again
+// there) or waits; either way it takes no room the model gives to
+// groups (placed on the next pending domain, first fit, it would be
+// carried from drain to drain, every domain evicting all before it). A
+// pod without a controller is not replaced: it needs no room.
 func (s *destSim) placeOther(p *corev1.Pod) bool {
-	ref := metav1.GetControllerOf(p)
+	ref := controllerRef(p)
 	if ref == nil {
 		return true
 	}
-	switch s.in.steering {
-	case SteerOff:
-		if d := s.fitOther(p, ref.UID, simPending); d != nil {
-			s.moveInPod(d.name, p)
-			return false
-		}
-		return s.fitOther(p, ref.UID, simUpgraded, simOther) != nil
-	case SteerStrict:
-		return s.fitOther(p, ref.UID, simUpgraded, simOther) != nil
-	}
-	if s.fitOther(p, ref.UID, simUpgraded, simOther) != nil {
-		return true
-	}
-	if d := s.fitOther(p, ref.UID, simPending); d != nil {
-		s.moveInPod(d.name, p)
-	}
-	return false
+	return s.fitOther(p, ref.UID, simUpgraded, simOther) != nil
 }
 
 // fitOther adds p to the first node with room of the first candidate
@@ -119,10 +104,13 @@ func stateIn(st simState, states []simState) bool {
 	return false
 }
 
-// moveInPod records that p landed on the pending domain to (journaled).
-func (s *destSim) moveInPod(to string, p *corev1.Pod) {
-	s.movedInPods[to] = append(s.movedInPods[to], p)
-	if s.journal != nil {
-		*s.journal = append(*s.journal, simChange{movedPodTo: to})
+// controllerRef is p's controller (metav1.GetControllerOf without its
+// copy: the simulation asks it of every pod a domain evicts).
+func controllerRef(p *corev1.Pod) *metav1.OwnerReference {
+	for i := range p.OwnerReferences {
+		if c := p.OwnerReferences[i].Controller; c != nil && *c {
+			return &p.OwnerReferences[i]
+		}
 	}
+	return nil
 }

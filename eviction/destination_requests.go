@@ -58,3 +58,40 @@ func (c *requestCache) turn() {
 	}
 	c.gen++
 }
+
+// requestsKey names the containers a pod's requests are made of: the
+// first of its containers' backing array, and how many. The pods udrain
+// materializes from its slim cache share the array of their shape, so
+// the pods of one template share one entry.
+type requestsKey struct {
+	first *corev1.Container
+	n     int
+}
+
+// requestsKeyOf is p's requestsKey when its containers alone make its
+// requests (resourcehelper.PodRequests then sums them): no init
+// containers, overhead or pod-level resources.
+func requestsKeyOf(p *corev1.Pod) (requestsKey, bool) {
+	if len(p.Spec.Containers) == 0 || len(p.Spec.InitContainers) > 0 || p.Spec.Overhead != nil || p.Spec.Resources != nil {
+		return requestsKey{}, false
+	}
+	return requestsKey{&p.Spec.Containers[0], len(p.Spec.Containers)}, true
+}
+
+// containersRequests sums the containers' requests, in milli-units, as
+// resourcehelper.PodRequests does for a pod of containers alone, without
+// its intermediate lists.
+func containersRequests(cs []corev1.Container) map[corev1.ResourceName]int64 {
+	r := map[corev1.ResourceName]int64{}
+	for i := range cs {
+		for name, q := range cs[i].Resources.Requests {
+			r[name] += q.MilliValue()
+		}
+	}
+	for name, v := range r {
+		if v <= 0 {
+			delete(r, name)
+		}
+	}
+	return r
+}

@@ -60,10 +60,8 @@ type destSim struct {
 	in      destinationInput
 	domains map[string]*simDomain
 	// movedIn are the groups that landed on a pending domain, by domain:
-	// its drain evicts them again; movedInPods the same for pods of no
-	// group.
-	movedIn     map[string][]*simGroup
-	movedInPods map[string][]*corev1.Pod
+	// its drain evicts them again.
+	movedIn map[string][]*simGroup
 	// journal, while not nil, records each change, so that a trial can
 	// be undone (see trial).
 	journal *[]simChange
@@ -75,9 +73,12 @@ type destSim struct {
 	nodeOf     map[*corev1.Pod]*simNode
 	byRef      map[topology.PodRef]*corev1.Pod
 	requests   map[*corev1.Pod]map[corev1.ResourceName]int64
-	static     map[podNode]bool
-	affinity   map[*corev1.Pod]nodeaffinity.RequiredNodeAffinity
-	anti       map[*corev1.Pod][]antiTerm
+	// shared are the requests of pods whose containers alone make them,
+	// by their containers (see requestsKeyOf).
+	shared   map[requestsKey]map[corev1.ResourceName]int64
+	static   map[podNode]bool
+	affinity map[*corev1.Pod]nodeaffinity.RequiredNodeAffinity
+	anti     map[*corev1.Pod][]antiTerm
 	// others is where pods of no group are placed (see placeOther).
 	others otherPlacement
 }
@@ -88,16 +89,14 @@ type podNode struct {
 }
 
 // simChange is a change of the simulation a trial may undo: a pod added
-// to or removed from a node, a domain's state changed, a group or a pod
-// of no group moved in.
+// to or removed from a node, a domain's state changed, a group moved in.
 type simChange struct {
-	added      bool
-	pod        *corev1.Pod
-	node       *simNode
-	domain     *simDomain
-	state      simState
-	movedTo    string
-	movedPodTo string
+	added   bool
+	pod     *corev1.Pod
+	node    *simNode
+	domain  *simDomain
+	state   simState
+	movedTo string
 }
 
 type antiTerm struct {
@@ -109,8 +108,8 @@ type antiTerm struct {
 
 func newDestSim(in destinationInput) *destSim {
 	n := len(in.pods)
-	s := &destSim{in: in, domains: map[string]*simDomain{}, movedIn: map[string][]*simGroup{}, movedInPods: map[string][]*corev1.Pod{}, nodeOf: make(map[*corev1.Pod]*simNode, n),
-		requests: map[*corev1.Pod]map[corev1.ResourceName]int64{}, static: map[podNode]bool{}, affinity: map[*corev1.Pod]nodeaffinity.RequiredNodeAffinity{}, anti: map[*corev1.Pod][]antiTerm{}}
+	s := &destSim{in: in, domains: map[string]*simDomain{}, movedIn: map[string][]*simGroup{}, nodeOf: make(map[*corev1.Pod]*simNode, n),
+		requests: map[*corev1.Pod]map[corev1.ResourceName]int64{}, shared: map[requestsKey]map[corev1.ResourceName]int64{}, static: map[podNode]bool{}, affinity: map[*corev1.Pod]nodeaffinity.RequiredNodeAffinity{}, anti: map[*corev1.Pod][]antiTerm{}}
 	inOrder := map[string]bool{}
 	for _, name := range in.order {
 		inOrder[name] = true
@@ -223,10 +222,19 @@ func (s *destSim) requestsOf(p *corev1.Pod) map[corev1.ResourceName]int64 {
 	if r, ok := s.requests[p]; ok {
 		return r
 	}
-	r := map[corev1.ResourceName]int64{}
-	for name, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
-		if v := q.MilliValue(); v > 0 {
-			r[name] = v
+	var r map[corev1.ResourceName]int64
+	if key, ok := requestsKeyOf(p); ok {
+		r = s.shared[key]
+		if r == nil {
+			r = containersRequests(p.Spec.Containers)
+			s.shared[key] = r
+		}
+	} else {
+		r = map[corev1.ResourceName]int64{}
+		for name, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
+			if v := q.MilliValue(); v > 0 {
+				r[name] = v
+			}
 		}
 	}
 	if !s.in.known.put(p, r) {
@@ -306,8 +314,6 @@ func (s *destSim) trial(fn func() bool) bool {
 			c.domain.state = c.state
 		case c.movedTo != "":
 			s.movedIn[c.movedTo] = s.movedIn[c.movedTo][:len(s.movedIn[c.movedTo])-1]
-		case c.movedPodTo != "":
-			s.movedInPods[c.movedPodTo] = s.movedInPods[c.movedPodTo][:len(s.movedInPods[c.movedPodTo])-1]
 		case c.added:
 			s.remove(c.pod)
 		default:
@@ -329,11 +335,10 @@ func (s *destSim) moveIn(to string, g *simGroup) {
 // pods it evicts (groups with theirs, and others) leave it, and each
 // group, and each group that had landed on it, goes where
 // destination finds room; those that can only wait for the domain itself
-// are returned to be placed back by finish. Then the other pods, and
-// those that had landed on it, go where placeOther finds room. roomy
-// reports that every group and other pod found room in an upgraded
-// domain (or one outside the rollout), or none at all (a group that
-// waits for its own domain): none lands on a pending domain.
+// are returned to be placed back by finish. roomy reports that every
+// group found room in an upgraded domain (or one outside the rollout),
+// or none at all (it waits for its own domain): none lands on a pending
+// domain. The other pods are placed by placeOthers.
 func (s *destSim) start(name string, groups []*simGroup, others []*corev1.Pod) (dests []GroupDestination, back []*simGroup, roomy bool) {
 	s.setState(s.domains[name], simDraining)
 	for _, g := range groups {
@@ -363,14 +368,18 @@ func (s *destSim) start(name string, groups []*simGroup, others []*corev1.Pod) (
 		}
 		dests = append(dests, dest)
 	}
-	others = append(slices.Clone(others), s.movedInPods[name]...)
-	for _, p := range s.movedInPods[name] {
-		s.remove(p)
-	}
+	return dests, back, roomy
+}
+
+// placeOthers places the other pods a domain's drain evicts, after its
+// start, where placeOther finds room, and reports whether upgraded room
+// took them all.
+func (s *destSim) placeOthers(others []*corev1.Pod) bool {
+	roomy := true
 	for _, p := range others {
 		roomy = s.placeOther(p) && roomy
 	}
-	return dests, back, roomy
+	return roomy
 }
 
 // finish simulates the end of domain name's upgrade: it is upgraded, and

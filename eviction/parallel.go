@@ -257,9 +257,15 @@ func (a *admission) roomHold(d *demand, flights []*flight, check bool) (*Hold, a
 	var hold *Hold
 	ad := admitted{demand: d}
 	a.sim.trial(func() bool {
-		ad.dests, ad.back, ad.roomy = a.sim.start(d.domain, d.groups, d.others)
-		if !check {
+		var roomy bool
+		ad.dests, ad.back, roomy = a.sim.start(d.domain, d.groups, d.others)
+		// The other pods take room only once the domain is kept.
+		place := func() bool {
+			ad.roomy = a.sim.placeOthers(d.others) && roomy
 			return true
+		}
+		if !check {
+			return place()
 		}
 		dests, back := ad.dests, ad.back
 		late := map[topology.GroupID]string{} // group: where it goes now
@@ -287,7 +293,7 @@ func (a *admission) roomHold(d *demand, flights []*flight, check bool) (*Hold, a
 			}
 			return false
 		}
-		return true
+		return place()
 	})
 	return hold, ad
 }
