@@ -218,6 +218,9 @@ func (r *rollout) check(ctx context.Context) error {
 		return err
 	}
 	r.layout, r.nodes = layout, snap.Nodes
+	// The audit and the plans of every domain below read the same layout
+	// and groups.
+	snap.layout, snap.groups = layout, topology.FindGroups(snap.Pods, groupersFor(r.d.s, snap)...)
 	domains, err := layout.Select(r.opts.Domains)
 	if err != nil {
 		return err
@@ -243,7 +246,7 @@ func (r *rollout) check(ctx context.Context) error {
 	}
 	// Audit what this rollout will drain: findings about other domains
 	// (other pools, other teams' workloads) do not stop it.
-	report := topology.Audit(topology.AuditInput{Layout: layout, Groups: topology.FindGroups(snap.Pods, groupersFor(r.d.s, snap)...),
+	report := topology.Audit(topology.AuditInput{Layout: layout, Groups: snap.groups,
 		PDBs: snap.PDBs, Pods: snap.Pods, Only: domains})
 	r.res.Findings = report.Findings
 	if err := report.Err(); err != nil && !r.d.s.AllowViolations && !r.planning {
