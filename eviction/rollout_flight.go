@@ -10,9 +10,11 @@ import (
 	"github.com/udrain/udrain/topology"
 )
 
-// readmitEvery is how often a rollout with domains held back looks again
-// whether they may start, besides when a domain in flight begins its
-// recovery or ends: a group down elsewhere may have recovered.
+// readmitEvery is how often a rollout with a domain held back by a budget
+// looks again whether it may start, besides when a domain in flight
+// begins its recovery or ends: a group down elsewhere may have recovered.
+// Room and the limit change only with the domains in flight: a domain
+// held back by them waits for those wake-ups (each look reads every pod).
 const readmitEvery = 5 * time.Second
 
 // runDomains runs the rollout's domains, as many at once as
@@ -129,8 +131,7 @@ type start struct {
 // Parallel; else a domain the rollout holds cordoned (a stopped run was
 // in it) at once, and the others as the admission allows over the
 // cluster as it is now. held reports that a domain was held back by a
-// budget or by room (not by the limit alone): the rollout looks again
-// later.
+// budget: the rollout looks again later.
 func (r *rollout) admit(ctx context.Context, pending []int, flying []*domainRun) (starts []start, held bool) {
 	if r.opts.serial() {
 		if len(flying) == 0 {
@@ -138,6 +139,8 @@ func (r *rollout) admit(ctx context.Context, pending []int, flying []*domainRun)
 		}
 		return nil, false
 	}
+	r.looking.Lock()
+	defer r.looking.Unlock()
 	snap, err := r.v.snapshot(ctx)
 	if err != nil {
 		// Nothing to decide from: go on one at a time.
@@ -176,7 +179,7 @@ func (r *rollout) admit(ctx context.Context, pending []int, flying []*domainRun)
 		starts = append(starts, start{idx: byName[ad.demand.domain], demand: ad.demand, roomy: ad.roomy})
 	}
 	for _, h := range holds {
-		if h.Reason != HoldLimit {
+		if h.Reason == HoldBudget {
 			held = true
 		}
 	}

@@ -40,6 +40,11 @@ type rollout struct {
 	recovering map[string]bool
 	// mu guards res.Domains, written as domains end while others run.
 	mu sync.Mutex
+	// looking is held while the rollout reads the whole cluster (a
+	// status, a decision of the parallelism): one such look at a time,
+	// so that domains in flight do not each hold a snapshot of every pod
+	// at once.
+	looking sync.Mutex
 	// changed wakes the loop of domains: one in flight began its
 	// recovery.
 	changed chan struct{}
@@ -120,7 +125,10 @@ func (r *rollout) status(ctx context.Context, running bool) *RolloutStatus {
 		finished[out.Domain] = out.Status == DomainDone || out.Status == DomainSkipped
 	}
 	r.mu.Unlock()
-	if err := r.d.statusFrom(ctx, r.v, ro, st, r.lock != nil, finished); err != nil {
+	r.looking.Lock()
+	err := r.d.statusFrom(ctx, r.v, ro, st, r.lock != nil, finished)
+	r.looking.Unlock()
+	if err != nil {
 		r.logger.V(2).Info("Could not read the rollout's status", "err", err)
 		return nil
 	}
