@@ -303,8 +303,8 @@ func instantTermination(t *corev1.PodTemplateSpec, delay time.Duration) {
 }
 
 // Health says how far the pool is from healthy: groups healthy and PDBs
-// caught up (every group counted healthy, one disruption allowed); "" when
-// it is.
+// caught up (every group counted healthy, as many disruptions allowed as
+// the budget gives when all are); "" when it is.
 func (p *Pool) Health(ctx context.Context, c kubernetes.Interface) (string, error) {
 	pods, err := c.CoreV1().Pods(p.Name).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -325,7 +325,8 @@ func (p *Pool) Health(ctx context.Context, c kubernetes.Interface) (string, erro
 	}
 	caughtUp := 0
 	for _, b := range pdbs.Items {
-		if b.Status.ObservedGeneration >= b.Generation && b.Status.CurrentHealthy == b.Status.ExpectedPods && b.Status.DisruptionsAllowed == 1 {
+		if st := b.Status; st.ObservedGeneration >= b.Generation && st.CurrentHealthy == st.ExpectedPods && st.ExpectedPods > 0 &&
+			st.DisruptionsAllowed == st.ExpectedPods-st.DesiredHealthy {
 			caughtUp++
 		}
 	}
