@@ -95,8 +95,9 @@ type destinationInput struct {
 // domain not upgraded yet (disrupted again: it is evicted again, and
 // reported again, when that domain's turn comes), back to its own domain
 // after the upgrade, or nowhere. The steering decides which domains a
-// group may use: SteerPreferUpgraded takes a pending domain only when no
-// upgraded one has room; SteerStrict never does (the group waits for its
+// group may use: SteerAuto and SteerPreferUpgraded take a pending domain
+// only when no upgraded one has room (SteerAuto's taint is then
+// PreferNoSchedule); SteerStrict never does (the group waits for its
 // own domain); SteerOff takes the worst case, a pending domain whenever
 // one has room, since nothing keeps the scheduler off it.
 //
