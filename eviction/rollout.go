@@ -109,7 +109,7 @@ type RolloutOptions struct {
 	// never runs twice at once; on by default, except for dry runs.
 	Lock RolloutLock
 	// Steering says how evicted pods are kept off the domains not
-	// upgraded yet; empty means SteerPreferUpgraded.
+	// upgraded yet; empty means SteerAuto.
 	Steering Steering
 	// Parallel is how many domains the rollout has in flight at once
 	// (draining, upgrading or recovering). 0 or 1: one at a time, in
