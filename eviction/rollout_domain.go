@@ -169,6 +169,9 @@ func (s *domainRun) drainDomain(ctx context.Context) error {
 	var deleted deletedNamespaces
 	observe := func(e Event) {
 		deleted.note(e)
+		if e.Type == EventCordoned && !s.r.dryRun() {
+			s.r.notePatched(true, e.Node)
+		}
 		if s.down != nil {
 			s.down.observe(e)
 		}
@@ -294,6 +297,7 @@ func (s *domainRun) uncordon(ctx context.Context) error {
 		return err
 	}
 	uncordoned, err := s.r.d.uncordonNodes(ctx, s.emit, s.r.v.Node, ours, s.r.id, at)
+	s.r.notePatched(false, uncordoned...)
 	if err != nil {
 		return err
 	}

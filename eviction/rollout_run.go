@@ -77,6 +77,23 @@ type rollout struct {
 	expect expected
 	// historyLost: the rollout stopped because its history changed.
 	historyLost bool
+	// patched are the nodes this run cordoned (true) or released from
+	// its cordon (false), guarded by mu: its status waits for its view
+	// to show them so, also of a domain it stopped part-way.
+	patched map[string]bool
+}
+
+// notePatched records that this run cordoned (true) or released (false)
+// the nodes.
+func (r *rollout) notePatched(cordoned bool, nodes ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.patched == nil {
+		r.patched = map[string]bool{}
+	}
+	for _, n := range nodes {
+		r.patched[n] = cordoned
+	}
 }
 
 // firstPlan returns the plan of the domain from the first look, made once.
@@ -137,10 +154,22 @@ func (r *rollout) status(ctx context.Context, running bool) *RolloutStatus {
 
 // finishedShown says whether the view shows every node of the domains the
 // rollout finished (done, not skipped) marked upgraded by it and released
-// from its cordon.
+// from its cordon, and every node this run cordoned or released as it
+// left it (a domain stopped part-way: cordoned, or upgraded and
+// released).
 func (r *rollout) finishedShown() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	for name, cordoned := range r.patched {
+		n, ok := r.v.Node(name)
+		switch {
+		case !ok:
+		case cordoned && n.Annotations[CordonedByAnnotation] != r.id:
+			return false
+		case !cordoned && (n.Annotations[UpgradedByAnnotation] != r.id || n.Annotations[CordonedByAnnotation] == r.id):
+			return false
+		}
+	}
 	for _, out := range r.res.Domains {
 		if out.Status != DomainDone {
 			continue
@@ -168,7 +197,20 @@ func (r *rollout) dryRun() bool { return r.d.s.dryRun != cmdutil.DryRunNone }
 
 // run runs the rollout's stages in order.
 func (r *rollout) run(ctx context.Context) (err error) {
-	v, err := r.d.startView(ctx)
+	// The view outlives a cancel of ctx until run returns: a stopped
+	// rollout's status reads its last patches (the cordons of a domain
+	// it stopped part-way) from it, and its informers, stopped with ctx,
+	// would miss those still on their way. A cancel while it starts
+	// stops it.
+	vctx, stopView := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopView()
+	unlink := context.AfterFunc(ctx, stopView)
+	v, err := r.d.startView(vctx)
+	unlink()
+	if err == nil && ctx.Err() != nil {
+		v.Stop()
+		err = ctx.Err()
+	}
 	if err != nil {
 		return err
 	}

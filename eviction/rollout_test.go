@@ -17,6 +17,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/udrain/udrain/topology"
@@ -183,6 +185,24 @@ func TestRolloutWaitsForRecoveryBeforeNextDomain(t *testing.T) {
 func TestRolloutCancelledInPhase2ResumesWithoutEvictingOutsideItsPlans(t *testing.T) {
 	const domains, nodesPer, size = 3, 2, 4
 	fc := newFakeCluster(t, lwsCluster(domains, nodesPer, size)...)
+	// A loaded machine: the node watch delivers ud-2's cordons 1 s late,
+	// after the cancel (issue 38: the stopped rollout's informers, ended
+	// with its context, never showed them, and its status read ud-2
+	// Pending). The status must wait for what the rollout patched.
+	fc.client.PrependWatchReactor("nodes", func(a k8stesting.Action) (bool, watch.Interface, error) {
+		w, err := fc.client.Tracker().Watch(a.GetResource(), a.GetNamespace())
+		if err != nil {
+			return true, nil, err
+		}
+		delayed := map[string]bool{}
+		return true, watch.Filter(w, func(ev watch.Event) (watch.Event, bool) {
+			if n, ok := ev.Object.(*corev1.Node); ok && strings.HasPrefix(n.Name, "node-2-") && n.Annotations[CordonedByAnnotation] != "" && !delayed[n.Name] {
+				delayed[n.Name] = true
+				time.Sleep(time.Second)
+			}
+			return ev, true
+		}), nil
+	})
 	upgrade := func(ctx context.Context, dom topology.Domain) error {
 		idx := domainIndex(dom.Name)
 		fc.recreateGroup(ctx, idx-1, size, idx, nodesPer, domains)
