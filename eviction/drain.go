@@ -193,6 +193,8 @@ type execution struct {
 	plan *Plan
 	id   string
 	log  klog.Logger
+	// timedOut: run stopped at the drain's timeout (Helper.Timeout).
+	timedOut bool
 
 	mu       sync.Mutex
 	stage    Stage
@@ -261,15 +263,9 @@ func (d *Drainer) execute(ctx context.Context, v *view, plan *Plan, id string, o
 	}
 
 	ex.log.Info("Draining domain", "nodes", len(plan.Nodes), "phase1", len(plan.Phase1), "phase2", len(plan.Phase2))
-	runCtx := ctx
 	timeout := d.s.helper.Timeout
-	if timeout > 0 {
-		var cancel context.CancelFunc
-		runCtx, cancel = context.WithTimeout(ctx, timeout)
-		defer cancel()
-	}
-	err := ex.run(runCtx)
-	if err != nil && errors.Is(err, runCtx.Err()) && ctx.Err() == nil && runCtx.Err() != nil {
+	err := ex.run(ctx, timeout)
+	if err != nil && ex.timedOut {
 		err = ex.stopped(context.DeadlineExceeded, timeout)
 	} else if err != nil {
 		err = ex.stopped(err, 0)
@@ -342,15 +338,28 @@ func (ex *execution) setStage(s Stage) {
 	ex.mu.Unlock()
 }
 
-func (ex *execution) run(ctx context.Context) error {
-	if err := ex.chooseEvictor(ctx); err != nil {
+func (ex *execution) run(parent context.Context, timeout time.Duration) (err error) {
+	if err := ex.chooseEvictor(parent); err != nil {
 		return err
 	}
-	if err := ex.preflight(ctx); err != nil {
+	if err := ex.preflight(parent); err != nil {
 		return err
 	}
-	if err := ex.cordon(ctx, false); err != nil {
+	if err := ex.cordon(parent, false); err != nil {
 		return err
+	}
+	// The drain's timeout (Helper.Timeout) counts from the cordon, as
+	// kubectl's counts from its evictions: it bounds the evictions and
+	// the wait for the pods to go, not the discovery, preflight and
+	// cordon before them.
+	ctx := parent
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(parent, timeout)
+		defer cancel()
+		defer func() {
+			ex.timedOut = err != nil && ctx.Err() != nil && parent.Err() == nil && errors.Is(err, ctx.Err())
+		}()
 	}
 	clk := ex.d.s.Clock
 	for _, ph := range []struct {

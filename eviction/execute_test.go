@@ -151,9 +151,32 @@ func TestBlockedPhase1HoldsPhase2UntilBudgetFrees(t *testing.T) {
 var cmpIgnoreSince = cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".Since" }, cmp.Ignore())
 
 func TestBlockedPastTimeoutIsTypedError(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		patch time.Duration // how long each node patch (the cordon) takes
+	}{
+		{"quick cordon", 0},
+		// The timeout counts from the cordon, as kubectl's from its
+		// evictions: a cordon slower than the whole timeout (a loaded
+		// server) leaves it all to the evictions (issue 38: a 300 ms
+		// timeout passed in a 417 ms cordon, before any eviction was
+		// refused, and the error had no BlockedError).
+		{"cordon slower than the timeout", 1200 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testBlockedPastTimeout(t, tc.patch) })
+	}
+}
+
+func testBlockedPastTimeout(t *testing.T, patch time.Duration) {
 	ctx := testContext(t)
 	fc := newFakeCluster(t, lwsCluster(3, 1, 2)...)
 	fc.setBudget(ctx, 0, 2)
+	if patch > 0 {
+		fc.client.PrependReactor("patch", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+			time.Sleep(patch)
+			return false, nil, nil
+		})
+	}
 	d, err := New(fc.client, Options{Helper: &drain.Helper{GracePeriodSeconds: -1, Timeout: time.Second}, Backoff: slowBackoff})
 	if err != nil {
 		t.Fatal(err)

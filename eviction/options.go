@@ -68,7 +68,8 @@ type Options struct {
 	// be handed over as is. Used: Force, IgnoreAllDaemonSets,
 	// DeleteEmptyDirData, GracePeriodSeconds (0 means "delete immediately",
 	// negative the pod's own grace period, as in kubectl), Timeout (per
-	// domain; zero means no limit), PodSelector, DisableEviction,
+	// domain, from its cordon, as kubectl's from its evictions; zero means
+	// no limit), PodSelector, DisableEviction,
 	// SkipWaitForDeleteTimeoutSeconds, DryRunStrategy, AdditionalFilters,
 	// EvictErrorRetryDelay (the first retry delay when Backoff is unset)
 	// and the callbacks, called when kubectl calls them:
