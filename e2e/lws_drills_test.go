@@ -592,10 +592,16 @@ func runUpdateDuringRollout(t *testing.T, ignore bool) updateRun {
 					t.Errorf("rollout status: %v", err)
 					return
 				}
+				// A WorkloadUpdating event each time the wait's message
+				// changes, a read each: keep one that lists the update
+				// (a later read may come once the update has moved the
+				// group off the domain, which then lists none).
 				for _, p := range st.Domains {
 					if p.Domain == r.next {
 						mu.Lock()
-						r.status = &p
+						if r.status == nil || len(r.status.Updating) == 0 {
+							r.status = &p
+						}
 						mu.Unlock()
 					}
 				}
