@@ -27,6 +27,7 @@ import (
 
 	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/bootstrap"
+	"github.com/udrain/udrain/clusterinformers"
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/kubeclient"
 	"github.com/udrain/udrain/metrics"
@@ -47,13 +48,14 @@ var (
 // packageDirs are the folders of the packages a Field may name, by the
 // name code that imports them uses.
 var packageDirs = map[string]string{
-	"eviction":   "eviction",
-	"readiness":  "readiness",
-	"gate":       "readiness/gate",
-	"bootstrap":  "bootstrap",
-	"upgrade":    "upgrade",
-	"metrics":    "metrics",
-	"kubeclient": "kubeclient",
+	"eviction":         "eviction",
+	"readiness":        "readiness",
+	"gate":             "readiness/gate",
+	"bootstrap":        "bootstrap",
+	"upgrade":          "upgrade",
+	"metrics":          "metrics",
+	"kubeclient":       "kubeclient",
+	"clusterinformers": "clusterinformers",
 }
 
 // Every ConfigError of the module names what is at fault in one of the
@@ -172,9 +174,9 @@ func TestConfigErrorFieldsFollowTheConvention(t *testing.T) {
 			return newDrainer(eviction.Options{Groupers: []topology.Grouper{topology.DefaultGroupers()[0], nil}})
 		}},
 		{"eviction.Options.Informers.Pods", func() error {
-			return newDrainer(eviction.Options{Informers: &eviction.Informers{Nodes: cache.NewSharedIndexInformer(nil, &corev1.Node{}, 0, nil)}})
+			return newDrainer(eviction.Options{Informers: &clusterinformers.Set{Nodes: cache.NewSharedIndexInformer(nil, &corev1.Node{}, 0, nil)}})
 		}},
-		{"eviction.InformersFromCache(c)", func() error { _, err := eviction.InformersFromCache(ctx, storelessCache{}); return err }},
+		{"clusterinformers.FromCache(c)", func() error { _, err := clusterinformers.FromCache(ctx, storelessCache{}); return err }},
 		{"eviction.NewPlan(domain)", func() error { _, err := eviction.NewPlan("", &eviction.Snapshot{}, eviction.Options{}); return err }},
 		{"eviction.NewPlan(snap)", func() error { _, err := eviction.NewPlan("ud-1", nil, eviction.Options{}); return err }},
 		{"eviction.Snapshot.DaemonSets", func() error {
@@ -216,7 +218,7 @@ func TestConfigErrorFieldsFollowTheConvention(t *testing.T) {
 		{"eviction.ReadOptions.ConnectTimeout", func() error { return newReader(eviction.ReadOptions{ConnectTimeout: -1}) }},
 		{"eviction.ReadOptions.Groupers[0]", func() error { return newReader(eviction.ReadOptions{Groupers: []topology.Grouper{nil}}) }},
 		{"eviction.ReadOptions.Informers.Pods", func() error {
-			return newReader(eviction.ReadOptions{Informers: &eviction.Informers{Nodes: cache.NewSharedIndexInformer(nil, &corev1.Node{}, 0, nil)}})
+			return newReader(eviction.ReadOptions{Informers: &clusterinformers.Set{Nodes: cache.NewSharedIndexInformer(nil, &corev1.Node{}, 0, nil)}})
 		}},
 		{"eviction.Reader.Health(domains)", func() error { _, err := reader.Health(ctx, ""); return err }},
 		{"eviction.Reader.WaitHealthy(domains)", func() error { _, err := reader.WaitHealthy(ctx, "ud-1", ""); return err }},
@@ -466,7 +468,7 @@ func packageDecls(t *testing.T, pkg string) ([]ast.Decl, string) {
 // storelessCache is a cache whose informers have no GetStore.
 type storelessCache struct{}
 
-func (storelessCache) GetInformer(context.Context, any, ...struct{}) (eviction.EventInformer, error) {
+func (storelessCache) GetInformer(context.Context, any, ...struct{}) (clusterinformers.EventInformer, error) {
 	return storelessInformer{}, nil
 }
 

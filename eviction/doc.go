@@ -48,8 +48,8 @@
 //
 // # Embedding
 //
-//   - Reading the cluster: with Options.Informers (InformersFromFactory for
-//     a client-go SharedInformerFactory, InformersFromCache for a
+//   - Reading the cluster: with Options.Informers (clusterinformers.FromFactory for
+//     a client-go SharedInformerFactory, clusterinformers.FromCache for a
 //     controller-runtime cache), every call reads through the caller's
 //     informers and starts no list or watch of its own. Without them, each
 //     call lists and watches for its own duration (a CLI's case).

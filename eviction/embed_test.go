@@ -28,6 +28,7 @@ import (
 	"k8s.io/kubectl/pkg/drain"
 
 	"github.com/udrain/udrain"
+	"github.com/udrain/udrain/clusterinformers"
 	"github.com/udrain/udrain/internal/testkit"
 	"github.com/udrain/udrain/topology"
 )
@@ -66,10 +67,10 @@ func waitWatching(t *testing.T, fc *fakeCluster) {
 
 // startFactory starts a controller's informer factory with udrain's
 // informers registered, and waits for its sync.
-func startFactory(t *testing.T, ctx context.Context, client kubernetes.Interface, opts ...informers.SharedInformerOption) *Informers {
+func startFactory(t *testing.T, ctx context.Context, client kubernetes.Interface, opts ...informers.SharedInformerOption) *clusterinformers.Set {
 	t.Helper()
 	f := informers.NewSharedInformerFactoryWithOptions(client, 0, opts...)
-	inf := InformersFromFactory(f)
+	inf := clusterinformers.FromFactory(f)
 	ctx, cancel := context.WithCancel(ctx)
 	f.Start(ctx.Done())
 	t.Cleanup(func() {
@@ -176,13 +177,13 @@ func gvrOf(obj metav1.Object) schema.GroupVersionResource {
 	return schema.GroupVersionResource{}
 }
 
-// InformersFromCache takes a cache with controller-runtime's method shape
+// clusterinformers.FromCache takes a cache with controller-runtime's method shape
 // as it is, without an adapter: its type parameters are inferred.
 func TestInformersFromCache(t *testing.T) {
 	ctx := testContext(t)
 	fc := newFakeCluster(t, lwsCluster(2, 1, 2)...)
 	c := &fakeCache{f: informers.NewSharedInformerFactory(fc.client, 0)}
-	inf, err := InformersFromCache(ctx, c)
+	inf, err := clusterinformers.FromCache(ctx, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +215,7 @@ func TestInformersFromCache(t *testing.T) {
 func TestUnstartedInformersFailWithAHint(t *testing.T) {
 	fc := newFakeCluster(t, lwsCluster(1, 1, 2)...)
 	f := informers.NewSharedInformerFactory(fc.client, 0)
-	d, err := New(fc.client, Options{Informers: InformersFromFactory(f), ConnectTimeout: 200 * time.Millisecond})
+	d, err := New(fc.client, Options{Informers: clusterinformers.FromFactory(f), ConnectTimeout: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -577,7 +578,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{Options{Namespace: "Not_A_Namespace"}, "eviction.Options.Namespace"},
 		{Options{DomainLabel: "not a label!"}, "eviction.Options.DomainLabel"},
 		{Options{DomainLabel: "topology.udrain.dev/"}, "eviction.Options.DomainLabel"},
-		{Options{Informers: &Informers{Nodes: cache.NewSharedIndexInformer(nil, &corev1.Node{}, 0, nil)}}, "eviction.Options.Informers.Pods"},
+		{Options{Informers: &clusterinformers.Set{Nodes: cache.NewSharedIndexInformer(nil, &corev1.Node{}, 0, nil)}}, "eviction.Options.Informers.Pods"},
 	} {
 		_, err := New(fc.client, tc.opts)
 		var cfg *udrain.ConfigError

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/udrain/udrain"
+	"github.com/udrain/udrain/clusterinformers"
 	"github.com/udrain/udrain/health"
 
 	"github.com/google/go-cmp/cmp"
@@ -393,7 +394,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"invalid selector", Options{Helper: &drain.Helper{PodSelector: "a in (b"}}, "ud-1", new(*udrain.ConfigError)},
 		{"negative concurrency", Options{Concurrency: -1}, "ud-1", new(*udrain.ConfigError)},
 		{"DisableEviction with an Evictor", Options{Helper: &drain.Helper{DisableEviction: true}, Evictor: EvictorFunc(func(context.Context, PlannedPod, metav1.DeleteOptions) error { return nil })}, "ud-1", new(*udrain.ConfigError)},
-		{"informers without pods", Options{Informers: &Informers{}}, "ud-1", new(*udrain.ConfigError)},
+		{"informers without pods", Options{Informers: &clusterinformers.Set{}}, "ud-1", new(*udrain.ConfigError)},
 		{"unlabeled node", Options{}, "ud-1", new(*topology.UnlabeledNodesError)},
 		{"refused pod", Options{}, "ud-2", new(*RefusedPodsError)},
 		{"contract violation", Options{}, "ud-3", new(*topology.ContractError)},

@@ -17,6 +17,7 @@ import (
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
 	"github.com/udrain/udrain"
+	"github.com/udrain/udrain/clusterinformers"
 	"github.com/udrain/udrain/gpu"
 	"github.com/udrain/udrain/topology"
 )
@@ -141,7 +142,7 @@ type Options struct {
 	GPU gpu.Options
 
 	// Informers, if set, are the caller's shared informers (see
-	// InformersFromFactory and InformersFromCache): every call reads
+	// clusterinformers.FromFactory and clusterinformers.FromCache): every call reads
 	// through them and watches their events, and starts no list or watch
 	// of its own. The caller starts them; a call waits until they have
 	// synced. Nil means each call lists and watches the cluster itself
@@ -156,7 +157,7 @@ type Options struct {
 	// those fields only. With Helper.AdditionalFilters or Groupers, which
 	// may read anything, it keeps whole pods. Its nodes lack their
 	// status's images and volumes.
-	Informers *Informers
+	Informers *clusterinformers.Set
 
 	// Namespace, if set, limits what udrain sees and evicts to the pods
 	// and PodDisruptionBudgets of one namespace: a drain then moves that
@@ -298,7 +299,7 @@ func (o Options) checkNames() error {
 		}
 	}
 	if o.Informers != nil {
-		if err := o.Informers.validate(); err != nil {
+		if err := validateInformers(o.Informers); err != nil {
 			return err
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/udrain/udrain"
+	"github.com/udrain/udrain/clusterinformers"
 	"github.com/udrain/udrain/gpu"
 	"github.com/udrain/udrain/topology"
 )
@@ -37,7 +38,7 @@ type ReadOptions struct {
 	// Options.Informers: every call reads through them and starts no list
 	// or watch of its own. Nil means each call lists and watches the
 	// cluster itself while it runs.
-	Informers *Informers
+	Informers *clusterinformers.Set
 	// ConnectTimeout bounds how long a call waits for its informers to
 	// list the cluster (and RolloutStatus for its Lease) while the API
 	// server cannot be reached; the call then fails with an

@@ -19,6 +19,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/udrain/udrain"
+	"github.com/udrain/udrain/clusterinformers"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -197,7 +198,7 @@ func TestReaderReadsAsADrainerWhereEveryPodCounts(t *testing.T) {
 // Reader's fields and methods.
 func TestReadOptionsValidate(t *testing.T) {
 	ctx := testContext(t)
-	nodesOnly := &Informers{Nodes: cache.NewSharedIndexInformer(nil, &corev1.Node{}, 0, nil)}
+	nodesOnly := &clusterinformers.Set{Nodes: cache.NewSharedIndexInformer(nil, &corev1.Node{}, 0, nil)}
 	for _, tc := range []struct {
 		name string
 		opts ReadOptions

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/udrain/udrain/clusterinformers"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -300,7 +301,7 @@ func TestRolloutStatusOverInformersGetsOnlyTheLease(t *testing.T) {
 	c := newStatusCluster().upgraded(1, 20*time.Minute).cordoned(2, 2).lease("host-a", time.Second)
 	fc := newFakeCluster(t, c.objs...)
 	factory := informers.NewSharedInformerFactory(fc.client, 0)
-	shared := InformersFromFactory(factory)
+	shared := clusterinformers.FromFactory(factory)
 	stop := make(chan struct{})
 	factory.Start(stop)
 	t.Cleanup(func() { close(stop); factory.Shutdown() })

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/udrain/udrain/clusterinformers"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -241,7 +242,7 @@ func TestReadLeaderWorkerSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv.Close()
-	d.s.Informers = &Informers{LeaderWorkerSets: storeInformer{store}}
+	d.s.Informers = &clusterinformers.Set{LeaderWorkerSets: storeInformer{store}}
 	updates, problems = d.workloadUpdates(ctx, []workloadRef{{testNS, "llm"}, {testNS, "gone"}})
 	if len(problems) != 0 || len(updates) != 1 || !updates[0].Unobserved {
 		t.Errorf("from the informer: updates %+v, problems %q; want llm's spec not observed", updates, problems)

@@ -24,6 +24,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/kubectl/pkg/drain"
 
+	"github.com/udrain/udrain/clusterinformers"
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/topology"
 )
@@ -194,7 +195,7 @@ func rollout(ctx context.Context, c *clients, s *settings, httpClient *http.Clie
 	client := c.kube
 	id := "platform-" + s.version
 	factory := informers.NewSharedInformerFactory(client, 0)
-	shared := eviction.InformersFromFactory(factory) // registers udrain's informers with the factory
+	shared := clusterinformers.FromFactory(factory) // registers udrain's informers with the factory
 	nodes := factory.Core().V1().Nodes().Lister()
 	// Events outlive a cancel: the last ones (what was done before Ctrl-C)
 	// matter most.

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/informers"
 
+	"github.com/udrain/udrain/clusterinformers"
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/report"
 )
@@ -67,12 +68,12 @@ through one watch of nodes, pods and budgets, and reads the Lease every
 				return err
 			}
 			ctx := o.quietContext(cmd.Context())
-			var shared *eviction.Informers
+			var shared *clusterinformers.Set
 			if watch {
 				// One watch for the whole --watch, not a list per print.
 				wctx, cancel := context.WithCancel(ctx)
 				factory := informers.NewSharedInformerFactory(client, 0)
-				shared = eviction.InformersFromFactory(factory)
+				shared = clusterinformers.FromFactory(factory)
 				factory.Start(wctx.Done())
 				defer factory.Shutdown()
 				defer cancel()

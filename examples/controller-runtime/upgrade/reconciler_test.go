@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/udrain/udrain/clusterinformers"
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/examples/internal/exampletest"
 	"github.com/udrain/udrain/topology"
@@ -78,7 +79,7 @@ func newFixture(t *testing.T, cluster exampletest.ClusterOptions, data map[strin
 	ctx := klog.NewContext(t.Context(), logger)
 	kube := exampletest.FakeCluster(cluster)
 	factory := informers.NewSharedInformerFactory(kube, 0)
-	shared := eviction.InformersFromFactory(factory)
+	shared := clusterinformers.FromFactory(factory)
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
 	t.Cleanup(factory.Shutdown)
