@@ -10,6 +10,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/e2e/testbed"
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/readiness/gate"
@@ -160,7 +161,7 @@ func etcdRestoreDrill(t *testing.T, etcdutlFlags []string, gateStops bool) {
 		t.Fatal(err)
 	}
 	for _, n := range nodes.Items {
-		if by, ok := n.Annotations[eviction.UpgradedByAnnotation]; ok {
+		if by, ok := n.Annotations[udrain.UpgradedByAnnotation]; ok {
 			t.Errorf("node %s is marked upgraded by %s after the restore", n.Name, by)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/e2e/fixture"
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/readiness/gate"
@@ -334,7 +335,7 @@ func checkNoPendingTaint(t *testing.T, s *scenario) {
 	}
 	for _, n := range nodes.Items {
 		for _, taint := range n.Spec.Taints {
-			if taint.Key == eviction.PendingUpgradeTaint {
+			if taint.Key == udrain.PendingUpgradeTaint {
 				t.Errorf("node %s still has %v", n.Name, taint)
 			}
 		}

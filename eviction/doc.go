@@ -22,7 +22,7 @@
 //
 // # The drain of one domain
 //
-//  1. Cordon every node of the domain (marked with CordonedByAnnotation and
+//  1. Cordon every node of the domain (marked with udrain.CordonedByAnnotation and
 //     the drain's ID).
 //  2. Sort the domain's pods with kubectl drain's own filters (DaemonSet,
 //     mirror, emptyDir, unreplicated and finished pods: same decisions, same

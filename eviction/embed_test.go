@@ -336,8 +336,8 @@ func TestDrainIDHoldsTheDomain(t *testing.T) {
 	if _, _, err := d.Drain(ctx, "ud-1", DrainOptions{ID: "maint-42"}); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := fc.client.CoreV1().Nodes().Get(ctx, "node-1-1", metav1.GetOptions{}); n.Annotations[CordonedByAnnotation] != "maint-42" {
-		t.Fatalf("cordon mark %q, want maint-42", n.Annotations[CordonedByAnnotation])
+	if n, _ := fc.client.CoreV1().Nodes().Get(ctx, "node-1-1", metav1.GetOptions{}); n.Annotations[udrain.CordonedByAnnotation] != "maint-42" {
+		t.Fatalf("cordon mark %q, want maint-42", n.Annotations[udrain.CordonedByAnnotation])
 	}
 	_, err := d.Rollout(ctx, RolloutOptions{ID: "kubelet-1.37"})
 	var ip *InProgressError

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/health"
 	"github.com/udrain/udrain/internal/podcache"
 	"github.com/udrain/udrain/topology"
@@ -259,7 +260,7 @@ func (ex *execution) unblock(p PlannedPod, info *BlockInfo, phase Phase) {
 	if ob := ex.blocks[key]; ob != nil {
 		ob.waiting = slices.DeleteFunc(ob.waiting, func(r topology.PodRef) bool { return r == p.PodRef })
 		if len(ob.waiting) == 0 {
-			ob.rec.Duration = Seconds(now.Sub(ob.rec.Since))
+			ob.rec.Duration = udrain.Seconds(now.Sub(ob.rec.Since))
 			ex.res.Blocks = append(ex.res.Blocks, ob.rec)
 			delete(ex.blocks, key)
 			ex.log.Info("PodDisruptionBudget no longer blocks", "pdb", key, "blockedFor", ob.rec.Duration.Duration().Round(time.Millisecond))
@@ -285,7 +286,7 @@ func (ex *execution) closeBlocks() {
 	sort.Strings(keys)
 	for _, k := range keys {
 		rec := ex.blocks[k].rec
-		rec.Duration = Seconds(now.Sub(rec.Since))
+		rec.Duration = udrain.Seconds(now.Sub(rec.Since))
 		ex.res.Blocks = append(ex.res.Blocks, rec)
 	}
 	ex.blocks = map[string]*openBlock{}

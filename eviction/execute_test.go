@@ -78,7 +78,7 @@ func TestDrainEvictsLeadersBeforeAnyWorker(t *testing.T) {
 	}
 	for _, n := range res.Cordoned {
 		node, _ := fc.client.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{})
-		if !node.Spec.Unschedulable || node.Annotations[CordonedByAnnotation] != "drain" {
+		if !node.Spec.Unschedulable || node.Annotations[udrain.CordonedByAnnotation] != "drain" {
 			t.Errorf("node %s: unschedulable=%v annotations=%v", n, node.Spec.Unschedulable, node.Annotations)
 		}
 	}

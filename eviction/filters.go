@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/udrain/udrain"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -132,7 +133,7 @@ func mirrorPod(pod *corev1.Pod) drain.PodDeleteStatus {
 // upgradeStepPod skips the pods of a rollout's own upgrade step (package
 // upgrade's Jobs): a rollout resumed while they run must not evict them.
 func upgradeStepPod(pod *corev1.Pod) drain.PodDeleteStatus {
-	if _, ok := pod.Labels[UpgradeStepLabel]; ok {
+	if _, ok := pod.Labels[udrain.UpgradeStepLabel]; ok {
 		return drain.MakePodDeleteStatusSkip()
 	}
 	return drain.MakePodDeleteStatusOkay()

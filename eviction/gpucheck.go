@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/gpu"
 	"github.com/udrain/udrain/topology"
 )
@@ -91,7 +92,7 @@ func (m upgradeMark) seen(v *view) bool {
 		return true
 	}
 	n, ok := v.Node(m.node)
-	return !ok || n.Annotations[UpgradedByAnnotation] == m.id
+	return !ok || n.Annotations[udrain.UpgradedByAnnotation] == m.id
 }
 
 // checkGPUs waits, on the view's events, until every GPU node of the

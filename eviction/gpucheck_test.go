@@ -173,7 +173,7 @@ func TestGPUCheckWaitsForTheViewToShowTheUpgrade(t *testing.T) {
 		n := gpuNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1-1", Labels: map[string]string{}, Annotations: map[string]string{}}}, 8)
 		n.Status.Allocatable["nvidia.com/gpu"] = *resource.NewQuantity(gpus, resource.DecimalSI)
 		if marked {
-			n.Annotations[UpgradedByAnnotation] = id
+			n.Annotations[udrain.UpgradedByAnnotation] = id
 		}
 		return n
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/internal/resourceversion"
 )
 
@@ -50,7 +51,7 @@ func (e *HistoryChangedError) Error() string {
 	case e.Object != "":
 		what = fmt.Sprintf("the resourceVersion of %s went back from %s to %s", e.Object, e.Was, e.Now)
 	case e.Domain != "":
-		what = fmt.Sprintf("domain %s, which it had upgraded, is no longer marked upgraded (%s=%s on none of its nodes)", e.Domain, UpgradedByAnnotation, e.ID)
+		what = fmt.Sprintf("domain %s, which it had upgraded, is no longer marked upgraded (%s=%s on none of its nodes)", e.Domain, udrain.UpgradedByAnnotation, e.ID)
 	default:
 		what = fmt.Sprintf("node(s) it held cordoned are no longer cordoned by it: %s", strings.Join(abbreviate(e.Nodes, 10), ", "))
 	}
@@ -176,7 +177,7 @@ func (r *rollout) historyChanged() *HistoryChangedError {
 				continue
 			}
 			seen++
-			marked = marked || node.Annotations[UpgradedByAnnotation] == r.id
+			marked = marked || node.Annotations[udrain.UpgradedByAnnotation] == r.id
 		}
 		if seen > 0 && !marked {
 			return &HistoryChangedError{ID: r.id, Domain: name}
@@ -184,7 +185,7 @@ func (r *rollout) historyChanged() *HistoryChangedError {
 	}
 	var lost []string
 	for _, n := range cordoned {
-		if node, ok := r.v.Node(n); ok && node.Annotations[CordonedByAnnotation] != r.id {
+		if node, ok := r.v.Node(n); ok && node.Annotations[udrain.CordonedByAnnotation] != r.id {
 			lost = append(lost, n)
 		}
 	}
@@ -272,7 +273,7 @@ func (r *rollout) confirmHistory(ctx context.Context, nodes []string) *HistoryCh
 	if b := r.v.hist.back(); b != nil {
 		return &HistoryChangedError{ID: r.id, Object: b.object, Was: b.was, Now: b.now}
 	}
-	if seen.Annotations[CordonedByAnnotation] == r.id && cur.Annotations[CordonedByAnnotation] != r.id {
+	if seen.Annotations[udrain.CordonedByAnnotation] == r.id && cur.Annotations[udrain.CordonedByAnnotation] != r.id {
 		return &HistoryChangedError{ID: r.id, Nodes: []string{cur.Name}}
 	}
 	return nil

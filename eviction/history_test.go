@@ -15,6 +15,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/internal/clusterview"
 	"github.com/udrain/udrain/topology"
 )
@@ -74,14 +75,14 @@ func TestRolloutStopsWhenItsHistoryChanges(t *testing.T) {
 		name: "the first domain's marks gone",
 		restore: func(ctx context.Context, t *testing.T, fc *fakeCluster) {
 			for _, n := range []string{"node-1-1", "node-1-2"} {
-				patchNode(ctx, t, fc, n, `{"metadata":{"annotations":{"`+UpgradedByAnnotation+`":null,"`+UpgradedAtAnnotation+`":null}}}`)
+				patchNode(ctx, t, fc, n, `{"metadata":{"annotations":{"`+udrain.UpgradedByAnnotation+`":null,"`+udrain.UpgradedAtAnnotation+`":null}}}`)
 			}
 		},
 		want: HistoryChangedError{ID: "restore", Domain: "ud-1"},
 	}, {
 		name: "the cordon of the domain upgrading gone",
 		restore: func(ctx context.Context, t *testing.T, fc *fakeCluster) {
-			patchNode(ctx, t, fc, "node-2-2", `{"metadata":{"annotations":{"`+CordonedByAnnotation+`":null}},"spec":{"unschedulable":false}}`)
+			patchNode(ctx, t, fc, "node-2-2", `{"metadata":{"annotations":{"`+udrain.CordonedByAnnotation+`":null}},"spec":{"unschedulable":false}}`)
 		},
 		want: HistoryChangedError{ID: "restore", Nodes: []string{"node-2-2"}},
 	}, {
@@ -174,7 +175,7 @@ func patchNode(ctx context.Context, t *testing.T, fc *fakeCluster, name, patch s
 // fails says nothing.
 func TestConfirmHistoryReadsTheServer(t *testing.T) {
 	viewNode := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1-1", UID: "n", ResourceVersion: "500",
-		Annotations: map[string]string{CordonedByAnnotation: "r"}}}
+		Annotations: map[string]string{udrain.CordonedByAnnotation: "r"}}}
 	for _, tc := range []struct {
 		name   string
 		server *corev1.Node // nil: the read fails
@@ -216,7 +217,7 @@ func withRV(n *corev1.Node, rv string, cordoned bool) *corev1.Node {
 	c := n.DeepCopy()
 	c.ResourceVersion = rv
 	if !cordoned {
-		delete(c.Annotations, CordonedByAnnotation)
+		delete(c.Annotations, udrain.CordonedByAnnotation)
 	}
 	return c
 }

@@ -185,7 +185,7 @@ func TestParallelRolloutKeepsToTheBudget(t *testing.T) {
 			}
 			nodes, _ := fc.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 			for _, n := range nodes.Items {
-				if n.Spec.Unschedulable || n.Annotations[UpgradedByAnnotation] != "r1" {
+				if n.Spec.Unschedulable || n.Annotations[udrain.UpgradedByAnnotation] != "r1" {
 					t.Errorf("node %s after the rollout: unschedulable %v, annotations %v", n.Name, n.Spec.Unschedulable, n.Annotations)
 				}
 			}
@@ -232,7 +232,7 @@ func TestParallelRolloutStopsTheOthersOnAnError(t *testing.T) {
 	}
 	for _, name := range []string{"node-1-1", "node-2-1"} {
 		n, _ := fc.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-		if !n.Spec.Unschedulable || n.Annotations[CordonedByAnnotation] != "r1" {
+		if !n.Spec.Unschedulable || n.Annotations[udrain.CordonedByAnnotation] != "r1" {
 			t.Errorf("node %s: unschedulable %v, annotations %v; want it left cordoned by r1 for a resume", name, n.Spec.Unschedulable, n.Annotations)
 		}
 	}

@@ -83,16 +83,12 @@ type PodReason struct {
 	Reason string `json:"reason"`
 }
 
-// UpgradeStepLabel marks the pods of a rollout's own upgrade step (package
-// upgrade's Jobs run on the drained nodes): plans skip them.
-const UpgradeStepLabel = "udrain.dev/upgrade-step"
-
 // Skip reasons udrain adds where kubectl has no text.
 const (
 	ReasonMirrorPod       = "mirror pod (managed by the kubelet, not by the API server)"
 	ReasonDeletedLongAgo  = "DeletionTimestamp older than --skip-wait-for-delete-timeout"
 	ReasonSkippedByFilter = "skipped by an additional filter"
-	ReasonUpgradeStepPod  = "a pod of the rollout's own upgrade step (label " + UpgradeStepLabel + ")"
+	ReasonUpgradeStepPod  = "a pod of the rollout's own upgrade step (label " + udrain.UpgradeStepLabel + ")"
 )
 
 // Blocker is a PodDisruptionBudget that would refuse phase 1 right now.

@@ -60,7 +60,7 @@ func TestPlan(t *testing.T) {
 		Spec: corev1.PodSpec{NodeName: "node-1-2", Volumes: []corev1.Volume{{Name: "s", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}}})
 
 	step := readyPod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "udrain-upgrade", Name: "upgrade-node-1-1-x",
-		Labels: map[string]string{UpgradeStepLabel: "abc"}, OwnerReferences: ownedBy("Job", "upgrade-node-1-1")},
+		Labels: map[string]string{udrain.UpgradeStepLabel: "abc"}, OwnerReferences: ownedBy("Job", "upgrade-node-1-1")},
 		Spec: corev1.PodSpec{NodeName: "node-1-1"}})
 
 	type summary struct {

@@ -34,7 +34,7 @@ func readerCluster() []runtime.Object {
 		switch o := o.(type) {
 		case *corev1.Node:
 			if o.Labels[topology.DefaultDomainLabel] == "ud-1" {
-				o.Annotations = map[string]string{CordonedByAnnotation: "r1"}
+				o.Annotations = map[string]string{udrain.CordonedByAnnotation: "r1"}
 				o.Spec.Unschedulable = true
 			}
 		case *corev1.Pod:

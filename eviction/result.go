@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/health"
 	"github.com/udrain/udrain/topology"
 )
@@ -13,7 +14,7 @@ import (
 // wire schema of udrain's JSON and YAML output: the CLI prints them with an
 // apiVersion and a kind around them and nothing copied field by field.
 // JSON conventions: names in lowerCamelCase; an empty list or optional
-// object is omitted; a duration is a Seconds (a number of seconds, written
+// object is omitted; a duration is a udrain.Seconds (a number of seconds, written
 // even when 0) in a field whose name ends in "Seconds"; times are RFC 3339.
 
 // PhaseResult counts what happened to one phase's pods.
@@ -28,7 +29,7 @@ type PhaseResult struct {
 	// were only waited on.
 	AlreadyTerminating int `json:"alreadyTerminating"`
 	// Duration is the time from the phase's start to its last eviction.
-	Duration Seconds `json:"durationSeconds"`
+	Duration udrain.Seconds `json:"durationSeconds"`
 }
 
 // BlockInfo describes a PodDisruptionBudget that refuses evictions now.
@@ -111,7 +112,7 @@ type BlockRecord struct {
 	Since time.Time `json:"since"`
 	// Pods are the pods that waited on the budget during the block.
 	Pods     []topology.PodRef `json:"pods,omitempty"`
-	Duration Seconds           `json:"durationSeconds"`
+	Duration udrain.Seconds    `json:"durationSeconds"`
 }
 
 // DryRunVerdict is what a dry run found for one pod.
@@ -169,9 +170,9 @@ type Result struct {
 	DryRunOutcomes  []DryRunOutcome    `json:"dryRunOutcomes,omitempty"`
 	// Completed is true when every planned pod is gone (or, in a dry run,
 	// was checked).
-	Completed bool      `json:"completed"`
-	Started   time.Time `json:"started"`
-	Duration  Seconds   `json:"durationSeconds"`
+	Completed bool           `json:"completed"`
+	Started   time.Time      `json:"started"`
+	Duration  udrain.Seconds `json:"durationSeconds"`
 }
 
 // Summary is the end-of-run account of a drain or a rollout.
@@ -195,8 +196,8 @@ type Summary struct {
 	LongestDowntime *GroupDowntime `json:"longestDowntime,omitempty"`
 	// LongestBlock is the longest time a PDB refused evictions (the first
 	// of the longest); nil if none did.
-	LongestBlock *BlockRecord `json:"longestBlock,omitempty"`
-	Duration     Seconds      `json:"durationSeconds"`
+	LongestBlock *BlockRecord   `json:"longestBlock,omitempty"`
+	Duration     udrain.Seconds `json:"durationSeconds"`
 }
 
 // Summary sums up the drain.

@@ -12,27 +12,9 @@ import (
 	"k8s.io/klog/v2"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/topology"
 )
-
-// UpgradedByAnnotation marks the nodes of a domain whose upgrade step has
-// succeeded, with the rollout's ID as value. A rollout run again with the
-// same ID skips those domains: they are never drained twice.
-const UpgradedByAnnotation = "udrain.dev/upgraded-by"
-
-// UpgradedAtAnnotation records, beside UpgradedByAnnotation and in the
-// same patch, when the rollout marked the node's domain upgraded (RFC 3339):
-// a resumed rollout keeps the order in which its domains were upgraded.
-const UpgradedAtAnnotation = "udrain.dev/upgraded-at"
-
-// RecoveredByAnnotation marks one node of a domain whose recovery a
-// rollout saw end (the groups its drain disrupted healthy again, their
-// budgets caught up), with the rollout's ID as value. A domain marked
-// upgraded but not recovered is still recovering: Drainer.RolloutStatus
-// says so, and a rollout run again with the same ID waits in it for the
-// groups a stopped run left Pending or incomplete. With several domains
-// in flight, more than one can be.
-const RecoveredByAnnotation = "udrain.dev/recovered-by"
 
 // DefaultStuckAfter is how long a recovering member may wait for a reason
 // that does not clear by itself before the rollout stops (see
@@ -192,9 +174,9 @@ type DomainOutcome struct {
 	// downtime: from its first pod's eviction until it was healthy again,
 	// wherever it runs now.
 	Groups   []GroupDowntime `json:"groups,omitempty"`
-	Upgrade  Seconds         `json:"upgradeSeconds"`
-	Recovery Seconds         `json:"recoverySeconds"`
-	Duration Seconds         `json:"durationSeconds"`
+	Upgrade  udrain.Seconds  `json:"upgradeSeconds"`
+	Recovery udrain.Seconds  `json:"recoverySeconds"`
+	Duration udrain.Seconds  `json:"durationSeconds"`
 }
 
 // RolloutResult is what a rollout did: an outcome for every domain it was
@@ -223,9 +205,9 @@ type RolloutResult struct {
 	// rollout that stopped before it started its first domain.
 	Status *RolloutStatus `json:"status,omitempty"`
 	// Completed is true when every domain is done, skipped or dry-run.
-	Completed bool      `json:"completed"`
-	Started   time.Time `json:"started"`
-	Duration  Seconds   `json:"durationSeconds"`
+	Completed bool           `json:"completed"`
+	Started   time.Time      `json:"started"`
+	Duration  udrain.Seconds `json:"durationSeconds"`
 }
 
 // Summary sums up the rollout.
@@ -265,7 +247,7 @@ func (r *RolloutResult) Summary() Summary {
 // patch: two patches per node), uncordon, wait until the domain's groups are
 // healthy and their budgets caught up, then the next domain. While it runs,
 // the nodes of the domains it has not upgraded yet carry the
-// PendingUpgradeTaint (see Steering), so that evicted pods land on upgraded
+// udrain.PendingUpgradeTaint (see Steering), so that evicted pods land on upgraded
 // nodes and are not moved again; without an explicit order, the domains
 // that evict nothing (spare, empty) come first, so that the first groups
 // evicted find upgraded room. It stops at the first error, a *DomainError
@@ -290,7 +272,7 @@ func (d *Drainer) Rollout(ctx context.Context, opts RolloutOptions) (*RolloutRes
 		res:    &RolloutResult{ID: opts.ID, DryRun: d.s.dryRunName(), Started: d.s.Clock.Now()},
 		logger: klog.FromContext(ctx).WithValues("rollout", opts.ID)}
 	err = r.run(ctx)
-	r.res.Duration = Seconds(d.s.Clock.Since(r.res.Started))
+	r.res.Duration = udrain.Seconds(d.s.Clock.Since(r.res.Started))
 	return r.res, err
 }
 

@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -35,7 +36,7 @@ type rollout struct {
 	nodes   []corev1.Node
 	domains []string
 	// recovering are the domains a stopped run upgraded but did not mark
-	// recovered (RecoveredByAnnotation): their groups may still have
+	// recovered (udrain.RecoveredByAnnotation): their groups may still have
 	// been recovering.
 	recovering map[string]bool
 	// mu guards res.Domains, written as domains end while others run.
@@ -132,7 +133,7 @@ func (r *rollout) finishedShown() bool {
 		}
 		for _, name := range mustDomain(r.layout, out.Domain).Nodes {
 			n, ok := r.v.Node(name)
-			if ok && (n.Annotations[UpgradedByAnnotation] != r.id || n.Annotations[CordonedByAnnotation] == r.id) {
+			if ok && (n.Annotations[udrain.UpgradedByAnnotation] != r.id || n.Annotations[udrain.CordonedByAnnotation] == r.id) {
 				return false
 			}
 		}
@@ -167,7 +168,7 @@ func (r *rollout) run(ctx context.Context) (err error) {
 		if lerr != nil {
 			return lerr
 		}
-		r.lock = &RolloutLockStatus{Namespace: r.opts.Lock.Namespace, Name: held.name, Holder: r.opts.Lock.Identity, Held: true, Duration: Seconds(r.opts.Lock.Duration)}
+		r.lock = &RolloutLockStatus{Namespace: r.opts.Lock.Namespace, Name: held.name, Holder: r.opts.Lock.Identity, Held: true, Duration: udrain.Seconds(r.opts.Lock.Duration)}
 		var release func(error) error
 		ctx, release = r.hold(ctx, held)
 		defer func() { err = release(err) }()
@@ -362,7 +363,7 @@ func (r *rollout) untaint(ctx context.Context) {
 	var names []string
 	for _, name := range r.domains {
 		for _, n := range mustDomain(r.layout, name).Nodes {
-			if node, ok := r.v.Node(n); ok && hasPendingTaint(node) && node.Spec.Taints[slices.IndexFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == PendingUpgradeTaint })].Value == r.id {
+			if node, ok := r.v.Node(n); ok && hasPendingTaint(node) && node.Spec.Taints[slices.IndexFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == udrain.PendingUpgradeTaint })].Value == r.id {
 				names = append(names, n)
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/health"
 
 	"github.com/google/go-cmp/cmp"
@@ -88,7 +89,7 @@ func TestRolloutDrainsEachDomainOnceAndRecovers(t *testing.T) {
 	}
 	nodes, _ := fc.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	for _, n := range nodes.Items {
-		if n.Spec.Unschedulable || n.Annotations[CordonedByAnnotation] != "" || n.Annotations[UpgradedByAnnotation] != "kubelet-1.37" {
+		if n.Spec.Unschedulable || n.Annotations[udrain.CordonedByAnnotation] != "" || n.Annotations[udrain.UpgradedByAnnotation] != "kubelet-1.37" {
 			t.Errorf("node %s after rollout: unschedulable=%v annotations=%v", n.Name, n.Spec.Unschedulable, n.Annotations)
 		}
 	}
@@ -610,7 +611,7 @@ func TestRolloutRefusesADomainAnotherRolloutHolds(t *testing.T) {
 	fc := newFakeCluster(t, lwsCluster(2, 1, 2)...)
 	n, _ := fc.client.CoreV1().Nodes().Get(ctx, "node-2-1", metav1.GetOptions{})
 	n.Spec.Unschedulable = true
-	n.Annotations = map[string]string{CordonedByAnnotation: "kernel-6.12"}
+	n.Annotations = map[string]string{udrain.CordonedByAnnotation: "kernel-6.12"}
 	if _, err := fc.client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -776,7 +777,7 @@ func TestRecoveryWaitCoalescesEvents(t *testing.T) {
 
 func TestRolloutSummaryLongestBlock(t *testing.T) {
 	rec := func(pdb string, d time.Duration) BlockRecord {
-		return BlockRecord{BudgetRef: health.BudgetRef{Namespace: "ns", PDB: pdb}, Duration: Seconds(d)}
+		return BlockRecord{BudgetRef: health.BudgetRef{Namespace: "ns", PDB: pdb}, Duration: udrain.Seconds(d)}
 	}
 	tests := []struct {
 		name    string
@@ -831,7 +832,7 @@ func TestRolloutWaitsForTheUnschedulableTaintToGo(t *testing.T) {
 	go func() {
 		for ctx.Err() == nil {
 			n, err := fc.client.CoreV1().Nodes().Get(ctx, "node-1-1", metav1.GetOptions{})
-			if err == nil && !n.Spec.Unschedulable && n.Annotations[UpgradedByAnnotation] != "" {
+			if err == nil && !n.Spec.Unschedulable && n.Annotations[udrain.UpgradedByAnnotation] != "" {
 				time.Sleep(300 * time.Millisecond)
 				n, _ = fc.client.CoreV1().Nodes().Get(ctx, "node-1-1", metav1.GetOptions{})
 				n.Spec.Taints = nil

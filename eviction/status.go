@@ -109,7 +109,7 @@ type DomainProgress struct {
 	// remains), Upgrade while Upgrading, Uncordon or Recovery while
 	// Recovering (Uncordon while a node is still cordoned by the rollout).
 	Stage Stage `json:"stage,omitempty"`
-	// Since is when the domain was marked upgraded (UpgradedAtAnnotation,
+	// Since is when the domain was marked upgraded (udrain.UpgradedAtAnnotation,
 	// the end of its upgrade step), for Done and Recovering domains.
 	Since *time.Time `json:"since,omitempty"`
 	// NotBefore is, for a domain in progress, the last time another domain
@@ -117,7 +117,7 @@ type DomainProgress struct {
 	// nodes, but the rollout started this domain after that one.
 	NotBefore *time.Time `json:"notBefore,omitempty"`
 	// Nodes counts the domain's nodes; Cordoned those cordoned by the
-	// rollout (CordonedByAnnotation); Upgraded those marked upgraded by it.
+	// rollout (udrain.CordonedByAnnotation); Upgraded those marked upgraded by it.
 	Nodes    int `json:"nodes"`
 	Cordoned int `json:"cordoned"`
 	Upgraded int `json:"upgraded"`
@@ -150,7 +150,7 @@ type RolloutLockStatus struct {
 	AcquiredAt *time.Time `json:"acquiredAt,omitempty"`
 	RenewedAt  *time.Time `json:"renewedAt,omitempty"`
 	// Duration is how long the Lease holds without a renewal.
-	Duration Seconds `json:"durationSeconds"`
+	Duration udrain.Seconds `json:"durationSeconds"`
 }
 
 // RolloutETA is a rollout's expected end: the median of the gaps between
@@ -168,9 +168,9 @@ type RolloutETA struct {
 	// At is the last upgraded mark plus Remaining.
 	At time.Time `json:"at"`
 	// PerDomain is the median gap.
-	PerDomain Seconds `json:"perDomainSeconds"`
+	PerDomain udrain.Seconds `json:"perDomainSeconds"`
 	// Remaining is PerDomain times DomainsLeft.
-	Remaining Seconds `json:"remainingSeconds"`
+	Remaining udrain.Seconds `json:"remainingSeconds"`
 }
 
 // RolloutStatus reads where rollout id stands from what it writes to the
@@ -331,7 +331,7 @@ type statusReader struct {
 	// running: a holder keeps the Lease; lockKnown: the Lease was read.
 	running, lockKnown bool
 	// recovering: the domains marked upgraded by the rollout but not
-	// recovered (RecoveredByAnnotation).
+	// recovered (udrain.RecoveredByAnnotation).
 	recovering map[string]bool
 	// finished: the domains the rollout reading its own status knows
 	// recovered.
@@ -347,10 +347,10 @@ func (s *statusReader) domain(name string, t recoveryTarget) (DomainProgress, er
 	p := DomainProgress{Domain: name}
 	for _, n := range domainNodes(s.snap.Nodes, dom) {
 		p.Nodes++
-		if n.Annotations[CordonedByAnnotation] == s.id {
+		if n.Annotations[udrain.CordonedByAnnotation] == s.id {
 			p.Cordoned++
 		}
-		if n.Annotations[UpgradedByAnnotation] == s.id {
+		if n.Annotations[udrain.UpgradedByAnnotation] == s.id {
 			p.Upgraded++
 		}
 	}
@@ -469,7 +469,7 @@ func estimate(ps []DomainProgress) *RolloutETA {
 		per = (gaps[len(gaps)/2-1] + per) / 2
 	}
 	rem := per * time.Duration(left)
-	return &RolloutETA{Samples: len(gaps), DomainsLeft: left, At: marks[len(marks)-1].Add(rem), PerDomain: Seconds(per), Remaining: Seconds(rem)}
+	return &RolloutETA{Samples: len(gaps), DomainsLeft: left, At: marks[len(marks)-1].Add(rem), PerDomain: udrain.Seconds(per), Remaining: udrain.Seconds(rem)}
 }
 
 // readRolloutLock GETs the rollout's Lease; nil when there is none.
@@ -489,7 +489,7 @@ func (d *Drainer) readRolloutLock(ctx context.Context, namespace, id string, now
 		return nil, err
 	}
 	st := lease.StateOf(got)
-	ls := &RolloutLockStatus{Namespace: namespace, Name: name, Holder: st.Holder, Duration: Seconds(st.Duration),
+	ls := &RolloutLockStatus{Namespace: namespace, Name: name, Holder: st.Holder, Duration: udrain.Seconds(st.Duration),
 		AcquiredAt: st.AcquiredAt, Held: st.HeldAt(now)}
 	if !st.RenewedAt.IsZero() {
 		ls.RenewedAt = &st.RenewedAt

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/clusterinformers"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -48,7 +49,7 @@ func (c *statusCluster) node(name string) *corev1.Node {
 // statusNow, and the first recovered.
 func (c *statusCluster) upgraded(d int, ago time.Duration) *statusCluster {
 	c.recovering(d, ago)
-	c.node(fmt.Sprintf("node-%d-1", d)).Annotations[RecoveredByAnnotation] = "r1"
+	c.node(fmt.Sprintf("node-%d-1", d)).Annotations[udrain.RecoveredByAnnotation] = "r1"
 	return c
 }
 
@@ -57,8 +58,8 @@ func (c *statusCluster) upgraded(d int, ago time.Duration) *statusCluster {
 func (c *statusCluster) recovering(d int, ago time.Duration) *statusCluster {
 	for n := 1; n <= 2; n++ {
 		node := c.node(fmt.Sprintf("node-%d-%d", d, n))
-		node.Annotations[UpgradedByAnnotation] = "r1"
-		node.Annotations[UpgradedAtAnnotation] = statusNow.Add(-ago).Format(time.RFC3339Nano)
+		node.Annotations[udrain.UpgradedByAnnotation] = "r1"
+		node.Annotations[udrain.UpgradedAtAnnotation] = statusNow.Add(-ago).Format(time.RFC3339Nano)
 	}
 	return c
 }
@@ -67,7 +68,7 @@ func (c *statusCluster) recovering(d int, ago time.Duration) *statusCluster {
 func (c *statusCluster) cordoned(d, n int) *statusCluster {
 	for i := 1; i <= n; i++ {
 		node := c.node(fmt.Sprintf("node-%d-%d", d, i))
-		node.Annotations[CordonedByAnnotation] = "r1"
+		node.Annotations[udrain.CordonedByAnnotation] = "r1"
 		node.Spec.Unschedulable = true
 	}
 	return c
@@ -162,7 +163,7 @@ func TestRolloutStatus(t *testing.T) {
 			want: []progressLine{done("ud-1", "20m0s"), done("ud-2", "10m0s"),
 				{Domain: "ud-3", State: "Draining", Stage: "Phase1", Pods: 2, Cordoned: 2, NotBefore: "10m0s"}, pending("ud-4")},
 			running: true, holder: "host-a",
-			eta: &RolloutETA{PerDomain: Seconds(10 * time.Minute), Samples: 1, DomainsLeft: 2, Remaining: Seconds(20 * time.Minute), At: statusNow.Add(10 * time.Minute)},
+			eta: &RolloutETA{PerDomain: udrain.Seconds(10 * time.Minute), Samples: 1, DomainsLeft: 2, Remaining: udrain.Seconds(20 * time.Minute), At: statusNow.Add(10 * time.Minute)},
 		},
 		{
 			name:    "upgrading the third domain, its group Pending",
@@ -170,7 +171,7 @@ func TestRolloutStatus(t *testing.T) {
 			want: []progressLine{done("ud-1", "20m0s"), done("ud-2", "10m0s"),
 				{Domain: "ud-3", State: "Upgrading", Stage: "Upgrade", Cordoned: 2, NotBefore: "10m0s", Down: []string{"llm-2"}}, pending("ud-4")},
 			running: true, holder: "host-a",
-			eta: &RolloutETA{PerDomain: Seconds(10 * time.Minute), Samples: 1, DomainsLeft: 2, Remaining: Seconds(20 * time.Minute), At: statusNow.Add(10 * time.Minute)},
+			eta: &RolloutETA{PerDomain: udrain.Seconds(10 * time.Minute), Samples: 1, DomainsLeft: 2, Remaining: udrain.Seconds(20 * time.Minute), At: statusNow.Add(10 * time.Minute)},
 		},
 		{
 			name:    "stopped in the upgrade: Lease released",
@@ -195,27 +196,27 @@ func TestRolloutStatus(t *testing.T) {
 			cluster: held(func() *statusCluster {
 				c := newStatusCluster().upgraded(1, 20*time.Minute).cordoned(2, 2).drained(1, false)
 				n := c.node("node-2-1")
-				n.Annotations[UpgradedByAnnotation], n.Annotations[UpgradedAtAnnotation] = "r1", statusNow.Add(-time.Minute).Format(time.RFC3339Nano)
+				n.Annotations[udrain.UpgradedByAnnotation], n.Annotations[udrain.UpgradedAtAnnotation] = "r1", statusNow.Add(-time.Minute).Format(time.RFC3339Nano)
 				return c
 			}()),
 			want: []progressLine{done("ud-1", "20m0s"), {Domain: "ud-2", State: "Recovering", Stage: "Uncordon", Cordoned: 2, Up: 1, Since: "1m0s"},
 				pending("ud-3"), pending("ud-4")},
 			running: true, holder: "host-a",
-			eta: &RolloutETA{PerDomain: Seconds(19 * time.Minute), Samples: 1, DomainsLeft: 2, Remaining: Seconds(38 * time.Minute), At: statusNow.Add(37 * time.Minute)},
+			eta: &RolloutETA{PerDomain: udrain.Seconds(19 * time.Minute), Samples: 1, DomainsLeft: 2, Remaining: udrain.Seconds(38 * time.Minute), At: statusNow.Add(37 * time.Minute)},
 		},
 		{
 			name:    "recovering the last domain upgraded while running",
 			cluster: held(newStatusCluster().upgraded(1, 20*time.Minute).recovering(2, time.Minute)),
 			want:    []progressLine{done("ud-1", "20m0s"), {Domain: "ud-2", State: "Recovering", Stage: "Recovery", Up: 2, Since: "1m0s"}, pending("ud-3"), pending("ud-4")},
 			running: true, holder: "host-a",
-			eta: &RolloutETA{PerDomain: Seconds(19 * time.Minute), Samples: 1, DomainsLeft: 2, Remaining: Seconds(38 * time.Minute), At: statusNow.Add(37 * time.Minute)},
+			eta: &RolloutETA{PerDomain: udrain.Seconds(19 * time.Minute), Samples: 1, DomainsLeft: 2, Remaining: udrain.Seconds(38 * time.Minute), At: statusNow.Add(37 * time.Minute)},
 		},
 		{
 			name:    "stopped in the recovery: its group Pending, no holder",
 			cluster: newStatusCluster().upgraded(1, 20*time.Minute).recovering(2, time.Minute).drained(1, true).lease("", time.Minute),
 			want: []progressLine{done("ud-1", "20m0s"), {Domain: "ud-2", State: "Stopped", Stage: "Recovery", Up: 2, Since: "1m0s", Down: []string{"llm-1"}},
 				pending("ud-3"), pending("ud-4")},
-			eta: &RolloutETA{PerDomain: Seconds(19 * time.Minute), Samples: 1, DomainsLeft: 2, Remaining: Seconds(38 * time.Minute), At: statusNow.Add(37 * time.Minute)},
+			eta: &RolloutETA{PerDomain: udrain.Seconds(19 * time.Minute), Samples: 1, DomainsLeft: 2, Remaining: udrain.Seconds(38 * time.Minute), At: statusNow.Add(37 * time.Minute)},
 		},
 		{
 			// Parallel domains: two recovering at once, one draining.
@@ -238,7 +239,7 @@ func TestRolloutStatus(t *testing.T) {
 				{Domain: "ud-4", State: "Draining", Stage: "Phase1", Pods: 2, Cordoned: 2, NotBefore: "10m0s"},
 				{Domain: "ud-0", State: "Pending"}, {Domain: "ud-5", State: "Pending"}, pending("ud-3")},
 			running: true, holder: "host-a",
-			eta: &RolloutETA{PerDomain: Seconds(10 * time.Minute), Samples: 1, DomainsLeft: 4, Remaining: Seconds(40 * time.Minute), At: statusNow.Add(30 * time.Minute)},
+			eta: &RolloutETA{PerDomain: udrain.Seconds(10 * time.Minute), Samples: 1, DomainsLeft: 4, Remaining: udrain.Seconds(40 * time.Minute), At: statusNow.Add(30 * time.Minute)},
 		},
 		{
 			name:    "given domains keep their order",
@@ -367,9 +368,9 @@ func TestRolloutStatusErrors(t *testing.T) {
 func TestRolloutStatusJSON(t *testing.T) {
 	at := statusNow
 	st := RolloutStatus{ID: "r1", Time: statusNow, Running: true,
-		Lock:    &RolloutLockStatus{Namespace: "ns", Name: "l", Holder: "h", Held: true, RenewedAt: &at, Duration: Seconds(30 * time.Second)},
+		Lock:    &RolloutLockStatus{Namespace: "ns", Name: "l", Holder: "h", Held: true, RenewedAt: &at, Duration: udrain.Seconds(30 * time.Second)},
 		Domains: []DomainProgress{{Domain: "ud-1", State: StateDraining, Stage: StagePhase1, Pods: 2}},
-		ETA:     &RolloutETA{PerDomain: Seconds(90 * time.Second), Samples: 2, DomainsLeft: 2, Remaining: Seconds(3 * time.Minute), At: statusNow}}
+		ETA:     &RolloutETA{PerDomain: udrain.Seconds(90 * time.Second), Samples: 2, DomainsLeft: 2, Remaining: udrain.Seconds(3 * time.Minute), At: statusNow}}
 	b, err := json.Marshal(st)
 	if err != nil {
 		t.Fatal(err)

@@ -7,12 +7,13 @@ import (
 	"slices"
 	"time"
 
+	"github.com/udrain/udrain"
 	corev1 "k8s.io/api/core/v1"
 )
 
 // RolloutIDs returns, sorted, the IDs of the rollouts whose marks nodes
-// carry: the upgraded mark (UpgradedByAnnotation) and the taint of the
-// domains not upgraded yet (PendingUpgradeTaint). The cordon mark is not
+// carry: the upgraded mark (udrain.UpgradedByAnnotation) and the taint of the
+// domains not upgraded yet (udrain.PendingUpgradeTaint). The cordon mark is not
 // read: a drain leaves it too. A caller that wants "the rollout" of a
 // cluster takes the one ID, and asks which one when there are several.
 func RolloutIDs(nodes []corev1.Node) []string {
@@ -23,9 +24,9 @@ func RolloutIDs(nodes []corev1.Node) []string {
 		}
 	}
 	for _, n := range nodes {
-		add(n.Annotations[UpgradedByAnnotation])
+		add(n.Annotations[udrain.UpgradedByAnnotation])
 		for _, t := range n.Spec.Taints {
-			if t.Key == PendingUpgradeTaint {
+			if t.Key == udrain.PendingUpgradeTaint {
 				add(t.Value)
 			}
 		}

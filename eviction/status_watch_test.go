@@ -17,12 +17,12 @@ import (
 
 func TestRolloutIDs(t *testing.T) {
 	node := func(upgradedBy string, taints ...string) corev1.Node {
-		n := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Annotations: map[string]string{CordonedByAnnotation: "a-drain"}}}
+		n := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Annotations: map[string]string{udrain.CordonedByAnnotation: "a-drain"}}}
 		if upgradedBy != "" {
-			n.Annotations[UpgradedByAnnotation] = upgradedBy
+			n.Annotations[udrain.UpgradedByAnnotation] = upgradedBy
 		}
 		for _, v := range taints {
-			n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: PendingUpgradeTaint, Value: v, Effect: corev1.TaintEffectPreferNoSchedule})
+			n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: udrain.PendingUpgradeTaint, Value: v, Effect: corev1.TaintEffectPreferNoSchedule})
 		}
 		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: "nvidia.com/gpu", Value: "other", Effect: corev1.TaintEffectNoSchedule})
 		return n
@@ -102,7 +102,7 @@ func TestWatchRolloutStatus(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			node.Annotations = map[string]string{UpgradedByAnnotation: "r1", UpgradedAtAnnotation: clk.Now().Format(time.RFC3339Nano)}
+			node.Annotations = map[string]string{udrain.UpgradedByAnnotation: "r1", udrain.UpgradedAtAnnotation: clk.Now().Format(time.RFC3339Nano)}
 			if _, err := fc.client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
 				t.Fatal(err)
 			}

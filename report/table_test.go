@@ -128,7 +128,7 @@ func TestTables(t *testing.T) {
 			"Rollout r1: running; Lease udrain-system/udrain-rollout-r1 held by host-a, renewed 3s ago"},
 		{"released", status(false, &eviction.RolloutLockStatus{Namespace: "udrain-system", Name: "udrain-rollout-r1"}), report.TableOptions{},
 			"Rollout r1: not running; Lease udrain-system/udrain-rollout-r1 released, never renewed"},
-		{"expired", status(false, &eviction.RolloutLockStatus{Namespace: "udrain-system", Name: "udrain-rollout-r1", Holder: "host-a", RenewedAt: &renewed, Duration: eviction.Seconds(30 * time.Second)}), report.TableOptions{},
+		{"expired", status(false, &eviction.RolloutLockStatus{Namespace: "udrain-system", Name: "udrain-rollout-r1", Holder: "host-a", RenewedAt: &renewed, Duration: udrain.Seconds(30 * time.Second)}), report.TableOptions{},
 			"Rollout r1: not running; Lease udrain-system/udrain-rollout-r1 of host-a expired, renewed 3s ago (it holds 30s)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

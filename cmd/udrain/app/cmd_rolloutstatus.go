@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/informers"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/clusterinformers"
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/report"
@@ -127,7 +128,7 @@ func theRolloutOf(nodes []corev1.Node) (string, error) {
 	case 1:
 		return ids[0], nil
 	case 0:
-		return "", usageErrorf("no node carries a rollout's marks (annotation %s, taint %s): name the rollout, udrain rollout status ID", eviction.UpgradedByAnnotation, eviction.PendingUpgradeTaint)
+		return "", usageErrorf("no node carries a rollout's marks (annotation %s, taint %s): name the rollout, udrain rollout status ID", udrain.UpgradedByAnnotation, udrain.PendingUpgradeTaint)
 	default:
 		return "", usageErrorf("the nodes carry the marks of %d rollouts (%s): name one, udrain rollout status ID", len(ids), strings.Join(ids, ", "))
 	}

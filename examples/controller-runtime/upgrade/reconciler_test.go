@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/clusterinformers"
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/examples/internal/exampletest"
@@ -148,7 +149,7 @@ func TestReconcileRollsOut(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if node.Labels[TargetVersionLabel] != "1.37.2" || node.Spec.Unschedulable || node.Annotations[eviction.UpgradedByAnnotation] != "kubelet-1.37.2" {
+		if node.Labels[TargetVersionLabel] != "1.37.2" || node.Spec.Unschedulable || node.Annotations[udrain.UpgradedByAnnotation] != "kubelet-1.37.2" {
 			t.Errorf("node %s: labels %v, annotations %v, unschedulable %t", n, node.Labels, node.Annotations, node.Spec.Unschedulable)
 		}
 	}
