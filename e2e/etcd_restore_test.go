@@ -137,7 +137,7 @@ func etcdRestoreDrill(t *testing.T, etcdutlFlags []string, gateStops bool) {
 	t.Logf("etcd restored in %s (the apiserver serving again); the rollout returned %s later", took.Round(10*time.Millisecond), stoppedAfter.Round(time.Millisecond))
 
 	var de *eviction.DomainError
-	var hc *eviction.HistoryChangedError
+	var hc *udrain.HistoryChangedError
 	if !errors.As(err, &de) || !errors.As(err, &hc) || de.Domain != second {
 		t.Fatalf("first run: %v; want a *DomainError of %s with a *HistoryChangedError", err, second)
 	}

@@ -184,7 +184,7 @@ func (r *rollout) run(ctx context.Context) (err error) {
 	r.logger.Info("Rollout started", "domains", len(r.domains))
 	r.emit(Event{Type: EventRolloutStarted, Domains: r.domains, Status: r.status(ctx, true), Message: fmt.Sprintf("rollout %s over %d domain(s)", r.id, len(r.domains))})
 	if failed, err := r.runDomains(ctx); err != nil {
-		r.historyLost = errors.As(err, new(*HistoryChangedError))
+		r.historyLost = errors.As(err, new(*udrain.HistoryChangedError))
 		r.logger.Info("Rollout stopped", "domain", failed.Domain, "err", err)
 		r.res.Status = r.status(ctx, false)
 		r.emit(Event{Type: EventRolloutStopped, Domain: failed.Domain, Err: err, Error: err.Error(), Status: r.res.Status, Message: string(failed.Status)})
