@@ -88,7 +88,7 @@
 // it serves none; evictions in a namespace being deleted retried until its
 // pods go with it; the Helper's callbacks when kubectl calls them. A
 // request is retried when the API server failed it (a refused or reset
-// connection, a timeout, 5xx, 429: ServerProblemOf), and stops the drain
+// connection, a timeout, 5xx, 429: kubeclient.ServerProblemOf), and stops the drain
 // at once when the client did. Evictions go through the Evictor seam, so
 // an EvictionRequest backend can replace the Eviction API without touching
 // planning.

@@ -19,6 +19,7 @@ import (
 	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/health"
 	"github.com/udrain/udrain/internal/podcache"
+	"github.com/udrain/udrain/kubeclient"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -50,7 +51,7 @@ func (ex *execution) preflight(ctx context.Context) error {
 			if s := serverOf(err); s != "" {
 				server = s
 			}
-			return &UnreachableError{Server: server, Problem: ServerNoAnswer, Waited: ex.d.s.RequestTimeout, Err: err}
+			return &UnreachableError{Server: server, Problem: kubeclient.ServerNoAnswer, Waited: ex.d.s.RequestTimeout, Err: err}
 		}
 		// A webhook that sees dry runs (sideEffects None) and denies the
 		// first pod stops the domain before anything changes. (One that
