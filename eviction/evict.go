@@ -174,7 +174,7 @@ func (ex *execution) budgetCounts(info *BlockInfo) {
 		}
 		info.Unhealthy = append(info.Unhealthy, ex.budgetPod(p))
 	}
-	slices.SortFunc(info.Unhealthy, func(a, b BudgetPod) int { return strings.Compare(a.Pod.String(), b.Pod.String()) })
+	slices.SortFunc(info.Unhealthy, func(a, b health.BudgetPod) int { return strings.Compare(a.Pod.String(), b.Pod.String()) })
 	if len(info.Unhealthy) > maxBlockPods {
 		info.Unhealthy = info.Unhealthy[:maxBlockPods]
 	}
@@ -203,8 +203,8 @@ func (ex *execution) budgetCounts(info *BlockInfo) {
 
 // budgetPod is p as a block names it: with its node, and whether that node
 // is Ready.
-func (ex *execution) budgetPod(p *corev1.Pod) BudgetPod {
-	bp := BudgetPod{Pod: topology.PodRef{Namespace: p.Namespace, Name: p.Name}, Node: p.Spec.NodeName, Terminating: p.DeletionTimestamp != nil}
+func (ex *execution) budgetPod(p *corev1.Pod) health.BudgetPod {
+	bp := health.BudgetPod{Pod: topology.PodRef{Namespace: p.Namespace, Name: p.Name}, Node: p.Spec.NodeName, Terminating: p.DeletionTimestamp != nil}
 	if bp.Node != "" {
 		n, ok := ex.v.Node(bp.Node)
 		bp.NodeNotReady = !ok || !nodeReady(n)

@@ -619,18 +619,18 @@ func TestBlockNamesTheUnhealthyPodsAndTheirNodes(t *testing.T) {
 		offline     string   // a node made NotReady (Ready Unknown)
 		unready     []string // pods made not Ready
 		terminating bool     // the leader is being deleted
-		want        []BudgetPod
+		want        []health.BudgetPod
 		wantText    string
 	}{
 		{name: "its node offline", nodesPer: 1, offline: "node-1-1", unready: []string{"llm-0"},
-			want:     []BudgetPod{{Pod: topology.PodRef{Namespace: testNS, Name: "llm-0"}, Node: "node-1-1", NodeNotReady: true}},
+			want:     []health.BudgetPod{{Pod: topology.PodRef{Namespace: testNS, Name: "llm-0"}, Node: "node-1-1", NodeNotReady: true}},
 			wantText: "not healthy: inference/llm-0 on node node-1-1 (NotReady)"},
 		{name: "being deleted on a Ready node", nodesPer: 1, unready: []string{"llm-0"}, terminating: true,
-			want:     []BudgetPod{{Pod: topology.PodRef{Namespace: testNS, Name: "llm-0"}, Node: "node-1-1", Terminating: true}},
+			want:     []health.BudgetPod{{Pod: topology.PodRef{Namespace: testNS, Name: "llm-0"}, Node: "node-1-1", Terminating: true}},
 			wantText: "not healthy: inference/llm-0 on node node-1-1, terminating"},
 		{name: "its worker's node offline", nodesPer: 2, offline: "node-1-2", unready: []string{"llm-0", "llm-0-1"},
-			want: []BudgetPod{{Pod: topology.PodRef{Namespace: testNS, Name: "llm-0"}, Node: "node-1-1",
-				Down: []BudgetPod{{Pod: topology.PodRef{Namespace: testNS, Name: "llm-0-1"}, Node: "node-1-2", NodeNotReady: true}}}},
+			want: []health.BudgetPod{{Pod: topology.PodRef{Namespace: testNS, Name: "llm-0"}, Node: "node-1-1",
+				Down: []health.BudgetPod{{Pod: topology.PodRef{Namespace: testNS, Name: "llm-0-1"}, Node: "node-1-2", NodeNotReady: true}}}},
 			wantText: "not healthy: inference/llm-0 on node node-1-1 (its group's members down: inference/llm-0-1 on node node-1-2 (NotReady))"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -91,15 +91,6 @@ const (
 	ReasonUpgradeStepPod  = "a pod of the rollout's own upgrade step (label " + udrain.UpgradeStepLabel + ")"
 )
 
-// Blocker is a PodDisruptionBudget that would refuse phase 1 right now.
-type Blocker struct {
-	health.BudgetRef
-	// Needed is how many disruptions phase 1 of this domain charges to it.
-	Needed int `json:"needed"`
-	// The budget's status when the plan was made.
-	health.BudgetCounts
-}
-
 // AffectedGroup is a group that loses pods when the domain drains: its
 // health when the plan was made (package health's judgment), and how many
 // of its pods the plan evicts.
@@ -125,7 +116,7 @@ type Plan struct {
 	// Warnings are kubectl drain's warnings, in its format.
 	Warnings []string `json:"warnings,omitempty"`
 	// Blockers are the PDBs that would refuse phase 1 now.
-	Blockers []Blocker `json:"blockers,omitempty"`
+	Blockers []health.Blocker `json:"blockers,omitempty"`
 	// Groups are the groups the drain disrupts.
 	Groups []AffectedGroup `json:"groups,omitempty"`
 	// GPUs are the GPUs taken out of service, per product.
@@ -400,8 +391,8 @@ func skipReason(p *corev1.Pod, st drain.PodDeleteStatus, s *settings, now time.T
 	}
 }
 
-func blockers(pdbs []policyv1.PodDisruptionBudget, needed map[health.BudgetRef]int) []Blocker {
-	var out []Blocker
+func blockers(pdbs []policyv1.PodDisruptionBudget, needed map[health.BudgetRef]int) []health.Blocker {
+	var out []health.Blocker
 	for i := range pdbs {
 		b := &pdbs[i]
 		n := needed[health.BudgetRefOf(b)]
@@ -411,7 +402,7 @@ func blockers(pdbs []policyv1.PodDisruptionBudget, needed map[health.BudgetRef]i
 		if int(b.Status.DisruptionsAllowed) >= n && b.Status.ObservedGeneration >= b.Generation {
 			continue
 		}
-		out = append(out, Blocker{BudgetRef: health.BudgetRefOf(b), Needed: n, BudgetCounts: health.CountsOf(b)})
+		out = append(out, health.Blocker{BudgetRef: health.BudgetRefOf(b), Needed: n, BudgetCounts: health.CountsOf(b)})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Namespace != out[j].Namespace {

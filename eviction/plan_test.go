@@ -68,7 +68,7 @@ func TestPlan(t *testing.T) {
 		Skipped        []PodReason
 		Refused        []PodReason
 		Warnings       []string
-		Blockers       []Blocker
+		Blockers       []health.Blocker
 		Groups         []string
 		GPUs           []gpu.Capacity
 		Findings       []topology.FindingCode
@@ -154,7 +154,7 @@ func TestPlan(t *testing.T) {
 			want: summary{
 				Phase1:   []string{"inference/llm-0"},
 				Phase2:   []string{"inference/llm-0-2", "inference/llm-0-1"},
-				Blockers: []Blocker{{BudgetRef: health.BudgetRef{Namespace: testNS, PDB: "llm-leaders"}, Needed: 1, BudgetCounts: health.BudgetCounts{DisruptionsAllowed: 0, CurrentHealthy: 2, DesiredHealthy: 2, ExpectedPods: 3}}},
+				Blockers: []health.Blocker{{BudgetRef: health.BudgetRef{Namespace: testNS, PDB: "llm-leaders"}, Needed: 1, BudgetCounts: health.BudgetCounts{DisruptionsAllowed: 0, CurrentHealthy: 2, DesiredHealthy: 2, ExpectedPods: 3}}},
 				Groups:   []string{"inference/llm-0"},
 			},
 		},

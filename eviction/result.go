@@ -46,50 +46,11 @@ type BlockInfo struct {
 	// healthy (package health: not Ready, or being deleted), with their
 	// node: why it allows no disruption. At most maxBlockPods; a group down
 	// on a node gone offline shows here with NodeNotReady.
-	Unhealthy []BudgetPod `json:"unhealthy,omitempty"`
-}
-
-// BudgetPod is a pod a budget selects and does not count healthy.
-type BudgetPod struct {
-	Pod  topology.PodRef `json:"pod"`
-	Node string          `json:"node,omitempty"`
-	// NodeNotReady: its node's Ready condition is not True (the node is
-	// offline, unreachable, or gone).
-	NodeNotReady bool `json:"nodeNotReady,omitempty"`
-	// Terminating: the pod is being deleted (by an eviction, or by the
-	// node lifecycle controller after its node went NotReady).
-	Terminating bool `json:"terminating,omitempty"`
-	// Down are, for a pod of a group (a leader the budget selects), the
-	// group's other members that are not healthy: why the leader is not
-	// (its readiness follows its group's). At most maxBlockPods.
-	Down []BudgetPod `json:"down,omitempty"`
+	Unhealthy []health.BudgetPod `json:"unhealthy,omitempty"`
 }
 
 // maxBlockPods bounds BlockInfo.Unhealthy.
 const maxBlockPods = 10
-
-func (p BudgetPod) String() string {
-	s := p.Pod.String()
-	if p.Node != "" {
-		s += " on node " + p.Node
-		if p.NodeNotReady {
-			s += " (NotReady)"
-		}
-	} else {
-		s += " (not scheduled)"
-	}
-	if p.Terminating {
-		s += ", terminating"
-	}
-	if len(p.Down) > 0 {
-		parts := make([]string, len(p.Down))
-		for i, d := range p.Down {
-			parts[i] = d.String()
-		}
-		s += " (its group's members down: " + strings.Join(parts, ", ") + ")"
-	}
-	return s
-}
 
 // String returns e.g. "PodDisruptionBudget ns/leaders allows 0
 // disruption(s): 2 healthy, 2 needed, 3 expected; not healthy: ns/llm-1

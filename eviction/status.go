@@ -126,7 +126,7 @@ type DomainProgress struct {
 	Pods int `json:"pods"`
 	// Blockers are the budgets that would refuse phase 1 of the domain
 	// now (from its plan), for a domain not upgraded yet.
-	Blockers []Blocker `json:"blockers,omitempty"`
+	Blockers []health.Blocker `json:"blockers,omitempty"`
 	// Down are the domain's groups that are not healthy (package
 	// health's judgment): those with a pod on its nodes and, for the
 	// domain the rollout is in or upgraded last, the groups its drain left
