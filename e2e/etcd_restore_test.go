@@ -82,8 +82,8 @@ func etcdRestoreDrill(t *testing.T, etcdutlFlags []string, gateStops bool) {
 		took       time.Duration
 	)
 	var evictedAfter []string // evictions the API accepted after the restore
-	evictor := eviction.EvictorFunc(func(ctx context.Context, pod eviction.PlannedPod, opts metav1.DeleteOptions) error {
-		err := eviction.EvictionAPI(s.tt.Client).Evict(ctx, pod, opts)
+	evictor := eviction.Evictor(func(ctx context.Context, pod eviction.PlannedPod, opts metav1.DeleteOptions) error {
+		err := eviction.EvictionAPI(s.tt.Client)(ctx, pod, opts)
 		mu.Lock()
 		defer mu.Unlock()
 		if err == nil && len(opts.DryRun) == 0 && !restored.IsZero() {

@@ -448,8 +448,8 @@ func (l *uidLog) all() []types.UID {
 // recordingEvictor evicts through next and logs the UID of every eviction
 // the API accepted.
 func recordingEvictor(next eviction.Evictor, log *uidLog) eviction.Evictor {
-	return eviction.EvictorFunc(func(ctx context.Context, pod eviction.PlannedPod, opts metav1.DeleteOptions) error {
-		err := next.Evict(ctx, pod, opts)
+	return eviction.Evictor(func(ctx context.Context, pod eviction.PlannedPod, opts metav1.DeleteOptions) error {
+		err := next(ctx, pod, opts)
 		if err == nil && len(opts.DryRun) == 0 {
 			log.add(pod.UID)
 		}

@@ -43,7 +43,7 @@ func (ex *execution) preflight(ctx context.Context) error {
 			continue
 		}
 		checked[p.Namespace] = true
-		timedOut, err := ex.d.s.write(ctx, func(ctx context.Context) error { return ex.evict.Evict(ctx, p, ex.deleteOptions(p, true)) })
+		timedOut, err := ex.d.s.write(ctx, func(ctx context.Context) error { return ex.evict(ctx, p, ex.deleteOptions(p, true)) })
 		if timedOut {
 			// Nothing is changed yet: no retry, the server is not
 			// serving.

@@ -393,7 +393,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"negative timeout", Options{Helper: &drain.Helper{Timeout: -time.Second}}, "ud-1", new(*udrain.ConfigError)},
 		{"invalid selector", Options{Helper: &drain.Helper{PodSelector: "a in (b"}}, "ud-1", new(*udrain.ConfigError)},
 		{"negative concurrency", Options{Concurrency: -1}, "ud-1", new(*udrain.ConfigError)},
-		{"DisableEviction with an Evictor", Options{Helper: &drain.Helper{DisableEviction: true}, Evictor: EvictorFunc(func(context.Context, PlannedPod, metav1.DeleteOptions) error { return nil })}, "ud-1", new(*udrain.ConfigError)},
+		{"DisableEviction with an Evictor", Options{Helper: &drain.Helper{DisableEviction: true}, Evictor: Evictor(func(context.Context, PlannedPod, metav1.DeleteOptions) error { return nil })}, "ud-1", new(*udrain.ConfigError)},
 		{"informers without pods", Options{Informers: &clusterinformers.Set{}}, "ud-1", new(*udrain.ConfigError)},
 		{"unlabeled node", Options{}, "ud-1", new(*topology.UnlabeledNodesError)},
 		{"refused pod", Options{}, "ud-2", new(*RefusedPodsError)},

@@ -155,7 +155,7 @@ func TestWritesTheServerLeavesUnanswered(t *testing.T) {
 			if tc.evictions {
 				// The eviction's request never comes back: it ends with
 				// its context.
-				opts.Evictor = EvictorFunc(func(ctx context.Context, _ PlannedPod, o metav1.DeleteOptions) error {
+				opts.Evictor = Evictor(func(ctx context.Context, _ PlannedPod, o metav1.DeleteOptions) error {
 					if len(o.DryRun) > 0 && !tc.dryRuns {
 						return nil
 					}
