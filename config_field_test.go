@@ -194,15 +194,15 @@ func TestConfigErrorFieldsFollowTheConvention(t *testing.T) {
 		}},
 		{"eviction.RolloutOptions.ID", func() error { return rollout(eviction.RolloutOptions{ID: "not an ID!"}) }},
 		{"eviction.RolloutOptions.RecoveryTimeout", func() error { return rollout(eviction.RolloutOptions{RecoveryTimeout: -1}) }},
-		{"eviction.RolloutOptions.GPUCheck.Grace", func() error { return rollout(eviction.RolloutOptions{GPUCheck: eviction.GPUCheck{Grace: -1}}) }},
+		{"eviction.RolloutOptions.GPUCheckGrace", func() error { return rollout(eviction.RolloutOptions{GPUCheckGrace: -1}) }},
 		{"eviction.RolloutOptions.Domains", func() error { return rollout(eviction.RolloutOptions{Domains: []string{"ud-1", "ud-1"}}) }},
 		{"eviction.RolloutOptions.Order", func() error { return rollout(eviction.RolloutOptions{Order: "random"}) }},
 		{"eviction.RolloutOptions.Steering", func() error { return rollout(eviction.RolloutOptions{Steering: "sideways"}) }},
-		{"eviction.RolloutOptions.Lock.Duration", func() error {
-			return rollout(eviction.RolloutOptions{Lock: eviction.RolloutLock{Duration: time.Second}})
+		{"eviction.RolloutOptions.LockDuration", func() error {
+			return rollout(eviction.RolloutOptions{LockDuration: time.Second})
 		}},
-		{"eviction.RolloutOptions.Lock.Namespace", func() error {
-			return rollout(eviction.RolloutOptions{Lock: eviction.RolloutLock{Namespace: "Not_A_Namespace"}})
+		{"eviction.RolloutOptions.LockNamespace", func() error {
+			return rollout(eviction.RolloutOptions{LockNamespace: "Not_A_Namespace"})
 		}},
 		{"eviction.Drainer.RolloutStatus(id)", func() error { return status("not an ID!", eviction.RolloutStatusOptions{}) }},
 		{"eviction.RolloutStatusOptions.Domains", func() error { return status("", eviction.RolloutStatusOptions{Domains: []string{""}}) }},
@@ -505,23 +505,23 @@ func jobTemplate() *batchv1.Job {
 // The convention check itself: it refuses a name that does not exist.
 func TestFieldProblemRefusesWhatDoesNotExist(t *testing.T) {
 	for field, want := range map[string]string{
-		"eviction.Options.Concurrency":           "",
-		"eviction.RolloutOptions.Lock.Namespace": "",
-		"eviction.Options.Informers.Pods":        "",
-		"gate.Options.Groupers[2]":               "",
-		"eviction.Drainer.Drain(domain)":         "",
-		"bootstrap.WaitForServer(target)":        "",
-		"eviction.Options.Concurency":            "names a field Concurency that does not exist",
-		"eviction.RolloutOptions.Lock.Name":      "names a field Name that does not exist",
-		"eviction.Option.Concurrency":            "names a type Option that package eviction does not have",
-		"eviction.New(clientset)":                "names an argument clientset that New does not have",
-		"eviction.Drainer.Drain(name)":           "names an argument name that Drainer.Drain does not have",
-		"eviction.Drain(domain)":                 "names a function Drain that package eviction does not have",
-		"topology.Options.Label":                 "names a package topology that is not one of the module's",
-		"eviction.domain":                        "is neither package.Type.Field nor package.Func(arg) nor package.Type.Method(arg)",
-		"upgrade.Job client":                     "is neither package.Type.Field nor package.Func(arg) nor package.Type.Method(arg)",
-		"eviction.New":                           "is neither package.Type.Field nor package.Func(arg) nor package.Type.Method(arg)",
-		"Options.Concurrency":                    "is neither package.Type.Field nor package.Func(arg) nor package.Type.Method(arg)",
+		"eviction.Options.Concurrency":          "",
+		"eviction.RolloutOptions.LockNamespace": "",
+		"eviction.Options.Informers.Pods":       "",
+		"gate.Options.Groupers[2]":              "",
+		"eviction.Drainer.Drain(domain)":        "",
+		"bootstrap.WaitForServer(target)":       "",
+		"eviction.Options.Concurency":           "names a field Concurency that does not exist",
+		"eviction.RolloutOptions.Steering.Name": "names a field Name that does not exist",
+		"eviction.Option.Concurrency":           "names a type Option that package eviction does not have",
+		"eviction.New(clientset)":               "names an argument clientset that New does not have",
+		"eviction.Drainer.Drain(name)":          "names an argument name that Drainer.Drain does not have",
+		"eviction.Drain(domain)":                "names a function Drain that package eviction does not have",
+		"topology.Options.Label":                "names a package topology that is not one of the module's",
+		"eviction.domain":                       "is neither package.Type.Field nor package.Func(arg) nor package.Type.Method(arg)",
+		"upgrade.Job client":                    "is neither package.Type.Field nor package.Func(arg) nor package.Type.Method(arg)",
+		"eviction.New":                          "is neither package.Type.Field nor package.Func(arg) nor package.Type.Method(arg)",
+		"Options.Concurrency":                   "is neither package.Type.Field nor package.Func(arg) nor package.Type.Method(arg)",
 	} {
 		if got := fieldProblem(t, field); got != want {
 			t.Errorf("fieldProblem(%q) = %q, want %q", field, got, want)

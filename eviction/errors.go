@@ -31,7 +31,7 @@ const (
 	// StageUpgrade: the caller's upgrade step runs.
 	StageUpgrade Stage = "Upgrade"
 	// StageGPUCheck: the upgraded GPU nodes must advertise their GPUs
-	// again (RolloutOptions.GPUCheck).
+	// again (RolloutOptions.SkipGPUCheck).
 	StageGPUCheck Stage = "GPUCheck"
 	// StageUncordon: the nodes are marked upgraded and uncordoned.
 	StageUncordon Stage = "Uncordon"

@@ -83,13 +83,44 @@ type RolloutOptions struct {
 	// It stops instead of waiting out RecoveryTimeout. Zero means
 	// DefaultStuckAfter; negative, never.
 	StuckAfter time.Duration
-	// GPUCheck checks, after each upgrade step, that the domain's GPU
-	// nodes advertise their GPUs again; on by default.
-	GPUCheck GPUCheck
-	// Lock makes the rollout hold a Lease named after its ID while it
-	// runs (in DefaultLockNamespace unless set), so that the same rollout
-	// never runs twice at once; on by default, except for dry runs.
-	Lock RolloutLock
+	// SkipGPUCheck turns off the check that, after each upgrade step, the
+	// domain's GPU nodes advertise their GPUs again (on by default: a
+	// node that advertised GPUs before the drain and advertises fewer
+	// once GPUCheckGrace has passed stops the rollout before the domain
+	// is uncordoned, with a *GPULostError).
+	SkipGPUCheck bool
+	// GPUCheckGrace is how long the check waits for the GPUs to come
+	// back; zero means DefaultGPUGrace.
+	GPUCheckGrace time.Duration
+	// NoLock runs the rollout without its lock. The lock is a
+	// coordination.k8s.io Lease named after the rollout's ID, in
+	// LockNamespace, renewed while the rollout runs, released when it
+	// returns, and taken over only once it has expired: a second rollout
+	// with the same ID (another process, a second replica of a
+	// controller) fails at once with a *LockedError naming the holder.
+	// It is on by default; dry runs take none. Turn it off where
+	// something else already serialises rollouts (a controller's own
+	// leader election).
+	NoLock bool
+	// LockNamespace holds the Lease; empty means DefaultLockNamespace
+	// (udrain-system), the same for every runner of a rollout, so that
+	// they all take the same Lease.
+	LockNamespace string
+	// LockNamespaceMustExist makes a missing LockNamespace an error (a
+	// *LockNamespaceError) instead of creating it. By default (false) the
+	// rollout creates it (labelled app.kubernetes.io/managed-by=udrain,
+	// Pod Security "restricted") when it does not exist, so that a first
+	// rollout on a new cluster needs no preparation; that needs the right
+	// to create namespaces, and without it the rollout stops before any
+	// change with a *PermissionError that says what to grant (or create
+	// the namespace beforehand: deploy/namespace).
+	LockNamespaceMustExist bool
+	// LockIdentity names this holder in the Lease; empty means the host
+	// name, the process ID and a random suffix.
+	LockIdentity string
+	// LockDuration is how long the Lease holds without a renewal; zero
+	// means DefaultLockDuration. It is renewed every third of it.
+	LockDuration time.Duration
 	// Steering says how evicted pods are kept off the domains not
 	// upgraded yet; empty means SteerPreferUpgraded.
 	Steering Steering
@@ -117,6 +148,9 @@ type RolloutOptions struct {
 	// (FindingParallelLimited). Negative numbers but ParallelAuto are a
 	// *udrain.ConfigError.
 	Parallel int
+
+	// lock is the lock the options ask for, settled by withDefaults.
+	lock rolloutLock
 }
 
 // serial reports whether the rollout takes one domain at a time.
@@ -349,7 +383,6 @@ func (d *Drainer) PlanRollout(ctx context.Context, opts RolloutOptions) (*Rollou
 // their defaults; the lock is settled only where it is taken (not for dry
 // runs).
 func (o RolloutOptions) settle(s *settings) (RolloutOptions, error) {
-	lock := o.Lock
 	o, err := o.withDefaults()
 	if err != nil {
 		return o, err
@@ -357,8 +390,8 @@ func (o RolloutOptions) settle(s *settings) (RolloutOptions, error) {
 	if o.Upgrade != nil && s.Namespace != "" {
 		return o, configError("Options.Namespace", "%q set for a rollout with an upgrade step: the step needs the whole domain drained; drop the namespace scope, or the upgrade step", s.Namespace)
 	}
-	if lock.Disabled || s.dryRun != cmdutil.DryRunNone {
-		o.Lock = RolloutLock{Disabled: true}
+	if s.dryRun != cmdutil.DryRunNone {
+		o.lock = rolloutLock{Disabled: true}
 	}
 	return o, nil
 }
@@ -383,8 +416,8 @@ func (o RolloutOptions) withDefaults() (RolloutOptions, error) {
 	if o.StuckAfter == 0 {
 		o.StuckAfter = DefaultStuckAfter
 	}
-	if o.GPUCheck.Grace < 0 {
-		return o, configError("RolloutOptions.GPUCheck.Grace", "%v is negative; use 0 for the default (%v)", o.GPUCheck.Grace, DefaultGPUGrace)
+	if o.GPUCheckGrace < 0 {
+		return o, configError("RolloutOptions.GPUCheckGrace", "%v is negative; use 0 for the default (%v)", o.GPUCheckGrace, DefaultGPUGrace)
 	}
 	seen := map[string]bool{}
 	for _, name := range o.Domains {
@@ -410,8 +443,10 @@ func (o RolloutOptions) withDefaults() (RolloutOptions, error) {
 	if o.Steering, err = o.Steering.settle(); err != nil {
 		return o, err
 	}
-	if !o.Lock.Disabled {
-		if o.Lock, err = o.Lock.settle(); err != nil {
+	o.lock = rolloutLock{Disabled: o.NoLock, Namespace: o.LockNamespace, CreateNamespace: !o.LockNamespaceMustExist,
+		Identity: o.LockIdentity, Duration: o.LockDuration}
+	if !o.lock.Disabled {
+		if o.lock, err = o.lock.settle(); err != nil {
 			return o, err
 		}
 	}

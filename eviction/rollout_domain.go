@@ -231,7 +231,7 @@ func (s *domainRun) checkGPUs(ctx context.Context) error {
 	if s.upgraded {
 		mark = upgradeMark{}
 	}
-	return s.r.d.checkGPUs(ctx, s.r.v, s.dom, s.before, mark, s.r.opts.GPUCheck, s.emit)
+	return s.r.d.checkGPUs(ctx, s.r.v, s.dom, s.before, mark, gpuCheck{Disabled: s.r.opts.SkipGPUCheck, Grace: s.r.opts.GPUCheckGrace}, s.emit)
 }
 
 // findStranded adds to the recovery target the groups a stopped run left

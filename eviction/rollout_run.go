@@ -163,12 +163,12 @@ func (r *rollout) run(ctx context.Context) (err error) {
 	if err := r.check(ctx); err != nil {
 		return err
 	}
-	if !r.opts.Lock.Disabled {
-		held, lerr := r.d.acquireLock(ctx, r.id, r.opts.Lock)
+	if !r.opts.lock.Disabled {
+		held, lerr := r.d.acquireLock(ctx, r.id, r.opts.lock)
 		if lerr != nil {
 			return lerr
 		}
-		r.lock = &RolloutLockStatus{Namespace: r.opts.Lock.Namespace, Name: held.name, Holder: r.opts.Lock.Identity, Held: true, Duration: udrain.Seconds(r.opts.Lock.Duration)}
+		r.lock = &RolloutLockStatus{Namespace: r.opts.lock.Namespace, Name: held.name, Holder: r.opts.lock.Identity, Held: true, Duration: udrain.Seconds(r.opts.lock.Duration)}
 		var release func(error) error
 		ctx, release = r.hold(ctx, held)
 		defer func() { err = release(err) }()
@@ -307,7 +307,7 @@ func (r *rollout) order(snap *Snapshot, domains []string) ([]string, error) {
 // cancelled when the Lease is lost, and release gives the Lease up and
 // turns a cancel caused by its loss into a *LockLostError.
 func (r *rollout) hold(ctx context.Context, held *heldLock) (context.Context, func(error) error) {
-	r.logger.V(2).Info("Holding the rollout's Lease", "lease", r.opts.Lock.Namespace+"/"+held.name, "identity", r.opts.Lock.Identity)
+	r.logger.V(2).Info("Holding the rollout's Lease", "lease", r.opts.lock.Namespace+"/"+held.name, "identity", r.opts.lock.Identity)
 	ctx, cancel := context.WithCancelCause(ctx)
 	go held.keep(ctx, cancel)
 	return ctx, func(err error) error {

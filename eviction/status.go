@@ -65,7 +65,7 @@ type RolloutStatusOptions struct {
 	// DefaultLockNamespace.
 	LockNamespace string
 	// NoLock says the rollout runs without a Lease
-	// (RolloutLock.Disabled): no Lease is read, Running is unknown
+	// (RolloutStatusOptions.NoLock): no Lease is read, Running is unknown
 	// (false), and no domain is reported Stopped.
 	NoLock bool
 	// Interval is how often WatchRolloutStatus looks again; zero means
@@ -199,13 +199,13 @@ func (d *Drainer) RolloutStatus(ctx context.Context, id string, opts RolloutStat
 	defer v.Stop()
 	now := d.s.Clock.Now()
 	st := &RolloutStatus{ID: ro.ID, Time: now}
-	if !ro.Lock.Disabled {
-		if st.Lock, err = d.readRolloutLock(ctx, ro.Lock.Namespace, ro.ID, now); err != nil {
+	if !ro.lock.Disabled {
+		if st.Lock, err = d.readRolloutLock(ctx, ro.lock.Namespace, ro.ID, now); err != nil {
 			return nil, err
 		}
 		st.Running = st.Lock != nil && st.Lock.Held
 	}
-	if err := d.statusFrom(ctx, v, ro, st, !ro.Lock.Disabled, nil); err != nil {
+	if err := d.statusFrom(ctx, v, ro, st, !ro.lock.Disabled, nil); err != nil {
 		return nil, err
 	}
 	return st, nil
@@ -290,7 +290,7 @@ func (o RolloutStatusOptions) rollout(id string) (RolloutOptions, error) {
 		return RolloutOptions{}, configError("RolloutStatusOptions.Interval", "%s; use a positive interval, or zero for %s", o.Interval, DefaultWatchInterval)
 	}
 	ro, err := RolloutOptions{ID: id, Domains: o.Domains, Order: o.Order,
-		Lock: RolloutLock{Disabled: o.NoLock, Namespace: o.LockNamespace, Identity: "status"}}.withDefaults()
+		NoLock: o.NoLock, LockNamespace: o.LockNamespace, LockIdentity: "status"}.withDefaults()
 	return ro, inStatusTerms(err)
 }
 
@@ -311,7 +311,7 @@ func inStatusTerms(err error) error {
 		field = "eviction.RolloutStatusOptions.Domains"
 	case "eviction.RolloutOptions.Order":
 		field = "eviction.RolloutStatusOptions.Order"
-	case "eviction.RolloutOptions.Lock.Namespace":
+	case "eviction.RolloutOptions.LockNamespace":
 		field = "eviction.RolloutStatusOptions.LockNamespace"
 	}
 	return &udrain.ConfigError{Field: field, Problem: ce.Problem}

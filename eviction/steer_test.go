@@ -301,7 +301,7 @@ func TestRecoveryStopsOnMembersThatCannotStart(t *testing.T) {
 			start := time.Now()
 			done := make(chan error, 1)
 			go func() {
-				_, err := d.Rollout(ctx, RolloutOptions{ID: "r1", RecoveryTimeout: tc.timeout, StuckAfter: stuckAfter, Lock: RolloutLock{Disabled: true},
+				_, err := d.Rollout(ctx, RolloutOptions{ID: "r1", RecoveryTimeout: tc.timeout, StuckAfter: stuckAfter, NoLock: true,
 					Upgrade: func(ctx context.Context, dom topology.Domain) error {
 						for w := range 2 {
 							p := lwsPod(0, w, 2, "node-1-1", fc.nextUID(fmt.Sprintf("g0-w%d", w)))

@@ -117,7 +117,7 @@ func TestRolloutWaitsForWorkloadUpdates(t *testing.T) {
 	}
 	lws := &fakeLWS{updating: 3}
 	d.s.readLWS = lws.read
-	_, err = d.Rollout(ctx, RolloutOptions{ID: "r", Domains: []string{"ud-1"}, Lock: RolloutLock{Disabled: true}, Upgrade: func(ctx context.Context, dom topology.Domain) error {
+	_, err = d.Rollout(ctx, RolloutOptions{ID: "r", Domains: []string{"ud-1"}, NoLock: true, Upgrade: func(ctx context.Context, dom topology.Domain) error {
 		fc.recreateGroup(ctx, 0, size, 1, nodesPer, domains)
 		return nil
 	}})
@@ -160,7 +160,7 @@ func TestWorkloadUpdatesIgnoredOrTimedOut(t *testing.T) {
 	}
 	lws := &fakeLWS{updating: 1 << 30}
 	d.s.readLWS = lws.read
-	if _, err := d.Rollout(ctx, RolloutOptions{ID: "r", Lock: RolloutLock{Disabled: true}, RecoveryTimeout: time.Millisecond}); err == nil {
+	if _, err := d.Rollout(ctx, RolloutOptions{ID: "r", NoLock: true, RecoveryTimeout: time.Millisecond}); err == nil {
 		t.Log("rollout done") // recovery may time out: the pods are not recreated; only the reads matter
 	}
 	if n := lws.count(); n != 0 {
@@ -174,7 +174,7 @@ func TestWorkloadUpdatesIgnoredOrTimedOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.s.readLWS = lws.read
-	_, err = d.Rollout(ctx, RolloutOptions{ID: "r", Lock: RolloutLock{Disabled: true}})
+	_, err = d.Rollout(ctx, RolloutOptions{ID: "r", NoLock: true})
 	var wu *WorkloadUpdateError
 	var de *DomainError
 	if !errors.As(err, &wu) || !errors.As(err, &de) || de.Stage != StagePlan || wu.Domain != "ud-1" || len(wu.Updates) != 1 {

@@ -124,8 +124,8 @@ again to resume). --dry-run and "udrain audit --parallel" show the schedule.
 				return usageErrorf("--domains is empty: name the domains to upgrade (comma-separated), or leave the flag out for every domain")
 			}
 			ro := eviction.RolloutOptions{ID: id, Domains: domains, RecoveryTimeout: recoveryTimeout, StuckAfter: stuckAfter,
-				GPUCheck: eviction.GPUCheck{Disabled: skipGPUCheck, Grace: gpuGrace},
-				Lock:     eviction.RolloutLock{Disabled: noLock, Namespace: lockNamespace, CreateNamespace: createLockNS},
+				SkipGPUCheck: skipGPUCheck, GPUCheckGrace: gpuGrace,
+				NoLock: noLock, LockNamespace: lockNamespace, LockNamespaceMustExist: !createLockNS,
 				Steering: eviction.Steering(steering), Order: eviction.RolloutOrder(order), Parallel: parallel.n}
 			var prog *report.Progress
 			steps := uf.options(o, id, df.label, func(domain string) io.Writer { return prog.Output("[upgrade " + domain + "] ") })
