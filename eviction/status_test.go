@@ -414,3 +414,31 @@ func TestRolloutStatusLeaseForbidden(t *testing.T) {
 		})
 	}
 }
+
+// TestEstimateCountsTheDomainsInFlight: with k domains in flight, the ETA
+// takes the gaps between upgraded marks k apart and divides them by k: two
+// domains at once, marked in pairs a minute apart every four minutes, make
+// two minutes a domain (the median of consecutive gaps would say one).
+func TestEstimateCountsTheDomainsInFlight(t *testing.T) {
+	at := func(min int) *time.Time { v := statusNow.Add(time.Duration(min) * time.Minute); return &v }
+	done := func(min int) DomainProgress { return DomainProgress{State: StateDone, Since: at(min)} }
+	for _, tc := range []struct {
+		name string
+		ps   []DomainProgress
+		want *RolloutETA
+	}{
+		{"one at a time", []DomainProgress{done(-3), done(-2), done(-1), {State: StateDraining, Stage: StagePhase1}, {State: StatePending}},
+			&RolloutETA{Samples: 2, DomainsLeft: 2, PerDomain: Seconds(time.Minute), Remaining: Seconds(2 * time.Minute), At: statusNow.Add(time.Minute)}},
+		{"two at a time", []DomainProgress{done(-9), done(-8), done(-5), done(-4),
+			{State: StateDraining, Stage: StagePhase2}, {State: StateUpgrading, Stage: StageUpgrade}, {State: StatePending}, {State: StatePending}},
+			&RolloutETA{Samples: 2, DomainsLeft: 4, PerDomain: Seconds(2 * time.Minute), Remaining: Seconds(8 * time.Minute), At: statusNow.Add(4 * time.Minute)}},
+		{"as many marks as in flight: no ETA yet", []DomainProgress{done(-2), done(-1),
+			{State: StateDraining, Stage: StagePhase1}, {State: StateDraining, Stage: StagePhase1}, {State: StatePending}}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, estimate(tc.ps)); diff != "" {
+				t.Errorf("estimate (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
