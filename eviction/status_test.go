@@ -428,10 +428,10 @@ func TestEstimateCountsTheDomainsInFlight(t *testing.T) {
 		want *RolloutETA
 	}{
 		{"one at a time", []DomainProgress{done(-3), done(-2), done(-1), {State: StateDraining, Stage: StagePhase1}, {State: StatePending}},
-			&RolloutETA{Samples: 2, DomainsLeft: 2, PerDomain: Seconds(time.Minute), Remaining: Seconds(2 * time.Minute), At: statusNow.Add(time.Minute)}},
+			&RolloutETA{Samples: 2, DomainsLeft: 2, PerDomain: udrain.Seconds(time.Minute), Remaining: udrain.Seconds(2 * time.Minute), At: statusNow.Add(time.Minute)}},
 		{"two at a time", []DomainProgress{done(-9), done(-8), done(-5), done(-4),
 			{State: StateDraining, Stage: StagePhase2}, {State: StateUpgrading, Stage: StageUpgrade}, {State: StatePending}, {State: StatePending}},
-			&RolloutETA{Samples: 2, DomainsLeft: 4, PerDomain: Seconds(2 * time.Minute), Remaining: Seconds(8 * time.Minute), At: statusNow.Add(4 * time.Minute)}},
+			&RolloutETA{Samples: 2, DomainsLeft: 4, PerDomain: udrain.Seconds(2 * time.Minute), Remaining: udrain.Seconds(8 * time.Minute), At: statusNow.Add(4 * time.Minute)}},
 		{"as many marks as in flight: no ETA yet", []DomainProgress{done(-2), done(-1),
 			{State: StateDraining, Stage: StagePhase1}, {State: StateDraining, Stage: StagePhase1}, {State: StatePending}}, nil},
 	} {
