@@ -73,11 +73,11 @@ func TestConfigErrorFieldsFollowTheConvention(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reader, err := eviction.NewReader(client, eviction.ReadOptions{})
+	reader, err := eviction.NewReader(client, eviction.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	newReader := func(opts eviction.ReadOptions) error {
+	newReader := func(opts eviction.Options) error {
 		_, err := eviction.NewReader(client, opts)
 		return err
 	}
@@ -212,13 +212,13 @@ func TestConfigErrorFieldsFollowTheConvention(t *testing.T) {
 		}},
 
 		// eviction: the Reader's options, its constructor and methods.
-		{"eviction.NewReader(client)", func() error { _, err := eviction.NewReader(nil, eviction.ReadOptions{}); return err }},
-		{"eviction.ReadOptions.DomainLabel", func() error { return newReader(eviction.ReadOptions{DomainLabel: "not a key!"}) }},
-		{"eviction.ReadOptions.Namespace", func() error { return newReader(eviction.ReadOptions{Namespace: "Not_A_Namespace"}) }},
-		{"eviction.ReadOptions.ConnectTimeout", func() error { return newReader(eviction.ReadOptions{ConnectTimeout: -1}) }},
-		{"eviction.ReadOptions.Groupers[0]", func() error { return newReader(eviction.ReadOptions{Groupers: []topology.Grouper{nil}}) }},
-		{"eviction.ReadOptions.Informers.Pods", func() error {
-			return newReader(eviction.ReadOptions{Informers: &clusterinformers.Set{Nodes: cache.NewSharedIndexInformer(nil, &corev1.Node{}, 0, nil)}})
+		{"eviction.NewReader(client)", func() error { _, err := eviction.NewReader(nil, eviction.Options{}); return err }},
+		{"eviction.Options.DomainLabel", func() error { return newReader(eviction.Options{DomainLabel: "not a key!"}) }},
+		{"eviction.Options.Namespace", func() error { return newReader(eviction.Options{Namespace: "Not_A_Namespace"}) }},
+		{"eviction.Options.ConnectTimeout", func() error { return newReader(eviction.Options{ConnectTimeout: -1}) }},
+		{"eviction.Options.Groupers[0]", func() error { return newReader(eviction.Options{Groupers: []topology.Grouper{nil}}) }},
+		{"eviction.Options.Informers.Pods", func() error {
+			return newReader(eviction.Options{Informers: &clusterinformers.Set{Nodes: cache.NewSharedIndexInformer(nil, &corev1.Node{}, 0, nil)}})
 		}},
 		{"eviction.Reader.Health(domains)", func() error { _, err := reader.Health(ctx, ""); return err }},
 		{"eviction.Reader.WaitHealthy(domains)", func() error { _, err := reader.WaitHealthy(ctx, "ud-1", ""); return err }},
@@ -512,7 +512,7 @@ func TestFieldProblemRefusesWhatDoesNotExist(t *testing.T) {
 		"eviction.Drainer.Drain(domain)":        "",
 		"bootstrap.WaitForServer(target)":       "",
 		"eviction.Options.Concurency":           "names a field Concurency that does not exist",
-		"eviction.RolloutOptions.Steering.Name": "names a field Name that does not exist",
+		"eviction.Options.WorkloadUpdates.Name": "names a field Name that does not exist",
 		"eviction.Option.Concurrency":           "names a type Option that package eviction does not have",
 		"eviction.New(clientset)":               "names an argument clientset that New does not have",
 		"eviction.Drainer.Drain(name)":          "names an argument name that Drainer.Drain does not have",

@@ -9,7 +9,7 @@
 //   - New(client, Options) returns a Drainer: it plans, drains, uncordons,
 //     rolls out, and reads (Snapshot, Health, WaitHealthy, WaitRecovered,
 //     PlanRollout, RolloutStatus) under its drain settings.
-//   - NewReader(client, ReadOptions) returns a Reader, the read-only entry
+//   - NewReader(client, Options) returns a Reader, the read-only entry
 //     point, for callers that change nothing (a status page, a report, a
 //     script waiting for health): Snapshot, Health, WaitHealthy,
 //     PlanRollout and RolloutStatus, with the Drainer's results, and

@@ -148,7 +148,7 @@ func ExampleDrainer_Rollout() {
 func ExampleReader() {
 	client := exampleClient(false)
 
-	r, err := eviction.NewReader(client, eviction.ReadOptions{DomainLabel: topology.DefaultDomainLabel})
+	r, err := eviction.NewReader(client, eviction.Options{DomainLabel: topology.DefaultDomainLabel})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -134,7 +134,7 @@ func TestReaderNodesAndDaemonSets(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := testContext(t)
 			client := fake.NewClientset(objects()...)
-			opts := ReadOptions{ConnectTimeout: 5 * time.Second}
+			opts := Options{ConnectTimeout: 5 * time.Second}
 			if tc.informers {
 				var o []clusterinformers.Option
 				if tc.withoutDaemonSets {

@@ -36,12 +36,12 @@ func RolloutIDs(nodes []corev1.Node) []string {
 }
 
 // WatchRolloutStatus reads where rollout id stands, as RolloutStatus does,
-// every opts.Interval (on ReadOptions.Clock), and calls onChange with the
+// every opts.Interval (on Options.Clock), and calls onChange with the
 // status when it differs from the last one passed, the times that move by
 // themselves aside (the status's Time, the Lease's renewal); the first
 // status is always passed. It returns nil once a status is Completed
 // (after passing it), ctx's error when ctx ends, and the error of a read
-// or of onChange otherwise. Give the Reader ReadOptions.Informers so that
+// or of onChange otherwise. Give the Reader Options.Informers so that
 // the whole wait reads through one watch; without them each look lists
 // the cluster again. Options that RolloutStatusOptions.Validate refuses
 // are a *udrain.ConfigError, before any request.

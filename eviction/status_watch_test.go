@@ -51,7 +51,7 @@ func TestWatchRolloutStatus(t *testing.T) {
 	defer cancel()
 	clk := clocktesting.NewFakeClock(statusNow)
 	fc := newFakeCluster(t, newStatusCluster().upgraded(1, 20*time.Minute).objs...)
-	r, err := NewReader(fc.client, ReadOptions{Clock: clk})
+	r, err := NewReader(fc.client, Options{Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}

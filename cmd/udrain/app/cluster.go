@@ -48,7 +48,7 @@ func (f *domainFlags) validateLabel() error {
 	if f.label == "" {
 		return usageErrorf("--domain-label is empty: name the node label of the upgrade domains, e.g. %s", topology.DefaultDomainLabel)
 	}
-	return inFlagTerms(eviction.ReadOptions{DomainLabel: f.label}.Validate())
+	return inFlagTerms(eviction.Options{DomainLabel: f.label}.Validate())
 }
 
 func (f *domainFlags) layoutOptions() topology.LayoutOptions {

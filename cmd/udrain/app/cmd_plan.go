@@ -28,7 +28,7 @@ func (o *options) newDrainer(client kubernetes.Interface, df *domainFlags, dr *d
 // newReader builds the Reader of the commands that change nothing: ro
 // (events, informers, connect timeout) with the domain flags, --namespace
 // and the clock.
-func (o *options) newReader(client kubernetes.Interface, df *domainFlags, ro eviction.ReadOptions) (*eviction.Reader, error) {
+func (o *options) newReader(client kubernetes.Interface, df *domainFlags, ro eviction.Options) (*eviction.Reader, error) {
 	policy, _ := df.policy()
 	ro.DomainLabel = df.label
 	ro.Unlabeled = policy

@@ -141,7 +141,7 @@ again to resume). --dry-run and "udrain audit --parallel" show the schedule.
 				return inFlagTerms(err) // before any request too
 			}
 			// The domains, to show progress; Rollout checks them again.
-			r, err := o.newReader(client, &df, eviction.ReadOptions{ConnectTimeout: connectTimeout(dr.timeout)})
+			r, err := o.newReader(client, &df, eviction.Options{ConnectTimeout: connectTimeout(dr.timeout)})
 			if err != nil {
 				return err
 			}

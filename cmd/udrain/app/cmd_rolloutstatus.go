@@ -79,7 +79,7 @@ through one watch of nodes, pods and budgets, and reads the Lease every
 				defer factory.Shutdown()
 				defer cancel()
 			}
-			d, err := o.newReader(client, &df, eviction.ReadOptions{Informers: shared})
+			d, err := o.newReader(client, &df, eviction.Options{Informers: shared})
 			if err != nil {
 				return err
 			}

@@ -120,9 +120,6 @@ var fieldFlags = map[string]string{
 	"upgrade.WebhookOptions.Header":         "--upgrade-webhook-header",
 	"upgrade.WebhookOptions.AttemptTimeout": "--upgrade-timeout",
 	// eviction's Reader (domains, audit, wait-healthy, rollout status)
-	"eviction.ReadOptions.ConnectTimeout":  "--timeout",
-	"eviction.ReadOptions.DomainLabel":     "--domain-label",
-	"eviction.ReadOptions.Namespace":       "--namespace",
 	"eviction.Reader.Health(domains)":      "DOMAIN",
 	"eviction.Reader.WaitHealthy(domains)": "DOMAIN",
 	"eviction.Reader.RolloutStatus(id)":    "ID",

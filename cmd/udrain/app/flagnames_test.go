@@ -62,11 +62,11 @@ func TestDrainerErrorsNameTheCommandsArguments(t *testing.T) {
 // (domains, audit, wait-healthy, rollout status) run.
 func TestReaderErrorsNameTheCommandsArguments(t *testing.T) {
 	ctx := t.Context()
-	r, err := eviction.NewReader(fake.NewClientset(), eviction.ReadOptions{})
+	r, err := eviction.NewReader(fake.NewClientset(), eviction.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	newReader := func(opts eviction.ReadOptions) error {
+	newReader := func(opts eviction.Options) error {
 		_, err := eviction.NewReader(fake.NewClientset(), opts)
 		return err
 	}
@@ -78,9 +78,9 @@ func TestReaderErrorsNameTheCommandsArguments(t *testing.T) {
 		{"domains", func() error { _, err := r.Health(ctx, ""); return err }, "invalid DOMAIN: empty"},
 		{"wait-healthy", func() error { _, err := r.WaitHealthy(ctx, ""); return err }, "invalid DOMAIN: empty"},
 		{"status ID", func() error { _, err := r.RolloutStatus(ctx, "a b", eviction.RolloutStatusOptions{}); return err }, "invalid ID: "},
-		{"--domain-label", func() error { return newReader(eviction.ReadOptions{DomainLabel: "a b"}) }, `invalid --domain-label: "a b"`},
-		{"--namespace", func() error { return newReader(eviction.ReadOptions{Namespace: "A"}) }, `invalid --namespace: "A"`},
-		{"--timeout", func() error { return newReader(eviction.ReadOptions{ConnectTimeout: -1}) }, "invalid --timeout: -1ns"},
+		{"--domain-label", func() error { return newReader(eviction.Options{DomainLabel: "a b"}) }, `invalid --domain-label: "a b"`},
+		{"--namespace", func() error { return newReader(eviction.Options{Namespace: "A"}) }, `invalid --namespace: "A"`},
+		{"--timeout", func() error { return newReader(eviction.Options{ConnectTimeout: -1}) }, "invalid --timeout: -1ns"},
 	} {
 		err := inFlagTerms(tc.call())
 		var usage *UsageError
