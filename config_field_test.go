@@ -119,8 +119,9 @@ func TestConfigErrorFieldsFollowTheConvention(t *testing.T) {
 		return err
 	}
 	rollout := func(opts eviction.RolloutOptions) error { return opts.Validate() }
-	status := func(id string, opts eviction.RolloutStatusOptions) error {
-		_, err := drainer.RolloutStatus(ctx, id, opts)
+	status := func(id string, opts eviction.RolloutOptions) error {
+		opts.ID = id
+		_, err := drainer.RolloutStatus(ctx, opts)
 		return err
 	}
 	job := func(opts upgrade.JobOptions) error {
@@ -204,11 +205,11 @@ func TestConfigErrorFieldsFollowTheConvention(t *testing.T) {
 		{"eviction.RolloutOptions.LockNamespace", func() error {
 			return rollout(eviction.RolloutOptions{LockNamespace: "Not_A_Namespace"})
 		}},
-		{"eviction.Drainer.RolloutStatus(id)", func() error { return status("not an ID!", eviction.RolloutStatusOptions{}) }},
-		{"eviction.RolloutStatusOptions.Domains", func() error { return status("", eviction.RolloutStatusOptions{Domains: []string{""}}) }},
-		{"eviction.RolloutStatusOptions.Order", func() error { return status("", eviction.RolloutStatusOptions{Order: "random"}) }},
-		{"eviction.RolloutStatusOptions.LockNamespace", func() error {
-			return status("", eviction.RolloutStatusOptions{LockNamespace: "Not_A_Namespace"})
+		{"eviction.RolloutOptions.ID", func() error { return status("not an ID!", eviction.RolloutOptions{}) }},
+		{"eviction.RolloutOptions.Domains", func() error { return status("", eviction.RolloutOptions{Domains: []string{""}}) }},
+		{"eviction.RolloutOptions.Order", func() error { return status("", eviction.RolloutOptions{Order: "random"}) }},
+		{"eviction.RolloutOptions.LockNamespace", func() error {
+			return status("", eviction.RolloutOptions{LockNamespace: "Not_A_Namespace"})
 		}},
 
 		// eviction: the Reader's options, its constructor and methods.
@@ -222,8 +223,8 @@ func TestConfigErrorFieldsFollowTheConvention(t *testing.T) {
 		}},
 		{"eviction.Reader.Health(domains)", func() error { _, err := reader.Health(ctx, ""); return err }},
 		{"eviction.Reader.WaitHealthy(domains)", func() error { _, err := reader.WaitHealthy(ctx, "ud-1", ""); return err }},
-		{"eviction.Reader.RolloutStatus(id)", func() error {
-			_, err := reader.RolloutStatus(ctx, "not an ID!", eviction.RolloutStatusOptions{})
+		{"eviction.RolloutOptions.ID", func() error {
+			_, err := reader.RolloutStatus(ctx, eviction.RolloutOptions{ID: "not an ID!"})
 			return err
 		}},
 

@@ -588,7 +588,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 	}
 }
 
-// Options.Validate, DrainOptions.Validate and RolloutStatusOptions.Validate
+// Options.Validate, DrainOptions.Validate and RolloutOptions.Validate
 // return, without a cluster, the ConfigError that New, Drain (and
 // Execute) and RolloutStatus return; Drain and Execute refuse a bad ID
 // before any request.
@@ -606,11 +606,11 @@ func TestValidateWithoutACluster(t *testing.T) {
 		{"DrainOptions, an ID", DrainOptions{ID: "maintenance-2026.12"}.Validate(), ""},
 		{"DrainOptions, a space", DrainOptions{ID: "a b"}.Validate(), "eviction.DrainOptions.ID"},
 		{"DrainOptions, too long", DrainOptions{ID: long}.Validate(), "eviction.DrainOptions.ID"},
-		{"status, default ID", RolloutStatusOptions{}.Validate(""), ""},
-		{"status, bad ID", RolloutStatusOptions{}.Validate("a b"), "eviction.Drainer.RolloutStatus(id)"},
-		{"status, a domain twice", RolloutStatusOptions{Domains: []string{"ud-1", "ud-1"}}.Validate(""), "eviction.RolloutStatusOptions.Domains"},
-		{"status, default interval", RolloutStatusOptions{Interval: 0}.Validate(""), ""},
-		{"status, negative interval", RolloutStatusOptions{Interval: -time.Second}.Validate(""), "eviction.RolloutStatusOptions.Interval"},
+		{"status, default ID", RolloutOptions{}.Validate(), ""},
+		{"status, bad ID", RolloutOptions{ID: "a b"}.Validate(), "eviction.RolloutOptions.ID"},
+		{"status, a domain twice", RolloutOptions{Domains: []string{"ud-1", "ud-1"}}.Validate(), "eviction.RolloutOptions.Domains"},
+		{"status, default interval", RolloutOptions{StatusInterval: 0}.Validate(), ""},
+		{"status, negative interval", RolloutOptions{StatusInterval: -time.Second}.Validate(), "eviction.RolloutOptions.StatusInterval"},
 	} {
 		var cfg *udrain.ConfigError
 		switch {

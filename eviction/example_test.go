@@ -165,7 +165,7 @@ func ExampleReader() {
 			fmt.Printf("%s: group %s %s, %d/%d ready\n", dom.Domain, g.ID, g.Reason, g.ReadyMembers, g.Size)
 		}
 	}
-	st, err := r.RolloutStatus(ctx, "kubelet-1.37", eviction.RolloutStatusOptions{})
+	st, err := r.RolloutStatus(ctx, eviction.RolloutOptions{ID: "kubelet-1.37"})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -116,12 +116,12 @@ func (r *Reader) PlanRollout(ctx context.Context, opts RolloutOptions) (*Rollout
 	return p, inReadTerms(err)
 }
 
-// RolloutStatus reads where rollout id stands from what it writes to the
+// RolloutStatus reads where rollout opts.ID stands from what it writes to the
 // cluster, without running it, as Drainer.RolloutStatus does: through
 // Options.Informers or lists of its own, and one GET of the Lease
 // unless opts.NoLock.
-func (r *Reader) RolloutStatus(ctx context.Context, id string, opts RolloutStatusOptions) (*RolloutStatus, error) {
-	st, err := r.d.RolloutStatus(ctx, id, opts)
+func (r *Reader) RolloutStatus(ctx context.Context, opts RolloutOptions) (*RolloutStatus, error) {
+	st, err := r.d.RolloutStatus(ctx, opts)
 	return st, inReadTerms(err)
 }
 

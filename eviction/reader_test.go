@@ -66,7 +66,7 @@ type readCalls interface {
 	Health(ctx context.Context, domains ...string) (*HealthReport, error)
 	WaitHealthy(ctx context.Context, domains ...string) (*HealthReport, error)
 	PlanRollout(ctx context.Context, opts RolloutOptions) (*RolloutPlan, error)
-	RolloutStatus(ctx context.Context, id string, opts RolloutStatusOptions) (*RolloutStatus, error)
+	RolloutStatus(ctx context.Context, opts RolloutOptions) (*RolloutStatus, error)
 }
 
 // snapshotNames is what a comparison of snapshots looks at: the objects'
@@ -143,7 +143,7 @@ func TestReaderReadsAsADrainerWhereEveryPodCounts(t *testing.T) {
 			return r.PlanRollout(ctx, RolloutOptions{ID: "r1"})
 		}, nil},
 		{"RolloutStatus", func(ctx context.Context, r readCalls) (any, error) {
-			return r.RolloutStatus(ctx, "r1", RolloutStatusOptions{})
+			return r.RolloutStatus(ctx, RolloutOptions{ID: "r1"})
 		}, func(got any) string {
 			// Every pod counts: the DaemonSet's is skipped, the emptyDir
 			// and the bare pods are evicted, none is refused.
@@ -154,7 +154,7 @@ func TestReaderReadsAsADrainerWhereEveryPodCounts(t *testing.T) {
 			return cmp.Diff([]int{3, 3}, pods)
 		}},
 		{"RolloutStatus without its Lease", func(ctx context.Context, r readCalls) (any, error) {
-			return r.RolloutStatus(ctx, "r1", RolloutStatusOptions{NoLock: true})
+			return r.RolloutStatus(ctx, RolloutOptions{ID: "r1", NoLock: true})
 		}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -254,9 +254,9 @@ func TestReaderOptions(t *testing.T) {
 		{"eviction.NewReader(client)", func() error { _, err := NewReader(nil, Options{}); return err }},
 		{"eviction.Reader.Health(domains)", func() error { _, err := r.Health(ctx, "ud-1", ""); return err }},
 		{"eviction.Reader.WaitHealthy(domains)", func() error { _, err := r.WaitHealthy(ctx, ""); return err }},
-		{"eviction.Reader.RolloutStatus(id)", func() error { _, err := r.RolloutStatus(ctx, "not an ID!", RolloutStatusOptions{}); return err }},
-		{"eviction.RolloutStatusOptions.Order", func() error {
-			_, err := r.RolloutStatus(ctx, "r1", RolloutStatusOptions{Order: "random"})
+		{"eviction.RolloutOptions.ID", func() error { _, err := r.RolloutStatus(ctx, RolloutOptions{ID: "not an ID!"}); return err }},
+		{"eviction.RolloutOptions.Order", func() error {
+			_, err := r.RolloutStatus(ctx, RolloutOptions{ID: "r1", Order: "random"})
 			return err
 		}},
 		{"eviction.RolloutOptions.Steering", func() error { _, err := r.PlanRollout(ctx, RolloutOptions{Steering: "sideways"}); return err }},

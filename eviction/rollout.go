@@ -148,6 +148,9 @@ type RolloutOptions struct {
 	// (FindingParallelLimited). Negative numbers but ParallelAuto are a
 	// *udrain.ConfigError.
 	Parallel int
+	// StatusInterval is how often WatchRolloutStatus looks again; zero
+	// means DefaultWatchInterval. Only WatchRolloutStatus reads it.
+	StatusInterval time.Duration
 
 	// lock is the lock the options ask for, settled by withDefaults.
 	lock rolloutLock
@@ -409,6 +412,9 @@ func (o RolloutOptions) withDefaults() (RolloutOptions, error) {
 		o.Parallel = 1
 	case o.Parallel < ParallelAuto:
 		return o, configError("RolloutOptions.Parallel", "%d is negative; use the most domains to have in flight at once (1: one at a time), or ParallelAuto (%d) for as many as the budgets and the upgraded room allow", o.Parallel, ParallelAuto)
+	}
+	if o.StatusInterval < 0 {
+		return o, configError("RolloutOptions.StatusInterval", "%s; use a positive interval, or zero for %s", o.StatusInterval, DefaultWatchInterval)
 	}
 	if o.RecoveryTimeout < 0 {
 		return o, configError("RolloutOptions.RecoveryTimeout", "%v is negative; use 0 for no limit", o.RecoveryTimeout)

@@ -119,7 +119,7 @@ func TestRolloutDrainsEachDomainOnceAndRecovers(t *testing.T) {
 	if started := log.ofType(EventRolloutStarted); len(started) != 1 || started[0].Status == nil || started[0].Status.Done != 0 {
 		t.Errorf("RolloutStarted %+v, want a status with nothing done", started)
 	}
-	read, err := d.RolloutStatus(ctx, "kubelet-1.37", RolloutStatusOptions{})
+	read, err := d.RolloutStatus(ctx, RolloutOptions{ID: "kubelet-1.37"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -429,7 +429,7 @@ func TestResumedDomainIgnoresAPendingGroupOfAnotherPool(t *testing.T) {
 
 	log := newEventLog()
 	d2, _ := New(fc.client, Options{Backoff: slowBackoff, OnEvent: log.add})
-	st, err := d2.RolloutStatus(ctx, "r", RolloutStatusOptions{Domains: ours})
+	st, err := d2.RolloutStatus(ctx, RolloutOptions{ID: "r", Domains: ours})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,7 +58,7 @@ func TestSickAPIServerLibrary(t *testing.T) {
 			return err
 		}},
 		{"RolloutStatus", func(ctx context.Context, d *Drainer) error {
-			_, err := d.RolloutStatus(ctx, "r", RolloutStatusOptions{})
+			_, err := d.RolloutStatus(ctx, RolloutOptions{ID: "r"})
 			return err
 		}},
 		{"Reader.Nodes", func(ctx context.Context, d *Drainer) error { _, err := (&Reader{d: d}).Nodes(ctx); return err }},

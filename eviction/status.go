@@ -3,7 +3,6 @@ package eviction
 import (
 	"cmp"
 	"context"
-	"errors"
 	"slices"
 	"time"
 
@@ -51,30 +50,8 @@ const (
 	StateStopped DomainState = "Stopped"
 )
 
-// RolloutStatusOptions says how to read a rollout's status. Domains,
-// Order and the lock's namespace should be the rollout's, so that the
-// domains are listed in the order it takes them.
-type RolloutStatusOptions struct {
-	// Domains limits the domains, as RolloutOptions.Domains; empty means
-	// every domain.
-	Domains []string
-	// Order orders them, as RolloutOptions.Order; empty means
-	// OrderSpareFirst without Domains, OrderGiven with them.
-	Order RolloutOrder
-	// LockNamespace holds the rollout's Lease; empty means
-	// DefaultLockNamespace.
-	LockNamespace string
-	// NoLock says the rollout runs without a Lease
-	// (RolloutStatusOptions.NoLock): no Lease is read, Running is unknown
-	// (false), and no domain is reported Stopped.
-	NoLock bool
-	// Interval is how often WatchRolloutStatus looks again; zero means
-	// DefaultWatchInterval. RolloutStatus does not read it.
-	Interval time.Duration
-}
-
 // DefaultWatchInterval is how often WatchRolloutStatus looks again
-// without RolloutStatusOptions.Interval.
+// without RolloutOptions.StatusInterval.
 const DefaultWatchInterval = 2 * time.Second
 
 // RolloutStatus is where a rollout stands, read back from the cluster.
@@ -87,7 +64,7 @@ type RolloutStatus struct {
 	Running bool `json:"running"`
 	// Lock is the rollout's Lease as it was read; nil when there is none
 	// (the rollout never ran, or ran without a lock or in another
-	// namespace) or RolloutStatusOptions.NoLock is set.
+	// namespace) or RolloutOptions.NoLock is set.
 	Lock *RolloutLockStatus `json:"lock,omitempty"`
 	// Domains are the rollout's domains in the order it takes them.
 	Domains []DomainProgress `json:"domains"`
@@ -182,13 +159,14 @@ type RolloutETA struct {
 //
 // It reads the cluster through Options.Informers (nothing else is listed
 // or watched) or lists of its own, and makes one GET of the Lease, unless
-// opts.NoLock; a Lease it may not read is a *PermissionError. A bad id or
-// option is a *udrain.ConfigError naming it (e.g.
-// "eviction.RolloutStatusOptions.Order", not the RolloutOptions field it
-// is checked as), an unknown domain a *topology.UnknownDomainError, before
-// any request.
-func (d *Drainer) RolloutStatus(ctx context.Context, id string, opts RolloutStatusOptions) (*RolloutStatus, error) {
-	ro, err := opts.rollout(id)
+// opts.NoLock; a Lease it may not read is a *PermissionError. Of opts it
+// reads what says which rollout and where: ID, Domains and Order (those
+// of the rollout, so that the domains are listed in the order it takes
+// them), NoLock and LockNamespace. A bad option is a *udrain.ConfigError
+// naming it, an unknown domain a *topology.UnknownDomainError, before any
+// request.
+func (d *Drainer) RolloutStatus(ctx context.Context, opts RolloutOptions) (*RolloutStatus, error) {
+	ro, err := opts.forStatus()
 	if err != nil {
 		return nil, err
 	}
@@ -273,48 +251,12 @@ func (d *Drainer) statusFrom(ctx context.Context, v *view, ro RolloutOptions, st
 	return nil
 }
 
-// Validate checks, without a cluster, the ID (empty: DefaultRolloutID)
-// and the options of a status: it returns the *udrain.ConfigError that
-// Drainer.RolloutStatus would return for them, so that a caller (the
-// CLI) can refuse bad input before it connects.
-func (o RolloutStatusOptions) Validate(id string) error {
-	_, err := o.rollout(id)
-	return err
-}
-
-// rollout is the rollout whose status the options ask for, checked and
-// with its defaults, as Rollout checks its options; the identity is set so
-// that none is made up: the status holds no Lease.
-func (o RolloutStatusOptions) rollout(id string) (RolloutOptions, error) {
-	if o.Interval < 0 {
-		return RolloutOptions{}, configError("RolloutStatusOptions.Interval", "%s; use a positive interval, or zero for %s", o.Interval, DefaultWatchInterval)
-	}
-	ro, err := RolloutOptions{ID: id, Domains: o.Domains, Order: o.Order,
-		NoLock: o.NoLock, LockNamespace: o.LockNamespace, LockIdentity: "status"}.withDefaults()
-	return ro, inStatusTerms(err)
-}
-
-// inStatusTerms names, in a *udrain.ConfigError of the rollout's checks,
-// the argument or the RolloutStatusOptions field the caller of
-// RolloutStatus set, instead of the RolloutOptions field it was checked
-// as.
-func inStatusTerms(err error) error {
-	var ce *udrain.ConfigError
-	if !errors.As(err, &ce) {
-		return err
-	}
-	field := ce.Field
-	switch field {
-	case "eviction.RolloutOptions.ID":
-		field = "eviction.Drainer.RolloutStatus(id)"
-	case "eviction.RolloutOptions.Domains":
-		field = "eviction.RolloutStatusOptions.Domains"
-	case "eviction.RolloutOptions.Order":
-		field = "eviction.RolloutStatusOptions.Order"
-	case "eviction.RolloutOptions.LockNamespace":
-		field = "eviction.RolloutStatusOptions.LockNamespace"
-	}
-	return &udrain.ConfigError{Field: field, Problem: ce.Problem}
+// forStatus is the rollout whose status o asks for, checked and with its
+// defaults, as Rollout checks its options; the identity is set so that
+// none is made up: the status holds no Lease.
+func (o RolloutOptions) forStatus() (RolloutOptions, error) {
+	o.LockIdentity = "status"
+	return o.withDefaults()
 }
 
 // statusReader infers each domain's progress from one snapshot.

@@ -146,7 +146,7 @@ func TestRolloutStatus(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		cluster *statusCluster
-		opts    RolloutStatusOptions
+		opts    RolloutOptions
 		want    []progressLine
 		running bool
 		holder  string
@@ -188,7 +188,7 @@ func TestRolloutStatus(t *testing.T) {
 		{
 			name:    "no lock: in progress, never stopped",
 			cluster: newStatusCluster().cordoned(1, 2).lease("", time.Minute),
-			opts:    RolloutStatusOptions{NoLock: true},
+			opts:    RolloutOptions{NoLock: true},
 			want:    []progressLine{{Domain: "ud-1", State: "Draining", Stage: "Phase1", Pods: 2, Cordoned: 2}, pending("ud-2"), pending("ud-3"), pending("ud-4")},
 		},
 		{
@@ -244,7 +244,7 @@ func TestRolloutStatus(t *testing.T) {
 		{
 			name:    "given domains keep their order",
 			cluster: held(newStatusCluster().upgraded(2, 20*time.Minute).cordoned(4, 2)),
-			opts:    RolloutStatusOptions{Domains: []string{"ud-4", "ud-2", "ud-1"}},
+			opts:    RolloutOptions{Domains: []string{"ud-4", "ud-2", "ud-1"}},
 			want: []progressLine{{Domain: "ud-4", State: "Draining", Stage: "Phase1", Pods: 2, Cordoned: 2, NotBefore: "20m0s"},
 				done("ud-2", "20m0s"), pending("ud-1")},
 			running: true, holder: "host-a",
@@ -257,7 +257,9 @@ func TestRolloutStatus(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			st, err := d.RolloutStatus(ctx, "r1", tc.opts)
+			opts := tc.opts
+			opts.ID = "r1"
+			st, err := d.RolloutStatus(ctx, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -329,7 +331,7 @@ func TestRolloutStatusOverInformersGetsOnlyTheLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	fc.client.ClearActions()
-	st, err := d.RolloutStatus(ctx, "r1", RolloutStatusOptions{})
+	st, err := d.RolloutStatus(ctx, RolloutOptions{ID: "r1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,15 +352,17 @@ func TestRolloutStatusErrors(t *testing.T) {
 	d, _ := New(fc.client, Options{})
 	for _, tc := range []struct {
 		id   string
-		opts RolloutStatusOptions
+		opts RolloutOptions
 		want string
 	}{
-		{"has spaces", RolloutStatusOptions{}, "eviction.Drainer.RolloutStatus(id)"},
-		{"r1", RolloutStatusOptions{Order: "Random"}, "eviction.RolloutStatusOptions.Order"},
-		{"r1", RolloutStatusOptions{LockNamespace: "Not_A_Namespace"}, "eviction.RolloutStatusOptions.LockNamespace"},
-		{"r1", RolloutStatusOptions{Domains: []string{"ud-9"}}, "ud-9"},
+		{"has spaces", RolloutOptions{}, "eviction.RolloutOptions.ID"},
+		{"r1", RolloutOptions{Order: "Random"}, "eviction.RolloutOptions.Order"},
+		{"r1", RolloutOptions{LockNamespace: "Not_A_Namespace"}, "eviction.RolloutOptions.LockNamespace"},
+		{"r1", RolloutOptions{Domains: []string{"ud-9"}}, "ud-9"},
 	} {
-		_, err := d.RolloutStatus(testContext(t), tc.id, tc.opts)
+		opts := tc.opts
+		opts.ID = tc.id
+		_, err := d.RolloutStatus(testContext(t), opts)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("RolloutStatus(%q, %+v): %v, want an error naming %s", tc.id, tc.opts, err, tc.want)
 		}
@@ -406,7 +410,7 @@ func TestRolloutStatusLeaseForbidden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = d.RolloutStatus(testContext(t), "r1", RolloutStatusOptions{LockNamespace: tc.namespace})
+			_, err = d.RolloutStatus(testContext(t), RolloutOptions{ID: "r1", LockNamespace: tc.namespace})
 			var pe *PermissionError
 			if !errors.As(err, &pe) || pe.Role != tc.wantRole {
 				t.Errorf("RolloutStatus: %v, want a *PermissionError naming %q", err, tc.wantRole)

@@ -58,7 +58,7 @@ func TestWatchRolloutStatus(t *testing.T) {
 	seen := make(chan *RolloutStatus, 10)
 	done := make(chan error, 1)
 	go func() {
-		done <- r.WatchRolloutStatus(ctx, "r1", RolloutStatusOptions{NoLock: true, Interval: time.Minute}, func(st *RolloutStatus) error {
+		done <- r.WatchRolloutStatus(ctx, RolloutOptions{ID: "r1", NoLock: true, StatusInterval: time.Minute}, func(st *RolloutStatus) error {
 			seen <- st
 			return nil
 		})
@@ -120,7 +120,7 @@ func TestWatchRolloutStatus(t *testing.T) {
 	cctx, ccancel := context.WithCancel(ctx)
 	errStop := errors.New("stop")
 	go func() {
-		done <- r.WatchRolloutStatus(cctx, "r2", RolloutStatusOptions{NoLock: true, Interval: time.Minute}, func(*RolloutStatus) error { return nil })
+		done <- r.WatchRolloutStatus(cctx, RolloutOptions{ID: "r2", NoLock: true, StatusInterval: time.Minute}, func(*RolloutStatus) error { return nil })
 	}()
 	for !clk.HasWaiters() {
 		time.Sleep(time.Millisecond)
@@ -129,11 +129,11 @@ func TestWatchRolloutStatus(t *testing.T) {
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: %v, want context.Canceled", err)
 	}
-	if err := r.WatchRolloutStatus(ctx, "r2", RolloutStatusOptions{NoLock: true, Interval: time.Minute}, func(*RolloutStatus) error { return errStop }); !errors.Is(err, errStop) {
+	if err := r.WatchRolloutStatus(ctx, RolloutOptions{ID: "r2", NoLock: true, StatusInterval: time.Minute}, func(*RolloutStatus) error { return errStop }); !errors.Is(err, errStop) {
 		t.Errorf("onChange failed: %v, want its error", err)
 	}
 	var ce *udrain.ConfigError
-	if err := r.WatchRolloutStatus(ctx, "r2", RolloutStatusOptions{Interval: -time.Second}, nil); !errors.As(err, &ce) || ce.Field != "eviction.RolloutStatusOptions.Interval" {
-		t.Errorf("negative interval: %v, want a *udrain.ConfigError on eviction.RolloutStatusOptions.Interval", err)
+	if err := r.WatchRolloutStatus(ctx, RolloutOptions{ID: "r2", StatusInterval: -time.Second}, nil); !errors.As(err, &ce) || ce.Field != "eviction.RolloutOptions.StatusInterval" {
+		t.Errorf("negative interval: %v, want a *udrain.ConfigError on eviction.RolloutOptions.StatusInterval", err)
 	}
 }

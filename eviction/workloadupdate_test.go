@@ -276,7 +276,7 @@ func TestRolloutStatusSaysWorkloadUpdates(t *testing.T) {
 	}
 	lws := &fakeLWS{updating: 1 << 30}
 	d.s.readLWS = lws.read
-	st, err := d.RolloutStatus(ctx, "r", RolloutStatusOptions{NoLock: true})
+	st, err := d.RolloutStatus(ctx, RolloutOptions{ID: "r", NoLock: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,8 +28,8 @@ func table(t *testing.T, doc report.Document, o report.TableOptions) string {
 // flags names two settings as a command line would.
 func flags(setting string) string {
 	return map[string]string{
-		"eviction.RolloutStatusOptions.NoLock":        "--no-lock",
-		"eviction.RolloutStatusOptions.LockNamespace": "--lock-namespace",
+		"eviction.RolloutOptions.NoLock":        "--no-lock",
+		"eviction.RolloutOptions.LockNamespace": "--lock-namespace",
 	}[setting]
 }
 
@@ -119,7 +119,7 @@ func TestTables(t *testing.T) {
 		want string
 	}{
 		{"no lock, Go names", status(true, nil), report.TableOptions{},
-			"Rollout r1: whether it runs is unknown (eviction.RolloutStatusOptions.NoLock: its Lease is not read)"},
+			"Rollout r1: whether it runs is unknown (eviction.RolloutOptions.NoLock: its Lease is not read)"},
 		{"no lock, flags", status(true, nil), report.TableOptions{SettingName: flags},
 			"Rollout r1: whether it runs is unknown (--no-lock: its Lease is not read)"},
 		{"no Lease, flags", status(false, nil), report.TableOptions{SettingName: flags},

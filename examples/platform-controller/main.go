@@ -216,7 +216,7 @@ func rollout(ctx context.Context, c *clients, s *settings, httpClient *http.Clie
 		// The status, read afresh, comes from the Drainer's view of the
 		// same informers: no list or watch, one GET of the rollout's Lease.
 		status = newStatusWriter(c.dynamic, id, func(ctx context.Context) (*eviction.RolloutStatus, error) {
-			return d.RolloutStatus(ctx, id, eviction.RolloutStatusOptions{Domains: s.domains})
+			return d.RolloutStatus(ctx, eviction.RolloutOptions{ID: id, Domains: s.domains})
 		}, logger)
 		onEvent = func(e eviction.Event) {
 			reporter.report(e)

@@ -56,13 +56,12 @@ through one watch of nodes, pods and budgets, and reads the Lease every
 			if err := firstError(df.validate(), out.validate()); err != nil {
 				return err
 			}
-			so := eviction.RolloutStatusOptions{Domains: domains, Order: eviction.RolloutOrder(order), LockNamespace: lockNamespace, NoLock: noLock, Interval: interval}
-			var id string
+			so := eviction.RolloutOptions{Domains: domains, Order: eviction.RolloutOrder(order), LockNamespace: lockNamespace, NoLock: noLock, StatusInterval: interval}
 			if len(args) == 1 {
-				id = args[0]
+				so.ID = args[0]
 			}
-			if err := so.Validate(id); err != nil {
-				return inFlagTerms(err)
+			if err := so.Validate(); err != nil {
+				return inStatusFlagTerms(err)
 			}
 			client, err := o.client()
 			if err != nil {
@@ -83,12 +82,12 @@ through one watch of nodes, pods and budgets, and reads the Lease every
 			if err != nil {
 				return err
 			}
-			if id == "" {
+			if so.ID == "" {
 				nodes, err := d.Nodes(ctx)
 				if err != nil {
 					return err
 				}
-				if id, err = theRolloutOf(nodes); err != nil {
+				if so.ID, err = theRolloutOf(nodes); err != nil {
 					return err
 				}
 			}
@@ -97,13 +96,13 @@ through one watch of nodes, pods and budgets, and reads the Lease every
 				return out.print(o.streams.Out, doc)
 			}
 			if !watch {
-				st, err := d.RolloutStatus(ctx, id, so)
+				st, err := d.RolloutStatus(ctx, so)
 				if err != nil {
 					return err
 				}
 				return print(st)
 			}
-			err = d.WatchRolloutStatus(ctx, id, so, print)
+			err = d.WatchRolloutStatus(ctx, so, print)
 			if cmd.Context().Err() != nil {
 				return nil // interrupted: the way a watch ends
 			}
