@@ -58,10 +58,13 @@ release-test:
 # tests start, so that a cold run shows its progress instead of a silent
 # test binary.
 # Most end-to-end tests share the cluster in parallel (e2e/main_test.go
-# says which do not, and why).
+# says which do not, and why). The packages with a cluster of their own
+# (e2e, e2e/nativegroups) run one after the other (-p 1): a cluster made
+# while another restarts a component (the restart drills) could take the
+# port that component listens on.
 E2E_PARALLEL ?= 4
 e2e: testbed-binaries
-	cd e2e && $(GO) test -count=1 -timeout 60m -parallel $(E2E_PARALLEL) ./...
+	cd e2e && $(GO) test -p 1 -count=1 -timeout 60m -parallel $(E2E_PARALLEL) ./...
 
 ## stress: the tests run many times, to find those that fail by chance
 ## (CI runs make test once): every unit test package STRESS_RUNS times (20)

@@ -34,10 +34,13 @@ const (
 	// nodes of its domains that are not upgraded yet, with the rollout's
 	// ID as value: the scheduler then places evicted pods (groups and
 	// ordinary pods alike) on upgraded nodes first, and a pod is not moved
-	// again when the domain it landed on drains in its turn. The patch
-	// that uncordons a node and marks it upgraded removes the taint; a
-	// rollout that stops removes it from the nodes it is still on, and an
-	// uncordon removes it too.
+	// again when the domain it landed on drains in its turn. A domain's
+	// cordon takes it off its nodes (the cordon keeps evicted pods off;
+	// DaemonSet pods, which tolerate the cordon, may start there during
+	// the upgrade step); the patch that uncordons a node and marks it
+	// upgraded removes it from any node that still has it; a rollout that
+	// stops removes it from the nodes it is still on, and an uncordon
+	// removes it too.
 	PendingUpgradeTaint = "udrain.dev/upgrade-pending"
 
 	// UpgradeStepLabel marks the pods of a rollout's own upgrade step: it

@@ -65,7 +65,7 @@ func deployLWS(t *testing.T, cfg lwsConfig) *scenario {
 	if _, err := s.nodes.Create(ctx, tt.Client); err != nil {
 		t.Fatal(err)
 	}
-	if err := fixture.WaitSchedulable(ctx, tt.Client, s.nodes.Selector(), cfg.UDs*cfg.PerUD); err != nil {
+	if err := fixture.WaitSchedulable(ctx, tt.Client, s.nodes.Selector(), s.nodes.UDs*cfg.PerUD); err != nil {
 		t.Fatal(err)
 	}
 	w := cfg.Set
@@ -103,6 +103,9 @@ func deployLWS(t *testing.T, cfg lwsConfig) *scenario {
 	if cfg.spareAfter {
 		s.nodes.UDs++
 		if _, err := s.nodes.Create(ctx, tt.Client); err != nil {
+			t.Fatal(err)
+		}
+		if err := fixture.WaitSchedulable(ctx, tt.Client, s.nodes.Selector(), s.nodes.UDs*cfg.PerUD); err != nil {
 			t.Fatal(err)
 		}
 	}

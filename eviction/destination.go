@@ -95,8 +95,9 @@ type destinationInput struct {
 // domain not upgraded yet (disrupted again: it is evicted again, and
 // reported again, when that domain's turn comes), back to its own domain
 // after the upgrade, or nowhere. The steering decides which domains a
-// group may use: SteerPreferUpgraded takes a pending domain only when no
-// upgraded one has room; SteerStrict never does (the group waits for its
+// group may use: SteerAuto and SteerPreferUpgraded take a pending domain
+// only when no upgraded one has room (SteerAuto's taint is then
+// PreferNoSchedule); SteerStrict never does (the group waits for its
 // own domain); SteerOff takes the worst case, a pending domain whenever
 // one has room, since nothing keeps the scheduler off it.
 //
@@ -119,15 +120,17 @@ type destinationInput struct {
 //   - udrain's cordons and its pending-upgrade taint are the simulation's
 //     own (a domain is closed while it drains, pending ones are steered
 //     around); a node cordoned by someone else stays closed throughout;
-//   - ordinary pods (of no group) leave their nodes when their domain
-//     drains but are not placed anywhere: they may take room in the
-//     cluster that the model gives to groups;
+//   - the pods of no group a domain's drain evicts (a Deployment's) are
+//     placed one by one after its groups (placeOther), first fit, on an
+//     upgraded domain (or one outside the rollout) with room; one that
+//     finds none takes no room (it lands on a pending domain, or waits);
+//     a pod without a controller is not replaced and takes no room;
 //   - the candidate domains are tried in the rollout's order, then the
 //     domains outside it in natural order; the scheduler may pick
 //     another one with room.
 func destinations(in destinationInput) []GroupDestination {
 	a := &admission{sim: newDestSim(in), steering: in.steering}
-	_, dests, _ := a.schedule(in, 1, true)
+	_, dests, _, _ := a.schedule(in, 1, true)
 	return dests
 }
 
@@ -179,8 +182,14 @@ func (r *rollout) planDestinations(snap *Snapshot) error {
 	if !r.opts.serial() {
 		a = newAdmission(in, snap.PDBs, groupersFor(r.d.s, snap))
 	}
-	sched, dests, peak := a.schedule(in, r.opts.limit(), r.opts.serial())
+	sched, dests, peak, roomy := a.schedule(in, r.opts.limit(), r.opts.serial())
 	r.res.Destinations, r.res.Parallel, r.res.MaxInFlight = dests, r.opts.Parallel, peak
+	r.roomy, r.firstWave = roomy, nil
+	for _, s := range sched {
+		if s.After == "" {
+			r.firstWave = append(r.firstWave, s.Domain)
+		}
+	}
 	if !r.opts.serial() {
 		r.res.Schedule = sched
 	}

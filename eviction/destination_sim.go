@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
@@ -75,9 +74,14 @@ type destSim struct {
 	nodeOf     map[*corev1.Pod]*simNode
 	byRef      map[topology.PodRef]*corev1.Pod
 	requests   map[*corev1.Pod]map[corev1.ResourceName]int64
-	static     map[podNode]bool
-	affinity   map[*corev1.Pod]nodeaffinity.RequiredNodeAffinity
-	anti       map[*corev1.Pod][]antiTerm
+	// shared are the requests of pods whose containers alone make them,
+	// by their containers (see requestsKeyOf).
+	shared   map[requestsKey]map[corev1.ResourceName]int64
+	static   map[podNode]bool
+	affinity map[*corev1.Pod]nodeaffinity.RequiredNodeAffinity
+	anti     map[*corev1.Pod][]antiTerm
+	// others is where pods of no group are placed (see placeOther).
+	others otherPlacement
 }
 
 type podNode struct {
@@ -106,7 +110,7 @@ type antiTerm struct {
 func newDestSim(in destinationInput) *destSim {
 	n := len(in.pods)
 	s := &destSim{in: in, domains: map[string]*simDomain{}, movedIn: map[string][]*simGroup{}, nodeOf: make(map[*corev1.Pod]*simNode, n),
-		requests: map[*corev1.Pod]map[corev1.ResourceName]int64{}, static: map[podNode]bool{}, affinity: map[*corev1.Pod]nodeaffinity.RequiredNodeAffinity{}, anti: map[*corev1.Pod][]antiTerm{}}
+		requests: map[*corev1.Pod]map[corev1.ResourceName]int64{}, shared: map[requestsKey]map[corev1.ResourceName]int64{}, static: map[podNode]bool{}, affinity: map[*corev1.Pod]nodeaffinity.RequiredNodeAffinity{}, anti: map[*corev1.Pod][]antiTerm{}}
 	inOrder := map[string]bool{}
 	for _, name := range in.order {
 		inOrder[name] = true
@@ -219,70 +223,25 @@ func (s *destSim) requestsOf(p *corev1.Pod) map[corev1.ResourceName]int64 {
 	if r, ok := s.requests[p]; ok {
 		return r
 	}
-	r := map[corev1.ResourceName]int64{}
-	for name, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
-		if v := q.MilliValue(); v > 0 {
-			r[name] = v
+	var r map[corev1.ResourceName]int64
+	if key, ok := requestsKeyOf(p); ok {
+		r = s.shared[key]
+		if r == nil {
+			r = containersRequests(p.Spec.Containers)
+			s.shared[key] = r
+		}
+	} else {
+		r = map[corev1.ResourceName]int64{}
+		for name, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
+			if v := q.MilliValue(); v > 0 {
+				r[name] = v
+			}
 		}
 	}
 	if !s.in.known.put(p, r) {
 		s.requests[p] = r
 	}
 	return r
-}
-
-// requestCache keeps pods' requests (in milli-units, by resource) by UID
-// from one simulation to the next of a rollout's decisions, which each
-// see new copies of the same pods. A pod resized in place keeps the
-// requests it was first seen with: the room is modelled simply. Its
-// methods do nothing on a nil cache.
-type requestCache struct {
-	by  map[types.UID]*cachedRequests
-	gen int
-}
-
-type cachedRequests struct {
-	r   map[corev1.ResourceName]int64
-	gen int // the last simulation that saw it
-}
-
-func newRequestCache() *requestCache {
-	return &requestCache{by: map[types.UID]*cachedRequests{}}
-}
-
-func (c *requestCache) get(p *corev1.Pod) (map[corev1.ResourceName]int64, bool) {
-	if c == nil || p.UID == "" {
-		return nil, false
-	}
-	e, ok := c.by[p.UID]
-	if !ok {
-		return nil, false
-	}
-	e.gen = c.gen
-	return e.r, true
-}
-
-// put keeps p's requests; false when it does not (a nil cache, a pod
-// without UID).
-func (c *requestCache) put(p *corev1.Pod, r map[corev1.ResourceName]int64) bool {
-	if c == nil || p.UID == "" {
-		return false
-	}
-	c.by[p.UID] = &cachedRequests{r: r, gen: c.gen}
-	return true
-}
-
-// turn forgets the pods the last simulation did not see (gone since).
-func (c *requestCache) turn() {
-	if c == nil {
-		return
-	}
-	for uid, e := range c.by {
-		if e.gen != c.gen {
-			delete(c.by, uid)
-		}
-	}
-	c.gen++
 }
 
 func (s *destSim) add(p *corev1.Pod, n *simNode) {
@@ -348,6 +307,7 @@ func (s *destSim) trial(fn func() bool) bool {
 	// Undone unjournaled: an outer trial never sees these changes.
 	s.journal = nil
 	defer func() { s.journal = outer }()
+	s.others.forget() // room came back: the cursors may have passed it
 	for i := len(changes) - 1; i >= 0; i-- {
 		c := changes[i]
 		switch {
@@ -376,8 +336,11 @@ func (s *destSim) moveIn(to string, g *simGroup) {
 // pods it evicts (groups with theirs, and others) leave it, and each
 // group, and each group that had landed on it, goes where
 // destination finds room; those that can only wait for the domain itself
-// are returned to be placed back by finish.
-func (s *destSim) start(name string, groups []*simGroup, others []*corev1.Pod) (dests []GroupDestination, back []*simGroup) {
+// are returned to be placed back by finish. roomy reports that every
+// group found room in an upgraded domain (or one outside the rollout),
+// or none at all (it waits for its own domain): none lands on a pending
+// domain. The other pods are placed by placeOthers.
+func (s *destSim) start(name string, groups []*simGroup, others []*corev1.Pod) (dests []GroupDestination, back []*simGroup, roomy bool) {
 	s.setState(s.domains[name], simDraining)
 	for _, g := range groups {
 		for _, p := range g.pods {
@@ -393,6 +356,7 @@ func (s *destSim) start(name string, groups []*simGroup, others []*corev1.Pod) (
 		}
 		groups = append(groups, g)
 	}
+	roomy = true
 	for _, g := range groups {
 		dest, to := s.destination(g, name)
 		switch dest.Kind {
@@ -401,10 +365,22 @@ func (s *destSim) start(name string, groups []*simGroup, others []*corev1.Pod) (
 			continue
 		case DestinationDisruptedAgain:
 			s.moveIn(to, g)
+			roomy = false
 		}
 		dests = append(dests, dest)
 	}
-	return dests, back
+	return dests, back, roomy
+}
+
+// placeOthers places the other pods a domain's drain evicts, after its
+// start, where placeOther finds room, and reports whether upgraded room
+// took them all.
+func (s *destSim) placeOthers(others []*corev1.Pod) bool {
+	roomy := true
+	for _, p := range others {
+		roomy = s.placeOther(p) && roomy
+	}
+	return roomy
 }
 
 // finish simulates the end of domain name's upgrade: it is upgraded, and

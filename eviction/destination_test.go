@@ -343,13 +343,13 @@ func TestPlanRollout(t *testing.T) {
 			// The spare ud-3 first: llm-0 (whose own node lost GPUs) finds
 			// it upgraded, llm-1 comes back to its own domain.
 			name: "defaults", opts: RolloutOptions{ID: "r1"},
-			want: &RolloutPlan{ID: "r1", Parallel: 1, MaxInFlight: 1, Order: OrderSpareFirst, Steering: SteerPreferUpgraded, Domains: []string{"ud-3", "ud-1", "ud-2"},
+			want: &RolloutPlan{ID: "r1", Parallel: 1, MaxInFlight: 1, Order: OrderSpareFirst, Steering: SteerAuto, Domains: []string{"ud-3", "ud-1", "ud-2"},
 				Destinations: []GroupDestination{dest(0, "ud-1", "ud-3", DestinationUpgraded, 1), dest(1, "ud-2", "ud-2", DestinationOwnDomain, 0)}},
 		},
 		{
 			// The spare last: llm-0 can only go to ud-3 before its turn.
 			name: "given order", opts: RolloutOptions{ID: "r1", Domains: all},
-			want: &RolloutPlan{ID: "r1", Parallel: 1, MaxInFlight: 1, Order: OrderGiven, Steering: SteerPreferUpgraded, Domains: all,
+			want: &RolloutPlan{ID: "r1", Parallel: 1, MaxInFlight: 1, Order: OrderGiven, Steering: SteerAuto, Domains: all,
 				Destinations: []GroupDestination{dest(0, "ud-1", "ud-3", DestinationDisruptedAgain, 1), dest(1, "ud-2", "ud-2", DestinationOwnDomain, 0),
 					dest(0, "ud-3", "ud-3", DestinationOwnDomain, 0)}},
 			wantCodes: []topology.FindingCode{FindingDisruptedAgain},
@@ -368,7 +368,7 @@ func TestPlanRollout(t *testing.T) {
 			// udrain's own pod cache keeps the tolerations, so the plan
 			// is the defaults' (without them no node would take llm-0).
 			name: "tainted GPU nodes, keyed tolerations", opts: RolloutOptions{ID: "r1"}, tainted: true,
-			want: &RolloutPlan{ID: "r1", Parallel: 1, MaxInFlight: 1, Order: OrderSpareFirst, Steering: SteerPreferUpgraded, Domains: []string{"ud-3", "ud-1", "ud-2"},
+			want: &RolloutPlan{ID: "r1", Parallel: 1, MaxInFlight: 1, Order: OrderSpareFirst, Steering: SteerAuto, Domains: []string{"ud-3", "ud-1", "ud-2"},
 				Destinations: []GroupDestination{dest(0, "ud-1", "ud-3", DestinationUpgraded, 1), dest(1, "ud-2", "ud-2", DestinationOwnDomain, 0)}},
 		},
 		{name: "unknown domain", opts: RolloutOptions{Domains: []string{"ud-9"}}, wantErr: `ud-9`},

@@ -62,11 +62,15 @@ func (d *Drainer) patchNode(ctx context.Context, emit func(Event), what, name st
 	return true, nil
 }
 
-func cordonPatch(id string) []byte {
-	p, _ := json.Marshal(map[string]any{
+func cordonFields(id string) map[string]any {
+	return map[string]any{
 		"metadata": map[string]any{"annotations": map[string]string{udrain.CordonedByAnnotation: id}},
 		"spec":     map[string]any{"unschedulable": true},
-	})
+	}
+}
+
+func cordonPatch(id string) []byte {
+	p, _ := json.Marshal(cordonFields(id))
 	return p
 }
 
@@ -91,7 +95,11 @@ func upgradedFields(id string, at time.Time) map[string]any {
 }
 
 // cordon marks the domain's nodes unschedulable, recording that udrain did
-// it; with dryRun the API only validates the change.
+// it; with dryRun the API only validates the change. The same patch takes
+// a rollout's pending-upgrade taint off: the cordon keeps evicted pods
+// off the domain, and DaemonSet pods, which tolerate the cordon but not
+// the taint when it is NoSchedule, must be able to start there during the
+// upgrade step (a device plugin the upgrade restarts).
 func (ex *execution) cordon(ctx context.Context, dryRun bool) error {
 	const (
 		skip = iota
@@ -121,7 +129,13 @@ func (ex *execution) cordon(ctx context.Context, dryRun bool) error {
 		opts.DryRun = []string{metav1.DryRunAll}
 	}
 	err := forEachNode(ctx, ex.d.s.Concurrency, todo, func(ctx context.Context, j int, name string) error {
-		ok, err := ex.d.patchNode(ctx, ex.emit, "cordon", name, patch, opts)
+		var ok bool
+		var err error
+		if n, seen := ex.v.Node(name); seen && !dryRun && hasPendingTaint(n) {
+			ok, err = ex.d.patchTaints(ctx, ex.emit, "cordon", name, n, cordonFields(ex.id), withoutPendingTaint)
+		} else {
+			ok, err = ex.d.patchNode(ctx, ex.emit, "cordon", name, patch, opts)
+		}
 		switch {
 		case err != nil:
 			return err

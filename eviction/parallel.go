@@ -252,16 +252,23 @@ func movable(p *corev1.Pod) bool {
 // group it evicts finds no room in an upgraded domain now (it would land
 // on a domain not upgraded yet, or wait for d's own upgrade) but would
 // once the flights end: then it undoes the start and returns why. It
-// returns the destinations and the groups that wait for d itself.
-func (a *admission) roomHold(d *demand, flights []*flight, check bool) (*Hold, []GroupDestination, []*simGroup) {
+// returns d as started: the destinations, the groups that wait for d
+// itself, and whether upgraded room takes every pod it evicts.
+func (a *admission) roomHold(d *demand, flights []*flight, check bool) (*Hold, admitted) {
 	var hold *Hold
-	var dests []GroupDestination
-	var back []*simGroup
+	ad := admitted{demand: d}
 	a.sim.trial(func() bool {
-		dests, back = a.sim.start(d.domain, d.groups, d.others)
-		if !check {
+		var roomy bool
+		ad.dests, ad.back, roomy = a.sim.start(d.domain, d.groups, d.others)
+		// The other pods take room only once the domain is kept.
+		place := func() bool {
+			ad.roomy = a.sim.placeOthers(d.others) && roomy
 			return true
 		}
+		if !check {
+			return place()
+		}
+		dests, back := ad.dests, ad.back
 		late := map[topology.GroupID]string{} // group: where it goes now
 		for _, dest := range dests {
 			if dest.Kind == DestinationDisruptedAgain {
@@ -287,9 +294,9 @@ func (a *admission) roomHold(d *demand, flights []*flight, check bool) (*Hold, [
 			}
 			return false
 		}
-		return true
+		return place()
 	})
-	return hold, dests, back
+	return hold, ad
 }
 
 // roomOnceLanded says whether g would find room in an upgraded domain
@@ -337,6 +344,8 @@ type admitted struct {
 	demand *demand
 	dests  []GroupDestination
 	back   []*simGroup
+	// roomy: upgraded room takes every pod it evicts (see destSim.start).
+	roomy bool
 	// forced: started with nothing in flight although held (it waits on
 	// its budgets' 429s, as a rollout of one domain at a time does).
 	forced bool
@@ -360,8 +369,8 @@ func (a *admission) next(pending []*demand, flights []*flight, limit int, serial
 		if len(flights) > 0 {
 			return nil, nil
 		}
-		_, dests, back := a.roomHold(pending[0], nil, false)
-		return []admitted{{demand: pending[0], dests: dests, back: back}}, nil
+		_, ad := a.roomHold(pending[0], nil, false)
+		return []admitted{ad}, nil
 	}
 	all := slices.Clone(flights)
 	for _, d := range pending {
@@ -374,17 +383,18 @@ func (a *admission) next(pending []*demand, flights []*flight, limit int, serial
 			holds = append(holds, h)
 			continue
 		}
-		h, dests, back := a.roomHold(d, all, len(all) > 0 && a.steering != SteerOff)
+		h, ad := a.roomHold(d, all, len(all) > 0 && a.steering != SteerOff)
 		if h != nil {
 			holds = append(holds, h)
 			continue
 		}
-		out = append(out, admitted{demand: d, dests: dests, back: back})
-		all = append(all, &flight{demand: d, back: back})
+		out = append(out, ad)
+		all = append(all, &flight{demand: d, back: ad.back})
 	}
 	if len(flights) == 0 && len(out) == 0 {
-		_, dests, back := a.roomHold(pending[0], nil, false)
-		out = append(out, admitted{demand: pending[0], dests: dests, back: back, forced: true})
+		_, ad := a.roomHold(pending[0], nil, false)
+		ad.forced = true
+		out = append(out, ad)
 		holds = slices.DeleteFunc(holds, func(h *Hold) bool { return h.Domain == pending[0].domain })
 	}
 	return out, holds
@@ -393,9 +403,11 @@ func (a *admission) next(pending []*demand, flights []*flight, limit int, serial
 // schedule simulates a rollout over in.order with at most limit domains
 // in flight (0: no limit; serial: one at a time, in order), domains in
 // flight ending in the order they started: it says when each domain
-// starts, where each group its drain evicts goes, and the most domains in
-// flight at once. plans holds the plan of each domain not upgraded.
-func (a *admission) schedule(in destinationInput, limit int, serial bool) ([]ScheduledDomain, []GroupDestination, int) {
+// starts, where each group its drain evicts goes, the most domains in
+// flight at once, and which domains find upgraded room for every pod
+// they evict when they start (roomy). plans holds the plan of each
+// domain not upgraded.
+func (a *admission) schedule(in destinationInput, limit int, serial bool) ([]ScheduledDomain, []GroupDestination, int, map[string]bool) {
 	var pending []*demand
 	for _, name := range in.order {
 		if plan := in.plans[name]; plan != nil && !in.upgraded[name] {
@@ -406,6 +418,7 @@ func (a *admission) schedule(in destinationInput, limit int, serial bool) ([]Sch
 	var dests []GroupDestination
 	var flights []*flight
 	held := map[string]*Hold{}
+	roomy := map[string]bool{}
 	after, peak := "", 0
 	for len(pending) > 0 || len(flights) > 0 {
 		started, holds := a.next(pending, flights, limit, serial)
@@ -416,6 +429,7 @@ func (a *admission) schedule(in destinationInput, limit int, serial bool) ([]Sch
 			sched = append(sched, ScheduledDomain{Domain: s.demand.domain, After: after, With: flightNames(flights), HeldBy: held[s.demand.domain]})
 			flights = append(flights, &flight{demand: s.demand, back: s.back})
 			dests = append(dests, s.dests...)
+			roomy[s.demand.domain] = s.roomy
 			pending = slices.DeleteFunc(pending, func(d *demand) bool { return d == s.demand })
 		}
 		peak = max(peak, len(flights))
@@ -427,5 +441,5 @@ func (a *admission) schedule(in destinationInput, limit int, serial bool) ([]Sch
 		dests = append(dests, a.sim.finish(f.name(), f.back)...)
 		after = f.name()
 	}
-	return sched, dests, peak
+	return sched, dests, peak, roomy
 }

@@ -367,7 +367,7 @@ func TestSchedule(t *testing.T) {
 				}
 			}
 			a := newAdmission(in, snap.PDBs, nil)
-			sched, dests, peak := a.schedule(in, tc.limit, tc.serial)
+			sched, dests, peak, _ := a.schedule(in, tc.limit, tc.serial)
 			var got []string
 			for _, s := range sched {
 				line := fmt.Sprintf("%s after %s with %v", s.Domain, orDash(s.After), s.With)

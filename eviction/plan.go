@@ -40,8 +40,11 @@ type Snapshot struct {
 	Now time.Time
 
 	// layout is the layout of Nodes under the Drainer's settings, when the
-	// view that took the snapshot has built it already.
+	// view that took the snapshot has built it already; groups are the
+	// groups of Pods under its groupers, when a rollout's first look has
+	// found them already (its plans of every domain share them).
 	layout *topology.Layout
+	groups []topology.Group
 }
 
 // Phase numbers the two steps of a domain drain.
@@ -281,7 +284,10 @@ func newPlanner(domain string, snap *Snapshot, s *settings) (*planner, error) {
 		}
 		return topology.NaturalLess(a.Name, b.Name)
 	})
-	pl.groups = topology.FindGroups(snap.Pods, groupersFor(s, snap)...)
+	pl.groups = snap.groups
+	if pl.groups == nil {
+		pl.groups = topology.FindGroups(snap.Pods, groupersFor(s, snap)...)
+	}
 	pl.groupOf = map[*corev1.Pod]*topology.Group{}
 	for i := range pl.groups {
 		for _, m := range pl.groups[i].Members {

@@ -122,7 +122,7 @@ type RolloutOptions struct {
 	// means DefaultLockDuration. It is renewed every third of it.
 	LockDuration time.Duration
 	// Steering says how evicted pods are kept off the domains not
-	// upgraded yet; empty means SteerPreferUpgraded.
+	// upgraded yet; empty means SteerAuto.
 	Steering Steering
 	// Parallel is how many domains the rollout has in flight at once
 	// (draining, upgrading or recovering). 0 or 1: one at a time, in

@@ -30,10 +30,13 @@ type domainRun struct {
 	demand *demand
 	// recovering: the domain is uncordoned; its recovery runs.
 	recovering atomic.Bool
-	dom        topology.Domain
-	emit       func(Event)
-	logger     klog.Logger
-	start      time.Time
+	// roomy: as it started, upgraded room took every pod it evicts
+	// (SteerAuto).
+	roomy  bool
+	dom    topology.Domain
+	emit   func(Event)
+	logger klog.Logger
+	start  time.Time
 
 	plan *Plan
 	// upgraded: an earlier run with this ID upgraded the domain; its

@@ -3,6 +3,7 @@ package eviction
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -10,9 +11,11 @@ import (
 	"github.com/udrain/udrain/topology"
 )
 
-// readmitEvery is how often a rollout with domains held back looks again
-// whether they may start, besides when a domain in flight begins its
-// recovery or ends: a group down elsewhere may have recovered.
+// readmitEvery is how often a rollout with a domain held back by a budget
+// looks again whether it may start, besides when a domain in flight
+// begins its recovery or ends: a group down elsewhere may have recovered.
+// Room and the limit change only with the domains in flight: a domain
+// held back by them waits for those wake-ups (each look reads every pod).
 const readmitEvery = 5 * time.Second
 
 // runDomains runs the rollout's domains, as many at once as
@@ -42,10 +45,26 @@ func (r *rollout) runDomains(ctx context.Context) (*DomainOutcome, error) {
 		if failure == nil && ctx.Err() == nil && len(pending) > 0 {
 			starts, heldBack := r.admit(ctx, pending, flying)
 			held = heldBack
+			var runs []*domainRun
 			for _, st := range starts {
 				s := r.domain(st.idx, st.demand)
-				flying = append(flying, s)
+				s.roomy = st.roomy
+				runs = append(runs, s)
 				pending = slices.DeleteFunc(pending, func(i int) bool { return i == st.idx })
+			}
+			// The steering is decided as domains start, for them and
+			// those in flight that still evict.
+			if err := r.steer(ctx, pending, flying, runs); err != nil {
+				// The domains do not start: the steering they need is
+				// not in place.
+				failed, failure = runs[0].out, runs[0].stop(StagePlan, err)
+				failed.Status = DomainFailed
+				r.publish(runs[0].idx, failed)
+				runs = nil
+				stop()
+			}
+			for _, s := range runs {
+				flying = append(flying, s)
 				go func() { ends <- end{s, s.run(runCtx)} }()
 			}
 		}
@@ -101,10 +120,11 @@ func (r *rollout) publish(i int, out *DomainOutcome) {
 }
 
 // start is a domain the rollout starts, with the demand it was admitted
-// for.
+// for, and whether upgraded room takes every pod it evicts (roomy).
 type start struct {
 	idx    int
 	demand *demand
+	roomy  bool
 }
 
 // admit decides which of the pending domains (indexes into res.Domains,
@@ -112,17 +132,18 @@ type start struct {
 // Parallel (and in a dry run); else a domain the rollout holds cordoned (a stopped run was
 // in it) at once, and the others as the admission allows over the
 // cluster as it is now. held reports that a domain was held back by a
-// budget or by room (not by the limit alone): the rollout looks again
-// later.
+// budget: the rollout looks again later.
 func (r *rollout) admit(ctx context.Context, pending []int, flying []*domainRun) (starts []start, held bool) {
 	// A dry run changes nothing a decision could wait for: its plan's
 	// schedule says what the parallelism would do.
 	if r.opts.serial() || r.dryRun() {
 		if len(flying) == 0 {
-			return []start{{idx: pending[0]}}, false
+			return []start{{idx: pending[0], roomy: r.roomy[r.domains[pending[0]]]}}, false
 		}
 		return nil, false
 	}
+	r.looking.Lock()
+	defer r.looking.Unlock()
 	snap, err := r.v.snapshot(ctx)
 	if err != nil {
 		// Nothing to decide from: go on one at a time.
@@ -149,8 +170,8 @@ func (r *rollout) admit(ctx context.Context, pending []int, flying []*domainRun)
 		case cordonedBy(snap.Nodes, dom, r.id):
 			// A stopped run was draining it: it is in flight already.
 			d := a.demandOn(name)
-			a.roomHold(d, nil, false)
-			starts = append(starts, start{idx: i, demand: d})
+			_, ad := a.roomHold(d, nil, false)
+			starts = append(starts, start{idx: i, demand: d, roomy: ad.roomy})
 			flights = append(flights, &flight{demand: d})
 		default:
 			demands = append(demands, a.demandOn(name))
@@ -158,10 +179,10 @@ func (r *rollout) admit(ctx context.Context, pending []int, flying []*domainRun)
 	}
 	admitted, holds := a.next(demands, flights, r.opts.limit(), false)
 	for _, ad := range admitted {
-		starts = append(starts, start{idx: byName[ad.demand.domain], demand: ad.demand})
+		starts = append(starts, start{idx: byName[ad.demand.domain], demand: ad.demand, roomy: ad.roomy})
 	}
 	for _, h := range holds {
-		if h.Reason != HoldLimit {
+		if h.Reason == HoldBudget {
 			held = true
 		}
 	}
@@ -259,4 +280,44 @@ func (a *admission) reserve(flights []*flight) {
 			}
 		}
 	}
+}
+
+// steer sets the effect of the pending-upgrade taint with SteerAuto as
+// domains start, from those flying and those starting (see SteerAuto): NoSchedule when each that is not uncordoned yet found
+// upgraded room for every pod it evicts as it started, PreferNoSchedule
+// otherwise; when the effect changes, it patches the nodes of the
+// pending domains (indexes into res.Domains) that the rollout tainted.
+func (r *rollout) steer(ctx context.Context, pending []int, flying, starting []*domainRun) error {
+	if len(starting) == 0 || r.opts.Steering != SteerAuto || r.dryRun() || r.effect == "" {
+		return nil
+	}
+	roomy := true
+	for _, s := range append(slices.Clone(flying), starting...) {
+		if !s.recovering.Load() && !s.roomy {
+			roomy = false
+		}
+	}
+	effect := r.opts.Steering.effect(roomy)
+	if effect == r.effect {
+		return nil
+	}
+	var names []string
+	for _, i := range pending {
+		dom, err := r.layout.Domain(r.domains[i])
+		if err != nil {
+			continue
+		}
+		for _, n := range dom.Nodes {
+			if r.tainted[n] {
+				names = append(names, n)
+			}
+		}
+	}
+	done, err := r.d.setPendingTaints(ctx, r.emit, r.v.Node, names, r.id, effect)
+	r.logger.Info("Steering the pending domains", "effect", effect, "nodes", len(done), "roomy", roomy)
+	if err != nil {
+		return fmt.Errorf("steering evicted pods to upgraded nodes (%s): %w", effect, err)
+	}
+	r.effect = effect
+	return nil
 }

@@ -41,6 +41,11 @@ type rollout struct {
 	recovering map[string]bool
 	// mu guards res.Domains, written as domains end while others run.
 	mu sync.Mutex
+	// looking is held while the rollout reads the whole cluster (a
+	// status, a decision of the parallelism): one such look at a time,
+	// so that domains in flight do not each hold a snapshot of every pod
+	// at once.
+	looking sync.Mutex
 	// changed wakes the loop of domains: one in flight began its
 	// recovery.
 	changed chan struct{}
@@ -52,6 +57,13 @@ type rollout struct {
 	// tainted are the nodes that carry the rollout's pending-upgrade
 	// taint (put on by this run or an earlier one), until uncordoned.
 	tainted map[string]bool
+	// effect is the taint's effect on the pending domains now; roomy
+	// says, by domain, whether the first look's simulation found
+	// upgraded room for every pod the domain evicts as it starts, and
+	// firstWave are the domains it starts first (SteerAuto).
+	effect    corev1.TaintEffect
+	roomy     map[string]bool
+	firstWave []string
 	// firstPlans are the plans of the first look, by domain, for the
 	// order and the destinations (made once; nil for upgraded domains).
 	firstPlans map[string]*Plan
@@ -114,7 +126,10 @@ func (r *rollout) status(ctx context.Context, running bool) *RolloutStatus {
 		finished[out.Domain] = out.Status == DomainDone || out.Status == DomainSkipped
 	}
 	r.mu.Unlock()
-	if err := r.d.statusFrom(ctx, r.v, ro, st, r.lock != nil, finished); err != nil {
+	r.looking.Lock()
+	err := r.d.statusFrom(ctx, r.v, ro, st, r.lock != nil, finished)
+	r.looking.Unlock()
+	if err != nil {
 		r.logger.V(2).Info("Could not read the rollout's status", "err", err)
 		return nil
 	}
@@ -212,6 +227,9 @@ func (r *rollout) check(ctx context.Context) error {
 		return err
 	}
 	r.layout, r.nodes = layout, snap.Nodes
+	// The audit and the plans of every domain below read the same layout
+	// and groups.
+	snap.layout, snap.groups = layout, topology.FindGroups(snap.Pods, groupersFor(r.d.s, snap)...)
 	domains, err := layout.Select(r.opts.Domains)
 	if err != nil {
 		return err
@@ -237,7 +255,7 @@ func (r *rollout) check(ctx context.Context) error {
 	}
 	// Audit what this rollout will drain: findings about other domains
 	// (other pools, other teams' workloads) do not stop it.
-	report := topology.Audit(topology.AuditInput{Layout: layout, Groups: topology.FindGroups(snap.Pods, groupersFor(r.d.s, snap)...),
+	report := topology.Audit(topology.AuditInput{Layout: layout, Groups: snap.groups,
 		PDBs: snap.PDBs, Pods: snap.Pods, Only: domains})
 	r.res.Findings = report.Findings
 	if err := report.Err(); err != nil && !r.d.s.AllowViolations && !r.planning {
@@ -331,14 +349,21 @@ func (r *rollout) taint(ctx context.Context) error {
 			r.tainted[n.Name] = true
 		}
 	}
-	effect := r.opts.Steering.effect()
+	roomy := true
+	for _, name := range r.firstWave {
+		roomy = roomy && r.roomy[name]
+	}
+	effect := r.opts.Steering.effect(roomy)
 	if r.dryRun() || effect == "" {
 		return nil
 	}
+	r.effect = effect
 	var names []string
 	for _, name := range r.domains {
+		// Not a domain a stopped run left cordoned: its cordon took the
+		// taint off (see execution.cordon).
 		dom := mustDomain(r.layout, name)
-		if !upgradedBy(r.nodes, dom, r.id) {
+		if !upgradedBy(r.nodes, dom, r.id) && !cordonedBy(r.nodes, dom, r.id) {
 			names = append(names, dom.Nodes...)
 		}
 	}
@@ -346,7 +371,19 @@ func (r *rollout) taint(ctx context.Context) error {
 	for _, n := range names {
 		r.tainted[n] = true
 	}
-	r.logger.V(2).Info("Tainted the nodes of the domains still to upgrade", "nodes", len(done), "effect", effect)
+	// A domain's cordon takes the taint off as the view shows its nodes:
+	// let it show the taint first, or it stays on the first domains.
+	if err == nil && !r.v.WaitFor(ctx, 10*time.Second, func() bool {
+		for _, n := range done {
+			if node, ok := r.v.Node(n); ok && !hasPendingTaint(node) {
+				return false
+			}
+		}
+		return true
+	}) && ctx.Err() == nil {
+		r.logger.V(2).Info("The view does not show the pending-upgrade taint on every node yet; going on")
+	}
+	r.logger.V(2).Info("Tainted the nodes of the domains still to upgrade", "nodes", len(done), "effect", effect, "firstDomains", r.firstWave)
 	if err != nil {
 		return &DomainError{ID: r.id, Domain: r.domains[0], Stage: StagePlan, Err: fmt.Errorf("steering evicted pods to upgraded nodes: %w", err)}
 	}

@@ -20,10 +20,27 @@ type Steering string
 
 // The steering modes of a rollout.
 const (
-	// SteerPreferUpgraded (the default) taints the nodes of pending
-	// domains PreferNoSchedule: the scheduler puts evicted pods on
-	// upgraded nodes when they fit, and on a pending node only when
-	// nothing else fits. No pod waits because of it.
+	// SteerAuto (the default) taints the nodes of pending domains
+	// NoSchedule while the rollout's simulation finds upgraded room (an
+	// upgraded domain, or one outside the rollout) for every pod the
+	// domains in flight evict, groups and other pods alike, and
+	// PreferNoSchedule while it does not. With the room, nothing evicted
+	// lands on a pending domain: PreferNoSchedule alone is a score, and
+	// kube-scheduler scores only a sample of the feasible nodes of a
+	// large cluster (percentageOfNodesToScore), so a sample without
+	// upgraded nodes puts a pod on a pending one, to be moved again.
+	// Without the room, no pod waits because of the taint. The effect is
+	// decided as each domain starts (and as one in flight is uncordoned),
+	// and a change is one patch per pending node. While it is
+	// NoSchedule, new pods that fit no upgraded node (a scale-up beyond
+	// the room, a DaemonSet created during the rollout) wait for their
+	// node's domain, as with SteerStrict.
+	SteerAuto Steering = "Auto"
+	// SteerPreferUpgraded taints the nodes of pending domains
+	// PreferNoSchedule: the scheduler puts evicted pods on upgraded nodes
+	// when they fit and when it scores them (it scores a sample of the
+	// nodes of a large cluster), and on a pending node otherwise. No pod
+	// waits because of it.
 	SteerPreferUpgraded Steering = "PreferUpgraded"
 	// SteerStrict taints them NoSchedule: an evicted group that finds no
 	// room in an upgraded domain waits, Pending, until its own domain is
@@ -37,13 +54,20 @@ const (
 	SteerOff Steering = "Off"
 )
 
-// effect is the taint effect of s; empty for SteerOff.
-func (s Steering) effect() corev1.TaintEffect {
+// effect is the taint effect of s when the domains in flight find
+// upgraded room for every pod they evict (roomy) or not; empty for
+// SteerOff.
+func (s Steering) effect(roomy bool) corev1.TaintEffect {
 	switch s {
-	case SteerPreferUpgraded, "":
+	case SteerPreferUpgraded:
 		return corev1.TaintEffectPreferNoSchedule
 	case SteerStrict:
 		return corev1.TaintEffectNoSchedule
+	case SteerAuto, "":
+		if roomy {
+			return corev1.TaintEffectNoSchedule
+		}
+		return corev1.TaintEffectPreferNoSchedule
 	}
 	return ""
 }
@@ -51,11 +75,11 @@ func (s Steering) effect() corev1.TaintEffect {
 func (s Steering) settle() (Steering, error) {
 	switch s {
 	case "":
-		return SteerPreferUpgraded, nil
-	case SteerPreferUpgraded, SteerStrict, SteerOff:
+		return SteerAuto, nil
+	case SteerAuto, SteerPreferUpgraded, SteerStrict, SteerOff:
 		return s, nil
 	}
-	return s, configError("RolloutOptions.Steering", "%q is not a steering mode; use %s (default), %s or %s", s, SteerPreferUpgraded, SteerStrict, SteerOff)
+	return s, configError("RolloutOptions.Steering", "%q is not a steering mode; use %s (default), %s, %s or %s", s, SteerAuto, SteerPreferUpgraded, SteerStrict, SteerOff)
 }
 
 // hasPendingTaint reports whether the node carries udrain's pending-upgrade

@@ -57,22 +57,30 @@ func nodePatches(fc *fakeCluster) int {
 	return n
 }
 
-// While a rollout runs, the nodes of the domains it has not upgraded carry
-// its pending-upgrade taint (of the steering's effect), and only those; the
-// uncordon patch takes it off, so no node has it at the end; other taints
-// stay. The node patches: one taint, one cordon, one uncordon per node and
-// one mark per domain.
+// While a rollout runs, the nodes of the domains it has not started carry
+// its pending-upgrade taint (of the steering's effect), and only those:
+// the cordon takes it off a domain's nodes (DaemonSet pods may start
+// there during the upgrade step), the uncordon patch off any node that
+// still has it, so no node has it at the end; other taints stay. The node
+// patches: one taint, one cordon, one uncordon per node and one mark per
+// domain; with Auto, one more for each pending node whose effect changes.
+// Auto: ud-1's group has no upgraded room as ud-1 starts (it would go to
+// a pending domain: PreferNoSchedule); ud-2's has ud-1 (NoSchedule on the
+// pending ud-3 from then on).
 func TestRolloutTaintsThePendingDomains(t *testing.T) {
 	for _, tc := range []struct {
+		name     string
 		steering Steering
-		effect   string
+		effects  []string // as ud-1, ud-2 upgrade
+		switches int      // patches of a changed effect
 	}{
-		{"", "PreferNoSchedule"},
-		{SteerPreferUpgraded, "PreferNoSchedule"},
-		{SteerStrict, "NoSchedule"},
-		{SteerOff, ""},
+		{"default", "", []string{"PreferNoSchedule", "NoSchedule"}, 2},
+		{"Auto", SteerAuto, []string{"PreferNoSchedule", "NoSchedule"}, 2},
+		{"PreferUpgraded", SteerPreferUpgraded, []string{"PreferNoSchedule", "PreferNoSchedule"}, 0},
+		{"Strict", SteerStrict, []string{"NoSchedule", "NoSchedule"}, 0},
+		{"Off", SteerOff, nil, 0},
 	} {
-		t.Run(string(tc.steering), func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			ctx := testContext(t)
 			fc := newFakeCluster(t, lwsCluster(3, 2, 2)...)
 			n, _ := fc.client.CoreV1().Nodes().Get(ctx, "node-3-1", metav1.GetOptions{})
@@ -93,12 +101,12 @@ func TestRolloutTaintsThePendingDomains(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := map[string]map[string]string{"ud-1": {}, "ud-2": {}, "ud-3": {}}
-			if tc.effect != "" {
-				v := tc.effect + "=r1"
+			if tc.effects != nil {
+				v1, v2 := tc.effects[0]+"=r1", tc.effects[1]+"=r1"
 				want = map[string]map[string]string{
-					"ud-1": {"node-1-1": v, "node-1-2": v, "node-2-1": v, "node-2-2": v, "node-3-1": v, "node-3-2": v},
-					"ud-2": {"node-2-1": v, "node-2-2": v, "node-3-1": v, "node-3-2": v},
-					"ud-3": {"node-3-1": v, "node-3-2": v},
+					"ud-1": {"node-2-1": v1, "node-2-2": v1, "node-3-1": v1, "node-3-2": v1},
+					"ud-2": {"node-3-1": v2, "node-3-2": v2},
+					"ud-3": {},
 				}
 			}
 			if diff := cmp.Diff(want, during); diff != "" {
@@ -107,8 +115,8 @@ func TestRolloutTaintsThePendingDomains(t *testing.T) {
 			if got := pendingTaints(t, ctx, fc, "node-3-1"); len(got) > 0 {
 				t.Errorf("taints left after the rollout: %v", got)
 			}
-			wantPatches := 6 + 6 + 3 + 3 // cordon and uncordon per node, an upgraded and a recovered mark per domain
-			if tc.effect != "" {
+			wantPatches := 6 + 6 + 3 + 3 + tc.switches // cordon and uncordon per node, an upgraded and a recovered mark per domain
+			if tc.effects != nil {
 				wantPatches += 6 // the taint
 			}
 			if got := nodePatches(fc); got != wantPatches {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/udrain/udrain/topology"
@@ -207,6 +208,18 @@ func refOf(pod *corev1.Pod) topology.PodRef {
 // requestOf is what pod requests of resource r, as the scheduler counts
 // it (init and sidecar containers, pod-level requests, overhead).
 func requestOf(pod *corev1.Pod, r corev1.ResourceName) int64 {
+	if len(pod.Spec.InitContainers) == 0 && pod.Spec.Overhead == nil && pod.Spec.Resources == nil {
+		// Containers alone: PodRequests sums them; summed here without
+		// the lists it builds (a plan asks this of every pod of its
+		// domain and of the nodes around).
+		var sum resource.Quantity
+		for i := range pod.Spec.Containers {
+			if q, ok := pod.Spec.Containers[i].Resources.Requests[r]; ok {
+				sum.Add(q)
+			}
+		}
+		return sum.Value()
+	}
 	q, ok := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})[r]
 	if !ok {
 		return 0

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/udrain/udrain/topology"
 )
@@ -273,6 +274,36 @@ func TestCapacityOf(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, CapacityOf(tc.nodes, Options{})); diff != "" {
 				t.Errorf("CapacityOf (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestRequestOfIsPodRequests: a pod's GPUs are resourcehelper.PodRequests'
+// on the quick path (containers alone) and on the other.
+func TestRequestOfIsPodRequests(t *testing.T) {
+	gpus := func(n string) corev1.ResourceList {
+		return corev1.ResourceList{"nvidia.com/gpu": resource.MustParse(n)}
+	}
+	c := func(n string) corev1.Container {
+		return corev1.Container{Name: "c" + n, Resources: corev1.ResourceRequirements{Requests: gpus(n)}}
+	}
+	for _, tc := range []struct {
+		name string
+		spec corev1.PodSpec
+		want int64
+	}{
+		{"none", corev1.PodSpec{Containers: []corev1.Container{{Name: "a"}}}, 0},
+		{"one container", corev1.PodSpec{Containers: []corev1.Container{c("4")}}, 4},
+		{"two containers", corev1.PodSpec{Containers: []corev1.Container{c("4"), c("2")}}, 6},
+		{"an init container asking more", corev1.PodSpec{InitContainers: []corev1.Container{c("8")}, Containers: []corev1.Container{c("4")}}, 8},
+		{"overhead", corev1.PodSpec{Overhead: gpus("1"), Containers: []corev1.Container{c("4")}}, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &corev1.Pod{Spec: tc.spec}
+			q := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})["nvidia.com/gpu"]
+			if got := requestOf(p, "nvidia.com/gpu"); got != tc.want || got != q.Value() {
+				t.Errorf("requestOf = %d, want %d (PodRequests: %d)", got, tc.want, q.Value())
 			}
 		})
 	}

@@ -334,7 +334,28 @@ start_locked() {
   done
   kwokctl start cluster >&2
   wait_usable
+  check_alive
   log "cluster $NAME serves"
+}
+
+# check_alive fails when a component that was started has exited since
+# (a port another process took while it was down: "address already in
+# use"), naming it with the end of its log, instead of leaving the tests
+# to wait for what it never does.
+check_alive() {
+  local f name pid
+  sleep 1
+  for f in "$CLUSTER_DIR"/pids/*.pid; do
+    [ -f "$f" ] || continue
+    name=$(basename "$f" .pid)
+    pid=$(cat "$f")
+    case $(pid_state "$pid") in
+      Z | gone)
+        tail -n 5 "$CLUSTER_DIR/logs/$name.log" >&2 2>/dev/null || true
+        die "$name (pid $pid) exited after its start; its log: $CLUSTER_DIR/logs/$name.log"
+        ;;
+    esac
+  done
 }
 
 etcd_port() {

@@ -96,7 +96,7 @@ e2e() {
 	for ((i = 1; i <= e2e_runs; i++)); do
 		log=$out/e2e-$i.log
 		echo "== end-to-end tests, run $i of $e2e_runs (-parallel ${E2E_PARALLEL:-4}): $log"
-		if ! (cd e2e && $GO test -count=1 -timeout 60m -parallel "${E2E_PARALLEL:-4}" ./...) >"$log" 2>&1; then
+		if ! (cd e2e && $GO test -p 1 -count=1 -timeout 60m -parallel "${E2E_PARALLEL:-4}" ./...) >"$log" 2>&1; then
 			failed=$((failed + 1))
 			record "$log" "e2e run $i" | tee -a "$summary"
 		fi

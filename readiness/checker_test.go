@@ -218,7 +218,11 @@ func TestBurstOfRequestsChecksEachMemberOncePerTTL(t *testing.T) {
 		checks[i] = &scriptedCheck{}
 		list = append(list, readiness.Member{Name: fmt.Sprintf("w-%d", i), Check: checks[i].Check})
 	}
-	c, err := readiness.NewChecker(list, readiness.Options{TTL: time.Second, Clock: clock})
+	// The fan-out's timeouts are real time and not what the test is
+	// about: with their defaults (500 ms a member, 800 ms a fan-out), a
+	// loaded machine running the burst's 1000 requests under the race
+	// detector did not finish a fan-out in time, and every request got 500.
+	c, err := readiness.NewChecker(list, readiness.Options{TTL: time.Second, Clock: clock, MemberTimeout: time.Minute, Timeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

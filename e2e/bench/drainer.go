@@ -41,6 +41,8 @@ type DrainerJob struct {
 	// empty means the library's defaults.
 	Order    eviction.RolloutOrder `json:"order,omitempty"`
 	Steering eviction.Steering     `json:"steering,omitempty"`
+	// Parallel is the rollout's RolloutOptions.Parallel.
+	Parallel int `json:"parallel,omitempty"`
 	// RolloutID is the ID of the rollout, or of the drain
 	// (DrainOptions.ID); empty means the library's default.
 	RolloutID       string        `json:"rolloutID,omitempty"`
@@ -185,7 +187,7 @@ func RunDrainerJob(ctx context.Context, job DrainerJob) (*DrainerReport, error) 
 		_, rep.Drain, err = d.Drain(ctx, job.Drain, eviction.DrainOptions{ID: job.RolloutID})
 	} else {
 		rep.Rollout, err = d.Rollout(ctx, eviction.RolloutOptions{
-			ID: job.RolloutID, Domains: job.Domains, Order: job.Order, Steering: job.Steering, RecoveryTimeout: job.RecoveryTimeout,
+			ID: job.RolloutID, Domains: job.Domains, Order: job.Order, Steering: job.Steering, Parallel: job.Parallel, RecoveryTimeout: job.RecoveryTimeout,
 			Upgrade: func(ctx context.Context, _ topology.Domain) error { return sleep(ctx, job.UpgradeStep) },
 		})
 	}

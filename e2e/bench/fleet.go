@@ -25,7 +25,8 @@ import (
 // FleetShape is the fleet scenario's cluster (issue 15): Nodes 8-GPU nodes
 // in UDs domains, Groups LeaderWorkerSet-like groups of Size pods (in
 // workloads of UDs groups, each with a PDB over its leaders keeping all
-// but one available; the last workload takes the remainder), and
+// but BudgetGroups available, all but one by default; the last workload
+// takes the remainder), and
 // OrdinaryPods pods that belong to no group: DaemonSets DaemonSets with a
 // pod on every node, counted in OrdinaryPods, and Deployments of
 // ReplicasPerDeployment replicas spread over Namespaces namespaces for the
@@ -50,6 +51,10 @@ type FleetShape struct {
 	OrdinaryReadyDelay time.Duration `json:"ordinaryReadyDelay"`
 	TerminateDelay     time.Duration `json:"terminateDelay"`
 	Grace              int64         `json:"gracePeriodSeconds"`
+	// BudgetGroups is how many groups of a workload its PDB lets be down
+	// at once (minAvailable groups − BudgetGroups, issue 35: 4); 0 means
+	// 1.
+	BudgetGroups int `json:"budgetGroups,omitempty"`
 	// OrdinaryStartReady has kwok start ordinary pods in one step, without
 	// Events ([fixture.StartReadyAnnotation]): nothing observes their
 	// start, and it spares the testbed a status write and two Events per
@@ -100,7 +105,7 @@ func (f FleetShape) Workloads() int { return (f.Groups + f.UDs - 1) / max(f.UDs,
 // up; [NewFleetPool] gives the last workload the remainder).
 func (f FleetShape) Shape() Shape {
 	return Shape{UDs: f.UDs, PerUD: f.PerUD(), Workloads: f.Workloads(), Size: f.Size, GPUsPerPod: f.GPUsPerPod,
-		ReadyDelay: f.ReadyDelay, TerminateDelay: f.TerminateDelay, Grace: f.Grace}
+		ReadyDelay: f.ReadyDelay, TerminateDelay: f.TerminateDelay, Grace: f.Grace, BudgetGroups: f.BudgetGroups}
 }
 
 // Validate says what is wrong with the shape, in flag terms.
@@ -177,6 +182,10 @@ const (
 	// (what does not fit in upgraded room waits, Pending, for its own
 	// domain); limited to the pool's domains.
 	FleetStrict FleetMode = "strict"
+	// FleetParallel is udrain's default (FleetNew) with parallel domains
+	// (issue 35): as many at once as the budgets over the groups and the
+	// upgraded room allow (RolloutOptions.Parallel ParallelAuto).
+	FleetParallel FleetMode = "parallel"
 	// FleetNewScoreAll is udrain's default (FleetNew) on a cluster whose
 	// kube-scheduler scores every feasible node
 	// (percentageOfNodesToScore: 100, hack/kwok/scheduler-score-all.yaml)
@@ -200,13 +209,13 @@ func ParseFleetModes(s string) ([]FleetMode, error) {
 	for _, x := range strings.Split(s, ",") {
 		m := FleetMode(strings.TrimSpace(x))
 		switch m {
-		case FleetOld, FleetNew, FleetStrict, FleetNewScoreAll:
+		case FleetOld, FleetNew, FleetStrict, FleetNewScoreAll, FleetParallel:
 			if slices.Contains(out, m) {
 				return nil, fmt.Errorf("fleet mode %q given twice", m)
 			}
 			out = append(out, m)
 		default:
-			return nil, fmt.Errorf("unknown fleet mode %q: use %s, %s, %s or %s, or several (%s,%s)", x, FleetOld, FleetNew, FleetStrict, FleetNewScoreAll, FleetOld, FleetNew)
+			return nil, fmt.Errorf("unknown fleet mode %q: use %s, %s, %s, %s or %s, or several (%s,%s)", x, FleetOld, FleetNew, FleetParallel, FleetStrict, FleetNewScoreAll, FleetOld, FleetNew)
 		}
 	}
 	return out, nil
@@ -220,6 +229,8 @@ func (m FleetMode) Job(domains []string) DrainerJob {
 		job.Order, job.Steering = eviction.OrderGiven, eviction.SteerOff
 	case FleetStrict:
 		job.Order, job.Steering = eviction.OrderSpareFirst, eviction.SteerStrict
+	case FleetParallel:
+		job.Order, job.Parallel = eviction.OrderSpareFirst, eviction.ParallelAuto
 	default:
 		job.Order = eviction.OrderSpareFirst
 	}
@@ -234,9 +245,11 @@ func (m FleetMode) Describe() string {
 	case FleetStrict:
 		return "udrain's strict steering: pending domains tainted NoSchedule (Steering Strict), the domains that evict nothing first (Order SpareFirst)"
 	case FleetNewScoreAll:
-		return "udrain's default (Steering PreferUpgraded, Order SpareFirst) with kube-scheduler scoring every feasible node (percentageOfNodesToScore: 100) instead of its adaptive sample"
+		return "udrain's default (its default Steering, Order SpareFirst) with kube-scheduler scoring every feasible node (percentageOfNodesToScore: 100) instead of its adaptive sample"
+	case FleetParallel:
+		return "udrain's default with parallel domains (Parallel auto): as many domains at once as the budgets over the groups and the upgraded room allow"
 	}
-	return "udrain's default: pending domains tainted PreferNoSchedule (Steering PreferUpgraded), the domains that evict nothing first (Order SpareFirst)"
+	return "udrain's default: one domain at a time, pending domains tainted by udrain's default steering, the domains that evict nothing first (Order SpareFirst)"
 }
 
 // ordinaryNamespace and daemonNamespace name the namespaces of a fleet's
@@ -386,6 +399,9 @@ type FleetResult struct {
 	// DomainOrder is the order the rollout took the domains in (its
 	// DomainStarted events).
 	DomainOrder []string `json:"domainOrder,omitempty"`
+	// InFlight is how many domains the rollout had in flight at once, and
+	// what held domains back (its events).
+	InFlight *InFlight `json:"inFlight,omitempty"`
 	// Deploy is the time from the first create to every group healthy
 	// (GroupsHealthy) and every ordinary pod ready (OrdinaryReady).
 	Deploy        time.Duration `json:"deploy"`
@@ -528,6 +544,8 @@ func (e *Env) RunFleet(ctx context.Context, f FleetShape, mode FleetMode, upgrad
 			res.DomainOrder = append(res.DomainOrder, d.Domain)
 		}
 	}
+	inFlight := CountInFlight(rep.Events)
+	res.InFlight = &inFlight
 	pending := PlacedOnPending(events, p.UDOf, reached, start)
 	res.GroupPodsOnPending = len(pending)
 	for _, x := range pending[:min(len(pending), 5)] {
@@ -550,8 +568,9 @@ func (e *Env) RunFleet(ctx context.Context, f FleetShape, mode FleetMode, upgrad
 	if rep.Rollout != nil {
 		b := Analyze(rep.Events, o, Delays{Terminate: f.TerminateDelay, UpgradeStep: upgradeStep}, rep.Rollout.Started, rep.Rollout.Duration.Duration())
 		res.Udrain.Breakdown = &b
-		e.logf("fleet (%s): rollout %s (bound %s, ratio %.2f), order %v; groups disrupted more than once %d; group pods started on pending domains %d; ordinary evictions %d (%.2f per Deployment pod); %d requests for %d evicted pods (%.2f each; audit %s), watches %s, peak heap %s, RSS %s",
-			mode, b.Wall.Round(time.Second), b.Bound.Round(time.Second), b.Ratio, res.DomainOrder, res.Udrain.Safety.DisruptedMore, res.GroupPodsOnPending,
+		e.logf("fleet (%s): rollout %s (bound %s, ratio %.2f), order %v, domains in flight at most %d (mean %.2f; cordoned at most %d), held %v; groups disrupted more than once %d; group pods started on pending domains %d; ordinary evictions %d (%.2f per Deployment pod); %d requests for %d evicted pods (%.2f each; audit %s), watches %s, peak heap %s, RSS %s",
+			mode, b.Wall.Round(time.Second), b.Bound.Round(time.Second), b.Ratio, res.DomainOrder, inFlight.Most, inFlight.Mean, inFlight.MostClosed, inFlight.Held,
+			res.Udrain.Safety.DisruptedMore, res.GroupPodsOnPending,
 			res.OrdinaryPodsEvicted, res.EvictionsPerOrdinaryPod, rep.Requests.Total(), res.Udrain.EvictedPods, res.Udrain.RequestsPerEvictedPod,
 			res.Udrain.Audit.brief(), mib(uint64(res.Udrain.WatchBytes)), mib(rep.Memory.PeakHeapAlloc), mib(uint64(rep.Memory.MaxRSS)))
 	}

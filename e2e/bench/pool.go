@@ -20,7 +20,7 @@ import (
 
 // Shape is a benchmark cluster's layout: UDs domains of PerUD 8-GPU nodes,
 // and Workloads LeaderWorkerSet-like workloads of UDs groups each (one
-// group per domain, a PDB keeping UDs−1 of them), Size pods per group
+// group per domain, a PDB keeping UDs−BudgetGroups of them), Size pods per group
 // requesting GPUsPerPod GPUs each.
 type Shape struct {
 	UDs        int `json:"uds"`
@@ -33,6 +33,9 @@ type Shape struct {
 	ReadyDelay     time.Duration `json:"readyDelay"`
 	TerminateDelay time.Duration `json:"terminateDelay"`
 	Grace          int64         `json:"gracePeriodSeconds"`
+	// BudgetGroups is how many groups of a workload its PDB lets be down
+	// at once (minAvailable groups − BudgetGroups); 0 means 1.
+	BudgetGroups int `json:"budgetGroups,omitempty"`
 }
 
 // Nodes is the number of nodes; Groups the number of groups; Pods the
@@ -64,6 +67,9 @@ func (s Shape) Validate() error {
 	} else if slots := s.PerUD * (gpus / s.GPUsPerPod); s.Workloads*s.Size > slots {
 		bad("%d workloads x %d pods per group do not fit in a domain of %d nodes (%d pods of %d GPUs): add nodes per domain or use fewer, smaller groups",
 			s.Workloads, s.Size, s.PerUD, slots, s.GPUsPerPod)
+	}
+	if s.BudgetGroups < 0 || s.BudgetGroups >= max(s.UDs, 2) {
+		bad("the budget's groups down at once (%d) must be 0 or 1 (one at a time) up to %d, fewer than the %d groups of a workload", s.BudgetGroups, max(s.UDs, 2)-1, s.UDs)
 	}
 	if s.ReadyDelay < 0 || s.TerminateDelay < 0 {
 		bad("delays must not be negative")
@@ -98,7 +104,7 @@ func NewPool(name string, s Shape) *Pool {
 			wname = "llm-" + strconv.Itoa(w)
 		}
 		p.Workloads = append(p.Workloads, fixture.LWS{Namespace: name, Name: wname, Groups: s.UDs, Size: s.Size, Pool: name,
-			GPUsPerPod: s.GPUsPerPod, ReadyDelay: s.ReadyDelay, TerminateDelay: s.TerminateDelay, GracePeriodSeconds: s.Grace})
+			GPUsPerPod: s.GPUsPerPod, ReadyDelay: s.ReadyDelay, TerminateDelay: s.TerminateDelay, GracePeriodSeconds: s.Grace, BudgetGroups: s.BudgetGroups})
 	}
 	return p
 }
@@ -126,7 +132,7 @@ func (p *Pool) DomainNodes(d int) []string {
 func (p *Pool) ObservedWorkloads() []Workload {
 	out := make([]Workload, len(p.Workloads))
 	for i, w := range p.Workloads {
-		out[i] = Workload{Name: w.Name, Groups: w.Groups, MinAvailable: w.Groups - 1}
+		out[i] = Workload{Name: w.Name, Groups: w.Groups, MinAvailable: w.MinAvailable()}
 	}
 	return out
 }
@@ -297,8 +303,8 @@ func instantTermination(t *corev1.PodTemplateSpec, delay time.Duration) {
 }
 
 // Health says how far the pool is from healthy: groups healthy and PDBs
-// caught up (every group counted healthy, one disruption allowed); "" when
-// it is.
+// caught up (every group counted healthy, as many disruptions allowed as
+// the budget gives when all are); "" when it is.
 func (p *Pool) Health(ctx context.Context, c kubernetes.Interface) (string, error) {
 	pods, err := c.CoreV1().Pods(p.Name).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -319,7 +325,8 @@ func (p *Pool) Health(ctx context.Context, c kubernetes.Interface) (string, erro
 	}
 	caughtUp := 0
 	for _, b := range pdbs.Items {
-		if b.Status.ObservedGeneration >= b.Generation && b.Status.CurrentHealthy == b.Status.ExpectedPods && b.Status.DisruptionsAllowed == 1 {
+		if st := b.Status; st.ObservedGeneration >= b.Generation && st.CurrentHealthy == st.ExpectedPods && st.ExpectedPods > 0 &&
+			st.DisruptionsAllowed == st.ExpectedPods-st.DesiredHealthy {
 			caughtUp++
 		}
 	}

@@ -267,7 +267,11 @@ func (s *LWSSetup) Start(ctx context.Context, cfg *rest.Config, exited func() (b
 // objectSelector on leaderworkerset.sigs.k8s.io/name there: without it
 // every pod of the cluster would go through a webhook whose failurePolicy
 // is Fail), renamed with [LWSWebhookPrefix] and pointed at the manager:
-// clientConfig.url https://127.0.0.1:<port><path> and caBundle.
+// clientConfig.url https://127.0.0.1:<port><path> and caBundle. The
+// testbed's one change: every webhook applies only in namespaces labelled
+// [fixture.LWSNamespaceLabel] (namespaceSelector), since tests of the
+// StatefulSet model of LWS share the cluster and their pods carry LWS's
+// name label too (LWS's pod webhook refuses them: no size annotation).
 func (s *LWSSetup) WebhookConfigurations() ([]*unstructured.Unstructured, error) {
 	return lwsWebhookConfigurations(filepath.Join(s.Dir, "webhook"), s.WebhookHost(), s.Cert.CA)
 }
@@ -301,6 +305,7 @@ func lwsWebhookConfigurations(dir, host string, caBundle []byte) ([]*unstructure
 			}
 			// caBundle is bytes: base64 in JSON.
 			wh["clientConfig"] = map[string]any{"url": host + path, "caBundle": base64.StdEncoding.EncodeToString(caBundle)}
+			wh["namespaceSelector"] = map[string]any{"matchLabels": map[string]any{fixture.LWSNamespaceLabel: "true"}}
 			hooks[i] = wh
 		}
 		if err := unstructured.SetNestedSlice(u.Object, hooks, "webhooks"); err != nil {
@@ -314,8 +319,12 @@ func lwsWebhookConfigurations(dir, host string, caBundle []byte) ([]*unstructure
 	return out, nil
 }
 
+// LWSProbeNamespace is where the testbed probes LWS's webhooks (labelled
+// [fixture.LWSNamespaceLabel]).
+const LWSProbeNamespace = "udrain-testbed-lws"
+
 // waitLWSWebhooks waits until the API server calls the manager's
-// webhooks, probing with dry-run requests in the default namespace:
+// webhooks, probing with dry-run requests in [LWSProbeNamespace]:
 //   - a LeaderWorkerSet comes back defaulted by the mutating webhook
 //     (spec.networkConfig.subdomainPolicy Shared, which no CRD default sets);
 //   - one with a subgroup-exclusive-topology annotation but no subgroup is
@@ -325,7 +334,11 @@ func lwsWebhookConfigurations(dir, host string, caBundle []byte) ([]*unstructure
 func waitLWSWebhooks(ctx context.Context, dyn dynamic.Interface, kube kubernetes.Interface, exited func() (bool, error), timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	lws := dyn.Resource(fixture.LeaderWorkerSetGVR).Namespace(metav1.NamespaceDefault)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: LWSProbeNamespace, Labels: map[string]string{fixture.LWSNamespaceLabel: "true"}}}
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create namespace %s: %w", ns.Name, err)
+	}
+	lws := dyn.Resource(fixture.LeaderWorkerSetGVR).Namespace(LWSProbeNamespace)
 	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
 	var last error
 	for {
@@ -366,7 +379,7 @@ func probeLWSWebhooks(ctx context.Context, lws dynamic.ResourceInterface, kube k
 		return fmt.Errorf("the validating LeaderWorkerSet webhook is not called yet (a dry-run LeaderWorkerSet it refuses got: %v)", err)
 	}
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "udrain-webhook-probe", Namespace: metav1.NamespaceDefault, Labels: map[string]string{fixture.LWSNameLabel: "udrain-webhook-probe"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "udrain-webhook-probe", Namespace: LWSProbeNamespace, Labels: map[string]string{fixture.LWSNameLabel: "udrain-webhook-probe"}},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "probe", Image: fixture.DefaultImage}}},
 	}
 	_, err = kube.CoreV1().Pods(pod.Namespace).Create(ctx, pod, dry)

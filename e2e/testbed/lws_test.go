@@ -17,6 +17,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	"github.com/udrain/udrain/e2e/fixture"
 )
 
 // A kustomization shaped like LWS's config/webhook: manifests with the pod
@@ -90,6 +92,7 @@ func TestLWSWebhookConfigurations(t *testing.T) {
 		Config, Webhook, URL string
 		CABundle             bool
 		ObjectSelector       string
+		NamespaceSelector    string
 	}
 	var got []hook
 	for _, c := range configs {
@@ -109,14 +112,15 @@ func TestLWSWebhookConfigurations(t *testing.T) {
 				b, _ := yaml.Marshal(sel)
 				selText = strings.TrimSpace(string(b))
 			}
-			got = append(got, hook{c.GetKind() + "/" + c.GetName(), wh["name"].(string), url, string(bundle) == string(ca), selText})
+			ns, _, _ := unstructured.NestedString(wh, "namespaceSelector", "matchLabels", fixture.LWSNamespaceLabel)
+			got = append(got, hook{c.GetKind() + "/" + c.GetName(), wh["name"].(string), url, string(bundle) == string(ca), selText, ns})
 		}
 	}
 	want := []hook{
-		{"MutatingWebhookConfiguration/lws-mutating-webhook-configuration", "mlws.example", "https://127.0.0.1:1234/mutate-lws", true, ""},
+		{"MutatingWebhookConfiguration/lws-mutating-webhook-configuration", "mlws.example", "https://127.0.0.1:1234/mutate-lws", true, "", "true"},
 		{"MutatingWebhookConfiguration/lws-mutating-webhook-configuration", "mpod.example", "https://127.0.0.1:1234/mutate--v1-pod", true,
-			"matchExpressions:\n- key: leaderworkerset.sigs.k8s.io/name\n  operator: Exists"},
-		{"ValidatingWebhookConfiguration/lws-validating-webhook-configuration", "vlws.example", "https://127.0.0.1:1234/validate-lws", true, ""},
+			"matchExpressions:\n- key: leaderworkerset.sigs.k8s.io/name\n  operator: Exists", "true"},
+		{"ValidatingWebhookConfiguration/lws-validating-webhook-configuration", "vlws.example", "https://127.0.0.1:1234/validate-lws", true, "", "true"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("webhooks (-want +got):\n%s", diff)

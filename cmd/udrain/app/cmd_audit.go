@@ -80,7 +80,7 @@ Error is found (or nodes lack the domain label), 0 otherwise.`,
 	}
 	df.add(cmd)
 	out.add(cmd)
-	cmd.Flags().StringVar(&steering, "steering", string(eviction.SteerPreferUpgraded), "The steering of the rollout simulated: PreferUpgraded, Strict or Off (as udrain rollout --steering)")
+	cmd.Flags().StringVar(&steering, "steering", string(eviction.SteerAuto), "The steering of the rollout simulated: Auto, PreferUpgraded, Strict or Off (as udrain rollout --steering)")
 	parallel.add(cmd, "The domains at once of the rollout simulated: 1, a larger number or auto (as udrain rollout --parallel); with more than one, the audit shows when each domain would start and what holds it back")
 	return cmd
 }

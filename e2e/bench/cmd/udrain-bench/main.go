@@ -167,7 +167,8 @@ func parseFlags() (*flags, error) {
 	ordinaryTwoStep := fs.Bool("fleet-ordinary-two-step", false, "fleet: kwok starts ordinary pods as group pods (Running, then ready after the start-up delay, an Event each); default: in one step, without Events")
 	fs.IntVar(&f.fleet.ReplicasPerDeployment, "fleet-replicas", full.ReplicasPerDeployment, "fleet: replicas per Deployment")
 	fs.IntVar(&f.fleet.Spare, "fleet-spare", full.Spare, "fleet: empty domains added once the workloads run (spare capacity, last in natural order)")
-	fleetModes := fs.String("fleet-modes", "old,new", "fleet: rollouts to run, each on a fresh cluster, side by side in the report: old (no steering taint, natural order), new (udrain's default: steering, spare domains first), strict (NoSchedule on pending domains, spare domains first), new-score-all (new, on a cluster whose kube-scheduler scores every node: hack/kwok/scheduler-score-all.yaml); comma-separated")
+	fs.IntVar(&f.fleet.BudgetGroups, "fleet-budget", 1, "fleet: groups of a workload its PDB lets be down at once (minAvailable groups minus this; issue 35's fleet: 4)")
+	fleetModes := fs.String("fleet-modes", "old,new", "fleet: rollouts to run, each on a fresh cluster, side by side in the report: old (no steering taint, natural order), new (udrain's default: steering, spare domains first), parallel (new with parallel domains: as many at once as the budgets and the upgraded room allow), strict (NoSchedule on pending domains, spare domains first), new-score-all (new, on a cluster whose kube-scheduler scores every node: hack/kwok/scheduler-score-all.yaml); comma-separated")
 	var ready, terminate time.Duration
 	var grace int64
 	fs.DurationVar(&ready, "ready-delay", 5*time.Second, "pods' start-up delay (kwok) before their containers are ready")
