@@ -281,8 +281,8 @@ func hookedDrainerOn(t *testing.T, s *scenario, client kubernetes.Interface, fil
 	if opts.Helper == nil {
 		opts.Helper = eviction.KubectlDefaults()
 	}
-	opts.OnEvent = func(e eviction.Event) {
-		events.add(e)
+	opts.OnEvent = func(ctx context.Context, e eviction.Event) {
+		events.add(ctx, e)
 		if hook != nil {
 			hook(e)
 		}
@@ -609,7 +609,7 @@ type eventLog struct {
 	events []eviction.Event
 }
 
-func (l *eventLog) add(e eviction.Event) {
+func (l *eventLog) add(_ context.Context, e eviction.Event) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.events = append(l.events, e)

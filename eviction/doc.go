@@ -57,9 +57,11 @@
 //   - Results are structured values: a Plan, a Result, a RolloutResult, a
 //     HealthReport of package health's GroupStatus and BudgetStatus. They
 //     are also the wire schema of udrain's JSON output (see result.go).
-//   - Events (Options.OnEvent, serialised per Drainer; DrainOptions.OnEvent
-//     and RolloutOptions.OnEvent, serialised per call and given its
-//     context, for sinks that write to the API server) carry the drain's
+//   - Events, through one hook signature, func(context.Context, Event),
+//     given the call's context (Options.OnEvent, serialised per Drainer;
+//     DrainOptions.OnEvent and RolloutOptions.OnEvent, serialised per
+//     call, for sinks that write to the API server; Event.String is the
+//     event's progress line) carry the drain's
 //     or rollout's ID, a sequence number, a dry-run mark, the pod
 //     (namespace, name, UID, node) and its phase, the blocking budget, and
 //     what recovery waits for.

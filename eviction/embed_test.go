@@ -265,7 +265,7 @@ func TestOnEventIsSerialisedPerDrainer(t *testing.T) {
 	fc := newFakeCluster(t, lwsCluster(3, 2, 4)...)
 	fc.setBudget(ctx, 3, 3) // the three drains may run at once
 	var inside, most, calls atomic.Int32
-	d, err := New(fc.client, Options{Backoff: slowBackoff, OnEvent: func(Event) {
+	d, err := New(fc.client, Options{Backoff: slowBackoff, OnEvent: func(context.Context, Event) {
 		n := inside.Add(1)
 		for {
 			m := most.Load()
@@ -393,7 +393,7 @@ func TestDomainErrorUnwrapsToTheCause(t *testing.T) {
 		name: "cancelled while blocked",
 		run: func(ctx context.Context, cancel context.CancelFunc, fc *fakeCluster) error {
 			fc.setBudget(ctx, 0, 2)
-			d, _ := New(fc.client, Options{Backoff: slowBackoff, OnEvent: func(e Event) {
+			d, _ := New(fc.client, Options{Backoff: slowBackoff, OnEvent: func(_ context.Context, e Event) {
 				if e.Type == EventBlocked {
 					cancel()
 				}
@@ -473,7 +473,7 @@ func TestLogging(t *testing.T) {
 			ctx := klog.NewContext(testContext(t), logger)
 			fc := newFakeCluster(t, lwsCluster(2, 1, 2)...)
 			fc.setBudget(ctx, 0, 2)
-			d, _ := New(fc.client, Options{Backoff: slowBackoff, OnEvent: func(e Event) {
+			d, _ := New(fc.client, Options{Backoff: slowBackoff, OnEvent: func(_ context.Context, e Event) {
 				if e.Type == EventBlocked {
 					go fc.setBudget(ctx, 1, 2)
 				}
@@ -815,6 +815,52 @@ func TestCallOnEventHoldsBackOnlyItsCall(t *testing.T) {
 			if evs[i].Seq <= evs[i-1].Seq {
 				t.Errorf("drain %s: event %d has Seq %d after %d", name, i, evs[i].Seq, evs[i-1].Seq)
 			}
+		}
+	}
+}
+
+// Options.OnEvent has the calls' hook signature and gets the context of
+// the call that sent each event, with or without a hook of the call's
+// own.
+func TestDrainerOnEventGetsTheCallsContext(t *testing.T) {
+	ctx := testContext(t)
+	fc := newFakeCluster(t, lwsCluster(2, 2, 4)...)
+	fc.setBudget(ctx, 2, 2)
+	var mu sync.Mutex
+	marks := map[any]int{}
+	d, err := New(fc.client, Options{Backoff: slowBackoff, OnEvent: func(cctx context.Context, e Event) {
+		mu.Lock()
+		marks[cctx.Value(ctxMark{})]++
+		mu.Unlock()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := d.Drain(context.WithValue(ctx, ctxMark{}, "bare"), "ud-1", DrainOptions{ID: "bare"}); err != nil {
+		t.Fatal(err)
+	}
+	own := 0
+	if _, _, err := d.Drain(context.WithValue(ctx, ctxMark{}, "hooked"), "ud-2", DrainOptions{ID: "hooked", OnEvent: func(context.Context, Event) { own++ }}); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if marks["bare"] == 0 || marks["hooked"] != own || len(marks) != 2 {
+		t.Errorf("events by the mark of the context Options.OnEvent got: %v (the hooked drain's own hook got %d); want both drains' marks, and as many for the hooked drain as its own hook", marks, own)
+	}
+}
+
+func TestEventString(t *testing.T) {
+	for _, tc := range []struct {
+		e    Event
+		want string
+	}{
+		{Event{Type: EventDomainDone, Domain: "ud-2", Message: "done in 4.2s", Time: time.Now()}, `DomainDone domain=ud-2 msg="done in 4.2s"`},
+		{Event{Type: EventEvicted, Domain: "ud-1", Phase: Phase2, Pod: &topology.PodRef{Namespace: "web", Name: "web-1"}, Node: "cpu-1"}, `Evicted domain=ud-1 phase=2 pod=web/web-1 node=cpu-1`},
+		{Event{Type: EventCordoned, DryRun: "server", Domain: "ud-1", Message: "a\nb"}, `Cordoned dryRun=server domain=ud-1 msg="a\nb"`},
+	} {
+		if got := tc.e.String(); got != tc.want {
+			t.Errorf("got  %s\nwant %s", got, tc.want)
 		}
 	}
 }

@@ -84,7 +84,7 @@ func ExampleNew() {
 	helper := &drain.Helper{GracePeriodSeconds: -1, IgnoreAllDaemonSets: true, DryRunStrategy: cmdutil.DryRunClient}
 	d, err := eviction.New(client, eviction.Options{
 		Helper: helper,
-		OnEvent: func(e eviction.Event) {
+		OnEvent: func(_ context.Context, e eviction.Event) {
 			if e.Type == eviction.EventDryRun {
 				fmt.Println(e.Phase, e.Pod, e.Message)
 			}
@@ -108,7 +108,7 @@ func ExampleNew() {
 func ExampleDrainer_Rollout() {
 	d, err := eviction.New(exampleClient(false), eviction.Options{
 		Helper: &drain.Helper{GracePeriodSeconds: -1, DryRunStrategy: cmdutil.DryRunClient},
-		OnEvent: func(e eviction.Event) {
+		OnEvent: func(_ context.Context, e eviction.Event) {
 			switch e.Type {
 			case eviction.EventDomainStarted:
 				fmt.Println(e.Domain, e.Type)

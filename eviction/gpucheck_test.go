@@ -70,8 +70,8 @@ func TestRolloutStopsOnGPUsLostInTheUpgrade(t *testing.T) {
 		return nil
 	}
 	log := newEventLog()
-	d, _ := New(fc.client, Options{Backoff: slowBackoff, OnEvent: func(e Event) {
-		log.add(e)
+	d, _ := New(fc.client, Options{Backoff: slowBackoff, OnEvent: func(_ context.Context, e Event) {
+		log.add(ctx, e)
 		if e.Type == EventUncordoned {
 			go fc.recreateGroup(ctx, domainIndex(e.Domain)-1, 2, domainIndex(e.Domain), 1, 2)
 		}
@@ -151,7 +151,7 @@ func TestGPUCheckGraceAndDisabled(t *testing.T) {
 				}
 				return nil
 			}
-			d, _ := New(fc.client, Options{Backoff: slowBackoff, OnEvent: func(e Event) {
+			d, _ := New(fc.client, Options{Backoff: slowBackoff, OnEvent: func(_ context.Context, e Event) {
 				if e.Type == EventUncordoned {
 					go fc.recreateGroup(ctx, domainIndex(e.Domain)-1, 2, domainIndex(e.Domain), 1, 2)
 				}

@@ -39,7 +39,7 @@ func TestRolloutLockRefusesASecondRollout(t *testing.T) {
 	ctx := testContext(t)
 	fc := newFakeCluster(t, lwsCluster(2, 1, 2)...)
 	inUpgrade, finish := make(chan struct{}), make(chan struct{})
-	first, _ := New(fc.client, Options{Backoff: slowBackoff, OnEvent: func(e Event) {
+	first, _ := New(fc.client, Options{Backoff: slowBackoff, OnEvent: func(_ context.Context, e Event) {
 		if e.Type == EventUncordoned {
 			go fc.recreateGroup(ctx, domainIndex(e.Domain)-1, 2, domainIndex(e.Domain), 1, 2)
 		}
@@ -210,7 +210,7 @@ func TestLeaseKeptOnTheClock(t *testing.T) {
 		return false, nil, nil
 	})
 	events := make(chan Event, 10)
-	d, err := New(fc.client, Options{Clock: clk, OnEvent: func(e Event) { events <- e }})
+	d, err := New(fc.client, Options{Clock: clk, OnEvent: func(_ context.Context, e Event) { events <- e }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +280,7 @@ func TestRolloutLockEvents(t *testing.T) {
 	fc := newFakeCluster(t, lwsCluster(1, 1, 1)...)
 	clk := clocktesting.NewFakeClock(statusNow)
 	events := make(chan Event, 100)
-	d, _ := New(fc.client, Options{Backoff: slowBackoff, Clock: clk, OnEvent: func(e Event) { events <- e }})
+	d, _ := New(fc.client, Options{Backoff: slowBackoff, Clock: clk, OnEvent: func(_ context.Context, e Event) { events <- e }})
 	_, err := d.Rollout(ctx, RolloutOptions{ID: "r", Domains: []string{"ud-1"}, LockIdentity: "me",
 		Upgrade: func(ctx context.Context, dom topology.Domain) error { fc.recreateGroup(ctx, 0, 1, 1, 1, 1); return nil }})
 	if err != nil {

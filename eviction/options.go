@@ -112,14 +112,18 @@ type Options struct {
 	// regardless: the Eviction API cannot evict them.
 	AllowViolations bool
 
-	// OnEvent, if set, receives progress events. Calls are serialised per
-	// Drainer, across all its calls: OnEvent never runs twice at once.
+	// OnEvent, if set, receives progress events, each with the context of
+	// the call that sent it (a Drain's, a Rollout's, a WaitHealthy's), as
+	// DrainOptions.OnEvent and RolloutOptions.OnEvent do: one signature,
+	// so that one sink (metrics.Recorder.Record, report.Progress.Event)
+	// plugs into any of the three. Calls are serialised per Drainer,
+	// across all its calls: OnEvent never runs twice at once.
 	// It runs on udrain's goroutines and holds back every call of this
 	// Drainer while it runs, so it should return quickly (log, count,
 	// hand over to a channel). A sink that is slow (a status write to the
 	// API server) belongs in DrainOptions.OnEvent or
 	// RolloutOptions.OnEvent, which hold back only their own call.
-	OnEvent func(Event)
+	OnEvent func(context.Context, Event)
 
 	// Evictor performs evictions; nil means the Eviction API (or pod
 	// deletion with Helper.DisableEviction, which cannot be combined with

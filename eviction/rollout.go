@@ -359,7 +359,7 @@ func (d *Drainer) PlanRollout(ctx context.Context, opts RolloutOptions) (*Rollou
 	if err != nil {
 		return nil, err
 	}
-	r := &rollout{d: d, opts: opts, id: opts.ID, planning: true,
+	r := &rollout{d: d, opts: opts, id: opts.ID, planning: true, sink: callSinkFrom(ctx),
 		res:    &RolloutResult{ID: opts.ID, Started: d.s.Clock.Now()},
 		logger: klog.FromContext(ctx).WithValues("rollout", opts.ID)}
 	v, err := d.startView(ctx)

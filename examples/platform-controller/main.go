@@ -218,8 +218,8 @@ func rollout(ctx context.Context, c *clients, s *settings, httpClient *http.Clie
 		status = newStatusWriter(c.dynamic, id, func(ctx context.Context) (*eviction.RolloutStatus, error) {
 			return d.RolloutStatus(ctx, eviction.RolloutOptions{ID: id, Domains: s.domains})
 		}, logger)
-		onEvent = func(e eviction.Event) {
-			reporter.report(e)
+		onEvent = func(ctx context.Context, e eviction.Event) {
+			reporter.report(ctx, e)
 			status.observe(e)
 		}
 	}

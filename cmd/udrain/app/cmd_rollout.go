@@ -158,7 +158,7 @@ again to resume). --dry-run and "udrain audit --parallel" show the schedule.
 				return err
 			}
 
-			onEvent := func(e eviction.Event) {}
+			onEvent := func(context.Context, eviction.Event) {}
 			if mf.address != "" {
 				ctx, cancel := context.WithCancel(cmd.Context())
 				defer cancel()
@@ -174,9 +174,9 @@ again to resume). --dry-run and "udrain audit --parallel" show the schedule.
 			}
 			prog = o.newProgress(o.streams.ErrOut)
 			prog.SetTotal(len(names))
-			d, err := o.newDrainer(client, &df, &dr, func(e eviction.Event) {
-				prog.Event(e)
-				onEvent(e)
+			d, err := o.newDrainer(client, &df, &dr, func(ctx context.Context, e eviction.Event) {
+				prog.Event(ctx, e)
+				onEvent(ctx, e)
 			})
 			if err != nil {
 				prog.Close()
