@@ -88,7 +88,10 @@ type Options struct {
 	// DomainLabel is the node label naming upgrade domains; empty means
 	// topology.DefaultDomainLabel.
 	DomainLabel string
-	// Unlabeled says what to do with nodes that lack DomainLabel.
+	// Unlabeled says what to do with nodes that lack DomainLabel. The zero
+	// value, topology.UnlabeledError, refuses an unlabelled worker and
+	// leaves out unlabelled control-plane nodes (never drained; listed in
+	// the layout's Unlabeled).
 	Unlabeled topology.UnlabeledPolicy
 	// Groupers find groups among pods; nil means
 	// topology.DefaultGroupers() plus native PodGroups.
