@@ -18,7 +18,7 @@ import (
 //
 //   - a setting, as package.Type.Field, with a field of a field and an
 //     element of a slice written as in Go:
-//     "eviction.Options.Concurrency", "eviction.RolloutOptions.Lock.Namespace",
+//     "eviction.Options.Concurrency", "eviction.RolloutOptions.LockNamespace",
 //     "gate.Options.Groupers[0]";
 //   - an argument, as package.Func(arg) or package.Type.Method(arg), arg
 //     named as in the signature: "eviction.New(client)",

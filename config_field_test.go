@@ -27,6 +27,7 @@ import (
 
 	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/bootstrap"
+	"github.com/udrain/udrain/clusterinformers"
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/kubeclient"
 	"github.com/udrain/udrain/metrics"
@@ -47,13 +48,14 @@ var (
 // packageDirs are the folders of the packages a Field may name, by the
 // name code that imports them uses.
 var packageDirs = map[string]string{
-	"eviction":   "eviction",
-	"readiness":  "readiness",
-	"gate":       "readiness/gate",
-	"bootstrap":  "bootstrap",
-	"upgrade":    "upgrade",
-	"metrics":    "metrics",
-	"kubeclient": "kubeclient",
+	"eviction":         "eviction",
+	"readiness":        "readiness",
+	"gate":             "readiness/gate",
+	"bootstrap":        "bootstrap",
+	"upgrade":          "upgrade",
+	"metrics":          "metrics",
+	"kubeclient":       "kubeclient",
+	"clusterinformers": "clusterinformers",
 }
 
 // Every ConfigError of the module names what is at fault in one of the
@@ -71,11 +73,11 @@ func TestConfigErrorFieldsFollowTheConvention(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reader, err := eviction.NewReader(client, eviction.ReadOptions{})
+	reader, err := eviction.NewReader(client, eviction.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	newReader := func(opts eviction.ReadOptions) error {
+	newReader := func(opts eviction.Options) error {
 		_, err := eviction.NewReader(client, opts)
 		return err
 	}
@@ -117,8 +119,9 @@ func TestConfigErrorFieldsFollowTheConvention(t *testing.T) {
 		return err
 	}
 	rollout := func(opts eviction.RolloutOptions) error { return opts.Validate() }
-	status := func(id string, opts eviction.RolloutStatusOptions) error {
-		_, err := drainer.RolloutStatus(ctx, id, opts)
+	status := func(id string, opts eviction.RolloutOptions) error {
+		opts.ID = id
+		_, err := drainer.RolloutStatus(ctx, opts)
 		return err
 	}
 	job := func(opts upgrade.JobOptions) error {
@@ -172,9 +175,9 @@ func TestConfigErrorFieldsFollowTheConvention(t *testing.T) {
 			return newDrainer(eviction.Options{Groupers: []topology.Grouper{topology.DefaultGroupers()[0], nil}})
 		}},
 		{"eviction.Options.Informers.Pods", func() error {
-			return newDrainer(eviction.Options{Informers: &eviction.Informers{Nodes: cache.NewSharedIndexInformer(nil, &corev1.Node{}, 0, nil)}})
+			return newDrainer(eviction.Options{Informers: &clusterinformers.Set{Nodes: cache.NewSharedIndexInformer(nil, &corev1.Node{}, 0, nil)}})
 		}},
-		{"eviction.InformersFromCache(c)", func() error { _, err := eviction.InformersFromCache(ctx, storelessCache{}); return err }},
+		{"clusterinformers.FromCache(c)", func() error { _, err := clusterinformers.FromCache(ctx, storelessCache{}); return err }},
 		{"eviction.NewPlan(domain)", func() error { _, err := eviction.NewPlan("", &eviction.Snapshot{}, eviction.Options{}); return err }},
 		{"eviction.NewPlan(snap)", func() error { _, err := eviction.NewPlan("ud-1", nil, eviction.Options{}); return err }},
 		{"eviction.Snapshot.DaemonSets", func() error {
@@ -192,36 +195,36 @@ func TestConfigErrorFieldsFollowTheConvention(t *testing.T) {
 		}},
 		{"eviction.RolloutOptions.ID", func() error { return rollout(eviction.RolloutOptions{ID: "not an ID!"}) }},
 		{"eviction.RolloutOptions.RecoveryTimeout", func() error { return rollout(eviction.RolloutOptions{RecoveryTimeout: -1}) }},
-		{"eviction.RolloutOptions.GPUCheck.Grace", func() error { return rollout(eviction.RolloutOptions{GPUCheck: eviction.GPUCheck{Grace: -1}}) }},
+		{"eviction.RolloutOptions.GPUCheckGrace", func() error { return rollout(eviction.RolloutOptions{GPUCheckGrace: -1}) }},
 		{"eviction.RolloutOptions.Domains", func() error { return rollout(eviction.RolloutOptions{Domains: []string{"ud-1", "ud-1"}}) }},
 		{"eviction.RolloutOptions.Order", func() error { return rollout(eviction.RolloutOptions{Order: "random"}) }},
 		{"eviction.RolloutOptions.Steering", func() error { return rollout(eviction.RolloutOptions{Steering: "sideways"}) }},
-		{"eviction.RolloutOptions.Lock.Duration", func() error {
-			return rollout(eviction.RolloutOptions{Lock: eviction.RolloutLock{Duration: time.Second}})
+		{"eviction.RolloutOptions.LockDuration", func() error {
+			return rollout(eviction.RolloutOptions{LockDuration: time.Second})
 		}},
-		{"eviction.RolloutOptions.Lock.Namespace", func() error {
-			return rollout(eviction.RolloutOptions{Lock: eviction.RolloutLock{Namespace: "Not_A_Namespace"}})
+		{"eviction.RolloutOptions.LockNamespace", func() error {
+			return rollout(eviction.RolloutOptions{LockNamespace: "Not_A_Namespace"})
 		}},
-		{"eviction.Drainer.RolloutStatus(id)", func() error { return status("not an ID!", eviction.RolloutStatusOptions{}) }},
-		{"eviction.RolloutStatusOptions.Domains", func() error { return status("", eviction.RolloutStatusOptions{Domains: []string{""}}) }},
-		{"eviction.RolloutStatusOptions.Order", func() error { return status("", eviction.RolloutStatusOptions{Order: "random"}) }},
-		{"eviction.RolloutStatusOptions.LockNamespace", func() error {
-			return status("", eviction.RolloutStatusOptions{LockNamespace: "Not_A_Namespace"})
+		{"eviction.RolloutOptions.ID", func() error { return status("not an ID!", eviction.RolloutOptions{}) }},
+		{"eviction.RolloutOptions.Domains", func() error { return status("", eviction.RolloutOptions{Domains: []string{""}}) }},
+		{"eviction.RolloutOptions.Order", func() error { return status("", eviction.RolloutOptions{Order: "random"}) }},
+		{"eviction.RolloutOptions.LockNamespace", func() error {
+			return status("", eviction.RolloutOptions{LockNamespace: "Not_A_Namespace"})
 		}},
 
 		// eviction: the Reader's options, its constructor and methods.
-		{"eviction.NewReader(client)", func() error { _, err := eviction.NewReader(nil, eviction.ReadOptions{}); return err }},
-		{"eviction.ReadOptions.DomainLabel", func() error { return newReader(eviction.ReadOptions{DomainLabel: "not a key!"}) }},
-		{"eviction.ReadOptions.Namespace", func() error { return newReader(eviction.ReadOptions{Namespace: "Not_A_Namespace"}) }},
-		{"eviction.ReadOptions.ConnectTimeout", func() error { return newReader(eviction.ReadOptions{ConnectTimeout: -1}) }},
-		{"eviction.ReadOptions.Groupers[0]", func() error { return newReader(eviction.ReadOptions{Groupers: []topology.Grouper{nil}}) }},
-		{"eviction.ReadOptions.Informers.Pods", func() error {
-			return newReader(eviction.ReadOptions{Informers: &eviction.Informers{Nodes: cache.NewSharedIndexInformer(nil, &corev1.Node{}, 0, nil)}})
+		{"eviction.NewReader(client)", func() error { _, err := eviction.NewReader(nil, eviction.Options{}); return err }},
+		{"eviction.Options.DomainLabel", func() error { return newReader(eviction.Options{DomainLabel: "not a key!"}) }},
+		{"eviction.Options.Namespace", func() error { return newReader(eviction.Options{Namespace: "Not_A_Namespace"}) }},
+		{"eviction.Options.ConnectTimeout", func() error { return newReader(eviction.Options{ConnectTimeout: -1}) }},
+		{"eviction.Options.Groupers[0]", func() error { return newReader(eviction.Options{Groupers: []topology.Grouper{nil}}) }},
+		{"eviction.Options.Informers.Pods", func() error {
+			return newReader(eviction.Options{Informers: &clusterinformers.Set{Nodes: cache.NewSharedIndexInformer(nil, &corev1.Node{}, 0, nil)}})
 		}},
 		{"eviction.Reader.Health(domains)", func() error { _, err := reader.Health(ctx, ""); return err }},
 		{"eviction.Reader.WaitHealthy(domains)", func() error { _, err := reader.WaitHealthy(ctx, "ud-1", ""); return err }},
-		{"eviction.Reader.RolloutStatus(id)", func() error {
-			_, err := reader.RolloutStatus(ctx, "not an ID!", eviction.RolloutStatusOptions{})
+		{"eviction.RolloutOptions.ID", func() error {
+			_, err := reader.RolloutStatus(ctx, eviction.RolloutOptions{ID: "not an ID!"})
 			return err
 		}},
 
@@ -466,7 +469,7 @@ func packageDecls(t *testing.T, pkg string) ([]ast.Decl, string) {
 // storelessCache is a cache whose informers have no GetStore.
 type storelessCache struct{}
 
-func (storelessCache) GetInformer(context.Context, any, ...struct{}) (eviction.EventInformer, error) {
+func (storelessCache) GetInformer(context.Context, any, ...struct{}) (clusterinformers.EventInformer, error) {
 	return storelessInformer{}, nil
 }
 
@@ -503,23 +506,23 @@ func jobTemplate() *batchv1.Job {
 // The convention check itself: it refuses a name that does not exist.
 func TestFieldProblemRefusesWhatDoesNotExist(t *testing.T) {
 	for field, want := range map[string]string{
-		"eviction.Options.Concurrency":           "",
-		"eviction.RolloutOptions.Lock.Namespace": "",
-		"eviction.Options.Informers.Pods":        "",
-		"gate.Options.Groupers[2]":               "",
-		"eviction.Drainer.Drain(domain)":         "",
-		"bootstrap.WaitForServer(target)":        "",
-		"eviction.Options.Concurency":            "names a field Concurency that does not exist",
-		"eviction.RolloutOptions.Lock.Name":      "names a field Name that does not exist",
-		"eviction.Option.Concurrency":            "names a type Option that package eviction does not have",
-		"eviction.New(clientset)":                "names an argument clientset that New does not have",
-		"eviction.Drainer.Drain(name)":           "names an argument name that Drainer.Drain does not have",
-		"eviction.Drain(domain)":                 "names a function Drain that package eviction does not have",
-		"topology.Options.Label":                 "names a package topology that is not one of the module's",
-		"eviction.domain":                        "is neither package.Type.Field nor package.Func(arg) nor package.Type.Method(arg)",
-		"upgrade.Job client":                     "is neither package.Type.Field nor package.Func(arg) nor package.Type.Method(arg)",
-		"eviction.New":                           "is neither package.Type.Field nor package.Func(arg) nor package.Type.Method(arg)",
-		"Options.Concurrency":                    "is neither package.Type.Field nor package.Func(arg) nor package.Type.Method(arg)",
+		"eviction.Options.Concurrency":          "",
+		"eviction.RolloutOptions.LockNamespace": "",
+		"eviction.Options.Informers.Pods":       "",
+		"gate.Options.Groupers[2]":              "",
+		"eviction.Drainer.Drain(domain)":        "",
+		"bootstrap.WaitForServer(target)":       "",
+		"eviction.Options.Concurency":           "names a field Concurency that does not exist",
+		"eviction.Options.WorkloadUpdates.Name": "names a field Name that does not exist",
+		"eviction.Option.Concurrency":           "names a type Option that package eviction does not have",
+		"eviction.New(clientset)":               "names an argument clientset that New does not have",
+		"eviction.Drainer.Drain(name)":          "names an argument name that Drainer.Drain does not have",
+		"eviction.Drain(domain)":                "names a function Drain that package eviction does not have",
+		"topology.Options.Label":                "names a package topology that is not one of the module's",
+		"eviction.domain":                       "is neither package.Type.Field nor package.Func(arg) nor package.Type.Method(arg)",
+		"upgrade.Job client":                    "is neither package.Type.Field nor package.Func(arg) nor package.Type.Method(arg)",
+		"eviction.New":                          "is neither package.Type.Field nor package.Func(arg) nor package.Type.Method(arg)",
+		"Options.Concurrency":                   "is neither package.Type.Field nor package.Func(arg) nor package.Type.Method(arg)",
 	} {
 		if got := fieldProblem(t, field); got != want {
 			t.Errorf("fieldProblem(%q) = %q, want %q", field, got, want)

@@ -23,6 +23,9 @@
 //   - [github.com/udrain/udrain/eviction]: plan and execute the drain of one
 //     UD (protected pods first, then the rest), and the resumable rollout over
 //     all UDs. Compatible with k8s.io/kubectl/pkg/drain.
+//   - [github.com/udrain/udrain/clusterinformers]: the shared informers a
+//     controller already runs (a client-go factory, a controller-runtime
+//     cache), for eviction to read the cluster through.
 //   - [github.com/udrain/udrain/readiness]: a leader's readiness endpoint that
 //     aggregates its group's health; its gate subpackage sets a readiness gate
 //     condition for workloads whose containers cannot change.

@@ -28,7 +28,6 @@ var sharedNames = map[string]string{
 	"DefaultBackoff":        "the backoff of the package's retries when its Options leave it zero",
 	"DefaultRequestTimeout": "the bound of each request when the package's Options.RequestTimeout is zero",
 	"HealthReport":          "the health of upgrade domains: eviction's result and report's -o json document of it",
-	"HistoryChangedError":   "the cluster's history went back under a long-running call (an etcd restore): start it again on the cluster as it is; one shape for both is phase 2 of issue 36",
 	"Phase":                 "a phase of a drain: eviction's, and metrics' label values for it",
 	"Phase1":                "phase 1 of a drain (protected pods): eviction's, and metrics' label value",
 	"Phase2":                "phase 2 of a drain (the other pods): eviction's, and metrics' label value",

@@ -10,6 +10,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/e2e/testbed"
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/readiness/gate"
@@ -81,8 +82,8 @@ func etcdRestoreDrill(t *testing.T, etcdutlFlags []string, gateStops bool) {
 		took       time.Duration
 	)
 	var evictedAfter []string // evictions the API accepted after the restore
-	evictor := eviction.EvictorFunc(func(ctx context.Context, pod eviction.PlannedPod, opts metav1.DeleteOptions) error {
-		err := eviction.EvictionAPI(s.tt.Client).Evict(ctx, pod, opts)
+	evictor := eviction.Evictor(func(ctx context.Context, pod eviction.PlannedPod, opts metav1.DeleteOptions) error {
+		err := eviction.EvictionAPI(s.tt.Client)(ctx, pod, opts)
 		mu.Lock()
 		defer mu.Unlock()
 		if err == nil && len(opts.DryRun) == 0 && !restored.IsZero() {
@@ -136,7 +137,7 @@ func etcdRestoreDrill(t *testing.T, etcdutlFlags []string, gateStops bool) {
 	t.Logf("etcd restored in %s (the apiserver serving again); the rollout returned %s later", took.Round(10*time.Millisecond), stoppedAfter.Round(time.Millisecond))
 
 	var de *eviction.DomainError
-	var hc *eviction.HistoryChangedError
+	var hc *udrain.HistoryChangedError
 	if !errors.As(err, &de) || !errors.As(err, &hc) || de.Domain != second {
 		t.Fatalf("first run: %v; want a *DomainError of %s with a *HistoryChangedError", err, second)
 	}
@@ -160,7 +161,7 @@ func etcdRestoreDrill(t *testing.T, etcdutlFlags []string, gateStops bool) {
 		t.Fatal(err)
 	}
 	for _, n := range nodes.Items {
-		if by, ok := n.Annotations[eviction.UpgradedByAnnotation]; ok {
+		if by, ok := n.Annotations[udrain.UpgradedByAnnotation]; ok {
 			t.Errorf("node %s is marked upgraded by %s after the restore", n.Name, by)
 		}
 	}

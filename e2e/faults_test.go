@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/e2e/fixture"
 	"github.com/udrain/udrain/e2e/testbed"
 	"github.com/udrain/udrain/eviction"
@@ -308,7 +309,7 @@ func TestDrainRefusesPodUnderTwoPDBs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, n := range nodes.Items {
-		if _, marked := n.Annotations[eviction.CordonedByAnnotation]; n.Spec.Unschedulable || marked {
+		if _, marked := n.Annotations[udrain.CordonedByAnnotation]; n.Spec.Unschedulable || marked {
 			t.Errorf("node %s cordoned (unschedulable %t, annotations %v)", n.Name, n.Spec.Unschedulable, n.Annotations)
 		}
 	}
@@ -447,8 +448,8 @@ func (l *uidLog) all() []types.UID {
 // recordingEvictor evicts through next and logs the UID of every eviction
 // the API accepted.
 func recordingEvictor(next eviction.Evictor, log *uidLog) eviction.Evictor {
-	return eviction.EvictorFunc(func(ctx context.Context, pod eviction.PlannedPod, opts metav1.DeleteOptions) error {
-		err := next.Evict(ctx, pod, opts)
+	return eviction.Evictor(func(ctx context.Context, pod eviction.PlannedPod, opts metav1.DeleteOptions) error {
+		err := next(ctx, pod, opts)
 		if err == nil && len(opts.DryRun) == 0 {
 			log.add(pod.UID)
 		}
@@ -556,10 +557,10 @@ func checkUpgradedAndUncordoned(t *testing.T, s *scenario, id string) {
 		t.Errorf("%d nodes in the pool, want %d", len(nodes.Items), s.nodes.UDs*s.nodes.PerUD)
 	}
 	for _, n := range nodes.Items {
-		if _, marked := n.Annotations[eviction.CordonedByAnnotation]; n.Spec.Unschedulable || marked {
+		if _, marked := n.Annotations[udrain.CordonedByAnnotation]; n.Spec.Unschedulable || marked {
 			t.Errorf("node %s still cordoned (unschedulable %t, annotations %v)", n.Name, n.Spec.Unschedulable, n.Annotations)
 		}
-		if n.Annotations[eviction.UpgradedByAnnotation] != id {
+		if n.Annotations[udrain.UpgradedByAnnotation] != id {
 			t.Errorf("node %s not marked upgraded by %s: %v", n.Name, id, n.Annotations)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/udrain/udrain/clusterinformers"
 	"github.com/udrain/udrain/e2e/testbed"
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/readiness/gate"
@@ -45,7 +46,7 @@ func TestSharedInformersSpareListAndWatch(t *testing.T) {
 	s := deployWithGate(t, tt, scenarioConfig{UDs: 3, PerUD: 1, Groups: 3, Size: 2, GPUsPerPod: 4,
 		ReadyDelay: time.Second, TerminateDelay: 500 * time.Millisecond}, tt.Client, gate.Options{Namespace: tt.Name})
 	// The drainer's role, and list+watch on DaemonSets for the factory's
-	// DaemonSet informer (InformersFromFactory registers one; the role
+	// DaemonSet informer (clusterinformers.FromFactory registers one; the role
 	// file only grants get, which udrain's own view uses).
 	rules := append(clusterRoleFromFile(t, drainerRoleFile, drainerRoleName).Rules,
 		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"daemonsets"}, Verbs: []string{"list", "watch"}})
@@ -309,10 +310,10 @@ func (c requestCount) String() string {
 // startedInformers starts a controller's SharedInformerFactory on client,
 // with udrain's informers registered, until the test ends, and returns
 // them once synced.
-func startedInformers(t *testing.T, client kubernetes.Interface) *eviction.Informers {
+func startedInformers(t *testing.T, client kubernetes.Interface) *clusterinformers.Set {
 	t.Helper()
 	factory := informers.NewSharedInformerFactory(client, 0)
-	in := eviction.InformersFromFactory(factory)
+	in := clusterinformers.FromFactory(factory)
 	stop := make(chan struct{})
 	factory.Start(stop)
 	t.Cleanup(func() { close(stop); factory.Shutdown() })

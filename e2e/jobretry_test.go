@@ -16,9 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/cmd/udrain/app"
 	"github.com/udrain/udrain/e2e/fixture"
-	"github.com/udrain/udrain/upgrade"
 )
 
 // TestRolloutJobPodKilledMidDomainRetries is issue 26's "killing the Job's
@@ -73,7 +73,7 @@ func TestRolloutJobPodKilledMidDomainRetries(t *testing.T) {
 		"--recovery-timeout", "3m", "--upgrade-timeout", "2m", "-o", "json")
 
 	// Every upgrade Job of this rollout, by node, from a watch of its own.
-	jw, err := s.tt.Client.BatchV1().Jobs(b.namespace.Name).Watch(ctx, metav1.ListOptions{LabelSelector: upgrade.StepLabel})
+	jw, err := s.tt.Client.BatchV1().Jobs(b.namespace.Name).Watch(ctx, metav1.ListOptions{LabelSelector: udrain.UpgradeStepLabel})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,17 +86,17 @@ func TestRolloutJobPodKilledMidDomainRetries(t *testing.T) {
 		defer jw.Stop()
 		for ev := range jw.ResultChan() {
 			j, ok := ev.Object.(*batchv1.Job)
-			if !ok || ev.Type != watch.Added || j.Annotations[upgrade.RolloutIDAnnotation] != id {
+			if !ok || ev.Type != watch.Added || j.Annotations[udrain.RolloutIDAnnotation] != id {
 				continue
 			}
 			mu.Lock()
-			node := j.Annotations[upgrade.NodeAnnotation]
+			node := j.Annotations[udrain.NodeAnnotation]
 			if jobsByNode[node] == nil {
 				jobsByNode[node] = map[types.UID]bool{}
 			}
 			jobsByNode[node][j.UID] = true
 			mu.Unlock()
-			if j.Annotations[upgrade.DomainAnnotation] == second {
+			if j.Annotations[udrain.DomainAnnotation] == second {
 				once.Do(func() { close(inSecond) })
 			}
 		}

@@ -32,10 +32,9 @@ func TestRolloutLockIsRenewed(t *testing.T) {
 		step     = 10 * time.Second
 	)
 	dom := s.nodes.UD(0)
-	lock := eviction.RolloutLock{Identity: "holder", Duration: duration}
 	inStep := make(chan struct{})
 	var once sync.Once
-	opts := eviction.RolloutOptions{ID: id, Domains: []string{dom}, RecoveryTimeout: 3 * time.Minute, Lock: lock,
+	opts := eviction.RolloutOptions{ID: id, Domains: []string{dom}, RecoveryTimeout: 3 * time.Minute, LockIdentity: "holder", LockDuration: duration,
 		Upgrade: func(ctx context.Context, _ topology.Domain) error {
 			once.Do(func() { close(inStep) })
 			select {
@@ -61,7 +60,7 @@ func TestRolloutLockIsRenewed(t *testing.T) {
 
 	other := s.drainer(t, &eventLog{}, eviction.Options{})
 	otherOpts := opts
-	otherOpts.Lock.Identity = "other"
+	otherOpts.LockIdentity = "other"
 	otherOpts.Upgrade = func(context.Context, topology.Domain) error { return nil }
 	leases := s.tt.Client.CoordinationV1().Leases(eviction.DefaultLockNamespace)
 	renewals := map[time.Time]bool{}

@@ -587,7 +587,7 @@ func runUpdateDuringRollout(t *testing.T, ignore bool) updateRun {
 			})
 		case e.Type == eviction.EventWorkloadUpdating && e.Domain == r.next:
 			wg.Go(func() {
-				st, err := statusReader.RolloutStatus(ctx, id, eviction.RolloutStatusOptions{Domains: order})
+				st, err := statusReader.RolloutStatus(ctx, eviction.RolloutOptions{ID: id, Domains: order})
 				if err != nil {
 					t.Errorf("rollout status: %v", err)
 					return

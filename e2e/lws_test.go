@@ -309,7 +309,7 @@ func TestLWSAuditNamesTheField(t *testing.T) {
 		t.Logf("LeaderReady with a gated leader: %s, its leader running since %s, no worker made", fixture.Describe(pods.Items)[0], leader[0].Status.StartTime.Format("15:04:05"))
 	}
 
-	r, err := eviction.NewReader(tt.Client, eviction.ReadOptions{})
+	r, err := eviction.NewReader(tt.Client, eviction.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/e2e/fixture"
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/readiness/gate"
@@ -194,15 +195,15 @@ func (pb *parallelBed) checkUpgradedAndUncordoned(t *testing.T, id string) {
 		t.Fatal(err)
 	}
 	for _, n := range nodes.Items {
-		if _, marked := n.Annotations[eviction.CordonedByAnnotation]; n.Spec.Unschedulable || marked {
+		if _, marked := n.Annotations[udrain.CordonedByAnnotation]; n.Spec.Unschedulable || marked {
 			t.Errorf("node %s still cordoned (unschedulable %t, annotations %v)", n.Name, n.Spec.Unschedulable, n.Annotations)
 		}
 		want := id
 		if n.Labels[fixture.UpgradeDomainLabel] == pb.spare {
 			want = ""
 		}
-		if n.Annotations[eviction.UpgradedByAnnotation] != want {
-			t.Errorf("node %s marked upgraded by %q, want %q", n.Name, n.Annotations[eviction.UpgradedByAnnotation], want)
+		if n.Annotations[udrain.UpgradedByAnnotation] != want {
+			t.Errorf("node %s marked upgraded by %q, want %q", n.Name, n.Annotations[udrain.UpgradedByAnnotation], want)
 		}
 	}
 }
@@ -405,7 +406,7 @@ func TestParallelRolloutResumesSeveralDomains(t *testing.T) {
 	}
 	cordoned := map[string]bool{}
 	for _, n := range nodes.Items {
-		if n.Annotations[eviction.CordonedByAnnotation] == opts.ID {
+		if n.Annotations[udrain.CordonedByAnnotation] == opts.ID {
 			cordoned[n.Labels[fixture.UpgradeDomainLabel]] = true
 		}
 	}

@@ -27,6 +27,7 @@ import (
 	"k8s.io/kubectl/pkg/drain"
 	"sigs.k8s.io/yaml"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/e2e/fixture"
 	"github.com/udrain/udrain/e2e/testbed"
 	"github.com/udrain/udrain/eviction"
@@ -306,7 +307,7 @@ func checkNothingCordoned(t *testing.T, s *scenario) {
 		t.Fatal(err)
 	}
 	for _, n := range nodes.Items {
-		if _, marked := n.Annotations[eviction.CordonedByAnnotation]; n.Spec.Unschedulable || marked {
+		if _, marked := n.Annotations[udrain.CordonedByAnnotation]; n.Spec.Unschedulable || marked {
 			t.Errorf("node %s cordoned (unschedulable %t, annotations %v)", n.Name, n.Spec.Unschedulable, n.Annotations)
 		}
 	}

@@ -23,6 +23,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/e2e/fixture"
 	"github.com/udrain/udrain/e2e/testbed"
 	"github.com/udrain/udrain/eviction"
@@ -132,7 +133,7 @@ func startGateController(t testing.TB, c kubernetes.Interface, opts gate.Options
 	go func() {
 		for {
 			err := ctrl.Run(ctx)
-			var changed *gate.HistoryChangedError
+			var changed *udrain.HistoryChangedError
 			if ctx.Err() == nil && errors.As(err, &changed) {
 				g.mu.Lock()
 				g.restarts = append(g.restarts, gateRestart{time.Now(), changed})
@@ -164,7 +165,7 @@ type gateRunner struct {
 // start again.
 type gateRestart struct {
 	at  time.Time
-	err *gate.HistoryChangedError
+	err *udrain.HistoryChangedError
 }
 
 func (g *gateRunner) restarted() []gateRestart {
@@ -280,8 +281,8 @@ func hookedDrainerOn(t *testing.T, s *scenario, client kubernetes.Interface, fil
 	if opts.Helper == nil {
 		opts.Helper = eviction.KubectlDefaults()
 	}
-	opts.OnEvent = func(e eviction.Event) {
-		events.add(e)
+	opts.OnEvent = func(ctx context.Context, e eviction.Event) {
+		events.add(ctx, e)
 		if hook != nil {
 			hook(e)
 		}
@@ -608,7 +609,7 @@ type eventLog struct {
 	events []eviction.Event
 }
 
-func (l *eventLog) add(e eviction.Event) {
+func (l *eventLog) add(_ context.Context, e eviction.Event) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.events = append(l.events, e)

@@ -63,7 +63,7 @@ func TestRolloutStatusAcrossAStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sopts := eviction.RolloutStatusOptions{Domains: doms}
+	sopts := eviction.RolloutOptions{Domains: doms}
 	st := readStatus(t, reader, id, sopts)
 	checkStates(t, "running, in the upgrade of the second domain", st,
 		[]eviction.DomainState{eviction.StateDone, eviction.StateUpgrading, eviction.StatePending})
@@ -120,9 +120,10 @@ func TestRolloutStatusAcrossAStop(t *testing.T) {
 	checkUpgradedAndUncordoned(t, s, id)
 }
 
-func readStatus(t *testing.T, d *eviction.Drainer, id string, opts eviction.RolloutStatusOptions) *eviction.RolloutStatus {
+func readStatus(t *testing.T, d *eviction.Drainer, id string, opts eviction.RolloutOptions) *eviction.RolloutStatus {
 	t.Helper()
-	st, err := d.RolloutStatus(t.Context(), id, opts)
+	opts.ID = id
+	st, err := d.RolloutStatus(t.Context(), opts)
 	if err != nil {
 		t.Fatalf("RolloutStatus: %v", err)
 	}

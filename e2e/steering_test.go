@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/e2e/fixture"
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/readiness/gate"
@@ -250,7 +251,7 @@ func rolloutSpare(t *testing.T, s *scenario, web *appsv1.Deployment, opts evicti
 		}
 		for _, n := range nodes.Items {
 			for _, taint := range n.Spec.Taints {
-				if taint.Key == eviction.PendingUpgradeTaint {
+				if taint.Key == udrain.PendingUpgradeTaint {
 					effects[taint.Effect]++
 				}
 			}
@@ -352,7 +353,7 @@ func checkNoPendingTaint(t *testing.T, s *scenario) {
 	}
 	for _, n := range nodes.Items {
 		for _, taint := range n.Spec.Taints {
-			if taint.Key == eviction.PendingUpgradeTaint {
+			if taint.Key == udrain.PendingUpgradeTaint {
 				t.Errorf("node %s still has %v", n.Name, taint)
 			}
 		}

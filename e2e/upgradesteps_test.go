@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/yaml"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/cmd/udrain/app"
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/topology"
@@ -40,11 +41,11 @@ func recordStepPods(t *testing.T, s *scenario) *stepPods {
 	t.Helper()
 	r := &stepPods{succeeded: map[string]int{}, jobs: map[types.UID]string{}}
 	ctx := t.Context()
-	pw, err := s.tt.Client.CoreV1().Pods(s.tt.Name).Watch(ctx, metav1.ListOptions{LabelSelector: upgrade.StepLabel})
+	pw, err := s.tt.Client.CoreV1().Pods(s.tt.Name).Watch(ctx, metav1.ListOptions{LabelSelector: udrain.UpgradeStepLabel})
 	if err != nil {
 		t.Fatal(err)
 	}
-	jw, err := s.tt.Client.BatchV1().Jobs(s.tt.Name).Watch(ctx, metav1.ListOptions{LabelSelector: upgrade.StepLabel})
+	jw, err := s.tt.Client.BatchV1().Jobs(s.tt.Name).Watch(ctx, metav1.ListOptions{LabelSelector: udrain.UpgradeStepLabel})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +156,7 @@ func TestRolloutJobTemplateStep(t *testing.T) {
 	if jobs != len(s.nodeList) {
 		t.Errorf("%d Jobs created, want one per node (%d)", jobs, len(s.nodeList))
 	}
-	left, err := s.tt.Client.BatchV1().Jobs(s.tt.Name).List(ctx, metav1.ListOptions{LabelSelector: upgrade.StepLabel})
+	left, err := s.tt.Client.BatchV1().Jobs(s.tt.Name).List(ctx, metav1.ListOptions{LabelSelector: udrain.UpgradeStepLabel})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -433,7 +434,7 @@ func TestRolloutJobStepComponent(t *testing.T) {
 	if err := os.WriteFile(file, []byte(template), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	pods, err := s.tt.Client.CoreV1().Pods("udrain-upgrade").Watch(ctx, metav1.ListOptions{LabelSelector: upgrade.StepLabel})
+	pods, err := s.tt.Client.CoreV1().Pods("udrain-upgrade").Watch(ctx, metav1.ListOptions{LabelSelector: udrain.UpgradeStepLabel})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -516,7 +517,7 @@ func TestRolloutJobStepFailsThenResumes(t *testing.T) {
 	// The cause is fixed later: by then every Job of the domain has
 	// failed (a Job still running would be waited for, not made again).
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		l, err := s.tt.Client.BatchV1().Jobs(s.tt.Name).List(ctx, metav1.ListOptions{LabelSelector: upgrade.StepLabel})
+		l, err := s.tt.Client.BatchV1().Jobs(s.tt.Name).List(ctx, metav1.ListOptions{LabelSelector: udrain.UpgradeStepLabel})
 		if err != nil {
 			return false, err
 		}

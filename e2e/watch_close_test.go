@@ -59,7 +59,7 @@ func TestRolloutSurvivesWatchesTheServerCloses(t *testing.T) {
 	s.tt.OnFailure("udrain-events.txt", events.write)
 	start := time.Now()
 	res, err := d.Rollout(ctx, eviction.RolloutOptions{ID: "e2e-server-closes", Domains: s.domains(), RecoveryTimeout: 3 * time.Minute,
-		Lock: eviction.RolloutLock{Disabled: true},
+		NoLock: true,
 		Upgrade: func(ctx context.Context, _ topology.Domain) error {
 			return sleepCtx(ctx, 2*serverWatchTimeout*time.Second)
 		}})

@@ -47,7 +47,7 @@ func TestReaderAudit(t *testing.T) {
 			RolloutErr: true}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			rd, err := NewReader(fake.NewClientset(tc.objs...), ReadOptions{})
+			rd, err := NewReader(fake.NewClientset(tc.objs...), Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -72,7 +72,7 @@ func TestReaderAudit(t *testing.T) {
 
 func TestReaderAuditRefusesBadOptions(t *testing.T) {
 	client := fake.NewClientset(lwsCluster(2, 2, 2)...)
-	rd, err := NewReader(client, ReadOptions{})
+	rd, err := NewReader(client, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

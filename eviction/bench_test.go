@@ -27,7 +27,7 @@ func benchSnapshot(n int) *Snapshot { return benchFleet(n, 500) }
 // are spread over namespaces of 100 workloads each.
 func benchFleet(n, perDomain int) *Snapshot {
 	groupsPerDomain := perDomain / 2 * 6
-	s := &Snapshot{Now: time.Now(), DaemonSets: func(string, string) error { return nil }}
+	s := &Snapshot{Now: time.Now(), daemonSet: func(string, string) error { return nil }} // every DaemonSet exists
 	s.Nodes = make([]corev1.Node, n)
 	for i := range s.Nodes {
 		s.Nodes[i] = corev1.Node{ObjectMeta: metav1.ObjectMeta{

@@ -1,18 +1,14 @@
 package eviction
 
 import (
-	"context"
 	"errors"
-	"net"
-	"net/http"
 	"strings"
 	"time"
 
+	"github.com/udrain/udrain/kubeclient"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-
-	"github.com/udrain/udrain/internal/netclass"
 )
 
 // outcomeKind is what an eviction attempt's answer means for udrain.
@@ -75,10 +71,10 @@ func classifyEvictionError(err error) outcomeKind {
 }
 
 // transient reports an error that retrying the request can end: the API
-// server restarting, overloaded or unreachable (ServerProblemOf: refused
+// server restarting, overloaded or unreachable (kubeclient.ServerProblemOf: refused
 // or reset connections, timeouts, 5xx, 429).
 func transient(err error) bool {
-	problem, _ := ServerProblemOf(err)
+	problem, _ := kubeclient.ServerProblemOf(err)
 	return problem != ""
 }
 
@@ -136,60 +132,11 @@ func webhookName(msg string) string {
 	return ""
 }
 
-// ServerProblemOf classifies an error of a request to the API server: how
-// the server failed (and the HTTP status it answered with), or "" when
-// err says nothing about the server's health (nil, NotFound, Forbidden, a
-// conflict, ...). A request that ran out of time, or whose context's
-// deadline passed, is ServerNoAnswer; an error that is neither an API
-// status nor a network failure (internal/netclass), one of the client's
-// own making, is "". It is udrain's one judgment of a failed request: of
-// a write's errors that are no answer udrain expects (a budget's refusal,
-// a pod gone), a server problem is retried (an eviction, a node patch),
-// and anything else stops the write at once. Callers that make requests
-// of their own before calling a Drainer (the CLI lists nodes) use it to
-// report the same *UnreachableError.
-func ServerProblemOf(err error) (ServerProblem, int) {
-	if err == nil {
-		return "", 0
-	}
-	var status apierrors.APIStatus
-	if errors.As(err, &status) {
-		code := int(status.Status().Code)
-		switch {
-		case code == http.StatusTooManyRequests:
-			return ServerThrottled, code
-		case code >= 500 && code != http.StatusNotImplemented:
-			if apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) {
-				return ServerNoAnswer, code
-			}
-			return ServerFailing, code
-		}
-		return "", 0
-	}
-	var opErr *net.OpError
-	switch class := netclass.Of(err); {
-	case class == netclass.ConnectionRefused:
-		return ServerRefused, 0
-	case class == netclass.Timeout:
-		return ServerNoAnswer, 0
-	case errors.Is(err, context.Canceled):
-		return "", 0
-	case class != netclass.Other, netclass.ConnectionLost(err), errors.As(err, &opErr):
-		// DNS, TLS, a connection reset or closed under the request, a
-		// host or network that cannot be reached.
-		return ServerUnreachable, 0
-	}
-	// An error of the client's own making (a transport that fails a
-	// request before sending it, a credential plugin that fails): it
-	// says nothing of the server.
-	return "", 0
-}
-
 // unreachableError returns the *UnreachableError of a request's err, or
 // nil when err is not about the server's health. server is used when err
 // names none.
 func unreachableError(server string, err error, waited time.Duration) *UnreachableError {
-	problem, code := ServerProblemOf(err)
+	problem, code := kubeclient.ServerProblemOf(err)
 	if problem == "" {
 		return nil
 	}

@@ -231,7 +231,7 @@ type eventLog struct {
 
 func newEventLog() *eventLog { return &eventLog{notify: make(chan struct{}, 1)} }
 
-func (l *eventLog) add(e Event) {
+func (l *eventLog) add(_ context.Context, e Event) {
 	l.mu.Lock()
 	l.events = append(l.events, e)
 	l.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/go-logr/logr"
+	"github.com/udrain/udrain"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -159,7 +160,7 @@ func (s *destSim) allows(n *simNode, p *corev1.Pod) bool {
 func mayRunOn(node *corev1.Node, p *corev1.Pod, aff *nodeaffinity.RequiredNodeAffinity) bool {
 	for i := range node.Spec.Taints {
 		t := &node.Spec.Taints[i]
-		if t.Key == PendingUpgradeTaint || t.Key == corev1.TaintNodeUnschedulable || t.Effect == corev1.TaintEffectPreferNoSchedule {
+		if t.Key == udrain.PendingUpgradeTaint || t.Key == corev1.TaintNodeUnschedulable || t.Effect == corev1.TaintEffectPreferNoSchedule {
 			continue
 		}
 		if !corev1helpers.TolerationsTolerateTaint(logr.Discard(), p.Spec.Tolerations, t, false) {

@@ -9,6 +9,7 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -135,7 +136,7 @@ func newDestSim(in destinationInput) *destSim {
 			continue
 		}
 		sn.node = n
-		sn.closed = n.Spec.Unschedulable && n.Annotations[CordonedByAnnotation] == ""
+		sn.closed = n.Spec.Unschedulable && n.Annotations[udrain.CordonedByAnnotation] == ""
 		sn.free = map[corev1.ResourceName]int64{}
 		for r, q := range n.Status.Allocatable {
 			sn.free[r] = q.MilliValue()

@@ -158,8 +158,8 @@ func TestDestinations(t *testing.T) {
 			full(func() runtime.Object {
 				n := destNode(4, 1, 8)
 				n.Spec.Unschedulable = true
-				n.Annotations = map[string]string{CordonedByAnnotation: "r1"}
-				n.Spec.Taints = []corev1.Taint{{Key: PendingUpgradeTaint, Value: "r1", Effect: corev1.TaintEffectNoSchedule}, {Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}}
+				n.Annotations = map[string]string{udrain.CordonedByAnnotation: "r1"}
+				n.Spec.Taints = []corev1.Taint{{Key: udrain.PendingUpgradeTaint, Value: "r1", Effect: corev1.TaintEffectNoSchedule}, {Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}}
 				return n
 			}()), []string{"ud-4", "ud-1", "ud-2", "ud-3"}, nil, SteerStrict,
 			[]GroupDestination{dest(0, "ud-1", "ud-4", DestinationUpgraded, 1), dest(1, "ud-2", "ud-1", DestinationUpgraded, 1)}},

@@ -59,7 +59,7 @@ func TestReaderDevicePlugins(t *testing.T) {
 			if tc.list != nil {
 				client.PrependReactor("list", "daemonsets", tc.list)
 			}
-			r, err := NewReader(client, ReadOptions{ConnectTimeout: 5 * time.Second})
+			r, err := NewReader(client, Options{ConnectTimeout: 5 * time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -232,7 +232,7 @@ func udrainDecisions(t *testing.T, c diffCase) decisions {
 	nodes := []corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{topology.DefaultDomainLabel: "ud"}}}}
 	h := c.helper
 	plan, err := NewPlan("ud", &Snapshot{
-		Nodes: nodes, Pods: topology.PodPointers(c.pods), Now: c.now, DaemonSets: DaemonSetsLookup(c.daemonSets),
+		Nodes: nodes, Pods: topology.PodPointers(c.pods), Now: c.now, DaemonSets: dsPointers(c.daemonSets),
 	}, Options{Helper: &h, Groupers: []topology.Grouper{}})
 	if err != nil {
 		t.Fatal(err)
@@ -263,4 +263,14 @@ func matchesSelector(t *testing.T, sel string, lbls map[string]string) bool {
 		t.Fatal(err)
 	}
 	return s.Matches(labelsSet(lbls))
+}
+
+// dsPointers is list as a lister gives it, never nil: the case's
+// DaemonSets are all the cluster has.
+func dsPointers(list []appsv1.DaemonSet) []*appsv1.DaemonSet {
+	out := make([]*appsv1.DaemonSet, len(list))
+	for i := range list {
+		out[i] = &list[i]
+	}
+	return out
 }

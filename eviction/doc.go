@@ -9,7 +9,7 @@
 //   - New(client, Options) returns a Drainer: it plans, drains, uncordons,
 //     rolls out, and reads (Snapshot, Health, WaitHealthy, WaitRecovered,
 //     PlanRollout, RolloutStatus) under its drain settings.
-//   - NewReader(client, ReadOptions) returns a Reader, the read-only entry
+//   - NewReader(client, Options) returns a Reader, the read-only entry
 //     point, for callers that change nothing (a status page, a report, a
 //     script waiting for health): Snapshot, Health, WaitHealthy,
 //     PlanRollout and RolloutStatus, with the Drainer's results, and
@@ -22,7 +22,7 @@
 //
 // # The drain of one domain
 //
-//  1. Cordon every node of the domain (marked with CordonedByAnnotation and
+//  1. Cordon every node of the domain (marked with udrain.CordonedByAnnotation and
 //     the drain's ID).
 //  2. Sort the domain's pods with kubectl drain's own filters (DaemonSet,
 //     mirror, emptyDir, unreplicated and finished pods: same decisions, same
@@ -48,8 +48,8 @@
 //
 // # Embedding
 //
-//   - Reading the cluster: with Options.Informers (InformersFromFactory for
-//     a client-go SharedInformerFactory, InformersFromCache for a
+//   - Reading the cluster: with Options.Informers (clusterinformers.FromFactory for
+//     a client-go SharedInformerFactory, clusterinformers.FromCache for a
 //     controller-runtime cache), every call reads through the caller's
 //     informers and starts no list or watch of its own. Without them, each
 //     call lists and watches for its own duration (a CLI's case).
@@ -57,9 +57,11 @@
 //   - Results are structured values: a Plan, a Result, a RolloutResult, a
 //     HealthReport of package health's GroupStatus and BudgetStatus. They
 //     are also the wire schema of udrain's JSON output (see result.go).
-//   - Events (Options.OnEvent, serialised per Drainer; DrainOptions.OnEvent
-//     and RolloutOptions.OnEvent, serialised per call and given its
-//     context, for sinks that write to the API server) carry the drain's
+//   - Events, through one hook signature, func(context.Context, Event),
+//     given the call's context (Options.OnEvent, serialised per Drainer;
+//     DrainOptions.OnEvent and RolloutOptions.OnEvent, serialised per
+//     call, for sinks that write to the API server; Event.String is the
+//     event's progress line) carry the drain's
 //     or rollout's ID, a sequence number, a dry-run mark, the pod
 //     (namespace, name, UID, node) and its phase, the blocking budget, and
 //     what recovery waits for.
@@ -88,7 +90,7 @@
 // it serves none; evictions in a namespace being deleted retried until its
 // pods go with it; the Helper's callbacks when kubectl calls them. A
 // request is retried when the API server failed it (a refused or reset
-// connection, a timeout, 5xx, 429: ServerProblemOf), and stops the drain
+// connection, a timeout, 5xx, 429: kubeclient.ServerProblemOf), and stops the drain
 // at once when the client did. Evictions go through the Evictor seam, so
 // an EvictionRequest backend can replace the Eviction API without touching
 // planning.

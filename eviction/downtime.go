@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/health"
 	"github.com/udrain/udrain/internal/podcache"
 	"github.com/udrain/udrain/topology"
@@ -26,7 +27,7 @@ type GroupDowntime struct {
 	Evicted time.Time  `json:"evicted"`
 	Healthy *time.Time `json:"healthy,omitempty"`
 	// Downtime is Healthy less Evicted (zero while not healthy).
-	Downtime Seconds `json:"downtimeSeconds"`
+	Downtime udrain.Seconds `json:"downtimeSeconds"`
 }
 
 // downtimes follows the groups a domain's drain disrupts, from their first
@@ -206,7 +207,7 @@ func (t *downtimes) result(recovered *DomainHealth) []GroupDowntime {
 		gd := GroupDowntime{Group: id, From: t.from, To: g.to, Evicted: g.evictedAt}
 		if !g.healthyAt.IsZero() {
 			at := g.healthyAt
-			gd.Healthy, gd.Downtime = &at, Seconds(at.Sub(g.evictedAt))
+			gd.Healthy, gd.Downtime = &at, udrain.Seconds(at.Sub(g.evictedAt))
 		}
 		out = append(out, gd)
 	}

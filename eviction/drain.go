@@ -15,13 +15,9 @@ import (
 	"k8s.io/klog/v2"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/topology"
 )
-
-// CordonedByAnnotation marks nodes that udrain cordoned, with the ID of the
-// drain or rollout as value, so that it uncordons those and leaves alone
-// nodes someone else cordoned.
-const CordonedByAnnotation = "udrain.dev/cordoned-by"
 
 // DefaultDrainID is the ID of a drain whose DrainOptions name none.
 const DefaultDrainID = "drain"
@@ -29,7 +25,7 @@ const DefaultDrainID = "drain"
 // DrainOptions are the settings of one drain.
 type DrainOptions struct {
 	// ID names the drain. It is the value of the cordon mark on the
-	// domain's nodes (CordonedByAnnotation) and of every event and result:
+	// domain's nodes (udrain.CordonedByAnnotation) and of every event and result:
 	// a drain run again with the same ID continues, and a rollout with
 	// another ID refuses the domain until it is uncordoned. Empty means
 	// DefaultDrainID.
@@ -177,7 +173,7 @@ func (d *Drainer) planFrom(ctx context.Context, v *view, domain, id string) (*Pl
 func (d *Drainer) checkNotHeld(v *view, plan *Plan, id string) error {
 	for _, name := range plan.Nodes {
 		if n, ok := v.Node(name); ok {
-			if by := n.Annotations[CordonedByAnnotation]; by != "" && by != id {
+			if by := n.Annotations[udrain.CordonedByAnnotation]; by != "" && by != id {
 				return &DomainError{ID: id, Domain: plan.Domain, Stage: StagePlan, Err: &InProgressError{Domain: plan.Domain, Node: name, By: by, ID: id}}
 			}
 		}
@@ -243,7 +239,7 @@ func (d *Drainer) execute(ctx context.Context, v *view, plan *Plan, id string, o
 	ex.progress = PodCounts{Phase1Total: len(plan.Phase1), Phase2Total: len(plan.Phase2)}
 	ex.res.Phase1.Pods, ex.res.Phase2.Pods = len(plan.Phase1), len(plan.Phase2)
 	defer func() {
-		ex.res.Duration = Seconds(clk.Since(ex.res.Started))
+		ex.res.Duration = udrain.Seconds(clk.Since(ex.res.Started))
 		slices.SortFunc(ex.res.GroupsDisrupted, topology.CompareGroupIDs)
 	}()
 
@@ -374,7 +370,7 @@ func (ex *execution) run(parent context.Context, timeout time.Duration) (err err
 		if err := ex.evictAll(ctx, ph.phase, ph.pods, ph.res); err != nil {
 			return err
 		}
-		ph.res.Duration = Seconds(clk.Since(start))
+		ph.res.Duration = udrain.Seconds(clk.Since(start))
 		ex.checkNodes()
 		ex.emit(Event{Type: EventPhaseDone, Phase: ph.phase, Message: fmt.Sprintf("%s done: every pod evicted", ph.phase)})
 	}

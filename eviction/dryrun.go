@@ -66,7 +66,7 @@ func (ex *execution) dryRunServer(ctx context.Context) error {
 				ex.dryRunOutcome(ph.phase, p, WouldWait, nil, "already terminating; would wait")
 				continue
 			}
-			_, err := ex.d.s.write(ctx, func(ctx context.Context) error { return ex.evict.Evict(ctx, p, ex.deleteOptions(p, true)) })
+			_, err := ex.d.s.write(ctx, func(ctx context.Context) error { return ex.evict(ctx, p, ex.deleteOptions(p, true)) })
 			switch classifyEvictionError(err) {
 			case outcomeAccepted:
 				verdict, msg := ex.accepted()

@@ -28,6 +28,7 @@ import (
 	"k8s.io/kubectl/pkg/drain"
 
 	"github.com/udrain/udrain"
+	"github.com/udrain/udrain/clusterinformers"
 	"github.com/udrain/udrain/internal/testkit"
 	"github.com/udrain/udrain/topology"
 )
@@ -66,10 +67,10 @@ func waitWatching(t *testing.T, fc *fakeCluster) {
 
 // startFactory starts a controller's informer factory with udrain's
 // informers registered, and waits for its sync.
-func startFactory(t *testing.T, ctx context.Context, client kubernetes.Interface, opts ...informers.SharedInformerOption) *Informers {
+func startFactory(t *testing.T, ctx context.Context, client kubernetes.Interface, opts ...informers.SharedInformerOption) *clusterinformers.Set {
 	t.Helper()
 	f := informers.NewSharedInformerFactoryWithOptions(client, 0, opts...)
-	inf := InformersFromFactory(f)
+	inf := clusterinformers.FromFactory(f)
 	ctx, cancel := context.WithCancel(ctx)
 	f.Start(ctx.Done())
 	t.Cleanup(func() {
@@ -176,13 +177,13 @@ func gvrOf(obj metav1.Object) schema.GroupVersionResource {
 	return schema.GroupVersionResource{}
 }
 
-// InformersFromCache takes a cache with controller-runtime's method shape
+// clusterinformers.FromCache takes a cache with controller-runtime's method shape
 // as it is, without an adapter: its type parameters are inferred.
 func TestInformersFromCache(t *testing.T) {
 	ctx := testContext(t)
 	fc := newFakeCluster(t, lwsCluster(2, 1, 2)...)
 	c := &fakeCache{f: informers.NewSharedInformerFactory(fc.client, 0)}
-	inf, err := InformersFromCache(ctx, c)
+	inf, err := clusterinformers.FromCache(ctx, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +215,7 @@ func TestInformersFromCache(t *testing.T) {
 func TestUnstartedInformersFailWithAHint(t *testing.T) {
 	fc := newFakeCluster(t, lwsCluster(1, 1, 2)...)
 	f := informers.NewSharedInformerFactory(fc.client, 0)
-	d, err := New(fc.client, Options{Informers: InformersFromFactory(f), ConnectTimeout: 200 * time.Millisecond})
+	d, err := New(fc.client, Options{Informers: clusterinformers.FromFactory(f), ConnectTimeout: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +265,7 @@ func TestOnEventIsSerialisedPerDrainer(t *testing.T) {
 	fc := newFakeCluster(t, lwsCluster(3, 2, 4)...)
 	fc.setBudget(ctx, 3, 3) // the three drains may run at once
 	var inside, most, calls atomic.Int32
-	d, err := New(fc.client, Options{Backoff: slowBackoff, OnEvent: func(Event) {
+	d, err := New(fc.client, Options{Backoff: slowBackoff, OnEvent: func(context.Context, Event) {
 		n := inside.Add(1)
 		for {
 			m := most.Load()
@@ -335,8 +336,8 @@ func TestDrainIDHoldsTheDomain(t *testing.T) {
 	if _, _, err := d.Drain(ctx, "ud-1", DrainOptions{ID: "maint-42"}); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := fc.client.CoreV1().Nodes().Get(ctx, "node-1-1", metav1.GetOptions{}); n.Annotations[CordonedByAnnotation] != "maint-42" {
-		t.Fatalf("cordon mark %q, want maint-42", n.Annotations[CordonedByAnnotation])
+	if n, _ := fc.client.CoreV1().Nodes().Get(ctx, "node-1-1", metav1.GetOptions{}); n.Annotations[udrain.CordonedByAnnotation] != "maint-42" {
+		t.Fatalf("cordon mark %q, want maint-42", n.Annotations[udrain.CordonedByAnnotation])
 	}
 	_, err := d.Rollout(ctx, RolloutOptions{ID: "kubelet-1.37"})
 	var ip *InProgressError
@@ -392,7 +393,7 @@ func TestDomainErrorUnwrapsToTheCause(t *testing.T) {
 		name: "cancelled while blocked",
 		run: func(ctx context.Context, cancel context.CancelFunc, fc *fakeCluster) error {
 			fc.setBudget(ctx, 0, 2)
-			d, _ := New(fc.client, Options{Backoff: slowBackoff, OnEvent: func(e Event) {
+			d, _ := New(fc.client, Options{Backoff: slowBackoff, OnEvent: func(_ context.Context, e Event) {
 				if e.Type == EventBlocked {
 					cancel()
 				}
@@ -472,7 +473,7 @@ func TestLogging(t *testing.T) {
 			ctx := klog.NewContext(testContext(t), logger)
 			fc := newFakeCluster(t, lwsCluster(2, 1, 2)...)
 			fc.setBudget(ctx, 0, 2)
-			d, _ := New(fc.client, Options{Backoff: slowBackoff, OnEvent: func(e Event) {
+			d, _ := New(fc.client, Options{Backoff: slowBackoff, OnEvent: func(_ context.Context, e Event) {
 				if e.Type == EventBlocked {
 					go fc.setBudget(ctx, 1, 2)
 				}
@@ -577,7 +578,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{Options{Namespace: "Not_A_Namespace"}, "eviction.Options.Namespace"},
 		{Options{DomainLabel: "not a label!"}, "eviction.Options.DomainLabel"},
 		{Options{DomainLabel: "topology.udrain.dev/"}, "eviction.Options.DomainLabel"},
-		{Options{Informers: &Informers{Nodes: cache.NewSharedIndexInformer(nil, &corev1.Node{}, 0, nil)}}, "eviction.Options.Informers.Pods"},
+		{Options{Informers: &clusterinformers.Set{Nodes: cache.NewSharedIndexInformer(nil, &corev1.Node{}, 0, nil)}}, "eviction.Options.Informers.Pods"},
 	} {
 		_, err := New(fc.client, tc.opts)
 		var cfg *udrain.ConfigError
@@ -587,7 +588,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 	}
 }
 
-// Options.Validate, DrainOptions.Validate and RolloutStatusOptions.Validate
+// Options.Validate, DrainOptions.Validate and RolloutOptions.Validate
 // return, without a cluster, the ConfigError that New, Drain (and
 // Execute) and RolloutStatus return; Drain and Execute refuse a bad ID
 // before any request.
@@ -605,11 +606,11 @@ func TestValidateWithoutACluster(t *testing.T) {
 		{"DrainOptions, an ID", DrainOptions{ID: "maintenance-2026.12"}.Validate(), ""},
 		{"DrainOptions, a space", DrainOptions{ID: "a b"}.Validate(), "eviction.DrainOptions.ID"},
 		{"DrainOptions, too long", DrainOptions{ID: long}.Validate(), "eviction.DrainOptions.ID"},
-		{"status, default ID", RolloutStatusOptions{}.Validate(""), ""},
-		{"status, bad ID", RolloutStatusOptions{}.Validate("a b"), "eviction.Drainer.RolloutStatus(id)"},
-		{"status, a domain twice", RolloutStatusOptions{Domains: []string{"ud-1", "ud-1"}}.Validate(""), "eviction.RolloutStatusOptions.Domains"},
-		{"status, default interval", RolloutStatusOptions{Interval: 0}.Validate(""), ""},
-		{"status, negative interval", RolloutStatusOptions{Interval: -time.Second}.Validate(""), "eviction.RolloutStatusOptions.Interval"},
+		{"status, default ID", RolloutOptions{}.Validate(), ""},
+		{"status, bad ID", RolloutOptions{ID: "a b"}.Validate(), "eviction.RolloutOptions.ID"},
+		{"status, a domain twice", RolloutOptions{Domains: []string{"ud-1", "ud-1"}}.Validate(), "eviction.RolloutOptions.Domains"},
+		{"status, default interval", RolloutOptions{StatusInterval: 0}.Validate(), ""},
+		{"status, negative interval", RolloutOptions{StatusInterval: -time.Second}.Validate(), "eviction.RolloutOptions.StatusInterval"},
 	} {
 		var cfg *udrain.ConfigError
 		switch {
@@ -814,6 +815,52 @@ func TestCallOnEventHoldsBackOnlyItsCall(t *testing.T) {
 			if evs[i].Seq <= evs[i-1].Seq {
 				t.Errorf("drain %s: event %d has Seq %d after %d", name, i, evs[i].Seq, evs[i-1].Seq)
 			}
+		}
+	}
+}
+
+// Options.OnEvent has the calls' hook signature and gets the context of
+// the call that sent each event, with or without a hook of the call's
+// own.
+func TestDrainerOnEventGetsTheCallsContext(t *testing.T) {
+	ctx := testContext(t)
+	fc := newFakeCluster(t, lwsCluster(2, 2, 4)...)
+	fc.setBudget(ctx, 2, 2)
+	var mu sync.Mutex
+	marks := map[any]int{}
+	d, err := New(fc.client, Options{Backoff: slowBackoff, OnEvent: func(cctx context.Context, e Event) {
+		mu.Lock()
+		marks[cctx.Value(ctxMark{})]++
+		mu.Unlock()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := d.Drain(context.WithValue(ctx, ctxMark{}, "bare"), "ud-1", DrainOptions{ID: "bare"}); err != nil {
+		t.Fatal(err)
+	}
+	own := 0
+	if _, _, err := d.Drain(context.WithValue(ctx, ctxMark{}, "hooked"), "ud-2", DrainOptions{ID: "hooked", OnEvent: func(context.Context, Event) { own++ }}); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if marks["bare"] == 0 || marks["hooked"] != own || len(marks) != 2 {
+		t.Errorf("events by the mark of the context Options.OnEvent got: %v (the hooked drain's own hook got %d); want both drains' marks, and as many for the hooked drain as its own hook", marks, own)
+	}
+}
+
+func TestEventString(t *testing.T) {
+	for _, tc := range []struct {
+		e    Event
+		want string
+	}{
+		{Event{Type: EventDomainDone, Domain: "ud-2", Message: "done in 4.2s", Time: time.Now()}, `DomainDone domain=ud-2 msg="done in 4.2s"`},
+		{Event{Type: EventEvicted, Domain: "ud-1", Phase: Phase2, Pod: &topology.PodRef{Namespace: "web", Name: "web-1"}, Node: "cpu-1"}, `Evicted domain=ud-1 phase=2 pod=web/web-1 node=cpu-1`},
+		{Event{Type: EventCordoned, DryRun: "server", Domain: "ud-1", Message: "a\nb"}, `Cordoned dryRun=server domain=ud-1 msg="a\nb"`},
+	} {
+		if got := tc.e.String(); got != tc.want {
+			t.Errorf("got  %s\nwant %s", got, tc.want)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/udrain/udrain/kubeclient"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -30,7 +31,7 @@ const (
 	// StageUpgrade: the caller's upgrade step runs.
 	StageUpgrade Stage = "Upgrade"
 	// StageGPUCheck: the upgraded GPU nodes must advertise their GPUs
-	// again (RolloutOptions.GPUCheck).
+	// again (RolloutOptions.SkipGPUCheck).
 	StageGPUCheck Stage = "GPUCheck"
 	// StageUncordon: the nodes are marked upgraded and uncordoned.
 	StageUncordon Stage = "Uncordon"
@@ -274,26 +275,6 @@ func (e *PermissionError) Error() string {
 
 func (e *PermissionError) Unwrap() error { return e.Err }
 
-// ServerProblem says how an API server failed udrain (UnreachableError).
-type ServerProblem string
-
-// The ways an API server fails.
-const (
-	// ServerRefused: nothing listens at its address (connection refused).
-	ServerRefused ServerProblem = "Refused"
-	// ServerNoAnswer: it accepted the connection but did not answer in
-	// time, or stalled in the middle of an answer (a black hole: a dead
-	// load balancer, a firewall that drops).
-	ServerNoAnswer ServerProblem = "NoAnswer"
-	// ServerFailing: it answers every request with a 5xx status.
-	ServerFailing ServerProblem = "ServerError"
-	// ServerThrottled: it answers every request with 429 Too Many
-	// Requests (API Priority and Fairness rejecting udrain).
-	ServerThrottled ServerProblem = "Throttled"
-	// ServerUnreachable: any other network failure (DNS, TLS, a reset).
-	ServerUnreachable ServerProblem = "Unreachable"
-)
-
 // UnreachableError reports an API server that did not serve udrain within
 // Options.ConnectTimeout: it refused connections, did not answer, answered
 // every request with a 5xx status or with 429 Too Many Requests, or could
@@ -304,7 +285,7 @@ type UnreachableError struct {
 	// known.
 	Server string
 	// Problem is how the server failed.
-	Problem ServerProblem
+	Problem kubeclient.ServerProblem
 	// Status is the HTTP status it answered with (ServerFailing,
 	// ServerThrottled), else 0.
 	Status int
@@ -326,13 +307,13 @@ func (e *UnreachableError) Error() string {
 	}
 	var what string
 	switch e.Problem {
-	case ServerRefused:
+	case kubeclient.ServerRefused:
 		what = fmt.Sprintf("cannot reach %s: connection refused", server)
-	case ServerNoAnswer:
+	case kubeclient.ServerNoAnswer:
 		what = fmt.Sprintf("the API server %s did not answer", server)
-	case ServerFailing:
+	case kubeclient.ServerFailing:
 		what = fmt.Sprintf("the API server %s answers %d (server error) to every request", server, e.Status)
-	case ServerThrottled:
+	case kubeclient.ServerThrottled:
 		what = fmt.Sprintf("the API server %s throttles every request (429 Too Many Requests)", server)
 	default:
 		what = "cannot reach " + server
@@ -350,7 +331,7 @@ func (d *Drainer) unanswered(write string, attempts int, err error) *Unreachable
 	if s := serverOf(err); s != "" {
 		server = s
 	}
-	return &UnreachableError{Server: server, Problem: ServerNoAnswer, Waited: time.Duration(attempts) * d.s.RequestTimeout, Write: write, Err: err}
+	return &UnreachableError{Server: server, Problem: kubeclient.ServerNoAnswer, Waited: time.Duration(attempts) * d.s.RequestTimeout, Write: write, Err: err}
 }
 
 func (e *UnreachableError) Unwrap() error { return e.Err }

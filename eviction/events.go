@@ -2,6 +2,8 @@ package eviction
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -156,7 +158,7 @@ type Event struct {
 // that OnEvent never runs twice at once, whatever runs concurrently.
 type emitter struct {
 	mu  sync.Mutex
-	fn  func(Event)
+	fn  func(context.Context, Event)
 	seq uint64 // the last Event.Seq sent
 }
 
@@ -182,33 +184,81 @@ func withCallSink(ctx context.Context, fn func(context.Context, Event)) context.
 	return context.WithValue(ctx, callSinkKey{}, &callSink{ctx: ctx, fn: fn})
 }
 
+// callSinkFrom returns the sink of the call ctx belongs to; without one
+// (a call with no OnEvent of its own) a sink that calls nothing but gives
+// Options.OnEvent the call's context.
 func callSinkFrom(ctx context.Context) *callSink {
-	s, _ := ctx.Value(callSinkKey{}).(*callSink)
-	return s
+	if s, ok := ctx.Value(callSinkKey{}).(*callSink); ok {
+		return s
+	}
+	return &callSink{ctx: ctx}
 }
 
 // emit numbers ev and hands it to the Drainer's callback, then to the
-// call's sink s (nil: none), and fills in Error from Err. The call's lock
-// is taken first, so that a call's sink receives its events in Seq order.
+// call's own callback, both with the call's context (s, from
+// callSinkFrom), and fills in Error from Err. The call's lock is taken
+// first, so that a call's sink receives its events in Seq order.
 func (e *emitter) emit(s *callSink, ev Event) {
-	if e == nil || (e.fn == nil && s == nil) {
+	if s == nil { // a part made without a call's sink: no call's context to give
+		s = &callSink{ctx: context.Background()}
+	}
+	if e == nil || (e.fn == nil && s.fn == nil) {
 		return
 	}
 	if ev.Err != nil && ev.Error == "" {
 		ev.Error = ev.Err.Error()
 	}
-	if s != nil {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	e.mu.Lock()
 	e.seq++
 	ev.Seq = e.seq
 	if e.fn != nil {
-		e.fn(ev)
+		e.fn(s.ctx, ev)
 	}
 	e.mu.Unlock()
-	if s != nil {
+	if s.fn != nil {
 		s.fn(s.ctx, ev)
 	}
+}
+
+// String is the event's progress line without its time, the words
+// udrain prints for it (report.FormatEvent puts the time in front):
+//
+//	<Type> [dryRun=client|server] [domain=D] [phase=N] [pod=NS/NAME] [node=N]
+//	  [pdb=NS/NAME allowed=A healthy=H desired=D expected=E]
+//	  [phase1=EVICTED/TOTAL phase2=EVICTED/TOTAL gone=G] [msg="..."]
+//
+// e.g. `DomainDone domain=ud-2 msg="done in 4.2s"`. The words and their
+// order are stable: scripts grep them (docs/CLI.md). A message is quoted
+// as a Go string, so that a line is always one line.
+func (e Event) String() string {
+	var b strings.Builder
+	b.WriteString(string(e.Type))
+	if e.DryRun != "" {
+		fmt.Fprintf(&b, " dryRun=%s", e.DryRun)
+	}
+	if e.Domain != "" {
+		fmt.Fprintf(&b, " domain=%s", e.Domain)
+	}
+	if e.Phase != 0 {
+		fmt.Fprintf(&b, " phase=%d", int(e.Phase))
+	}
+	if e.Pod != nil {
+		fmt.Fprintf(&b, " pod=%s", e.Pod)
+	}
+	if e.Node != "" {
+		fmt.Fprintf(&b, " node=%s", e.Node)
+	}
+	if bl := e.Block; bl != nil {
+		fmt.Fprintf(&b, " pdb=%s/%s allowed=%d healthy=%d desired=%d expected=%d",
+			bl.Namespace, bl.PDB, bl.DisruptionsAllowed, bl.CurrentHealthy, bl.DesiredHealthy, bl.ExpectedPods)
+	}
+	if p := e.Progress; p.Phase1Total+p.Phase2Total > 0 {
+		fmt.Fprintf(&b, " phase1=%d/%d phase2=%d/%d gone=%d", p.Phase1Evicted, p.Phase1Total, p.Phase2Evicted, p.Phase2Total, p.Gone)
+	}
+	if e.Message != "" {
+		fmt.Fprintf(&b, " msg=%q", e.Message)
+	}
+	return b.String()
 }

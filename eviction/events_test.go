@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/udrain/udrain"
+	"github.com/udrain/udrain/clusterinformers"
 )
 
 // Every eviction request is reported by exactly one event carrying its
@@ -162,7 +163,7 @@ func TestNilSnapshotIsAConfigError(t *testing.T) {
 func TestInformerInterfaceHasGetStore(t *testing.T) {
 	// A wrapper that forwards only events and HasSynced used to compile
 	// as an Informer and fail in New; now it does not compile.
-	if _, ok := reflect.TypeFor[Informer]().MethodByName("GetStore"); !ok {
-		t.Error("eviction.Informer has no GetStore method, which every call needs")
+	if _, ok := reflect.TypeFor[clusterinformers.Informer]().MethodByName("GetStore"); !ok {
+		t.Error("clusterinformers.Informer has no GetStore method, which every call needs")
 	}
 }

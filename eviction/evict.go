@@ -16,8 +16,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/health"
 	"github.com/udrain/udrain/internal/podcache"
+	"github.com/udrain/udrain/kubeclient"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -41,7 +43,7 @@ func (ex *execution) preflight(ctx context.Context) error {
 			continue
 		}
 		checked[p.Namespace] = true
-		timedOut, err := ex.d.s.write(ctx, func(ctx context.Context) error { return ex.evict.Evict(ctx, p, ex.deleteOptions(p, true)) })
+		timedOut, err := ex.d.s.write(ctx, func(ctx context.Context) error { return ex.evict(ctx, p, ex.deleteOptions(p, true)) })
 		if timedOut {
 			// Nothing is changed yet: no retry, the server is not
 			// serving.
@@ -49,7 +51,7 @@ func (ex *execution) preflight(ctx context.Context) error {
 			if s := serverOf(err); s != "" {
 				server = s
 			}
-			return &UnreachableError{Server: server, Problem: ServerNoAnswer, Waited: ex.d.s.RequestTimeout, Err: err}
+			return &UnreachableError{Server: server, Problem: kubeclient.ServerNoAnswer, Waited: ex.d.s.RequestTimeout, Err: err}
 		}
 		// A webhook that sees dry runs (sideEffects None) and denies the
 		// first pod stops the domain before anything changes. (One that
@@ -172,7 +174,7 @@ func (ex *execution) budgetCounts(info *BlockInfo) {
 		}
 		info.Unhealthy = append(info.Unhealthy, ex.budgetPod(p))
 	}
-	slices.SortFunc(info.Unhealthy, func(a, b BudgetPod) int { return strings.Compare(a.Pod.String(), b.Pod.String()) })
+	slices.SortFunc(info.Unhealthy, func(a, b health.BudgetPod) int { return strings.Compare(a.Pod.String(), b.Pod.String()) })
 	if len(info.Unhealthy) > maxBlockPods {
 		info.Unhealthy = info.Unhealthy[:maxBlockPods]
 	}
@@ -201,8 +203,8 @@ func (ex *execution) budgetCounts(info *BlockInfo) {
 
 // budgetPod is p as a block names it: with its node, and whether that node
 // is Ready.
-func (ex *execution) budgetPod(p *corev1.Pod) BudgetPod {
-	bp := BudgetPod{Pod: topology.PodRef{Namespace: p.Namespace, Name: p.Name}, Node: p.Spec.NodeName, Terminating: p.DeletionTimestamp != nil}
+func (ex *execution) budgetPod(p *corev1.Pod) health.BudgetPod {
+	bp := health.BudgetPod{Pod: topology.PodRef{Namespace: p.Namespace, Name: p.Name}, Node: p.Spec.NodeName, Terminating: p.DeletionTimestamp != nil}
 	if bp.Node != "" {
 		n, ok := ex.v.Node(bp.Node)
 		bp.NodeNotReady = !ok || !nodeReady(n)
@@ -259,7 +261,7 @@ func (ex *execution) unblock(p PlannedPod, info *BlockInfo, phase Phase) {
 	if ob := ex.blocks[key]; ob != nil {
 		ob.waiting = slices.DeleteFunc(ob.waiting, func(r topology.PodRef) bool { return r == p.PodRef })
 		if len(ob.waiting) == 0 {
-			ob.rec.Duration = Seconds(now.Sub(ob.rec.Since))
+			ob.rec.Duration = udrain.Seconds(now.Sub(ob.rec.Since))
 			ex.res.Blocks = append(ex.res.Blocks, ob.rec)
 			delete(ex.blocks, key)
 			ex.log.Info("PodDisruptionBudget no longer blocks", "pdb", key, "blockedFor", ob.rec.Duration.Duration().Round(time.Millisecond))
@@ -285,7 +287,7 @@ func (ex *execution) closeBlocks() {
 	sort.Strings(keys)
 	for _, k := range keys {
 		rec := ex.blocks[k].rec
-		rec.Duration = Seconds(now.Sub(rec.Since))
+		rec.Duration = udrain.Seconds(now.Sub(rec.Since))
 		ex.res.Blocks = append(ex.res.Blocks, rec)
 	}
 	ex.blocks = map[string]*openBlock{}

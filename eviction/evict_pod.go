@@ -110,7 +110,7 @@ func (pe *podEviction) run(ctx context.Context) (outcomeKind, error) {
 // unansweredWrites evictions in a row unanswered.
 func (pe *podEviction) attempt(ctx context.Context) (answer, stop error) {
 	ex, p := pe.ex, pe.p
-	timedOut, err := ex.d.s.write(ctx, func(ctx context.Context) error { return ex.evict.Evict(ctx, p, ex.deleteOptions(p, false)) })
+	timedOut, err := ex.d.s.write(ctx, func(ctx context.Context) error { return ex.evict(ctx, p, ex.deleteOptions(p, false)) })
 	if err != nil && ctx.Err() != nil {
 		return nil, ctx.Err()
 	}

@@ -21,22 +21,12 @@ import (
 // --disable-eviction, and an EvictionRequest backend (lifecycle.k8s.io,
 // alpha in Kubernetes 1.37) can be added without touching planning.
 //
-// Evict must honour opts (the grace period, the dry-run flag and the UID
+// It must honour opts (the grace period, the dry-run flag and the UID
 // precondition, so that a replacement pod with the same name is never
 // removed in the old pod's place) and return the API's error unchanged, so
 // that udrain can tell a spent budget (429) from a pod that is gone (404,
 // or 409 for a UID mismatch).
-type Evictor interface {
-	Evict(ctx context.Context, pod PlannedPod, opts metav1.DeleteOptions) error
-}
-
-// EvictorFunc adapts a function to Evictor.
-type EvictorFunc func(ctx context.Context, pod PlannedPod, opts metav1.DeleteOptions) error
-
-// Evict calls f.
-func (f EvictorFunc) Evict(ctx context.Context, pod PlannedPod, opts metav1.DeleteOptions) error {
-	return f(ctx, pod, opts)
-}
+type Evictor func(ctx context.Context, pod PlannedPod, opts metav1.DeleteOptions) error
 
 // EvictionAPI evicts through the pods/eviction subresource (policy/v1),
 // which enforces PodDisruptionBudgets.
@@ -48,7 +38,7 @@ func (f EvictorFunc) Evict(ctx context.Context, pod PlannedPod, opts metav1.Dele
 // --dry-run=server), a webhook is told the eviction is real, and one that
 // acts on evictions (sideEffects NoneOnDryRun) would act on a dry run.
 func EvictionAPI(client kubernetes.Interface) Evictor {
-	return EvictorFunc(func(ctx context.Context, pod PlannedPod, opts metav1.DeleteOptions) error {
+	return Evictor(func(ctx context.Context, pod PlannedPod, opts metav1.DeleteOptions) error {
 		eviction := &policyv1.Eviction{
 			ObjectMeta:    metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name},
 			DeleteOptions: &opts,
@@ -66,7 +56,7 @@ func EvictionAPI(client kubernetes.Interface) Evictor {
 // PodDeletion deletes pods directly, bypassing PodDisruptionBudgets, like
 // kubectl drain --disable-eviction. udrain keeps its phase order either way.
 func PodDeletion(client kubernetes.Interface) Evictor {
-	return EvictorFunc(func(ctx context.Context, pod PlannedPod, opts metav1.DeleteOptions) error {
+	return Evictor(func(ctx context.Context, pod PlannedPod, opts metav1.DeleteOptions) error {
 		return client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, opts)
 	})
 }
@@ -75,7 +65,7 @@ func PodDeletion(client kubernetes.Interface) Evictor {
 // serves no policy/v1 Eviction (before Kubernetes 1.22), as kubectl drain
 // does.
 func evictionV1beta1(client kubernetes.Interface) Evictor {
-	return EvictorFunc(func(ctx context.Context, pod PlannedPod, opts metav1.DeleteOptions) error {
+	return Evictor(func(ctx context.Context, pod PlannedPod, opts metav1.DeleteOptions) error {
 		return client.PolicyV1beta1().Evictions(pod.Namespace).Evict(ctx, &policyv1beta1.Eviction{
 			ObjectMeta:    metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name},
 			DeleteOptions: &opts,

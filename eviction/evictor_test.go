@@ -45,10 +45,10 @@ func TestEvictionAPIDryRunReachesAdmission(t *testing.T) {
 	}
 	pod := PlannedPod{PodRef: topology.PodRef{Namespace: "inference", Name: "llm-0", UID: "u"}}
 	evict := EvictionAPI(client)
-	if err := evict.Evict(context.Background(), pod, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+	if err := evict(context.Background(), pod, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := evict.Evict(context.Background(), pod, metav1.DeleteOptions{}); err != nil {
+	if err := evict(context.Background(), pod, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	path := "/api/v1/namespaces/inference/pods/llm-0/eviction"

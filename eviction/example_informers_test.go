@@ -8,20 +8,21 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/udrain/udrain/clusterinformers"
 	"github.com/udrain/udrain/eviction"
 )
 
 // A controller that runs a SharedInformerFactory hands its informers to the
-// Drainer (InformersFromFactory, before the factory starts): plans, drains,
+// Drainer (clusterinformers.FromFactory, before the factory starts): plans, drains,
 // rollouts and health reports then read through them, and send no list or
 // watch of their own. (A controller-runtime manager does the same with
-// eviction.InformersFromCache(ctx, mgr.GetCache()).)
-func ExampleInformersFromFactory() {
+// clusterinformers.FromCache(ctx, mgr.GetCache()).)
+func Example_sharedInformers() {
 	client := exampleClient(false)
 
 	// The controller's factory, with the informers udrain needs.
 	factory := informers.NewSharedInformerFactory(client, 0)
-	d, err := eviction.New(client, eviction.Options{Informers: eviction.InformersFromFactory(factory)})
+	d, err := eviction.New(client, eviction.Options{Informers: clusterinformers.FromFactory(factory)})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -84,7 +84,7 @@ func ExampleNew() {
 	helper := &drain.Helper{GracePeriodSeconds: -1, IgnoreAllDaemonSets: true, DryRunStrategy: cmdutil.DryRunClient}
 	d, err := eviction.New(client, eviction.Options{
 		Helper: helper,
-		OnEvent: func(e eviction.Event) {
+		OnEvent: func(_ context.Context, e eviction.Event) {
 			if e.Type == eviction.EventDryRun {
 				fmt.Println(e.Phase, e.Pod, e.Message)
 			}
@@ -108,7 +108,7 @@ func ExampleNew() {
 func ExampleDrainer_Rollout() {
 	d, err := eviction.New(exampleClient(false), eviction.Options{
 		Helper: &drain.Helper{GracePeriodSeconds: -1, DryRunStrategy: cmdutil.DryRunClient},
-		OnEvent: func(e eviction.Event) {
+		OnEvent: func(_ context.Context, e eviction.Event) {
 			switch e.Type {
 			case eviction.EventDomainStarted:
 				fmt.Println(e.Domain, e.Type)
@@ -148,7 +148,7 @@ func ExampleDrainer_Rollout() {
 func ExampleReader() {
 	client := exampleClient(false)
 
-	r, err := eviction.NewReader(client, eviction.ReadOptions{DomainLabel: topology.DefaultDomainLabel})
+	r, err := eviction.NewReader(client, eviction.Options{DomainLabel: topology.DefaultDomainLabel})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -165,7 +165,7 @@ func ExampleReader() {
 			fmt.Printf("%s: group %s %s, %d/%d ready\n", dom.Domain, g.ID, g.Reason, g.ReadyMembers, g.Size)
 		}
 	}
-	st, err := r.RolloutStatus(ctx, "kubelet-1.37", eviction.RolloutStatusOptions{})
+	st, err := r.RolloutStatus(ctx, eviction.RolloutOptions{ID: "kubelet-1.37"})
 	if err != nil {
 		fmt.Println(err)
 		return

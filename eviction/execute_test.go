@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/udrain/udrain"
+	"github.com/udrain/udrain/clusterinformers"
 	"github.com/udrain/udrain/health"
 
 	"github.com/google/go-cmp/cmp"
@@ -77,7 +78,7 @@ func TestDrainEvictsLeadersBeforeAnyWorker(t *testing.T) {
 	}
 	for _, n := range res.Cordoned {
 		node, _ := fc.client.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{})
-		if !node.Spec.Unschedulable || node.Annotations[CordonedByAnnotation] != "drain" {
+		if !node.Spec.Unschedulable || node.Annotations[udrain.CordonedByAnnotation] != "drain" {
 			t.Errorf("node %s: unschedulable=%v annotations=%v", n, node.Spec.Unschedulable, node.Annotations)
 		}
 	}
@@ -415,8 +416,8 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"negative timeout", Options{Helper: &drain.Helper{Timeout: -time.Second}}, "ud-1", new(*udrain.ConfigError)},
 		{"invalid selector", Options{Helper: &drain.Helper{PodSelector: "a in (b"}}, "ud-1", new(*udrain.ConfigError)},
 		{"negative concurrency", Options{Concurrency: -1}, "ud-1", new(*udrain.ConfigError)},
-		{"DisableEviction with an Evictor", Options{Helper: &drain.Helper{DisableEviction: true}, Evictor: EvictorFunc(func(context.Context, PlannedPod, metav1.DeleteOptions) error { return nil })}, "ud-1", new(*udrain.ConfigError)},
-		{"informers without pods", Options{Informers: &Informers{}}, "ud-1", new(*udrain.ConfigError)},
+		{"DisableEviction with an Evictor", Options{Helper: &drain.Helper{DisableEviction: true}, Evictor: Evictor(func(context.Context, PlannedPod, metav1.DeleteOptions) error { return nil })}, "ud-1", new(*udrain.ConfigError)},
+		{"informers without pods", Options{Informers: &clusterinformers.Set{}}, "ud-1", new(*udrain.ConfigError)},
 		{"unlabeled node", Options{}, "ud-1", new(*topology.UnlabeledNodesError)},
 		{"refused pod", Options{}, "ud-2", new(*RefusedPodsError)},
 		{"contract violation", Options{}, "ud-3", new(*topology.ContractError)},
@@ -641,18 +642,18 @@ func TestBlockNamesTheUnhealthyPodsAndTheirNodes(t *testing.T) {
 		offline     string   // a node made NotReady (Ready Unknown)
 		unready     []string // pods made not Ready
 		terminating bool     // the leader is being deleted
-		want        []BudgetPod
+		want        []health.BudgetPod
 		wantText    string
 	}{
 		{name: "its node offline", nodesPer: 1, offline: "node-1-1", unready: []string{"llm-0"},
-			want:     []BudgetPod{{Pod: topology.PodRef{Namespace: testNS, Name: "llm-0"}, Node: "node-1-1", NodeNotReady: true}},
+			want:     []health.BudgetPod{{Pod: topology.PodRef{Namespace: testNS, Name: "llm-0"}, Node: "node-1-1", NodeNotReady: true}},
 			wantText: "not healthy: inference/llm-0 on node node-1-1 (NotReady)"},
 		{name: "being deleted on a Ready node", nodesPer: 1, unready: []string{"llm-0"}, terminating: true,
-			want:     []BudgetPod{{Pod: topology.PodRef{Namespace: testNS, Name: "llm-0"}, Node: "node-1-1", Terminating: true}},
+			want:     []health.BudgetPod{{Pod: topology.PodRef{Namespace: testNS, Name: "llm-0"}, Node: "node-1-1", Terminating: true}},
 			wantText: "not healthy: inference/llm-0 on node node-1-1, terminating"},
 		{name: "its worker's node offline", nodesPer: 2, offline: "node-1-2", unready: []string{"llm-0", "llm-0-1"},
-			want: []BudgetPod{{Pod: topology.PodRef{Namespace: testNS, Name: "llm-0"}, Node: "node-1-1",
-				Down: []BudgetPod{{Pod: topology.PodRef{Namespace: testNS, Name: "llm-0-1"}, Node: "node-1-2", NodeNotReady: true}}}},
+			want: []health.BudgetPod{{Pod: topology.PodRef{Namespace: testNS, Name: "llm-0"}, Node: "node-1-1",
+				Down: []health.BudgetPod{{Pod: topology.PodRef{Namespace: testNS, Name: "llm-0-1"}, Node: "node-1-2", NodeNotReady: true}}}},
 			wantText: "not healthy: inference/llm-0 on node node-1-1 (its group's members down: inference/llm-0-1 on node node-1-2 (NotReady))"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/udrain/udrain"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,18 +26,18 @@ const (
 	MsgUnmanagedWarning    = "deleting Pods that declare no controller"
 )
 
-// DaemonSetLookup reports whether the DaemonSet namespace/name exists: nil
+// dsLookup reports whether the DaemonSet namespace/name exists: nil
 // when it does, otherwise the error a GET of it returned (a NotFound error
 // for a DaemonSet that is gone). kubectl drain makes that GET for every
 // DaemonSet pod; udrain asks once per DaemonSet.
-type DaemonSetLookup func(namespace, name string) error
+type dsLookup func(namespace, name string) error
 
-// DaemonSetsLookup returns a DaemonSetLookup over a list of DaemonSets,
+// daemonSetsLookup returns a dsLookup over a list of DaemonSets,
 // answering NotFound, with the API server's text, for the others.
-func DaemonSetsLookup(daemonSets []appsv1.DaemonSet) DaemonSetLookup {
+func daemonSetsLookup(daemonSets []*appsv1.DaemonSet) dsLookup {
 	exists := make(map[string]bool, len(daemonSets))
-	for i := range daemonSets {
-		exists[daemonSets[i].Namespace+"/"+daemonSets[i].Name] = true
+	for _, ds := range daemonSets {
+		exists[ds.Namespace+"/"+ds.Name] = true
 	}
 	return func(namespace, name string) error {
 		if exists[namespace+"/"+name] {
@@ -58,7 +59,7 @@ type filterConfig struct {
 // filterPod applies kubectl drain's filters, in kubectl's order and with its
 // short-circuit rule: the first filter that says "do not delete" decides,
 // otherwise the last filter's status is kept.
-func (c filterConfig) filterPod(pod *corev1.Pod, daemonSets DaemonSetLookup, now time.Time) drain.PodDeleteStatus {
+func (c filterConfig) filterPod(pod *corev1.Pod, daemonSets dsLookup, now time.Time) drain.PodDeleteStatus {
 	// kubectl's filters, over a pointer: a plan filters every pod of a
 	// domain (22,500 at 750 nodes), and each corev1.Pod copy is 1.2 kB.
 	status := c.skipDeleted(pod, now)
@@ -105,7 +106,7 @@ func isDaemonSetRef(ref *metav1.OwnerReference) bool {
 	return ref.Kind == "DaemonSet" && ref.APIVersion == appsv1.SchemeGroupVersion.String()
 }
 
-func (c filterConfig) daemonSet(pod *corev1.Pod, lookup DaemonSetLookup) drain.PodDeleteStatus {
+func (c filterConfig) daemonSet(pod *corev1.Pod, lookup dsLookup) drain.PodDeleteStatus {
 	ref := metav1.GetControllerOfNoCopy(pod)
 	if ref == nil || !isDaemonSetRef(ref) || isFinished(pod) {
 		return drain.MakePodDeleteStatusOkay()
@@ -132,7 +133,7 @@ func mirrorPod(pod *corev1.Pod) drain.PodDeleteStatus {
 // upgradeStepPod skips the pods of a rollout's own upgrade step (package
 // upgrade's Jobs): a rollout resumed while they run must not evict them.
 func upgradeStepPod(pod *corev1.Pod) drain.PodDeleteStatus {
-	if _, ok := pod.Labels[UpgradeStepLabel]; ok {
+	if _, ok := pod.Labels[udrain.UpgradeStepLabel]; ok {
 		return drain.MakePodDeleteStatusSkip()
 	}
 	return drain.MakePodDeleteStatusOkay()

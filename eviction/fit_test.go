@@ -44,7 +44,7 @@ type gpuFitPod struct {
 func gpuFitPlan(t *testing.T, pods []gpuFitPod) *Plan {
 	t.Helper()
 	var objs []runtime.Object
-	var daemonSets []appsv1.DaemonSet
+	daemonSets := []*appsv1.DaemonSet{}
 	for i := range 2 {
 		objs = append(objs, gpuNode(testNode(fmt.Sprintf("node-1-%d", i+1), "ud-1"), 8))
 	}
@@ -52,7 +52,7 @@ func gpuFitPlan(t *testing.T, pods []gpuFitPod) *Plan {
 		owner := ownedBy("StatefulSet", p.name)
 		if p.stays {
 			owner = ownedBy("DaemonSet", p.name)
-			daemonSets = append(daemonSets, appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: p.name}})
+			daemonSets = append(daemonSets, &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: p.name}})
 		}
 		pd := withGPUs(readyPod(&corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: p.name, UID: types.UID(p.name), OwnerReferences: owner},
@@ -64,7 +64,7 @@ func gpuFitPlan(t *testing.T, pods []gpuFitPod) *Plan {
 		objs = append(objs, pd)
 	}
 	snap := snapshotOf(objs)
-	snap.DaemonSets = DaemonSetsLookup(daemonSets)
+	snap.DaemonSets = daemonSets
 	h := KubectlDefaults()
 	h.IgnoreAllDaemonSets = true
 	h.SkipWaitForDeleteTimeoutSeconds = 60

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/kubectl/pkg/drain"
 
+	"github.com/udrain/udrain/clusterinformers"
 	"github.com/udrain/udrain/internal/clusterview"
 	"github.com/udrain/udrain/internal/podcache"
 	"github.com/udrain/udrain/topology"
@@ -37,7 +38,7 @@ var fleetSizes = []int{5000, 10000, 15000}
 const fleetDomain = 750
 
 // fleetPodIndexers are the indexers of the pod informer udrain's own view
-// starts (and InformersFromFactory's).
+// starts (and clusterinformers.FromFactory's).
 func fleetPodIndexers() cache.Indexers {
 	return cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc, clusterview.PodIndexName: clusterview.NewPodIndexFunc()}
 }
@@ -84,7 +85,7 @@ var fleetCaches = []struct {
 
 // fleetInformers returns informers over the snapshot's objects, and its two
 // DaemonSets, each put through transform.
-func fleetInformers(tb testing.TB, snap *Snapshot, transform cache.TransformFunc) *Informers {
+func fleetInformers(tb testing.TB, snap *Snapshot, transform cache.TransformFunc) *clusterinformers.Set {
 	nodes := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	pods := cache.NewIndexer(cache.MetaNamespaceKeyFunc, fleetPodIndexers())
 	pdbs := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
@@ -101,11 +102,11 @@ func fleetInformers(tb testing.TB, snap *Snapshot, transform cache.TransformFunc
 	for k := 0; k < 2; k++ {
 		addTransformed(tb, dss, transform, &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: fmt.Sprintf("ds%d", k)}})
 	}
-	return &Informers{Nodes: storeInformer{nodes}, Pods: storeInformer{pods}, PodDisruptionBudgets: storeInformer{pdbs}, DaemonSets: storeInformer{dss}}
+	return &clusterinformers.Set{Nodes: storeInformer{nodes}, Pods: storeInformer{pods}, PodDisruptionBudgets: storeInformer{pdbs}, DaemonSets: storeInformer{dss}}
 }
 
 // fleetDrainer returns a Drainer reading the fleet through its informers.
-func fleetDrainer(tb testing.TB, in *Informers) *Drainer {
+func fleetDrainer(tb testing.TB, in *clusterinformers.Set) *Drainer {
 	d, err := New(fake.NewClientset(), Options{Informers: in, Helper: &drain.Helper{GracePeriodSeconds: -1, IgnoreAllDaemonSets: true}})
 	if err != nil {
 		tb.Fatal(err)
@@ -408,7 +409,7 @@ func benchView(b *testing.B, n int, transform cache.TransformFunc) {
 		return // build failed
 	}
 	b.Run("event", func(b *testing.B) {
-		d := fleetDrainer(b, &Informers{Nodes: storeInformer{}, Pods: storeInformer{store}, PodDisruptionBudgets: storeInformer{}})
+		d := fleetDrainer(b, &clusterinformers.Set{Nodes: storeInformer{}, Pods: storeInformer{store}, PodDisruptionBudgets: storeInformer{}})
 		h := d.newView(clusterview.Stores{}).Handler()
 		b.ReportAllocs()
 		i := 0

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/gpu"
 	"github.com/udrain/udrain/topology"
 )
@@ -19,7 +20,7 @@ import (
 // driver loading and device plugin starting) before it reports them lost.
 const DefaultGPUGrace = 5 * time.Minute
 
-// GPUCheck says how a rollout checks, after each domain's upgrade step and
+// gpuCheck says how a rollout checks, after each domain's upgrade step and
 // before the domain is uncordoned, that its GPU nodes advertise the GPUs
 // they had before the drain. An upgrade is when a bad driver, or a new
 // taint the device plugin does not tolerate, shows up; a node that comes
@@ -27,7 +28,7 @@ const DefaultGPUGrace = 5 * time.Minute
 // The check reads the nodes once the rollout's view shows the mark it
 // writes after the upgrade step, so never as they were before the step.
 // The zero value checks, with DefaultGPUGrace.
-type GPUCheck struct {
+type gpuCheck struct {
 	// Disabled turns the check off.
 	Disabled bool
 	// Grace is how long to wait for the GPUs to come back; zero means
@@ -91,7 +92,7 @@ func (m upgradeMark) seen(v *view) bool {
 		return true
 	}
 	n, ok := v.Node(m.node)
-	return !ok || n.Annotations[UpgradedByAnnotation] == m.id
+	return !ok || n.Annotations[udrain.UpgradedByAnnotation] == m.id
 }
 
 // checkGPUs waits, on the view's events, until every GPU node of the
@@ -99,7 +100,7 @@ func (m upgradeMark) seen(v *view) bool {
 // it returns a *GPULostError with package gpu's diagnosis. It judges the
 // nodes only once the view shows mark: before, it may still show them as
 // they were before the upgrade step.
-func (d *Drainer) checkGPUs(ctx context.Context, v *view, dom topology.Domain, before map[string]int64, mark upgradeMark, check GPUCheck, emit func(Event)) error {
+func (d *Drainer) checkGPUs(ctx context.Context, v *view, dom topology.Domain, before map[string]int64, mark upgradeMark, check gpuCheck, emit func(Event)) error {
 	if check.Disabled {
 		return nil
 	}

@@ -70,13 +70,13 @@ func TestRolloutStopsOnGPUsLostInTheUpgrade(t *testing.T) {
 		return nil
 	}
 	log := newEventLog()
-	d, _ := New(fc.client, Options{Backoff: slowBackoff, OnEvent: func(e Event) {
-		log.add(e)
+	d, _ := New(fc.client, Options{Backoff: slowBackoff, OnEvent: func(_ context.Context, e Event) {
+		log.add(ctx, e)
 		if e.Type == EventUncordoned {
 			go fc.recreateGroup(ctx, domainIndex(e.Domain)-1, 2, domainIndex(e.Domain), 1, 2)
 		}
 	}})
-	_, err := d.Rollout(ctx, RolloutOptions{ID: "driver-580", Upgrade: upgrade, GPUCheck: GPUCheck{Grace: 300 * time.Millisecond}})
+	_, err := d.Rollout(ctx, RolloutOptions{ID: "driver-580", Upgrade: upgrade, GPUCheckGrace: 300 * time.Millisecond})
 	var de *DomainError
 	var lost *GPULostError
 	if !errors.As(err, &de) || !errors.As(err, &lost) || de.Stage != StageGPUCheck || de.Domain != "ud-1" {
@@ -115,7 +115,7 @@ func TestRolloutStopsOnGPUsLostInTheUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	fc.recreateGroup(ctx, 0, 2, 1, 1, 2)
-	res, err := d.Rollout(ctx, RolloutOptions{ID: "driver-580", Upgrade: upgrade, GPUCheck: GPUCheck{Grace: 300 * time.Millisecond}})
+	res, err := d.Rollout(ctx, RolloutOptions{ID: "driver-580", Upgrade: upgrade, GPUCheckGrace: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatalf("resumed rollout: %v", err)
 	}
@@ -129,11 +129,11 @@ func TestRolloutStopsOnGPUsLostInTheUpgrade(t *testing.T) {
 func TestGPUCheckGraceAndDisabled(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		check GPUCheck
+		check gpuCheck
 		back  bool
 	}{
-		{"the GPUs come back within the grace period", GPUCheck{Grace: 5 * time.Second}, true},
-		{"the check is off", GPUCheck{Disabled: true}, false},
+		{"the GPUs come back within the grace period", gpuCheck{Grace: 5 * time.Second}, true},
+		{"the check is off", gpuCheck{Disabled: true}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := testContext(t)
@@ -151,12 +151,12 @@ func TestGPUCheckGraceAndDisabled(t *testing.T) {
 				}
 				return nil
 			}
-			d, _ := New(fc.client, Options{Backoff: slowBackoff, OnEvent: func(e Event) {
+			d, _ := New(fc.client, Options{Backoff: slowBackoff, OnEvent: func(_ context.Context, e Event) {
 				if e.Type == EventUncordoned {
 					go fc.recreateGroup(ctx, domainIndex(e.Domain)-1, 2, domainIndex(e.Domain), 1, 2)
 				}
 			}})
-			if _, err := d.Rollout(ctx, RolloutOptions{Upgrade: upgrade, GPUCheck: tc.check}); err != nil {
+			if _, err := d.Rollout(ctx, RolloutOptions{Upgrade: upgrade, SkipGPUCheck: tc.check.Disabled, GPUCheckGrace: tc.check.Grace}); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -173,7 +173,7 @@ func TestGPUCheckWaitsForTheViewToShowTheUpgrade(t *testing.T) {
 		n := gpuNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1-1", Labels: map[string]string{}, Annotations: map[string]string{}}}, 8)
 		n.Status.Allocatable["nvidia.com/gpu"] = *resource.NewQuantity(gpus, resource.DecimalSI)
 		if marked {
-			n.Annotations[UpgradedByAnnotation] = id
+			n.Annotations[udrain.UpgradedByAnnotation] = id
 		}
 		return n
 	}
@@ -208,7 +208,7 @@ func TestGPUCheckWaitsForTheViewToShowTheUpgrade(t *testing.T) {
 					v.Notify()
 				}()
 			}
-			err = d.checkGPUs(ctx, v, dom, map[string]int64{"node-1-1": 8}, tt.mark, GPUCheck{Grace: time.Second}, func(Event) {})
+			err = d.checkGPUs(ctx, v, dom, map[string]int64{"node-1-1": 8}, tt.mark, gpuCheck{Grace: time.Second}, func(Event) {})
 			var lost *GPULostError
 			got := ""
 			switch {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -14,50 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/internal/resourceversion"
 )
-
-// HistoryChangedError reports that the cluster's state went back in time
-// while a rollout ran, as an etcd restore from a snapshot makes it: an
-// object's resourceVersion went back (a restore without
-// --bump-revision), or marks the rollout wrote and had seen are gone (a
-// domain it finished is not marked upgraded any more, a node it held
-// cordoned is not). The rollout stops at once rather than act on a history
-// that changed: what it evicted, cordoned and marked after the snapshot
-// may be undone, and the pods it evicted may be back.
-//
-// What to do: look at the cluster as it is now, then run the rollout again
-// with the same ID. It drains again each domain that is no longer marked
-// upgraded, and resumes in a domain still cordoned by it.
-type HistoryChangedError struct {
-	ID string
-	// Object is the object whose resourceVersion went back ("node n1",
-	// "PodDisruptionBudget ns/b"), from Was to Now; empty when marks
-	// showed the change.
-	Object   string
-	Was, Now string
-	// Domain is a domain the rollout had finished (or found upgraded)
-	// whose nodes no longer carry its upgraded mark.
-	Domain string
-	// Nodes are nodes the rollout held cordoned that no longer carry its
-	// cordon mark.
-	Nodes []string
-}
-
-func (e *HistoryChangedError) Error() string {
-	var what string
-	switch {
-	case e.Object != "":
-		what = fmt.Sprintf("the resourceVersion of %s went back from %s to %s", e.Object, e.Was, e.Now)
-	case e.Domain != "":
-		what = fmt.Sprintf("domain %s, which it had upgraded, is no longer marked upgraded (%s=%s on none of its nodes)", e.Domain, UpgradedByAnnotation, e.ID)
-	default:
-		what = fmt.Sprintf("node(s) it held cordoned are no longer cordoned by it: %s", strings.Join(abbreviate(e.Nodes, 10), ", "))
-	}
-	return fmt.Sprintf("the cluster's state went back in time under rollout %s: %s; an etcd restore from a snapshot does this. "+
-		"The rollout stopped rather than act on a history that changed: check the cluster, then run the rollout again with the same ID "+
-		"(it drains again the domains no longer marked upgraded)", e.ID, what)
-}
 
 // wentBack is the first object a view saw go back in time.
 type wentBack struct {
@@ -163,9 +121,9 @@ func (x *expected) get() (upgraded, cordoned []string) {
 // domain it upgraded lost all its marks, or nodes it holds cordoned lost
 // their cordon mark. A node gone from the view says nothing (an
 // autoscaler may remove nodes).
-func (r *rollout) historyChanged() *HistoryChangedError {
+func (r *rollout) historyChanged() *udrain.HistoryChangedError {
 	if b := r.v.hist.back(); b != nil {
-		return &HistoryChangedError{ID: r.id, Object: b.object, Was: b.was, Now: b.now}
+		return &udrain.HistoryChangedError{ID: r.id, Object: b.object, Seen: b.was, Server: b.now}
 	}
 	upgraded, cordoned := r.expect.get()
 	for _, name := range upgraded {
@@ -176,20 +134,20 @@ func (r *rollout) historyChanged() *HistoryChangedError {
 				continue
 			}
 			seen++
-			marked = marked || node.Annotations[UpgradedByAnnotation] == r.id
+			marked = marked || node.Annotations[udrain.UpgradedByAnnotation] == r.id
 		}
 		if seen > 0 && !marked {
-			return &HistoryChangedError{ID: r.id, Domain: name}
+			return &udrain.HistoryChangedError{ID: r.id, Domain: name}
 		}
 	}
 	var lost []string
 	for _, n := range cordoned {
-		if node, ok := r.v.Node(n); ok && node.Annotations[CordonedByAnnotation] != r.id {
+		if node, ok := r.v.Node(n); ok && node.Annotations[udrain.CordonedByAnnotation] != r.id {
 			lost = append(lost, n)
 		}
 	}
 	if len(lost) > 0 {
-		return &HistoryChangedError{ID: r.id, Nodes: lost}
+		return &udrain.HistoryChangedError{ID: r.id, Nodes: lost}
 	}
 	return nil
 }
@@ -247,7 +205,7 @@ func causeOf[T error](ctx context.Context, err error) error {
 // copy is older than the view's (a restore the view has not caught up with
 // yet) or lost the cordon mark the view shows. A read that fails says
 // nothing: the write that follows meets the same server.
-func (r *rollout) confirmHistory(ctx context.Context, nodes []string) *HistoryChangedError {
+func (r *rollout) confirmHistory(ctx context.Context, nodes []string) *udrain.HistoryChangedError {
 	var seen *corev1.Node
 	for _, n := range nodes {
 		if node, ok := r.v.Node(n); ok {
@@ -270,10 +228,10 @@ func (r *rollout) confirmHistory(ctx context.Context, nodes []string) *HistoryCh
 	cur := &list.Items[0]
 	r.v.hist.update(seen, cur)
 	if b := r.v.hist.back(); b != nil {
-		return &HistoryChangedError{ID: r.id, Object: b.object, Was: b.was, Now: b.now}
+		return &udrain.HistoryChangedError{ID: r.id, Object: b.object, Seen: b.was, Server: b.now}
 	}
-	if seen.Annotations[CordonedByAnnotation] == r.id && cur.Annotations[CordonedByAnnotation] != r.id {
-		return &HistoryChangedError{ID: r.id, Nodes: []string{cur.Name}}
+	if seen.Annotations[udrain.CordonedByAnnotation] == r.id && cur.Annotations[udrain.CordonedByAnnotation] != r.id {
+		return &udrain.HistoryChangedError{ID: r.id, Nodes: []string{cur.Name}}
 	}
 	return nil
 }

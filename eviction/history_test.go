@@ -15,6 +15,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/internal/clusterview"
 	"github.com/udrain/udrain/topology"
 )
@@ -69,21 +70,21 @@ func TestRolloutStopsWhenItsHistoryChanges(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		restore func(ctx context.Context, t *testing.T, fc *fakeCluster)
-		want    HistoryChangedError
+		want    udrain.HistoryChangedError
 	}{{
 		name: "the first domain's marks gone",
 		restore: func(ctx context.Context, t *testing.T, fc *fakeCluster) {
 			for _, n := range []string{"node-1-1", "node-1-2"} {
-				patchNode(ctx, t, fc, n, `{"metadata":{"annotations":{"`+UpgradedByAnnotation+`":null,"`+UpgradedAtAnnotation+`":null}}}`)
+				patchNode(ctx, t, fc, n, `{"metadata":{"annotations":{"`+udrain.UpgradedByAnnotation+`":null,"`+udrain.UpgradedAtAnnotation+`":null}}}`)
 			}
 		},
-		want: HistoryChangedError{ID: "restore", Domain: "ud-1"},
+		want: udrain.HistoryChangedError{ID: "restore", Domain: "ud-1"},
 	}, {
 		name: "the cordon of the domain upgrading gone",
 		restore: func(ctx context.Context, t *testing.T, fc *fakeCluster) {
-			patchNode(ctx, t, fc, "node-2-2", `{"metadata":{"annotations":{"`+CordonedByAnnotation+`":null}},"spec":{"unschedulable":false}}`)
+			patchNode(ctx, t, fc, "node-2-2", `{"metadata":{"annotations":{"`+udrain.CordonedByAnnotation+`":null}},"spec":{"unschedulable":false}}`)
 		},
-		want: HistoryChangedError{ID: "restore", Nodes: []string{"node-2-2"}},
+		want: udrain.HistoryChangedError{ID: "restore", Nodes: []string{"node-2-2"}},
 	}, {
 		name: "a node's resourceVersion went back",
 		restore: func(ctx context.Context, t *testing.T, fc *fakeCluster) {
@@ -102,7 +103,7 @@ func TestRolloutStopsWhenItsHistoryChanges(t *testing.T) {
 				t.Fatal(err)
 			}
 		},
-		want: HistoryChangedError{ID: "restore", Object: "node node-3-1", Was: "1000", Now: "12"},
+		want: udrain.HistoryChangedError{ID: "restore", Object: "node node-3-1", Seen: "1000", Server: "12"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := testContext(t)
@@ -129,16 +130,16 @@ func TestRolloutStopsWhenItsHistoryChanges(t *testing.T) {
 				}
 			}})
 			var de *DomainError
-			var hc *HistoryChangedError
+			var hc *udrain.HistoryChangedError
 			if !errors.As(err, &de) || !errors.As(err, &hc) {
-				t.Fatalf("Rollout: %v, want a *DomainError with a *HistoryChangedError", err)
+				t.Fatalf("Rollout: %v, want a *DomainError with a *udrain.HistoryChangedError", err)
 			}
 			t.Logf("stopped %s after the change: %v", time.Since(restoredAt).Round(time.Millisecond), err)
 			if de.Domain != "ud-2" || de.Stage != StageUpgrade {
 				t.Errorf("stopped in %s at %s, want ud-2 at %s", de.Domain, de.Stage, StageUpgrade)
 			}
 			if diff := cmp.Diff(tc.want, *hc); diff != "" {
-				t.Errorf("HistoryChangedError (-want +got):\n%s", diff)
+				t.Errorf("udrain.HistoryChangedError (-want +got):\n%s", diff)
 			}
 			for _, s := range []string{"went back in time", "etcd restore", "run the rollout again with the same ID"} {
 				if !strings.Contains(err.Error(), s) {
@@ -174,16 +175,16 @@ func patchNode(ctx context.Context, t *testing.T, fc *fakeCluster, name, patch s
 // fails says nothing.
 func TestConfirmHistoryReadsTheServer(t *testing.T) {
 	viewNode := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1-1", UID: "n", ResourceVersion: "500",
-		Annotations: map[string]string{CordonedByAnnotation: "r"}}}
+		Annotations: map[string]string{udrain.CordonedByAnnotation: "r"}}}
 	for _, tc := range []struct {
 		name   string
 		server *corev1.Node // nil: the read fails
-		want   *HistoryChangedError
+		want   *udrain.HistoryChangedError
 	}{
 		{"the same", viewNode, nil},
 		{"newer, still cordoned", withRV(viewNode, "600", true), nil},
-		{"older", withRV(viewNode, "300", true), &HistoryChangedError{ID: "r", Object: "node node-1-1", Was: "500", Now: "300"}},
-		{"newer, the cordon gone", withRV(viewNode, "600", false), &HistoryChangedError{ID: "r", Nodes: []string{"node-1-1"}}},
+		{"older", withRV(viewNode, "300", true), &udrain.HistoryChangedError{ID: "r", Object: "node node-1-1", Seen: "500", Server: "300"}},
+		{"newer, the cordon gone", withRV(viewNode, "600", false), &udrain.HistoryChangedError{ID: "r", Nodes: []string{"node-1-1"}}},
 		{"the read fails", nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -216,7 +217,7 @@ func withRV(n *corev1.Node, rv string, cordoned bool) *corev1.Node {
 	c := n.DeepCopy()
 	c.ResourceVersion = rv
 	if !cordoned {
-		delete(c.Annotations, CordonedByAnnotation)
+		delete(c.Annotations, udrain.CordonedByAnnotation)
 	}
 	return c
 }

@@ -14,6 +14,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/kubectl/pkg/drain"
 
+	"github.com/udrain/udrain/clusterinformers"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -31,14 +32,14 @@ func TestInformersWithoutDaemonSets(t *testing.T) {
 	dsType := reflect.TypeOf(&appsv1.DaemonSet{})
 	for _, tc := range []struct {
 		name string
-		opts []InformersOption
+		opts []clusterinformers.Option
 		// wantInformer: a DaemonSet informer is registered and synced.
 		wantInformer bool
 		// wantGets: GETs of DaemonSets by the two plans.
 		wantGets int32
 	}{
 		{"default", nil, true, 0},
-		{"WithoutDaemonSets", []InformersOption{WithoutDaemonSets()}, false, 2},
+		{"WithoutDaemonSets", []clusterinformers.Option{clusterinformers.WithoutDaemonSets()}, false, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fc := newFakeCluster(t, objs...)
@@ -48,7 +49,7 @@ func TestInformersWithoutDaemonSets(t *testing.T) {
 				return false, nil, nil
 			})
 			f := informers.NewSharedInformerFactory(fc.client, 0)
-			inf := InformersFromFactory(f, tc.opts...)
+			inf := clusterinformers.FromFactory(f, tc.opts...)
 			stop := make(chan struct{})
 			f.Start(stop)
 			defer func() {
@@ -80,12 +81,12 @@ func TestInformersWithoutDaemonSets(t *testing.T) {
 	}
 }
 
-// InformersFromCache with WithoutDaemonSets asks the cache for no
+// clusterinformers.FromCache with WithoutDaemonSets asks the cache for no
 // DaemonSet informer, so the cache starts none.
 func TestInformersFromCacheWithoutDaemonSets(t *testing.T) {
 	fc := newFakeCluster(t)
 	c := &fakeCache{f: informers.NewSharedInformerFactory(fc.client, 0)}
-	inf, err := InformersFromCache(testContext(t), c, WithoutDaemonSets())
+	inf, err := clusterinformers.FromCache(testContext(t), c, clusterinformers.WithoutDaemonSets())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -300,7 +300,7 @@ func TestKubectlCallbacksTiming(t *testing.T) {
 					add(fmt.Sprintf("finished %s %t %s", p.Name, ev, msg))
 				}
 			}
-			d, err := New(fc.client, Options{Helper: h, OnEvent: func(e Event) {
+			d, err := New(fc.client, Options{Helper: h, OnEvent: func(_ context.Context, e Event) {
 				switch e.Type {
 				case EventEvicting, EventEvicted, EventGone:
 					add(fmt.Sprintf("event %s %s", e.Type, e.Pod.Name))

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/udrain/udrain/clusterinformers"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -133,14 +134,14 @@ func TestReaderNodesAndDaemonSets(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := testContext(t)
 			client := fake.NewClientset(objects()...)
-			opts := ReadOptions{ConnectTimeout: 5 * time.Second}
+			opts := Options{ConnectTimeout: 5 * time.Second}
 			if tc.informers {
-				var o []InformersOption
+				var o []clusterinformers.Option
 				if tc.withoutDaemonSets {
-					o = append(o, WithoutDaemonSets())
+					o = append(o, clusterinformers.WithoutDaemonSets())
 				}
 				f := informers.NewSharedInformerFactory(client, 0)
-				opts.Informers = InformersFromFactory(f, o...)
+				opts.Informers = clusterinformers.FromFactory(f, o...)
 				fctx, cancel := context.WithCancel(ctx)
 				f.Start(fctx.Done())
 				f.WaitForCacheSync(fctx.Done())

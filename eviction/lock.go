@@ -16,7 +16,7 @@ import (
 	"github.com/udrain/udrain/internal/lease"
 )
 
-// Defaults of RolloutLock.
+// Defaults of the rollout's lock (RolloutOptions.NoLock).
 const (
 	// DefaultLockNamespace is where rollouts keep their Leases: a
 	// namespace of udrain's own (deploy/namespace creates it), so that the
@@ -27,29 +27,14 @@ const (
 	DefaultLockDuration = 30 * time.Second
 )
 
-// RolloutLock is the lock a rollout holds while it runs: a
-// coordination.k8s.io Lease named after the rollout's ID, renewed while it
-// runs, released when it returns, and taken over only once it has expired.
-// A second rollout with the same ID (another process, a second replica of
-// a controller) fails at once with a *LockedError naming the holder. Dry
-// runs take no lock.
-type RolloutLock struct {
-	// Disabled runs without a lock.
-	Disabled bool
-	// Namespace holds the Lease; empty means DefaultLockNamespace. It
-	// must exist, unless CreateNamespace.
-	Namespace string
-	// CreateNamespace creates Namespace (labelled as udrain's, Pod
-	// Security "restricted") when it does not exist, so that a first
-	// rollout on a new cluster needs no preparation; it needs the right
-	// to create namespaces.
+// rolloutLock is the lock a rollout holds while it runs (see
+// RolloutOptions.NoLock), settled from RolloutOptions' Lock fields.
+type rolloutLock struct {
+	Disabled        bool
+	Namespace       string
 	CreateNamespace bool
-	// Identity names this holder in the Lease; empty means the host name,
-	// the process ID and a random suffix.
-	Identity string
-	// Duration is how long the Lease holds without a renewal; zero means
-	// DefaultLockDuration.
-	Duration time.Duration
+	Identity        string
+	Duration        time.Duration
 }
 
 // LockedError reports a rollout whose Lease another holder has renewed
@@ -59,7 +44,7 @@ type LockedError struct {
 	ID string
 	// Namespace and Lease name the rollout's Lease.
 	Namespace, Lease string
-	// Holder is the identity of the holder (RolloutLock.Identity).
+	// Holder is the identity of the holder (RolloutOptions.LockIdentity).
 	Holder string
 	// RenewedAt is when the holder last renewed the Lease; it is free once
 	// Duration has passed since then.
@@ -74,9 +59,9 @@ func (e *LockedError) Error() string {
 }
 
 // LockNamespaceError reports that the namespace of the rollout's Lease
-// does not exist (and RolloutLock.CreateNamespace is off, or could not
-// create it). Nothing was changed: create the namespace, or choose
-// another (RolloutOptions.Lock.Namespace).
+// does not exist (and RolloutOptions.LockNamespaceMustExist is set, or
+// it could not be created). Nothing was changed: create the namespace, or
+// choose another (RolloutOptions.LockNamespace).
 type LockNamespaceError struct {
 	// Namespace and Lease name the rollout's Lease.
 	Namespace, Lease string
@@ -113,7 +98,7 @@ func lockName(id string) string { return lease.Name("udrain-rollout-", id) }
 
 // settle fills in the lock's defaults (an identity of this process among
 // them) and checks its settings.
-func (l RolloutLock) settle() (RolloutLock, error) {
+func (l rolloutLock) settle() (rolloutLock, error) {
 	if l.Namespace == "" {
 		l.Namespace = DefaultLockNamespace
 	}
@@ -121,10 +106,10 @@ func (l RolloutLock) settle() (RolloutLock, error) {
 		l.Duration = DefaultLockDuration
 	}
 	if l.Duration < 3*time.Second {
-		return l, configError("RolloutOptions.Lock.Duration", "%v is too short; use at least 3s, or 0 for the default (%v)", l.Duration, DefaultLockDuration)
+		return l, configError("RolloutOptions.LockDuration", "%v is too short; use at least 3s, or 0 for the default (%v)", l.Duration, DefaultLockDuration)
 	}
 	if errs := validation.IsDNS1123Label(l.Namespace); len(errs) > 0 {
-		return l, configError("RolloutOptions.Lock.Namespace", "%q is not a namespace name: %v", l.Namespace, errs)
+		return l, configError("RolloutOptions.LockNamespace", "%q is not a namespace name: %v", l.Namespace, errs)
 	}
 	if l.Identity == "" {
 		host, _ := os.Hostname()
@@ -139,7 +124,7 @@ func (l RolloutLock) settle() (RolloutLock, error) {
 type heldLock struct {
 	d    *Drainer
 	sink *callSink // the rollout's OnEvent
-	cfg  RolloutLock
+	cfg  rolloutLock
 	id   string
 	name string
 	held *lease.Held
@@ -147,7 +132,7 @@ type heldLock struct {
 
 // acquireLock takes the rollout's Lease, or returns a *LockedError when
 // another holder has it. It reports a LockAcquired event.
-func (d *Drainer) acquireLock(ctx context.Context, id string, cfg RolloutLock) (*heldLock, error) {
+func (d *Drainer) acquireLock(ctx context.Context, id string, cfg rolloutLock) (*heldLock, error) {
 	name := lockName(id)
 	held, err := lease.New(d.client, d.s.Clock, lease.Config{
 		Namespace: cfg.Namespace, Name: name, Identity: cfg.Identity, Duration: cfg.Duration,
@@ -172,17 +157,31 @@ func (h *heldLock) report(t EventType, err error, msg string) {
 // lockError is the error of a rollout that could not take its Lease: a
 // *LockedError naming the holder, a *LockNamespaceError, a
 // *PermissionError naming the lock's Role, or the request's error.
-func lockError(id string, cfg RolloutLock, name string, err error) error {
+func lockError(id string, cfg rolloutLock, name string, err error) error {
 	if he := (*lease.HeldError)(nil); errors.As(err, &he) {
 		return &LockedError{ID: id, Namespace: he.Namespace, Lease: he.Name, Holder: he.Holder, RenewedAt: he.RenewedAt, Duration: he.Duration}
 	}
 	if apierrors.IsNotFound(err) {
 		return &LockNamespaceError{Namespace: cfg.Namespace, Lease: name, Err: err}
 	}
+	if apierrors.IsForbidden(err) && forbiddenResource(err) == "namespaces" {
+		return &PermissionError{Err: err, Role: lockRole(cfg.Namespace) + ", and a ClusterRole that may create namespaces (or create namespace " +
+			cfg.Namespace + " beforehand, as deploy/namespace does, or set RolloutOptions.LockNamespaceMustExist and another LockNamespace)"}
+	}
 	if apierrors.IsForbidden(err) && !strings.Contains(err.Error(), "being terminated") {
 		return &PermissionError{Err: err, Role: lockRole(cfg.Namespace)}
 	}
 	return fmt.Errorf("taking the rollout's Lease %s/%s: %w", cfg.Namespace, name, err)
+}
+
+// forbiddenResource is the resource a Forbidden error of the API server
+// names ("namespaces", "leases"); "" when it names none.
+func forbiddenResource(err error) string {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Details != nil {
+		return status.Status().Details.Kind
+	}
+	return ""
 }
 
 // lockRole names the Role that lets udrain read and write the rollout

@@ -39,14 +39,14 @@ func TestRolloutLockRefusesASecondRollout(t *testing.T) {
 	ctx := testContext(t)
 	fc := newFakeCluster(t, lwsCluster(2, 1, 2)...)
 	inUpgrade, finish := make(chan struct{}), make(chan struct{})
-	first, _ := New(fc.client, Options{Backoff: slowBackoff, OnEvent: func(e Event) {
+	first, _ := New(fc.client, Options{Backoff: slowBackoff, OnEvent: func(_ context.Context, e Event) {
 		if e.Type == EventUncordoned {
 			go fc.recreateGroup(ctx, domainIndex(e.Domain)-1, 2, domainIndex(e.Domain), 1, 2)
 		}
 	}})
 	done := make(chan error, 1)
 	go func() {
-		_, err := first.Rollout(ctx, RolloutOptions{ID: "kubelet-1.37", Lock: RolloutLock{Identity: "first"}, Upgrade: func(context.Context, topology.Domain) error {
+		_, err := first.Rollout(ctx, RolloutOptions{ID: "kubelet-1.37", LockIdentity: "first", Upgrade: func(context.Context, topology.Domain) error {
 			select {
 			case inUpgrade <- struct{}{}:
 			default:
@@ -60,7 +60,7 @@ func TestRolloutLockRefusesASecondRollout(t *testing.T) {
 	before := len(fc.mutations())
 	second, _ := New(fc.client, Options{Backoff: slowBackoff})
 	start := time.Now()
-	_, err := second.Rollout(ctx, RolloutOptions{ID: "kubelet-1.37", Lock: RolloutLock{Identity: "second"}})
+	_, err := second.Rollout(ctx, RolloutOptions{ID: "kubelet-1.37", LockIdentity: "second"})
 	var le *LockedError
 	if !errors.As(err, &le) || le.Holder != "first" || le.Lease != "udrain-rollout-kubelet-1.37" || le.RenewedAt.IsZero() {
 		t.Fatalf("second rollout: %v, want a *LockedError naming holder first", err)
@@ -99,7 +99,7 @@ func TestRolloutStopsWhenItLosesItsLease(t *testing.T) {
 		return false, nil, nil
 	})
 	d, _ := New(fc.client, Options{Backoff: slowBackoff})
-	_, err := d.Rollout(ctx, RolloutOptions{ID: "r", Lock: RolloutLock{Duration: 3 * time.Second}})
+	_, err := d.Rollout(ctx, RolloutOptions{ID: "r", LockDuration: 3 * time.Second})
 	var lost *LockLostError
 	var de *DomainError
 	if !errors.As(err, &lost) || !errors.As(err, &de) || errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), `another holder took it over (held by "another-replica"`) {
@@ -146,7 +146,7 @@ func TestRolloutLockForbidden(t *testing.T) {
 				return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, "udrain-rollout-r", errors.New("RBAC: access denied"))
 			})
 			d, _ := New(fc.client, Options{Backoff: slowBackoff})
-			_, err := d.Rollout(ctx, RolloutOptions{ID: "r", Lock: RolloutLock{Namespace: tc.namespace}})
+			_, err := d.Rollout(ctx, RolloutOptions{ID: "r", LockNamespace: tc.namespace})
 			var pe *PermissionError
 			if !errors.As(err, &pe) || !apierrors.IsForbidden(err) {
 				t.Fatalf("err = %v, want a *PermissionError for Forbidden", err)
@@ -161,7 +161,7 @@ func TestRolloutLockForbidden(t *testing.T) {
 	}
 }
 
-// With CreateNamespace, a rollout on a cluster without the Lease's
+// By default (LockNamespaceMustExist unset), a rollout on a cluster without the Lease's
 // namespace creates it (labelled as udrain's) and runs; without it, it
 // stops at once with a *LockNamespaceError naming the namespace.
 func TestRolloutCreatesTheLockNamespace(t *testing.T) {
@@ -176,7 +176,7 @@ func TestRolloutCreatesTheLockNamespace(t *testing.T) {
 				return false, nil, nil
 			})
 			d, _ := New(fc.client, Options{Backoff: slowBackoff})
-			_, err := d.Rollout(ctx, RolloutOptions{ID: "r", Domains: []string{"ud-1"}, Lock: RolloutLock{CreateNamespace: create},
+			_, err := d.Rollout(ctx, RolloutOptions{ID: "r", Domains: []string{"ud-1"}, LockNamespaceMustExist: !create,
 				Upgrade: func(ctx context.Context, dom topology.Domain) error { fc.recreateGroup(ctx, 0, 1, 1, 1, 1); return nil }})
 			ns, nsErr := fc.client.CoreV1().Namespaces().Get(ctx, DefaultLockNamespace, metav1.GetOptions{})
 			switch {
@@ -210,11 +210,11 @@ func TestLeaseKeptOnTheClock(t *testing.T) {
 		return false, nil, nil
 	})
 	events := make(chan Event, 10)
-	d, err := New(fc.client, Options{Clock: clk, OnEvent: func(e Event) { events <- e }})
+	d, err := New(fc.client, Options{Clock: clk, OnEvent: func(_ context.Context, e Event) { events <- e }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := RolloutLock{Identity: "me", Duration: 30 * time.Second}.settle()
+	cfg, err := rolloutLock{Identity: "me", Duration: 30 * time.Second}.settle()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,8 +280,8 @@ func TestRolloutLockEvents(t *testing.T) {
 	fc := newFakeCluster(t, lwsCluster(1, 1, 1)...)
 	clk := clocktesting.NewFakeClock(statusNow)
 	events := make(chan Event, 100)
-	d, _ := New(fc.client, Options{Backoff: slowBackoff, Clock: clk, OnEvent: func(e Event) { events <- e }})
-	_, err := d.Rollout(ctx, RolloutOptions{ID: "r", Domains: []string{"ud-1"}, Lock: RolloutLock{Identity: "me"},
+	d, _ := New(fc.client, Options{Backoff: slowBackoff, Clock: clk, OnEvent: func(_ context.Context, e Event) { events <- e }})
+	_, err := d.Rollout(ctx, RolloutOptions{ID: "r", Domains: []string{"ud-1"}, LockIdentity: "me",
 		Upgrade: func(ctx context.Context, dom topology.Domain) error { fc.recreateGroup(ctx, 0, 1, 1, 1, 1); return nil }})
 	if err != nil {
 		t.Fatal(err)
@@ -340,7 +340,7 @@ func TestLockError(t *testing.T) {
 		{"other", other, nil, "taking the rollout's Lease platform/udrain-rollout-r: etcd is down"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := lockError("r", RolloutLock{Namespace: "platform"}, "udrain-rollout-r", tc.err)
+			got := lockError("r", rolloutLock{Namespace: "platform"}, "udrain-rollout-r", tc.err)
 			if tc.want != nil {
 				if diff := cmp.Diff(tc.want, got); diff != "" {
 					t.Errorf("lockError (-want +got):\n%s", diff)
@@ -352,5 +352,37 @@ func TestLockError(t *testing.T) {
 				t.Errorf("message:\n%s\nwant\n%s", got, tc.message)
 			}
 		})
+	}
+}
+
+// By default a rollout creates the namespace of its Lease; a client that
+// may not create namespaces gets, before any change, a *PermissionError
+// that names the lock's Role and the right to create the namespace (or to
+// create it beforehand).
+func TestRolloutWithoutTheRightToCreateTheLockNamespace(t *testing.T) {
+	ctx := testContext(t)
+	fc := newFakeCluster(t, lwsCluster(1, 1, 1)...)
+	fc.client.PrependReactor("create", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewNotFound(corev1.Resource("namespaces"), a.GetNamespace())
+	})
+	fc.client.PrependReactor("create", "namespaces", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(corev1.Resource("namespaces"), DefaultLockNamespace, errors.New(`User "ci" cannot create resource "namespaces"`))
+	})
+	d, _ := New(fc.client, Options{Backoff: slowBackoff})
+	_, err := d.Rollout(ctx, RolloutOptions{ID: "r", Domains: []string{"ud-1"}})
+	var pe *PermissionError
+	if !errors.As(err, &pe) {
+		t.Fatalf("Rollout = %v, want a *PermissionError", err)
+	}
+	for _, s := range []string{"udrain-rollout-lock", "create namespaces", "deploy/namespace", DefaultLockNamespace} {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("error %q does not say %q", err, s)
+		}
+	}
+	nodes, _ := fc.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	for _, n := range nodes.Items {
+		if n.Spec.Unschedulable {
+			t.Errorf("node %s cordoned: want nothing changed", n.Name)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -14,7 +15,7 @@ import (
 // carries another rollout's (or a drain's) cordon mark.
 func cordonedByOther(nodes []corev1.Node, dom topology.Domain, id string) error {
 	for _, n := range domainNodes(nodes, dom) {
-		if by := n.Annotations[CordonedByAnnotation]; by != "" && by != id {
+		if by := n.Annotations[udrain.CordonedByAnnotation]; by != "" && by != id {
 			return &InProgressError{Domain: dom.Name, Node: n.Name, By: by, ID: id}
 		}
 	}
@@ -25,7 +26,7 @@ func cordonedByOther(nodes []corev1.Node, dom topology.Domain, id string) error 
 // rollout: a previous run stopped while draining it.
 func cordonedBy(nodes []corev1.Node, dom topology.Domain, id string) bool {
 	for _, n := range domainNodes(nodes, dom) {
-		if n.Annotations[CordonedByAnnotation] == id {
+		if n.Annotations[udrain.CordonedByAnnotation] == id {
 			return true
 		}
 	}
@@ -43,9 +44,9 @@ func upgradedBy(nodes []corev1.Node, dom topology.Domain, id string) bool {
 	marked := false
 	for _, n := range in {
 		switch {
-		case n.Annotations[UpgradedByAnnotation] == id:
+		case n.Annotations[udrain.UpgradedByAnnotation] == id:
 			marked = true
-		case n.Annotations[CordonedByAnnotation] == id:
+		case n.Annotations[udrain.CordonedByAnnotation] == id:
 		default:
 			return false
 		}
@@ -64,7 +65,7 @@ func mustDomain(l *topology.Layout, name string) topology.Domain {
 // rollout's recovered mark: its recovery ended.
 func recoveredBy(nodes []corev1.Node, dom topology.Domain, id string) bool {
 	for _, n := range domainNodes(nodes, dom) {
-		if n.Annotations[RecoveredByAnnotation] == id {
+		if n.Annotations[udrain.RecoveredByAnnotation] == id {
 			return true
 		}
 	}
@@ -76,7 +77,7 @@ func recoveredBy(nodes []corev1.Node, dom topology.Domain, id string) bool {
 func upgradedAt(nodes []corev1.Node, dom topology.Domain) time.Time {
 	var at time.Time
 	for _, n := range domainNodes(nodes, dom) {
-		if t, err := time.Parse(time.RFC3339Nano, n.Annotations[UpgradedAtAnnotation]); err == nil && t.After(at) {
+		if t, err := time.Parse(time.RFC3339Nano, n.Annotations[udrain.UpgradedAtAnnotation]); err == nil && t.After(at) {
 			at = t
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -63,7 +64,7 @@ func (d *Drainer) patchNode(ctx context.Context, emit func(Event), what, name st
 
 func cordonFields(id string) map[string]any {
 	return map[string]any{
-		"metadata": map[string]any{"annotations": map[string]string{CordonedByAnnotation: id}},
+		"metadata": map[string]any{"annotations": map[string]string{udrain.CordonedByAnnotation: id}},
 		"spec":     map[string]any{"unschedulable": true},
 	}
 }
@@ -77,10 +78,10 @@ func cordonPatch(id string) []byte {
 // mark; with an upgraded mark it records on the node, in the same patch,
 // that the rollout upgraded it (resume reads both marks: see upgradedBy).
 func uncordonFields(upgradedBy string, at time.Time) map[string]any {
-	ann := map[string]any{CordonedByAnnotation: nil}
+	ann := map[string]any{udrain.CordonedByAnnotation: nil}
 	if upgradedBy != "" {
-		ann[UpgradedByAnnotation] = upgradedBy
-		ann[UpgradedAtAnnotation] = at.UTC().Format(time.RFC3339Nano)
+		ann[udrain.UpgradedByAnnotation] = upgradedBy
+		ann[udrain.UpgradedAtAnnotation] = at.UTC().Format(time.RFC3339Nano)
 	}
 	return map[string]any{
 		"metadata": map[string]any{"annotations": ann},
@@ -90,7 +91,7 @@ func uncordonFields(upgradedBy string, at time.Time) map[string]any {
 
 func upgradedFields(id string, at time.Time) map[string]any {
 	return map[string]any{"metadata": map[string]any{"annotations": map[string]string{
-		UpgradedByAnnotation: id, UpgradedAtAnnotation: at.UTC().Format(time.RFC3339Nano)}}}
+		udrain.UpgradedByAnnotation: id, udrain.UpgradedAtAnnotation: at.UTC().Format(time.RFC3339Nano)}}}
 }
 
 // cordon marks the domain's nodes unschedulable, recording that udrain did
@@ -115,7 +116,7 @@ func (ex *execution) cordon(ctx context.Context, dryRun bool) error {
 		case !ok:
 			outcome[i] = gone
 		case n.Spec.Unschedulable:
-			if _, ours := n.Annotations[CordonedByAnnotation]; !ours {
+			if _, ours := n.Annotations[udrain.CordonedByAnnotation]; !ours {
 				outcome[i] = already
 			}
 		default:
@@ -237,7 +238,7 @@ func (d *Drainer) Uncordon(ctx context.Context, domain string) ([]string, error)
 	var todo []string
 	byName := map[string]*corev1.Node{}
 	for _, n := range domainNodes(nodes, dom) {
-		if n.Spec.Unschedulable || n.Annotations[CordonedByAnnotation] != "" || hasPendingTaint(n) {
+		if n.Spec.Unschedulable || n.Annotations[udrain.CordonedByAnnotation] != "" || hasPendingTaint(n) {
 			todo = append(todo, n.Name)
 			byName[n.Name] = n
 		}

@@ -20,6 +20,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/util/watchlist"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -89,7 +90,7 @@ func (m *nodePatchMeter) observe(patch string) {
 		kind = "cordon"
 	case strings.Contains(patch, `"unschedulable":false`):
 		kind = "uncordon"
-	case strings.Contains(patch, UpgradedByAnnotation):
+	case strings.Contains(patch, udrain.UpgradedByAnnotation):
 		kind = "mark"
 	default:
 		return
@@ -97,7 +98,7 @@ func (m *nodePatchMeter) observe(patch string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.total[kind]++
-	if kind == "uncordon" && strings.Contains(patch, UpgradedByAnnotation) {
+	if kind == "uncordon" && strings.Contains(patch, udrain.UpgradedByAnnotation) {
 		m.marked++
 	}
 	m.inflight[kind]++
@@ -197,7 +198,7 @@ func TestRolloutStoppedInItsUncordonResumes(t *testing.T) {
 	var state []string
 	for _, n := range nodes.Items {
 		if n.Name == "node-1-1" || n.Name == "node-1-2" { // node-1-3 may or may not have been reached
-			state = append(state, fmt.Sprintf("%s unschedulable=%t upgraded=%q", n.Name, n.Spec.Unschedulable, n.Annotations[UpgradedByAnnotation]))
+			state = append(state, fmt.Sprintf("%s unschedulable=%t upgraded=%q", n.Name, n.Spec.Unschedulable, n.Annotations[udrain.UpgradedByAnnotation]))
 		}
 	}
 	wantState := []string{`node-1-1 unschedulable=false upgraded="r1"`, `node-1-2 unschedulable=true upgraded=""`}
@@ -221,7 +222,7 @@ func TestRolloutStoppedInItsUncordonResumes(t *testing.T) {
 	}
 	nodes, _ = fc.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	for _, n := range nodes.Items {
-		if n.Spec.Unschedulable || n.Annotations[CordonedByAnnotation] != "" || n.Annotations[UpgradedByAnnotation] != "r1" {
+		if n.Spec.Unschedulable || n.Annotations[udrain.CordonedByAnnotation] != "" || n.Annotations[udrain.UpgradedByAnnotation] != "r1" {
 			t.Errorf("node %s after the resumed rollout: unschedulable=%v annotations=%v", n.Name, n.Spec.Unschedulable, n.Annotations)
 		}
 	}
@@ -233,11 +234,11 @@ func TestUpgradedByReadsBothMarks(t *testing.T) {
 	node := func(name, cordonedBy, upgradedBy string) corev1.Node {
 		n := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{}}}
 		if cordonedBy != "" {
-			n.Annotations[CordonedByAnnotation] = cordonedBy
+			n.Annotations[udrain.CordonedByAnnotation] = cordonedBy
 			n.Spec.Unschedulable = true
 		}
 		if upgradedBy != "" {
-			n.Annotations[UpgradedByAnnotation] = upgradedBy
+			n.Annotations[udrain.UpgradedByAnnotation] = upgradedBy
 		}
 		return n
 	}

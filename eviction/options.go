@@ -17,6 +17,7 @@ import (
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
 	"github.com/udrain/udrain"
+	"github.com/udrain/udrain/clusterinformers"
 	"github.com/udrain/udrain/gpu"
 	"github.com/udrain/udrain/topology"
 )
@@ -88,7 +89,10 @@ type Options struct {
 	// DomainLabel is the node label naming upgrade domains; empty means
 	// topology.DefaultDomainLabel.
 	DomainLabel string
-	// Unlabeled says what to do with nodes that lack DomainLabel.
+	// Unlabeled says what to do with nodes that lack DomainLabel. The zero
+	// value, topology.UnlabeledError, refuses an unlabelled worker and
+	// leaves out unlabelled control-plane nodes (never drained; listed in
+	// the layout's Unlabeled).
 	Unlabeled topology.UnlabeledPolicy
 	// Groupers find groups among pods; nil means
 	// topology.DefaultGroupers() plus native PodGroups.
@@ -112,14 +116,18 @@ type Options struct {
 	// regardless: the Eviction API cannot evict them.
 	AllowViolations bool
 
-	// OnEvent, if set, receives progress events. Calls are serialised per
-	// Drainer, across all its calls: OnEvent never runs twice at once.
+	// OnEvent, if set, receives progress events, each with the context of
+	// the call that sent it (a Drain's, a Rollout's, a WaitHealthy's), as
+	// DrainOptions.OnEvent and RolloutOptions.OnEvent do: one signature,
+	// so that one sink (metrics.Recorder.Record, report.Progress.Event)
+	// plugs into any of the three. Calls are serialised per Drainer,
+	// across all its calls: OnEvent never runs twice at once.
 	// It runs on udrain's goroutines and holds back every call of this
 	// Drainer while it runs, so it should return quickly (log, count,
 	// hand over to a channel). A sink that is slow (a status write to the
 	// API server) belongs in DrainOptions.OnEvent or
 	// RolloutOptions.OnEvent, which hold back only their own call.
-	OnEvent func(Event)
+	OnEvent func(context.Context, Event)
 
 	// Evictor performs evictions; nil means the Eviction API (or pod
 	// deletion with Helper.DisableEviction, which cannot be combined with
@@ -142,7 +150,7 @@ type Options struct {
 	GPU gpu.Options
 
 	// Informers, if set, are the caller's shared informers (see
-	// InformersFromFactory and InformersFromCache): every call reads
+	// clusterinformers.FromFactory and clusterinformers.FromCache): every call reads
 	// through them and watches their events, and starts no list or watch
 	// of its own. The caller starts them; a call waits until they have
 	// synced. Nil means each call lists and watches the cluster itself
@@ -157,7 +165,7 @@ type Options struct {
 	// those fields only. With Helper.AdditionalFilters or Groupers, which
 	// may read anything, it keeps whole pods. Its nodes lack their
 	// status's images and volumes.
-	Informers *Informers
+	Informers *clusterinformers.Set
 
 	// Namespace, if set, limits what udrain sees and evicts to the pods
 	// and PodDisruptionBudgets of one namespace: a drain then moves that
@@ -299,7 +307,7 @@ func (o Options) checkNames() error {
 		}
 	}
 	if o.Informers != nil {
-		if err := o.Informers.validate(); err != nil {
+		if err := validateInformers(o.Informers); err != nil {
 			return err
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/health"
 	"github.com/udrain/udrain/topology"
 )
@@ -241,7 +242,7 @@ func movable(p *corev1.Pod) bool {
 	if ref := metav1.GetControllerOf(p); ref != nil && isDaemonSetRef(ref) {
 		return false
 	}
-	if _, step := p.Labels[UpgradeStepLabel]; step {
+	if _, step := p.Labels[udrain.UpgradeStepLabel]; step {
 		return false
 	}
 	return p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed

@@ -129,7 +129,7 @@ func TestParallelRolloutKeepsToTheBudget(t *testing.T) {
 				t.Fatal(err)
 			}
 			gate := &stepGate{fc: fc, width: tc.wantMost, full: make(chan struct{}), maxU: tc.maxUnavailable}
-			res, err := d.Rollout(ctx, RolloutOptions{ID: "r1", Parallel: tc.parallel, Upgrade: gate.step, Lock: RolloutLock{Disabled: true}})
+			res, err := d.Rollout(ctx, RolloutOptions{ID: "r1", Parallel: tc.parallel, Upgrade: gate.step, NoLock: true})
 			if err != nil {
 				t.Fatalf("Rollout: %v", err)
 			}
@@ -185,7 +185,7 @@ func TestParallelRolloutKeepsToTheBudget(t *testing.T) {
 			}
 			nodes, _ := fc.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 			for _, n := range nodes.Items {
-				if n.Spec.Unschedulable || n.Annotations[UpgradedByAnnotation] != "r1" {
+				if n.Spec.Unschedulable || n.Annotations[udrain.UpgradedByAnnotation] != "r1" {
 					t.Errorf("node %s after the rollout: unschedulable %v, annotations %v", n.Name, n.Spec.Unschedulable, n.Annotations)
 				}
 			}
@@ -206,7 +206,7 @@ func TestParallelRolloutStopsTheOthersOnAnError(t *testing.T) {
 	var mu sync.Mutex
 	started := 0
 	both := make(chan struct{})
-	res, err := d.Rollout(ctx, RolloutOptions{ID: "r1", Parallel: ParallelAuto, Lock: RolloutLock{Disabled: true}, Upgrade: func(ctx context.Context, dom topology.Domain) error {
+	res, err := d.Rollout(ctx, RolloutOptions{ID: "r1", Parallel: ParallelAuto, NoLock: true, Upgrade: func(ctx context.Context, dom topology.Domain) error {
 		mu.Lock()
 		started++
 		if started == 2 {
@@ -232,7 +232,7 @@ func TestParallelRolloutStopsTheOthersOnAnError(t *testing.T) {
 	}
 	for _, name := range []string{"node-1-1", "node-2-1"} {
 		n, _ := fc.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-		if !n.Spec.Unschedulable || n.Annotations[CordonedByAnnotation] != "r1" {
+		if !n.Spec.Unschedulable || n.Annotations[udrain.CordonedByAnnotation] != "r1" {
 			t.Errorf("node %s: unschedulable %v, annotations %v; want it left cordoned by r1 for a resume", name, n.Spec.Unschedulable, n.Annotations)
 		}
 	}
@@ -247,7 +247,7 @@ func TestParallelRolloutStopsTheOthersOnAnError(t *testing.T) {
 	// whatever holds the others; no pod is evicted twice.
 	evictedBefore := len(fc.uids)
 	gate := &stepGate{fc: fc, width: 2, full: make(chan struct{}), maxU: 2}
-	res, err = d.Rollout(ctx, RolloutOptions{ID: "r1", Parallel: ParallelAuto, Lock: RolloutLock{Disabled: true}, Upgrade: gate.step})
+	res, err = d.Rollout(ctx, RolloutOptions{ID: "r1", Parallel: ParallelAuto, NoLock: true, Upgrade: gate.step})
 	if err != nil {
 		t.Fatalf("resumed rollout: %v", err)
 	}

@@ -2,6 +2,7 @@ package eviction
 
 import (
 	"fmt"
+	appsv1 "k8s.io/api/apps/v1"
 	"sort"
 	"time"
 
@@ -29,12 +30,15 @@ type Snapshot struct {
 	Pods      []*corev1.Pod
 	PDBs      []policyv1.PodDisruptionBudget
 	PodGroups []schedulingv1beta1.PodGroup
-	// DaemonSets answers whether a DaemonSet exists (kubectl refuses to
-	// drain pods of existing DaemonSets without --ignore-daemonsets, and
-	// treats pods of deleted ones as orphans). It is required when a pod
-	// of the domain is owned by a DaemonSet: NewPlan refuses to guess.
-	// DaemonSetsLookup builds one from a list.
-	DaemonSets DaemonSetLookup
+	// DaemonSets are the cluster's DaemonSets, as a lister gives them:
+	// kubectl refuses to drain pods of existing DaemonSets without
+	// --ignore-daemonsets, and treats pods of deleted ones as orphans. Nil
+	// when a pod of the domain is owned by a DaemonSet is a
+	// *udrain.ConfigError (NewPlan refuses to guess); empty, not nil, says
+	// there are none. A Snapshot from Drainer.Snapshot leaves it nil and
+	// answers through the Drainer's DaemonSet informer, or a GET of each
+	// DaemonSet a plan meets.
+	DaemonSets []*appsv1.DaemonSet
 	// Now is when the snapshot was taken; kubectl's
 	// --skip-wait-for-delete-timeout compares deletion timestamps with it.
 	Now time.Time
@@ -45,6 +49,9 @@ type Snapshot struct {
 	// found them already (its plans of every domain share them).
 	layout *topology.Layout
 	groups []topology.Group
+	// daemonSet answers for DaemonSets when the view that took the
+	// snapshot knows them otherwise (its informer, or a GET).
+	daemonSet dsLookup
 }
 
 // Phase numbers the two steps of a domain drain.
@@ -86,26 +93,13 @@ type PodReason struct {
 	Reason string `json:"reason"`
 }
 
-// UpgradeStepLabel marks the pods of a rollout's own upgrade step (package
-// upgrade's Jobs run on the drained nodes): plans skip them.
-const UpgradeStepLabel = "udrain.dev/upgrade-step"
-
 // Skip reasons udrain adds where kubectl has no text.
 const (
 	ReasonMirrorPod       = "mirror pod (managed by the kubelet, not by the API server)"
 	ReasonDeletedLongAgo  = "DeletionTimestamp older than --skip-wait-for-delete-timeout"
 	ReasonSkippedByFilter = "skipped by an additional filter"
-	ReasonUpgradeStepPod  = "a pod of the rollout's own upgrade step (label " + UpgradeStepLabel + ")"
+	ReasonUpgradeStepPod  = "a pod of the rollout's own upgrade step (label " + udrain.UpgradeStepLabel + ")"
 )
-
-// Blocker is a PodDisruptionBudget that would refuse phase 1 right now.
-type Blocker struct {
-	health.BudgetRef
-	// Needed is how many disruptions phase 1 of this domain charges to it.
-	Needed int `json:"needed"`
-	// The budget's status when the plan was made.
-	health.BudgetCounts
-}
 
 // AffectedGroup is a group that loses pods when the domain drains: its
 // health when the plan was made (package health's judgment), and how many
@@ -132,7 +126,7 @@ type Plan struct {
 	// Warnings are kubectl drain's warnings, in its format.
 	Warnings []string `json:"warnings,omitempty"`
 	// Blockers are the PDBs that would refuse phase 1 now.
-	Blockers []Blocker `json:"blockers,omitempty"`
+	Blockers []health.Blocker `json:"blockers,omitempty"`
 	// Groups are the groups the drain disrupts.
 	Groups []AffectedGroup `json:"groups,omitempty"`
 	// GPUs are the GPUs taken out of service, per product.
@@ -237,7 +231,7 @@ type planner struct {
 	// local are the pods of the domain's nodes, by node (in natural
 	// order), namespace and name.
 	local   []*corev1.Pod
-	lookup  DaemonSetLookup
+	lookup  dsLookup
 	groups  []topology.Group
 	groupOf map[*corev1.Pod]*topology.Group
 	pdbs    *topology.PDBIndex
@@ -278,14 +272,16 @@ func newPlanner(domain string, snap *Snapshot, s *settings) (*planner, error) {
 			pl.local = append(pl.local, p)
 		}
 	}
-	pl.lookup = snap.DaemonSets
+	pl.lookup = snap.daemonSet
 	if pl.lookup == nil {
-		for _, p := range pl.local {
-			if ref := metav1.GetControllerOf(p); ref != nil && isDaemonSetRef(ref) {
-				return nil, configError("Snapshot.DaemonSets", "nil, but pod %s/%s is owned by DaemonSet %s; kubectl's filters need to know whether it exists: set DaemonSets (DaemonSetsLookup over a list of DaemonSets)", p.Namespace, p.Name, ref.Name)
+		if snap.DaemonSets == nil {
+			for _, p := range pl.local {
+				if ref := metav1.GetControllerOf(p); ref != nil && isDaemonSetRef(ref) {
+					return nil, configError("Snapshot.DaemonSets", "nil, but pod %s/%s is owned by DaemonSet %s; kubectl's filters need to know whether it exists: set DaemonSets to the cluster's DaemonSets (an empty slice if there are none)", p.Namespace, p.Name, ref.Name)
+				}
 			}
 		}
-		pl.lookup = DaemonSetsLookup(nil)
+		pl.lookup = daemonSetsLookup(snap.DaemonSets)
 	}
 	sort.Slice(pl.local, func(i, j int) bool {
 		a, b := pl.local[i], pl.local[j]
@@ -410,8 +406,8 @@ func skipReason(p *corev1.Pod, st drain.PodDeleteStatus, s *settings, now time.T
 	}
 }
 
-func blockers(pdbs []policyv1.PodDisruptionBudget, needed map[health.BudgetRef]int) []Blocker {
-	var out []Blocker
+func blockers(pdbs []policyv1.PodDisruptionBudget, needed map[health.BudgetRef]int) []health.Blocker {
+	var out []health.Blocker
 	for i := range pdbs {
 		b := &pdbs[i]
 		n := needed[health.BudgetRefOf(b)]
@@ -421,7 +417,7 @@ func blockers(pdbs []policyv1.PodDisruptionBudget, needed map[health.BudgetRef]i
 		if int(b.Status.DisruptionsAllowed) >= n && b.Status.ObservedGeneration >= b.Generation {
 			continue
 		}
-		out = append(out, Blocker{BudgetRef: health.BudgetRefOf(b), Needed: n, BudgetCounts: health.CountsOf(b)})
+		out = append(out, health.Blocker{BudgetRef: health.BudgetRefOf(b), Needed: n, BudgetCounts: health.CountsOf(b)})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Namespace != out[j].Namespace {

@@ -2,6 +2,8 @@ package eviction
 
 import (
 	"errors"
+	appsv1 "k8s.io/api/apps/v1"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -60,7 +62,7 @@ func TestPlan(t *testing.T) {
 		Spec: corev1.PodSpec{NodeName: "node-1-2", Volumes: []corev1.Volume{{Name: "s", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}}})
 
 	step := readyPod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "udrain-upgrade", Name: "upgrade-node-1-1-x",
-		Labels: map[string]string{UpgradeStepLabel: "abc"}, OwnerReferences: ownedBy("Job", "upgrade-node-1-1")},
+		Labels: map[string]string{udrain.UpgradeStepLabel: "abc"}, OwnerReferences: ownedBy("Job", "upgrade-node-1-1")},
 		Spec: corev1.PodSpec{NodeName: "node-1-1"}})
 
 	type summary struct {
@@ -68,7 +70,7 @@ func TestPlan(t *testing.T) {
 		Skipped        []PodReason
 		Refused        []PodReason
 		Warnings       []string
-		Blockers       []Blocker
+		Blockers       []health.Blocker
 		Groups         []string
 		GPUs           []gpu.Capacity
 		Findings       []topology.FindingCode
@@ -113,7 +115,9 @@ func TestPlan(t *testing.T) {
 			objs: func() []runtime.Object {
 				return append(base(), dsPod("plugin-a", "node-1-1"), mirror, scratch)
 			},
-			snap: func(s *Snapshot) { s.DaemonSets = func(ns, name string) error { return nil } },
+			snap: func(s *Snapshot) {
+				s.DaemonSets = []*appsv1.DaemonSet{{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "device-plugin"}}}
+			},
 			want: summary{
 				Phase1:  []string{"inference/llm-0"},
 				Phase2:  []string{"inference/llm-0-2", "inference/llm-0-1"},
@@ -129,7 +133,9 @@ func TestPlan(t *testing.T) {
 			name:   "with --ignore-daemonsets --delete-emptydir-data",
 			objs:   func() []runtime.Object { return append(base(), dsPod("plugin-a", "node-1-1"), scratch) },
 			helper: &drain.Helper{GracePeriodSeconds: -1, IgnoreAllDaemonSets: true, DeleteEmptyDirData: true},
-			snap:   func(s *Snapshot) { s.DaemonSets = func(ns, name string) error { return nil } },
+			snap: func(s *Snapshot) {
+				s.DaemonSets = []*appsv1.DaemonSet{{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "device-plugin"}}}
+			},
 			want: summary{
 				Phase1:  []string{"inference/llm-0"},
 				Phase2:  []string{"inference/llm-0-2", "inference/llm-0-1", "web/cache-0"},
@@ -154,7 +160,7 @@ func TestPlan(t *testing.T) {
 			want: summary{
 				Phase1:   []string{"inference/llm-0"},
 				Phase2:   []string{"inference/llm-0-2", "inference/llm-0-1"},
-				Blockers: []Blocker{{BudgetRef: health.BudgetRef{Namespace: testNS, PDB: "llm-leaders"}, Needed: 1, BudgetCounts: health.BudgetCounts{DisruptionsAllowed: 0, CurrentHealthy: 2, DesiredHealthy: 2, ExpectedPods: 3}}},
+				Blockers: []health.Blocker{{BudgetRef: health.BudgetRef{Namespace: testNS, PDB: "llm-leaders"}, Needed: 1, BudgetCounts: health.BudgetCounts{DisruptionsAllowed: 0, CurrentHealthy: 2, DesiredHealthy: 2, ExpectedPods: 3}}},
 				Groups:   []string{"inference/llm-0"},
 			},
 		},
@@ -239,5 +245,15 @@ func TestPlanRefusesToGuessDaemonSets(t *testing.T) {
 	// Without DaemonSet pods on the domain, nil is fine.
 	if _, err := NewPlan("ud-2", snap, Options{}); err != nil {
 		t.Errorf("NewPlan of a domain without DaemonSet pods: %v", err)
+	}
+	// Empty, not nil, says there are none: the pod's DaemonSet is gone, and
+	// kubectl treats the pod as an orphan (deleted with --force).
+	snap.DaemonSets = []*appsv1.DaemonSet{}
+	p, err := NewPlan("ud-1", snap, Options{Helper: &drain.Helper{GracePeriodSeconds: -1, Force: true}})
+	if err != nil {
+		t.Fatalf("NewPlan with an empty DaemonSets: %v", err)
+	}
+	if !slices.ContainsFunc(p.Phase2, func(pp PlannedPod) bool { return pp.Name == "plugin-a" }) {
+		t.Errorf("the pod of a DaemonSet that is not in DaemonSets is not evicted as an orphan: phase 2 %v", p.Phase2)
 	}
 }

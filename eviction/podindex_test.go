@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/udrain/udrain/clusterinformers"
 	"github.com/udrain/udrain/internal/clusterview"
 	"github.com/udrain/udrain/internal/podcache"
 	"github.com/udrain/udrain/topology"
@@ -199,17 +200,19 @@ func TestPodIndexEvaluatesAsNamespaces(t *testing.T) {
 	}
 }
 
-// TestInformersAddThePodIndex: InformersFromFactory and
-// InformersFromCache add udrain's pod index, however often they are
+// TestInformersAddThePodIndex: clusterinformers.FromFactory and
+// clusterinformers.FromCache add udrain's pod index, however often they are
 // called.
 func TestInformersAddThePodIndex(t *testing.T) {
 	tests := []struct {
 		name string
-		get  func(informers.SharedInformerFactory) (*Informers, error)
+		get  func(informers.SharedInformerFactory) (*clusterinformers.Set, error)
 	}{
-		{"InformersFromFactory", func(f informers.SharedInformerFactory) (*Informers, error) { return InformersFromFactory(f), nil }},
-		{"InformersFromCache", func(f informers.SharedInformerFactory) (*Informers, error) {
-			return InformersFromCache(context.Background(), &fakeCache{f: f})
+		{"InformersFromFactory", func(f informers.SharedInformerFactory) (*clusterinformers.Set, error) {
+			return clusterinformers.FromFactory(f), nil
+		}},
+		{"InformersFromCache", func(f informers.SharedInformerFactory) (*clusterinformers.Set, error) {
+			return clusterinformers.FromCache(context.Background(), &fakeCache{f: f})
 		}},
 	}
 	for _, tt := range tests {

@@ -3,58 +3,14 @@ package eviction
 import (
 	"context"
 	"strings"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/kubectl/pkg/drain"
-	"k8s.io/utils/clock"
 
 	"github.com/udrain/udrain"
-	"github.com/udrain/udrain/gpu"
-	"github.com/udrain/udrain/topology"
 )
-
-// ReadOptions configures a Reader: what reading the cluster needs, and
-// nothing about evicting (no drain.Helper, grace period, dry run or
-// concurrency). The zero value reads domains named by
-// topology.DefaultDomainLabel over lists and watches of its own.
-type ReadOptions struct {
-	// DomainLabel is the node label naming upgrade domains; empty means
-	// topology.DefaultDomainLabel.
-	DomainLabel string
-	// Unlabeled says what to do with nodes that lack DomainLabel.
-	Unlabeled topology.UnlabeledPolicy
-	// Groupers find groups among pods; nil means
-	// topology.DefaultGroupers() plus native PodGroups.
-	Groupers []topology.Grouper
-
-	// Namespace, if set, limits what the Reader sees to the pods and
-	// PodDisruptionBudgets of one namespace; nodes are always seen whole.
-	Namespace string
-	// Informers, if set, are the caller's shared informers, as
-	// Options.Informers: every call reads through them and starts no list
-	// or watch of its own. Nil means each call lists and watches the
-	// cluster itself while it runs.
-	Informers *Informers
-	// ConnectTimeout bounds how long a call waits for its informers to
-	// list the cluster (and RolloutStatus for its Lease) while the API
-	// server cannot be reached; the call then fails with an
-	// *UnreachableError. Zero means DefaultConnectTimeout.
-	ConnectTimeout time.Duration
-
-	// Clock is used for timestamps and waiting; nil means the real clock.
-	Clock clock.WithTicker
-	// GPU is how PlanRollout's plans count and fit GPUs, as Options.GPU.
-	GPU gpu.Options
-	// OnEvent, if set, receives the events of the Reader's calls:
-	// WaitHealthy's EventWaitingRecovery (what it still waits for,
-	// whenever that changes) and EventRecovered, PlanRollout's
-	// EventContractFindings. Calls are serialised per Reader, as
-	// Options.OnEvent's are per Drainer, so it should return quickly.
-	OnEvent func(Event)
-}
 
 // Reader is the read-only entry point of the package: it reports the
 // cluster's state (Snapshot), the health of its domains' groups (Health,
@@ -87,8 +43,10 @@ func readHelper() *drain.Helper {
 	return &drain.Helper{GracePeriodSeconds: -1, Force: true, IgnoreAllDaemonSets: true, DeleteEmptyDirData: true}
 }
 
-// options are the Drainer options the Reader delegates to.
-func (o ReadOptions) options() Options {
+// readOptions are the Drainer options a Reader delegates to: of o, what
+// reading needs (DomainLabel, Unlabeled, Groupers, Namespace, Informers,
+// ConnectTimeout, Clock, GPU, OnEvent), and none of the drain settings.
+func readOptions(o Options) Options {
 	return Options{
 		Helper:         readHelper(),
 		DomainLabel:    o.DomainLabel,
@@ -103,21 +61,18 @@ func (o ReadOptions) options() Options {
 	}
 }
 
-// Validate checks the options without a cluster: it returns the
-// *udrain.ConfigError that NewReader would return for them (its Field
-// names the ReadOptions field, e.g. "eviction.ReadOptions.Namespace"), so
-// that a caller can refuse bad input before it connects.
-func (o ReadOptions) Validate() error {
-	return inReadTerms(o.options().Validate())
-}
-
 // NewReader returns a Reader, or a *udrain.ConfigError for invalid
-// options. Nothing is read from the cluster before a call.
-func NewReader(client kubernetes.Interface, opts ReadOptions) (*Reader, error) {
+// options. Of opts it reads what reading the cluster needs: DomainLabel,
+// Unlabeled, Groupers, Namespace, Informers, ConnectTimeout, Clock, GPU
+// and OnEvent (the events of WaitHealthy and PlanRollout), and ignores
+// the drain settings (Helper, Concurrency, Evictor, DryRun, ...): the zero
+// Options read domains named by topology.DefaultDomainLabel over lists
+// and watches of its own. Nothing is read from the cluster before a call.
+func NewReader(client kubernetes.Interface, opts Options) (*Reader, error) {
 	if client == nil {
 		return nil, configError("NewReader(client)", "nil; pass a clientset, e.g. from kubernetes.NewForConfig")
 	}
-	d, err := New(client, opts.options())
+	d, err := New(client, readOptions(opts))
 	if err != nil {
 		return nil, inReadTerms(err)
 	}
@@ -146,7 +101,7 @@ func (r *Reader) Health(ctx context.Context, domains ...string) (*HealthReport, 
 // a deadline (context.WithTimeout) to give up after a while; the wait then
 // ends with a *NotHealthyError saying what was still missing, which
 // unwraps to context.DeadlineExceeded. What it waits for goes to
-// ReadOptions.OnEvent (EventWaitingRecovery) whenever it changes.
+// Options.OnEvent (EventWaitingRecovery) whenever it changes.
 func (r *Reader) WaitHealthy(ctx context.Context, domains ...string) (*HealthReport, error) {
 	h, err := r.d.WaitHealthy(ctx, domains...)
 	return h, inReadTerms(err)
@@ -161,46 +116,43 @@ func (r *Reader) PlanRollout(ctx context.Context, opts RolloutOptions) (*Rollout
 	return p, inReadTerms(err)
 }
 
-// RolloutStatus reads where rollout id stands from what it writes to the
+// RolloutStatus reads where rollout opts.ID stands from what it writes to the
 // cluster, without running it, as Drainer.RolloutStatus does: through
-// ReadOptions.Informers or lists of its own, and one GET of the Lease
+// Options.Informers or lists of its own, and one GET of the Lease
 // unless opts.NoLock.
-func (r *Reader) RolloutStatus(ctx context.Context, id string, opts RolloutStatusOptions) (*RolloutStatus, error) {
-	st, err := r.d.RolloutStatus(ctx, id, opts)
+func (r *Reader) RolloutStatus(ctx context.Context, opts RolloutOptions) (*RolloutStatus, error) {
+	st, err := r.d.RolloutStatus(ctx, opts)
 	return st, inReadTerms(err)
 }
 
 // Nodes returns the cluster's nodes, ordered by name, whatever
-// ReadOptions.Namespace: through ReadOptions.Informers when set, else
+// Options.Namespace: through Options.Informers when set, else
 // listed in pages of its own (no informer, no watch). An API server that
-// does not serve a page within ReadOptions.ConnectTimeout is an
+// does not serve a page within Options.ConnectTimeout is an
 // *UnreachableError; a refusal for lack of permission a *PermissionError.
 func (r *Reader) Nodes(ctx context.Context) ([]corev1.Node, error) {
 	return r.d.listNodes(ctx)
 }
 
 // DaemonSets returns the DaemonSets of every namespace, whatever
-// ReadOptions.Namespace, ordered by namespace and name (the device plugins
-// package gpu diagnoses with): through ReadOptions.Informers' DaemonSets
+// Options.Namespace, ordered by namespace and name (the device plugins
+// package gpu diagnoses with): through Options.Informers' DaemonSets
 // when set, else listed in pages of their own, with the errors of Nodes.
 func (r *Reader) DaemonSets(ctx context.Context) ([]appsv1.DaemonSet, error) {
 	return r.d.listDaemonSets(ctx)
 }
 
 // inReadTerms names, in a *udrain.ConfigError of the Drainer a Reader
-// delegates to, what the Reader's caller set: the ReadOptions field
-// instead of the Options field, the Reader's method instead of the
-// Drainer's. Other errors, and configuration errors wrapped in another,
-// pass through.
+// delegates to, what the Reader's caller called: the Reader's method
+// instead of the Drainer's. Other errors, and configuration errors
+// wrapped in another, pass through.
 func inReadTerms(err error) error {
 	ce, ok := err.(*udrain.ConfigError)
 	if !ok {
 		return err
 	}
 	field := ce.Field
-	if rest, ok := strings.CutPrefix(field, "eviction.Options."); ok {
-		field = "eviction.ReadOptions." + rest
-	} else if rest, ok := strings.CutPrefix(field, "eviction.Drainer."); ok {
+	if rest, ok := strings.CutPrefix(field, "eviction.Drainer."); ok {
 		field = "eviction.Reader." + rest
 	}
 	return &udrain.ConfigError{Field: field, Problem: ce.Problem}

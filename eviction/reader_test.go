@@ -19,6 +19,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/udrain/udrain"
+	"github.com/udrain/udrain/clusterinformers"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -33,7 +34,7 @@ func readerCluster() []runtime.Object {
 		switch o := o.(type) {
 		case *corev1.Node:
 			if o.Labels[topology.DefaultDomainLabel] == "ud-1" {
-				o.Annotations = map[string]string{CordonedByAnnotation: "r1"}
+				o.Annotations = map[string]string{udrain.CordonedByAnnotation: "r1"}
 				o.Spec.Unschedulable = true
 			}
 		case *corev1.Pod:
@@ -65,7 +66,7 @@ type readCalls interface {
 	Health(ctx context.Context, domains ...string) (*HealthReport, error)
 	WaitHealthy(ctx context.Context, domains ...string) (*HealthReport, error)
 	PlanRollout(ctx context.Context, opts RolloutOptions) (*RolloutPlan, error)
-	RolloutStatus(ctx context.Context, id string, opts RolloutStatusOptions) (*RolloutStatus, error)
+	RolloutStatus(ctx context.Context, opts RolloutOptions) (*RolloutStatus, error)
 }
 
 // snapshotNames is what a comparison of snapshots looks at: the objects'
@@ -142,7 +143,7 @@ func TestReaderReadsAsADrainerWhereEveryPodCounts(t *testing.T) {
 			return r.PlanRollout(ctx, RolloutOptions{ID: "r1"})
 		}, nil},
 		{"RolloutStatus", func(ctx context.Context, r readCalls) (any, error) {
-			return r.RolloutStatus(ctx, "r1", RolloutStatusOptions{})
+			return r.RolloutStatus(ctx, RolloutOptions{ID: "r1"})
 		}, func(got any) string {
 			// Every pod counts: the DaemonSet's is skipped, the emptyDir
 			// and the bare pods are evicted, none is refused.
@@ -153,7 +154,7 @@ func TestReaderReadsAsADrainerWhereEveryPodCounts(t *testing.T) {
 			return cmp.Diff([]int{3, 3}, pods)
 		}},
 		{"RolloutStatus without its Lease", func(ctx context.Context, r readCalls) (any, error) {
-			return r.RolloutStatus(ctx, "r1", RolloutStatusOptions{NoLock: true})
+			return r.RolloutStatus(ctx, RolloutOptions{ID: "r1", NoLock: true})
 		}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -168,7 +169,7 @@ func TestReaderReadsAsADrainerWhereEveryPodCounts(t *testing.T) {
 				t.Fatalf("Drainer: %v", err)
 			}
 			rclient := fake.NewClientset(readerCluster()...)
-			r, err := NewReader(rclient, ReadOptions{Clock: clk})
+			r, err := NewReader(rclient, Options{Clock: clk})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -193,24 +194,24 @@ func TestReaderReadsAsADrainerWhereEveryPodCounts(t *testing.T) {
 	}
 }
 
-// ReadOptions are checked as Options are, and the errors name the
-// Reader's fields and methods.
-func TestReadOptionsValidate(t *testing.T) {
+// NewReader checks the fields of Options it reads as New does, and the
+// errors name the Reader's methods; it ignores the drain settings.
+func TestReaderOptions(t *testing.T) {
 	ctx := testContext(t)
-	nodesOnly := &Informers{Nodes: cache.NewSharedIndexInformer(nil, &corev1.Node{}, 0, nil)}
+	nodesOnly := &clusterinformers.Set{Nodes: cache.NewSharedIndexInformer(nil, &corev1.Node{}, 0, nil)}
 	for _, tc := range []struct {
 		name string
-		opts ReadOptions
+		opts Options
 		want string // the ConfigError's Field; "" for none
 	}{
-		{"zero", ReadOptions{}, ""},
-		{"all set", ReadOptions{DomainLabel: "example.com/pool", Unlabeled: topology.UnlabeledSkip, Namespace: "web",
+		{"zero", Options{}, ""},
+		{"all set", Options{DomainLabel: "example.com/pool", Unlabeled: topology.UnlabeledSkip, Namespace: "web",
 			ConnectTimeout: time.Second, Groupers: topology.DefaultGroupers(), Clock: clocktesting.NewFakeClock(statusNow)}, ""},
-		{"domain label", ReadOptions{DomainLabel: "not a key!"}, "eviction.ReadOptions.DomainLabel"},
-		{"namespace", ReadOptions{Namespace: "Not_A_Namespace"}, "eviction.ReadOptions.Namespace"},
-		{"connect timeout", ReadOptions{ConnectTimeout: -time.Second}, "eviction.ReadOptions.ConnectTimeout"},
-		{"groupers", ReadOptions{Groupers: []topology.Grouper{topology.DefaultGroupers()[0], nil}}, "eviction.ReadOptions.Groupers[1]"},
-		{"informers", ReadOptions{Informers: nodesOnly}, "eviction.ReadOptions.Informers.Pods"},
+		{"domain label", Options{DomainLabel: "not a key!"}, "eviction.Options.DomainLabel"},
+		{"namespace", Options{Namespace: "Not_A_Namespace"}, "eviction.Options.Namespace"},
+		{"connect timeout", Options{ConnectTimeout: -time.Second}, "eviction.Options.ConnectTimeout"},
+		{"groupers", Options{Groupers: []topology.Grouper{topology.DefaultGroupers()[0], nil}}, "eviction.Options.Groupers[1]"},
+		{"informers", Options{Informers: nodesOnly}, "eviction.Options.Informers.Pods"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, check := range []struct {
@@ -234,7 +235,15 @@ func TestReadOptionsValidate(t *testing.T) {
 		})
 	}
 
-	r, err := NewReader(fake.NewClientset(), ReadOptions{})
+	drainOnly := Options{Concurrency: -1, Helper: &drain.Helper{Timeout: -time.Second}}
+	if _, err := New(fake.NewClientset(), drainOnly); err == nil {
+		t.Errorf("New(%+v) = nil error, want the drain settings refused", drainOnly)
+	}
+	if _, err := NewReader(fake.NewClientset(), drainOnly); err != nil {
+		t.Errorf("NewReader with bad drain settings: %v, want them ignored", err)
+	}
+
+	r, err := NewReader(fake.NewClientset(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,12 +251,12 @@ func TestReadOptionsValidate(t *testing.T) {
 		want string
 		call func() error
 	}{
-		{"eviction.NewReader(client)", func() error { _, err := NewReader(nil, ReadOptions{}); return err }},
+		{"eviction.NewReader(client)", func() error { _, err := NewReader(nil, Options{}); return err }},
 		{"eviction.Reader.Health(domains)", func() error { _, err := r.Health(ctx, "ud-1", ""); return err }},
 		{"eviction.Reader.WaitHealthy(domains)", func() error { _, err := r.WaitHealthy(ctx, ""); return err }},
-		{"eviction.Reader.RolloutStatus(id)", func() error { _, err := r.RolloutStatus(ctx, "not an ID!", RolloutStatusOptions{}); return err }},
-		{"eviction.RolloutStatusOptions.Order", func() error {
-			_, err := r.RolloutStatus(ctx, "r1", RolloutStatusOptions{Order: "random"})
+		{"eviction.RolloutOptions.ID", func() error { _, err := r.RolloutStatus(ctx, RolloutOptions{ID: "not an ID!"}); return err }},
+		{"eviction.RolloutOptions.Order", func() error {
+			_, err := r.RolloutStatus(ctx, RolloutOptions{ID: "r1", Order: "random"})
 			return err
 		}},
 		{"eviction.RolloutOptions.Steering", func() error { _, err := r.PlanRollout(ctx, RolloutOptions{Steering: "sideways"}); return err }},

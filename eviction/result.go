@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/health"
 	"github.com/udrain/udrain/topology"
 )
@@ -13,7 +14,7 @@ import (
 // wire schema of udrain's JSON and YAML output: the CLI prints them with an
 // apiVersion and a kind around them and nothing copied field by field.
 // JSON conventions: names in lowerCamelCase; an empty list or optional
-// object is omitted; a duration is a Seconds (a number of seconds, written
+// object is omitted; a duration is a udrain.Seconds (a number of seconds, written
 // even when 0) in a field whose name ends in "Seconds"; times are RFC 3339.
 
 // PhaseResult counts what happened to one phase's pods.
@@ -28,7 +29,7 @@ type PhaseResult struct {
 	// were only waited on.
 	AlreadyTerminating int `json:"alreadyTerminating"`
 	// Duration is the time from the phase's start to its last eviction.
-	Duration Seconds `json:"durationSeconds"`
+	Duration udrain.Seconds `json:"durationSeconds"`
 }
 
 // BlockInfo describes a PodDisruptionBudget that refuses evictions now.
@@ -45,50 +46,11 @@ type BlockInfo struct {
 	// healthy (package health: not Ready, or being deleted), with their
 	// node: why it allows no disruption. At most maxBlockPods; a group down
 	// on a node gone offline shows here with NodeNotReady.
-	Unhealthy []BudgetPod `json:"unhealthy,omitempty"`
-}
-
-// BudgetPod is a pod a budget selects and does not count healthy.
-type BudgetPod struct {
-	Pod  topology.PodRef `json:"pod"`
-	Node string          `json:"node,omitempty"`
-	// NodeNotReady: its node's Ready condition is not True (the node is
-	// offline, unreachable, or gone).
-	NodeNotReady bool `json:"nodeNotReady,omitempty"`
-	// Terminating: the pod is being deleted (by an eviction, or by the
-	// node lifecycle controller after its node went NotReady).
-	Terminating bool `json:"terminating,omitempty"`
-	// Down are, for a pod of a group (a leader the budget selects), the
-	// group's other members that are not healthy: why the leader is not
-	// (its readiness follows its group's). At most maxBlockPods.
-	Down []BudgetPod `json:"down,omitempty"`
+	Unhealthy []health.BudgetPod `json:"unhealthy,omitempty"`
 }
 
 // maxBlockPods bounds BlockInfo.Unhealthy.
 const maxBlockPods = 10
-
-func (p BudgetPod) String() string {
-	s := p.Pod.String()
-	if p.Node != "" {
-		s += " on node " + p.Node
-		if p.NodeNotReady {
-			s += " (NotReady)"
-		}
-	} else {
-		s += " (not scheduled)"
-	}
-	if p.Terminating {
-		s += ", terminating"
-	}
-	if len(p.Down) > 0 {
-		parts := make([]string, len(p.Down))
-		for i, d := range p.Down {
-			parts[i] = d.String()
-		}
-		s += " (its group's members down: " + strings.Join(parts, ", ") + ")"
-	}
-	return s
-}
 
 // String returns e.g. "PodDisruptionBudget ns/leaders allows 0
 // disruption(s): 2 healthy, 2 needed, 3 expected; not healthy: ns/llm-1
@@ -111,7 +73,7 @@ type BlockRecord struct {
 	Since time.Time `json:"since"`
 	// Pods are the pods that waited on the budget during the block.
 	Pods     []topology.PodRef `json:"pods,omitempty"`
-	Duration Seconds           `json:"durationSeconds"`
+	Duration udrain.Seconds    `json:"durationSeconds"`
 }
 
 // DryRunVerdict is what a dry run found for one pod.
@@ -169,9 +131,9 @@ type Result struct {
 	DryRunOutcomes  []DryRunOutcome    `json:"dryRunOutcomes,omitempty"`
 	// Completed is true when every planned pod is gone (or, in a dry run,
 	// was checked).
-	Completed bool      `json:"completed"`
-	Started   time.Time `json:"started"`
-	Duration  Seconds   `json:"durationSeconds"`
+	Completed bool           `json:"completed"`
+	Started   time.Time      `json:"started"`
+	Duration  udrain.Seconds `json:"durationSeconds"`
 }
 
 // Summary is the end-of-run account of a drain or a rollout.
@@ -195,8 +157,8 @@ type Summary struct {
 	LongestDowntime *GroupDowntime `json:"longestDowntime,omitempty"`
 	// LongestBlock is the longest time a PDB refused evictions (the first
 	// of the longest); nil if none did.
-	LongestBlock *BlockRecord `json:"longestBlock,omitempty"`
-	Duration     Seconds      `json:"durationSeconds"`
+	LongestBlock *BlockRecord   `json:"longestBlock,omitempty"`
+	Duration     udrain.Seconds `json:"durationSeconds"`
 }
 
 // Summary sums up the drain.

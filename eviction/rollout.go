@@ -12,27 +12,9 @@ import (
 	"k8s.io/klog/v2"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/topology"
 )
-
-// UpgradedByAnnotation marks the nodes of a domain whose upgrade step has
-// succeeded, with the rollout's ID as value. A rollout run again with the
-// same ID skips those domains: they are never drained twice.
-const UpgradedByAnnotation = "udrain.dev/upgraded-by"
-
-// UpgradedAtAnnotation records, beside UpgradedByAnnotation and in the
-// same patch, when the rollout marked the node's domain upgraded (RFC 3339):
-// a resumed rollout keeps the order in which its domains were upgraded.
-const UpgradedAtAnnotation = "udrain.dev/upgraded-at"
-
-// RecoveredByAnnotation marks one node of a domain whose recovery a
-// rollout saw end (the groups its drain disrupted healthy again, their
-// budgets caught up), with the rollout's ID as value. A domain marked
-// upgraded but not recovered is still recovering: Drainer.RolloutStatus
-// says so, and a rollout run again with the same ID waits in it for the
-// groups a stopped run left Pending or incomplete. With several domains
-// in flight, more than one can be.
-const RecoveredByAnnotation = "udrain.dev/recovered-by"
 
 // DefaultStuckAfter is how long a recovering member may wait for a reason
 // that does not clear by itself before the rollout stops (see
@@ -101,13 +83,44 @@ type RolloutOptions struct {
 	// It stops instead of waiting out RecoveryTimeout. Zero means
 	// DefaultStuckAfter; negative, never.
 	StuckAfter time.Duration
-	// GPUCheck checks, after each upgrade step, that the domain's GPU
-	// nodes advertise their GPUs again; on by default.
-	GPUCheck GPUCheck
-	// Lock makes the rollout hold a Lease named after its ID while it
-	// runs (in DefaultLockNamespace unless set), so that the same rollout
-	// never runs twice at once; on by default, except for dry runs.
-	Lock RolloutLock
+	// SkipGPUCheck turns off the check that, after each upgrade step, the
+	// domain's GPU nodes advertise their GPUs again (on by default: a
+	// node that advertised GPUs before the drain and advertises fewer
+	// once GPUCheckGrace has passed stops the rollout before the domain
+	// is uncordoned, with a *GPULostError).
+	SkipGPUCheck bool
+	// GPUCheckGrace is how long the check waits for the GPUs to come
+	// back; zero means DefaultGPUGrace.
+	GPUCheckGrace time.Duration
+	// NoLock runs the rollout without its lock. The lock is a
+	// coordination.k8s.io Lease named after the rollout's ID, in
+	// LockNamespace, renewed while the rollout runs, released when it
+	// returns, and taken over only once it has expired: a second rollout
+	// with the same ID (another process, a second replica of a
+	// controller) fails at once with a *LockedError naming the holder.
+	// It is on by default; dry runs take none. Turn it off where
+	// something else already serialises rollouts (a controller's own
+	// leader election).
+	NoLock bool
+	// LockNamespace holds the Lease; empty means DefaultLockNamespace
+	// (udrain-system), the same for every runner of a rollout, so that
+	// they all take the same Lease.
+	LockNamespace string
+	// LockNamespaceMustExist makes a missing LockNamespace an error (a
+	// *LockNamespaceError) instead of creating it. By default (false) the
+	// rollout creates it (labelled app.kubernetes.io/managed-by=udrain,
+	// Pod Security "restricted") when it does not exist, so that a first
+	// rollout on a new cluster needs no preparation; that needs the right
+	// to create namespaces, and without it the rollout stops before any
+	// change with a *PermissionError that says what to grant (or create
+	// the namespace beforehand: deploy/namespace).
+	LockNamespaceMustExist bool
+	// LockIdentity names this holder in the Lease; empty means the host
+	// name, the process ID and a random suffix.
+	LockIdentity string
+	// LockDuration is how long the Lease holds without a renewal; zero
+	// means DefaultLockDuration. It is renewed every third of it.
+	LockDuration time.Duration
 	// Steering says how evicted pods are kept off the domains not
 	// upgraded yet; empty means SteerAuto.
 	Steering Steering
@@ -135,6 +148,12 @@ type RolloutOptions struct {
 	// (FindingParallelLimited). Negative numbers but ParallelAuto are a
 	// *udrain.ConfigError.
 	Parallel int
+	// StatusInterval is how often WatchRolloutStatus looks again; zero
+	// means DefaultWatchInterval. Only WatchRolloutStatus reads it.
+	StatusInterval time.Duration
+
+	// lock is the lock the options ask for, settled by withDefaults.
+	lock rolloutLock
 }
 
 // serial reports whether the rollout takes one domain at a time.
@@ -192,9 +211,9 @@ type DomainOutcome struct {
 	// downtime: from its first pod's eviction until it was healthy again,
 	// wherever it runs now.
 	Groups   []GroupDowntime `json:"groups,omitempty"`
-	Upgrade  Seconds         `json:"upgradeSeconds"`
-	Recovery Seconds         `json:"recoverySeconds"`
-	Duration Seconds         `json:"durationSeconds"`
+	Upgrade  udrain.Seconds  `json:"upgradeSeconds"`
+	Recovery udrain.Seconds  `json:"recoverySeconds"`
+	Duration udrain.Seconds  `json:"durationSeconds"`
 }
 
 // RolloutResult is what a rollout did: an outcome for every domain it was
@@ -223,9 +242,9 @@ type RolloutResult struct {
 	// rollout that stopped before it started its first domain.
 	Status *RolloutStatus `json:"status,omitempty"`
 	// Completed is true when every domain is done, skipped or dry-run.
-	Completed bool      `json:"completed"`
-	Started   time.Time `json:"started"`
-	Duration  Seconds   `json:"durationSeconds"`
+	Completed bool           `json:"completed"`
+	Started   time.Time      `json:"started"`
+	Duration  udrain.Seconds `json:"durationSeconds"`
 }
 
 // Summary sums up the rollout.
@@ -265,7 +284,7 @@ func (r *RolloutResult) Summary() Summary {
 // patch: two patches per node), uncordon, wait until the domain's groups are
 // healthy and their budgets caught up, then the next domain. While it runs,
 // the nodes of the domains it has not upgraded yet carry the
-// PendingUpgradeTaint (see Steering), so that evicted pods land on upgraded
+// udrain.PendingUpgradeTaint (see Steering), so that evicted pods land on upgraded
 // nodes and are not moved again; without an explicit order, the domains
 // that evict nothing (spare, empty) come first, so that the first groups
 // evicted find upgraded room. It stops at the first error, a *DomainError
@@ -290,7 +309,7 @@ func (d *Drainer) Rollout(ctx context.Context, opts RolloutOptions) (*RolloutRes
 		res:    &RolloutResult{ID: opts.ID, DryRun: d.s.dryRunName(), Started: d.s.Clock.Now()},
 		logger: klog.FromContext(ctx).WithValues("rollout", opts.ID)}
 	err = r.run(ctx)
-	r.res.Duration = Seconds(d.s.Clock.Since(r.res.Started))
+	r.res.Duration = udrain.Seconds(d.s.Clock.Since(r.res.Started))
 	return r.res, err
 }
 
@@ -340,7 +359,7 @@ func (d *Drainer) PlanRollout(ctx context.Context, opts RolloutOptions) (*Rollou
 	if err != nil {
 		return nil, err
 	}
-	r := &rollout{d: d, opts: opts, id: opts.ID, planning: true,
+	r := &rollout{d: d, opts: opts, id: opts.ID, planning: true, sink: callSinkFrom(ctx),
 		res:    &RolloutResult{ID: opts.ID, Started: d.s.Clock.Now()},
 		logger: klog.FromContext(ctx).WithValues("rollout", opts.ID)}
 	v, err := d.startView(ctx)
@@ -367,7 +386,6 @@ func (d *Drainer) PlanRollout(ctx context.Context, opts RolloutOptions) (*Rollou
 // their defaults; the lock is settled only where it is taken (not for dry
 // runs).
 func (o RolloutOptions) settle(s *settings) (RolloutOptions, error) {
-	lock := o.Lock
 	o, err := o.withDefaults()
 	if err != nil {
 		return o, err
@@ -375,8 +393,8 @@ func (o RolloutOptions) settle(s *settings) (RolloutOptions, error) {
 	if o.Upgrade != nil && s.Namespace != "" {
 		return o, configError("Options.Namespace", "%q set for a rollout with an upgrade step: the step needs the whole domain drained; drop the namespace scope, or the upgrade step", s.Namespace)
 	}
-	if lock.Disabled || s.dryRun != cmdutil.DryRunNone {
-		o.Lock = RolloutLock{Disabled: true}
+	if s.dryRun != cmdutil.DryRunNone {
+		o.lock = rolloutLock{Disabled: true}
 	}
 	return o, nil
 }
@@ -395,14 +413,17 @@ func (o RolloutOptions) withDefaults() (RolloutOptions, error) {
 	case o.Parallel < ParallelAuto:
 		return o, configError("RolloutOptions.Parallel", "%d is negative; use the most domains to have in flight at once (1: one at a time), or ParallelAuto (%d) for as many as the budgets and the upgraded room allow", o.Parallel, ParallelAuto)
 	}
+	if o.StatusInterval < 0 {
+		return o, configError("RolloutOptions.StatusInterval", "%s; use a positive interval, or zero for %s", o.StatusInterval, DefaultWatchInterval)
+	}
 	if o.RecoveryTimeout < 0 {
 		return o, configError("RolloutOptions.RecoveryTimeout", "%v is negative; use 0 for no limit", o.RecoveryTimeout)
 	}
 	if o.StuckAfter == 0 {
 		o.StuckAfter = DefaultStuckAfter
 	}
-	if o.GPUCheck.Grace < 0 {
-		return o, configError("RolloutOptions.GPUCheck.Grace", "%v is negative; use 0 for the default (%v)", o.GPUCheck.Grace, DefaultGPUGrace)
+	if o.GPUCheckGrace < 0 {
+		return o, configError("RolloutOptions.GPUCheckGrace", "%v is negative; use 0 for the default (%v)", o.GPUCheckGrace, DefaultGPUGrace)
 	}
 	seen := map[string]bool{}
 	for _, name := range o.Domains {
@@ -428,8 +449,10 @@ func (o RolloutOptions) withDefaults() (RolloutOptions, error) {
 	if o.Steering, err = o.Steering.settle(); err != nil {
 		return o, err
 	}
-	if !o.Lock.Disabled {
-		if o.Lock, err = o.Lock.settle(); err != nil {
+	o.lock = rolloutLock{Disabled: o.NoLock, Namespace: o.LockNamespace, CreateNamespace: !o.LockNamespaceMustExist,
+		Identity: o.LockIdentity, Duration: o.LockDuration}
+	if !o.lock.Disabled {
+		if o.lock, err = o.lock.settle(); err != nil {
 			return o, err
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/gpu"
 	"github.com/udrain/udrain/topology"
 )
@@ -78,7 +79,7 @@ func (s *domainRun) stop(stage Stage, err error) error {
 func (s *domainRun) run(ctx context.Context) error {
 	clk := s.r.d.s.Clock
 	s.start = clk.Now()
-	defer func() { s.out.Duration = Seconds(clk.Since(s.start)) }()
+	defer func() { s.out.Duration = udrain.Seconds(clk.Since(s.start)) }()
 	s.emit(Event{Type: EventDomainStarted})
 	if err := s.r.d.waitForWorkloadUpdates(ctx, s.r.v, s.out.Domain, s.r.id, s.emit); err != nil {
 		return s.stop(StagePlan, err)
@@ -186,7 +187,7 @@ func (s *domainRun) drainDomain(ctx context.Context) error {
 		// Until its uncordon, the domain stays cordoned by the rollout.
 		var held []string
 		for _, n := range s.dom.Nodes {
-			if node, ok := s.r.v.Node(n); ok && node.Annotations[CordonedByAnnotation] == s.r.id {
+			if node, ok := s.r.v.Node(n); ok && node.Annotations[udrain.CordonedByAnnotation] == s.r.id {
 				held = append(held, n)
 			}
 		}
@@ -207,7 +208,7 @@ func (s *domainRun) upgrade(ctx context.Context) error {
 	if err := s.r.opts.Upgrade(ctx, s.dom); err != nil {
 		return err
 	}
-	s.out.Upgrade = Seconds(clk.Since(t0))
+	s.out.Upgrade = udrain.Seconds(clk.Since(t0))
 	s.logger.Info("Upgrade step done", "took", s.out.Upgrade.Duration().Round(time.Millisecond))
 	s.emit(Event{Type: EventUpgradeDone, Message: fmt.Sprintf("took %s", s.out.Upgrade.Duration().Round(time.Millisecond))})
 	return nil
@@ -236,7 +237,7 @@ func (s *domainRun) checkGPUs(ctx context.Context) error {
 	if s.upgraded {
 		mark = upgradeMark{}
 	}
-	return s.r.d.checkGPUs(ctx, s.r.v, s.dom, s.before, mark, s.r.opts.GPUCheck, s.emit)
+	return s.r.d.checkGPUs(ctx, s.r.v, s.dom, s.before, mark, gpuCheck{Disabled: s.r.opts.SkipGPUCheck, Grace: s.r.opts.GPUCheckGrace}, s.emit)
 }
 
 // findStranded adds to the recovery target the groups a stopped run left
@@ -265,7 +266,7 @@ func (s *domainRun) uncordon(ctx context.Context) error {
 		at := s.markedAt.UTC().Format(time.RFC3339Nano)
 		if s.r.v.WaitFor(ctx, 10*time.Second, func() bool {
 			n, ok := s.r.v.Node(s.marked)
-			return !ok || n.Annotations[UpgradedAtAnnotation] == at
+			return !ok || n.Annotations[udrain.UpgradedAtAnnotation] == at
 		}) {
 			s.r.expect.addUpgraded(s.out.Domain)
 		}
@@ -277,14 +278,14 @@ func (s *domainRun) uncordon(ctx context.Context) error {
 		if !ok {
 			continue
 		}
-		if _, mine := node.Annotations[CordonedByAnnotation]; mine {
+		if _, mine := node.Annotations[udrain.CordonedByAnnotation]; mine {
 			ours = append(ours, n)
 			continue
 		}
 		if node.Spec.Unschedulable {
 			s.emit(Event{Type: EventLeftCordoned, Node: n, Message: "cordoned before udrain came; left cordoned"})
 		}
-		if node.Annotations[UpgradedByAnnotation] != s.r.id || hasPendingTaint(node) {
+		if node.Annotations[udrain.UpgradedByAnnotation] != s.r.id || hasPendingTaint(node) {
 			others = append(others, n)
 		}
 	}
@@ -324,7 +325,7 @@ func (s *domainRun) recover(ctx context.Context) error {
 	t0 := clk.Now()
 	h, err := s.r.d.waitRecoveredOrStuck(ctx, s.r.v, s.target, s.emit, s.r.opts.RecoveryTimeout, s.r.opts.StuckAfter)
 	s.out.Health = h
-	s.out.Recovery = Seconds(clk.Since(t0))
+	s.out.Recovery = udrain.Seconds(clk.Since(t0))
 	if s.down != nil {
 		s.out.Groups = s.down.result(h)
 	}
@@ -358,7 +359,7 @@ func (s *domainRun) markRecovered(ctx context.Context) error {
 		if !ok {
 			continue
 		}
-		if node.Annotations[RecoveredByAnnotation] == s.r.id {
+		if node.Annotations[udrain.RecoveredByAnnotation] == s.r.id {
 			return nil
 		}
 		if first == "" {
@@ -371,7 +372,7 @@ func (s *domainRun) markRecovered(ctx context.Context) error {
 	if first == "" {
 		return nil // every node is gone
 	}
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{RecoveredByAnnotation: s.r.id}}})
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{udrain.RecoveredByAnnotation: s.r.id}}})
 	_, err := s.r.d.patchNode(ctx, s.emit, "mark recovered", first, patch, metav1.PatchOptions{})
 	return err
 }

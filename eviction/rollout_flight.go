@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -80,7 +81,7 @@ func (r *rollout) runDomains(ctx context.Context) (*DomainOutcome, error) {
 		case e := <-ends:
 			flying = slices.DeleteFunc(flying, func(s *domainRun) bool { return s == e.s })
 			if e.err != nil {
-				err := causeOf[*HistoryChangedError](ctx, e.err)
+				err := causeOf[*udrain.HistoryChangedError](ctx, e.err)
 				e.s.out.Status = DomainFailed
 				if runCtx.Err() != nil && errors.Is(err, runCtx.Err()) {
 					e.s.out.Status = DomainInterrupted

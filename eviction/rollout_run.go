@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -35,7 +36,7 @@ type rollout struct {
 	nodes   []corev1.Node
 	domains []string
 	// recovering are the domains a stopped run upgraded but did not mark
-	// recovered (RecoveredByAnnotation): their groups may still have
+	// recovered (udrain.RecoveredByAnnotation): their groups may still have
 	// been recovering.
 	recovering map[string]bool
 	// mu guards res.Domains, written as domains end while others run.
@@ -176,7 +177,7 @@ func (r *rollout) finishedShown() bool {
 		}
 		for _, name := range mustDomain(r.layout, out.Domain).Nodes {
 			n, ok := r.v.Node(name)
-			if ok && (n.Annotations[UpgradedByAnnotation] != r.id || n.Annotations[CordonedByAnnotation] == r.id) {
+			if ok && (n.Annotations[udrain.UpgradedByAnnotation] != r.id || n.Annotations[udrain.CordonedByAnnotation] == r.id) {
 				return false
 			}
 		}
@@ -219,12 +220,12 @@ func (r *rollout) run(ctx context.Context) (err error) {
 	if err := r.check(ctx); err != nil {
 		return err
 	}
-	if !r.opts.Lock.Disabled {
-		held, lerr := r.d.acquireLock(ctx, r.id, r.opts.Lock)
+	if !r.opts.lock.Disabled {
+		held, lerr := r.d.acquireLock(ctx, r.id, r.opts.lock)
 		if lerr != nil {
 			return lerr
 		}
-		r.lock = &RolloutLockStatus{Namespace: r.opts.Lock.Namespace, Name: held.name, Holder: r.opts.Lock.Identity, Held: true, Duration: Seconds(r.opts.Lock.Duration)}
+		r.lock = &RolloutLockStatus{Namespace: r.opts.lock.Namespace, Name: held.name, Holder: r.opts.lock.Identity, Held: true, Duration: udrain.Seconds(r.opts.lock.Duration)}
 		var release func(error) error
 		ctx, release = r.hold(ctx, held)
 		defer func() { err = release(err) }()
@@ -240,7 +241,7 @@ func (r *rollout) run(ctx context.Context) (err error) {
 	r.logger.Info("Rollout started", "domains", len(r.domains))
 	r.emit(Event{Type: EventRolloutStarted, Domains: r.domains, Status: r.status(ctx, true), Message: fmt.Sprintf("rollout %s over %d domain(s)", r.id, len(r.domains))})
 	if failed, err := r.runDomains(ctx); err != nil {
-		r.historyLost = errors.As(err, new(*HistoryChangedError))
+		r.historyLost = errors.As(err, new(*udrain.HistoryChangedError))
 		r.logger.Info("Rollout stopped", "domain", failed.Domain, "err", err)
 		r.res.Status = r.status(ctx, false)
 		r.emit(Event{Type: EventRolloutStopped, Domain: failed.Domain, Err: err, Error: err.Error(), Status: r.res.Status, Message: string(failed.Status)})
@@ -366,7 +367,7 @@ func (r *rollout) order(snap *Snapshot, domains []string) ([]string, error) {
 // cancelled when the Lease is lost, and release gives the Lease up and
 // turns a cancel caused by its loss into a *LockLostError.
 func (r *rollout) hold(ctx context.Context, held *heldLock) (context.Context, func(error) error) {
-	r.logger.V(2).Info("Holding the rollout's Lease", "lease", r.opts.Lock.Namespace+"/"+held.name, "identity", r.opts.Lock.Identity)
+	r.logger.V(2).Info("Holding the rollout's Lease", "lease", r.opts.lock.Namespace+"/"+held.name, "identity", r.opts.lock.Identity)
 	ctx, cancel := context.WithCancelCause(ctx)
 	go held.keep(ctx, cancel)
 	return ctx, func(err error) error {
@@ -441,7 +442,7 @@ func (r *rollout) untaint(ctx context.Context) {
 	var names []string
 	for _, name := range r.domains {
 		for _, n := range mustDomain(r.layout, name).Nodes {
-			if node, ok := r.v.Node(n); ok && hasPendingTaint(node) && node.Spec.Taints[slices.IndexFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == PendingUpgradeTaint })].Value == r.id {
+			if node, ok := r.v.Node(n); ok && hasPendingTaint(node) && node.Spec.Taints[slices.IndexFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == udrain.PendingUpgradeTaint })].Value == r.id {
 				names = append(names, n)
 			}
 		}

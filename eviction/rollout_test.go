@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/health"
 
 	"github.com/google/go-cmp/cmp"
@@ -91,7 +92,7 @@ func TestRolloutDrainsEachDomainOnceAndRecovers(t *testing.T) {
 	}
 	nodes, _ := fc.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	for _, n := range nodes.Items {
-		if n.Spec.Unschedulable || n.Annotations[CordonedByAnnotation] != "" || n.Annotations[UpgradedByAnnotation] != "kubelet-1.37" {
+		if n.Spec.Unschedulable || n.Annotations[udrain.CordonedByAnnotation] != "" || n.Annotations[udrain.UpgradedByAnnotation] != "kubelet-1.37" {
 			t.Errorf("node %s after rollout: unschedulable=%v annotations=%v", n.Name, n.Spec.Unschedulable, n.Annotations)
 		}
 	}
@@ -121,7 +122,7 @@ func TestRolloutDrainsEachDomainOnceAndRecovers(t *testing.T) {
 	if started := log.ofType(EventRolloutStarted); len(started) != 1 || started[0].Status == nil || started[0].Status.Done != 0 {
 		t.Errorf("RolloutStarted %+v, want a status with nothing done", started)
 	}
-	read, err := d.RolloutStatus(ctx, "kubelet-1.37", RolloutStatusOptions{})
+	read, err := d.RolloutStatus(ctx, RolloutOptions{ID: "kubelet-1.37"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -449,7 +450,7 @@ func TestResumedDomainIgnoresAPendingGroupOfAnotherPool(t *testing.T) {
 
 	log := newEventLog()
 	d2, _ := New(fc.client, Options{Backoff: slowBackoff, OnEvent: log.add})
-	st, err := d2.RolloutStatus(ctx, "r", RolloutStatusOptions{Domains: ours})
+	st, err := d2.RolloutStatus(ctx, RolloutOptions{ID: "r", Domains: ours})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -668,7 +669,7 @@ func TestRolloutRefusesADomainAnotherRolloutHolds(t *testing.T) {
 	fc := newFakeCluster(t, lwsCluster(2, 1, 2)...)
 	n, _ := fc.client.CoreV1().Nodes().Get(ctx, "node-2-1", metav1.GetOptions{})
 	n.Spec.Unschedulable = true
-	n.Annotations = map[string]string{CordonedByAnnotation: "kernel-6.12"}
+	n.Annotations = map[string]string{udrain.CordonedByAnnotation: "kernel-6.12"}
 	if _, err := fc.client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -834,7 +835,7 @@ func TestRecoveryWaitCoalescesEvents(t *testing.T) {
 
 func TestRolloutSummaryLongestBlock(t *testing.T) {
 	rec := func(pdb string, d time.Duration) BlockRecord {
-		return BlockRecord{BudgetRef: health.BudgetRef{Namespace: "ns", PDB: pdb}, Duration: Seconds(d)}
+		return BlockRecord{BudgetRef: health.BudgetRef{Namespace: "ns", PDB: pdb}, Duration: udrain.Seconds(d)}
 	}
 	tests := []struct {
 		name    string
@@ -889,7 +890,7 @@ func TestRolloutWaitsForTheUnschedulableTaintToGo(t *testing.T) {
 	go func() {
 		for ctx.Err() == nil {
 			n, err := fc.client.CoreV1().Nodes().Get(ctx, "node-1-1", metav1.GetOptions{})
-			if err == nil && !n.Spec.Unschedulable && n.Annotations[UpgradedByAnnotation] != "" {
+			if err == nil && !n.Spec.Unschedulable && n.Annotations[udrain.UpgradedByAnnotation] != "" {
 				time.Sleep(300 * time.Millisecond)
 				n, _ = fc.client.CoreV1().Nodes().Get(ctx, "node-1-1", metav1.GetOptions{})
 				n.Spec.Taints = nil

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/health"
 	"github.com/udrain/udrain/topology"
 )
@@ -21,29 +22,29 @@ func TestResultDurationsOnTheWire(t *testing.T) {
 	t0 := time.Date(2026, 7, 1, 10, 0, 0, 0, time.UTC)
 	t1 := t0.Add(90 * time.Second)
 	g := topology.GroupID{Kind: topology.KindLeaderWorkerSet, Namespace: "ns", Name: "llm"}
-	block := BlockRecord{BudgetRef: health.BudgetRef{Namespace: "ns", PDB: "leaders"}, Since: t0, Pods: []topology.PodRef{{Namespace: "ns", Name: "llm-0"}}, Duration: Seconds(1500 * time.Millisecond)}
-	down := GroupDowntime{Group: g, From: "ud-1", To: "ud-2", Evicted: t0, Healthy: &t1, Downtime: Seconds(90 * time.Second)}
-	drain := Result{ID: "r1", Domain: "ud-1", Phase1: PhaseResult{Pods: 1, Evicted: 1, Duration: Seconds(time.Second)},
-		Blocks: []BlockRecord{block}, Completed: true, Started: t0, Duration: Seconds(90 * time.Minute)}
+	block := BlockRecord{BudgetRef: health.BudgetRef{Namespace: "ns", PDB: "leaders"}, Since: t0, Pods: []topology.PodRef{{Namespace: "ns", Name: "llm-0"}}, Duration: udrain.Seconds(1500 * time.Millisecond)}
+	down := GroupDowntime{Group: g, From: "ud-1", To: "ud-2", Evicted: t0, Healthy: &t1, Downtime: udrain.Seconds(90 * time.Second)}
+	drain := Result{ID: "r1", Domain: "ud-1", Phase1: PhaseResult{Pods: 1, Evicted: 1, Duration: udrain.Seconds(time.Second)},
+		Blocks: []BlockRecord{block}, Completed: true, Started: t0, Duration: udrain.Seconds(90 * time.Minute)}
 	for _, tc := range []struct {
 		v any
 		// seconds are the wire names of its durations, in order, with
 		// their values.
 		seconds [][2]string
 	}{
-		{PhaseResult{Pods: 3, Evicted: 2, AlreadyGone: 1, Duration: Seconds(1500 * time.Nanosecond)}, [][2]string{{"durationSeconds", "0.0000015"}}},
+		{PhaseResult{Pods: 3, Evicted: 2, AlreadyGone: 1, Duration: udrain.Seconds(1500 * time.Nanosecond)}, [][2]string{{"durationSeconds", "0.0000015"}}},
 		{block, [][2]string{{"durationSeconds", "1.5"}}},
 		{drain, [][2]string{{"durationSeconds", "5400"}}},
-		{Summary{DomainsDone: 1, DomainsTotal: 1, Phase1Evicted: 1, LongestDowntime: &down, LongestBlock: &block, Duration: Seconds(2 * time.Second)},
+		{Summary{DomainsDone: 1, DomainsTotal: 1, Phase1Evicted: 1, LongestDowntime: &down, LongestBlock: &block, Duration: udrain.Seconds(2 * time.Second)},
 			[][2]string{{"durationSeconds", "2"}}},
 		{DomainOutcome{Domain: "ud-1", Status: DomainDone, Drain: &drain, Groups: []GroupDowntime{down},
-			Upgrade: Seconds(1500 * time.Millisecond), Recovery: Seconds(90 * time.Minute), Duration: Seconds(time.Nanosecond)},
+			Upgrade: udrain.Seconds(1500 * time.Millisecond), Recovery: udrain.Seconds(90 * time.Minute), Duration: udrain.Seconds(time.Nanosecond)},
 			[][2]string{{"upgradeSeconds", "1.5"}, {"recoverySeconds", "5400"}, {"durationSeconds", "0.000000001"}}},
-		{RolloutResult{ID: "r1", Domains: []DomainOutcome{{Domain: "ud-1", Status: DomainDone, Duration: Seconds(time.Second)}}, Completed: true,
-			Started: t0, Duration: Seconds(3 * time.Minute)}, [][2]string{{"durationSeconds", "180"}}},
-		{RolloutLockStatus{Namespace: "ns", Name: "udrain-rollout-r1", Holder: "h", Held: true, AcquiredAt: &t0, RenewedAt: &t1, Duration: Seconds(15 * time.Second)},
+		{RolloutResult{ID: "r1", Domains: []DomainOutcome{{Domain: "ud-1", Status: DomainDone, Duration: udrain.Seconds(time.Second)}}, Completed: true,
+			Started: t0, Duration: udrain.Seconds(3 * time.Minute)}, [][2]string{{"durationSeconds", "180"}}},
+		{RolloutLockStatus{Namespace: "ns", Name: "udrain-rollout-r1", Holder: "h", Held: true, AcquiredAt: &t0, RenewedAt: &t1, Duration: udrain.Seconds(15 * time.Second)},
 			[][2]string{{"durationSeconds", "15"}}},
-		{RolloutETA{Samples: 2, DomainsLeft: 3, At: t1, PerDomain: Seconds(90 * time.Second), Remaining: Seconds(270 * time.Second)},
+		{RolloutETA{Samples: 2, DomainsLeft: 3, At: t1, PerDomain: udrain.Seconds(90 * time.Second), Remaining: udrain.Seconds(270 * time.Second)},
 			[][2]string{{"perDomainSeconds", "90"}, {"remainingSeconds", "270"}}},
 		{down, [][2]string{{"downtimeSeconds", "90"}}},
 	} {

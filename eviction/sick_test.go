@@ -17,6 +17,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/udrain/udrain/internal/sickserver"
+	"github.com/udrain/udrain/kubeclient"
 )
 
 // Issue 24, the library's side of cmd/udrain's TestSickAPIServer: against
@@ -57,15 +58,15 @@ func TestSickAPIServerLibrary(t *testing.T) {
 			return err
 		}},
 		{"RolloutStatus", func(ctx context.Context, d *Drainer) error {
-			_, err := d.RolloutStatus(ctx, "r", RolloutStatusOptions{})
+			_, err := d.RolloutStatus(ctx, RolloutOptions{ID: "r"})
 			return err
 		}},
 		{"Reader.Nodes", func(ctx context.Context, d *Drainer) error { _, err := (&Reader{d: d}).Nodes(ctx); return err }},
 		{"Reader.DaemonSets", func(ctx context.Context, d *Drainer) error { _, err := (&Reader{d: d}).DaemonSets(ctx); return err }},
 	}
-	problems := map[string]ServerProblem{
-		"closed port": ServerRefused, "black hole": ServerNoAnswer, "slow trickle": ServerNoAnswer,
-		"500 forever": ServerFailing, "429 forever": ServerThrottled,
+	problems := map[string]kubeclient.ServerProblem{
+		"closed port": kubeclient.ServerRefused, "black hole": kubeclient.ServerNoAnswer, "slow trickle": kubeclient.ServerNoAnswer,
+		"500 forever": kubeclient.ServerFailing, "429 forever": kubeclient.ServerThrottled,
 	}
 	type outcome struct {
 		err  error
@@ -154,7 +155,7 @@ func TestWritesTheServerLeavesUnanswered(t *testing.T) {
 			if tc.evictions {
 				// The eviction's request never comes back: it ends with
 				// its context.
-				opts.Evictor = EvictorFunc(func(ctx context.Context, _ PlannedPod, o metav1.DeleteOptions) error {
+				opts.Evictor = Evictor(func(ctx context.Context, _ PlannedPod, o metav1.DeleteOptions) error {
 					if len(o.DryRun) > 0 && !tc.dryRuns {
 						return nil
 					}
@@ -187,7 +188,7 @@ func TestWritesTheServerLeavesUnanswered(t *testing.T) {
 			}
 			var ue *UnreachableError
 			var de *DomainError
-			if !errors.As(err, &ue) || ue.Problem != ServerNoAnswer || ue.Write != tc.wantWrite || !errors.As(err, &de) || de.Stage != tc.wantStage {
+			if !errors.As(err, &ue) || ue.Problem != kubeclient.ServerNoAnswer || ue.Write != tc.wantWrite || !errors.As(err, &de) || de.Stage != tc.wantStage {
 				t.Fatalf("err = %v; want an UnreachableError (NoAnswer) of %q at %s", err, tc.wantWrite, tc.wantStage)
 			}
 			switch {

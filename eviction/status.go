@@ -3,7 +3,6 @@ package eviction
 import (
 	"cmp"
 	"context"
-	"errors"
 	"slices"
 	"time"
 
@@ -51,30 +50,8 @@ const (
 	StateStopped DomainState = "Stopped"
 )
 
-// RolloutStatusOptions says how to read a rollout's status. Domains,
-// Order and the lock's namespace should be the rollout's, so that the
-// domains are listed in the order it takes them.
-type RolloutStatusOptions struct {
-	// Domains limits the domains, as RolloutOptions.Domains; empty means
-	// every domain.
-	Domains []string
-	// Order orders them, as RolloutOptions.Order; empty means
-	// OrderSpareFirst without Domains, OrderGiven with them.
-	Order RolloutOrder
-	// LockNamespace holds the rollout's Lease; empty means
-	// DefaultLockNamespace.
-	LockNamespace string
-	// NoLock says the rollout runs without a Lease
-	// (RolloutLock.Disabled): no Lease is read, Running is unknown
-	// (false), and no domain is reported Stopped.
-	NoLock bool
-	// Interval is how often WatchRolloutStatus looks again; zero means
-	// DefaultWatchInterval. RolloutStatus does not read it.
-	Interval time.Duration
-}
-
 // DefaultWatchInterval is how often WatchRolloutStatus looks again
-// without RolloutStatusOptions.Interval.
+// without RolloutOptions.StatusInterval.
 const DefaultWatchInterval = 2 * time.Second
 
 // RolloutStatus is where a rollout stands, read back from the cluster.
@@ -87,7 +64,7 @@ type RolloutStatus struct {
 	Running bool `json:"running"`
 	// Lock is the rollout's Lease as it was read; nil when there is none
 	// (the rollout never ran, or ran without a lock or in another
-	// namespace) or RolloutStatusOptions.NoLock is set.
+	// namespace) or RolloutOptions.NoLock is set.
 	Lock *RolloutLockStatus `json:"lock,omitempty"`
 	// Domains are the rollout's domains in the order it takes them.
 	Domains []DomainProgress `json:"domains"`
@@ -109,7 +86,7 @@ type DomainProgress struct {
 	// remains), Upgrade while Upgrading, Uncordon or Recovery while
 	// Recovering (Uncordon while a node is still cordoned by the rollout).
 	Stage Stage `json:"stage,omitempty"`
-	// Since is when the domain was marked upgraded (UpgradedAtAnnotation,
+	// Since is when the domain was marked upgraded (udrain.UpgradedAtAnnotation,
 	// the end of its upgrade step), for Done and Recovering domains.
 	Since *time.Time `json:"since,omitempty"`
 	// NotBefore is, for a domain in progress, the last time another domain
@@ -117,7 +94,7 @@ type DomainProgress struct {
 	// nodes, but the rollout started this domain after that one.
 	NotBefore *time.Time `json:"notBefore,omitempty"`
 	// Nodes counts the domain's nodes; Cordoned those cordoned by the
-	// rollout (CordonedByAnnotation); Upgraded those marked upgraded by it.
+	// rollout (udrain.CordonedByAnnotation); Upgraded those marked upgraded by it.
 	Nodes    int `json:"nodes"`
 	Cordoned int `json:"cordoned"`
 	Upgraded int `json:"upgraded"`
@@ -126,7 +103,7 @@ type DomainProgress struct {
 	Pods int `json:"pods"`
 	// Blockers are the budgets that would refuse phase 1 of the domain
 	// now (from its plan), for a domain not upgraded yet.
-	Blockers []Blocker `json:"blockers,omitempty"`
+	Blockers []health.Blocker `json:"blockers,omitempty"`
 	// Down are the domain's groups that are not healthy (package
 	// health's judgment): those with a pod on its nodes and, for the
 	// domain the rollout is in or upgraded last, the groups its drain left
@@ -150,7 +127,7 @@ type RolloutLockStatus struct {
 	AcquiredAt *time.Time `json:"acquiredAt,omitempty"`
 	RenewedAt  *time.Time `json:"renewedAt,omitempty"`
 	// Duration is how long the Lease holds without a renewal.
-	Duration Seconds `json:"durationSeconds"`
+	Duration udrain.Seconds `json:"durationSeconds"`
 }
 
 // RolloutETA is a rollout's expected end: the median of the gaps between
@@ -168,9 +145,9 @@ type RolloutETA struct {
 	// At is the last upgraded mark plus Remaining.
 	At time.Time `json:"at"`
 	// PerDomain is the median gap.
-	PerDomain Seconds `json:"perDomainSeconds"`
+	PerDomain udrain.Seconds `json:"perDomainSeconds"`
 	// Remaining is PerDomain times DomainsLeft.
-	Remaining Seconds `json:"remainingSeconds"`
+	Remaining udrain.Seconds `json:"remainingSeconds"`
 }
 
 // RolloutStatus reads where rollout id stands from what it writes to the
@@ -182,13 +159,14 @@ type RolloutETA struct {
 //
 // It reads the cluster through Options.Informers (nothing else is listed
 // or watched) or lists of its own, and makes one GET of the Lease, unless
-// opts.NoLock; a Lease it may not read is a *PermissionError. A bad id or
-// option is a *udrain.ConfigError naming it (e.g.
-// "eviction.RolloutStatusOptions.Order", not the RolloutOptions field it
-// is checked as), an unknown domain a *topology.UnknownDomainError, before
-// any request.
-func (d *Drainer) RolloutStatus(ctx context.Context, id string, opts RolloutStatusOptions) (*RolloutStatus, error) {
-	ro, err := opts.rollout(id)
+// opts.NoLock; a Lease it may not read is a *PermissionError. Of opts it
+// reads what says which rollout and where: ID, Domains and Order (those
+// of the rollout, so that the domains are listed in the order it takes
+// them), NoLock and LockNamespace. A bad option is a *udrain.ConfigError
+// naming it, an unknown domain a *topology.UnknownDomainError, before any
+// request.
+func (d *Drainer) RolloutStatus(ctx context.Context, opts RolloutOptions) (*RolloutStatus, error) {
+	ro, err := opts.forStatus()
 	if err != nil {
 		return nil, err
 	}
@@ -199,13 +177,13 @@ func (d *Drainer) RolloutStatus(ctx context.Context, id string, opts RolloutStat
 	defer v.Stop()
 	now := d.s.Clock.Now()
 	st := &RolloutStatus{ID: ro.ID, Time: now}
-	if !ro.Lock.Disabled {
-		if st.Lock, err = d.readRolloutLock(ctx, ro.Lock.Namespace, ro.ID, now); err != nil {
+	if !ro.lock.Disabled {
+		if st.Lock, err = d.readRolloutLock(ctx, ro.lock.Namespace, ro.ID, now); err != nil {
 			return nil, err
 		}
 		st.Running = st.Lock != nil && st.Lock.Held
 	}
-	if err := d.statusFrom(ctx, v, ro, st, !ro.Lock.Disabled, nil); err != nil {
+	if err := d.statusFrom(ctx, v, ro, st, !ro.lock.Disabled, nil); err != nil {
 		return nil, err
 	}
 	return st, nil
@@ -273,48 +251,12 @@ func (d *Drainer) statusFrom(ctx context.Context, v *view, ro RolloutOptions, st
 	return nil
 }
 
-// Validate checks, without a cluster, the ID (empty: DefaultRolloutID)
-// and the options of a status: it returns the *udrain.ConfigError that
-// Drainer.RolloutStatus would return for them, so that a caller (the
-// CLI) can refuse bad input before it connects.
-func (o RolloutStatusOptions) Validate(id string) error {
-	_, err := o.rollout(id)
-	return err
-}
-
-// rollout is the rollout whose status the options ask for, checked and
-// with its defaults, as Rollout checks its options; the identity is set so
-// that none is made up: the status holds no Lease.
-func (o RolloutStatusOptions) rollout(id string) (RolloutOptions, error) {
-	if o.Interval < 0 {
-		return RolloutOptions{}, configError("RolloutStatusOptions.Interval", "%s; use a positive interval, or zero for %s", o.Interval, DefaultWatchInterval)
-	}
-	ro, err := RolloutOptions{ID: id, Domains: o.Domains, Order: o.Order,
-		Lock: RolloutLock{Disabled: o.NoLock, Namespace: o.LockNamespace, Identity: "status"}}.withDefaults()
-	return ro, inStatusTerms(err)
-}
-
-// inStatusTerms names, in a *udrain.ConfigError of the rollout's checks,
-// the argument or the RolloutStatusOptions field the caller of
-// RolloutStatus set, instead of the RolloutOptions field it was checked
-// as.
-func inStatusTerms(err error) error {
-	var ce *udrain.ConfigError
-	if !errors.As(err, &ce) {
-		return err
-	}
-	field := ce.Field
-	switch field {
-	case "eviction.RolloutOptions.ID":
-		field = "eviction.Drainer.RolloutStatus(id)"
-	case "eviction.RolloutOptions.Domains":
-		field = "eviction.RolloutStatusOptions.Domains"
-	case "eviction.RolloutOptions.Order":
-		field = "eviction.RolloutStatusOptions.Order"
-	case "eviction.RolloutOptions.Lock.Namespace":
-		field = "eviction.RolloutStatusOptions.LockNamespace"
-	}
-	return &udrain.ConfigError{Field: field, Problem: ce.Problem}
+// forStatus is the rollout whose status o asks for, checked and with its
+// defaults, as Rollout checks its options; the identity is set so that
+// none is made up: the status holds no Lease.
+func (o RolloutOptions) forStatus() (RolloutOptions, error) {
+	o.LockIdentity = "status"
+	return o.withDefaults()
 }
 
 // statusReader infers each domain's progress from one snapshot.
@@ -331,7 +273,7 @@ type statusReader struct {
 	// running: a holder keeps the Lease; lockKnown: the Lease was read.
 	running, lockKnown bool
 	// recovering: the domains marked upgraded by the rollout but not
-	// recovered (RecoveredByAnnotation).
+	// recovered (udrain.RecoveredByAnnotation).
 	recovering map[string]bool
 	// finished: the domains the rollout reading its own status knows
 	// recovered.
@@ -347,10 +289,10 @@ func (s *statusReader) domain(name string, t recoveryTarget) (DomainProgress, er
 	p := DomainProgress{Domain: name}
 	for _, n := range domainNodes(s.snap.Nodes, dom) {
 		p.Nodes++
-		if n.Annotations[CordonedByAnnotation] == s.id {
+		if n.Annotations[udrain.CordonedByAnnotation] == s.id {
 			p.Cordoned++
 		}
-		if n.Annotations[UpgradedByAnnotation] == s.id {
+		if n.Annotations[udrain.UpgradedByAnnotation] == s.id {
 			p.Upgraded++
 		}
 	}
@@ -469,7 +411,7 @@ func estimate(ps []DomainProgress) *RolloutETA {
 		per = (gaps[len(gaps)/2-1] + per) / 2
 	}
 	rem := per * time.Duration(left)
-	return &RolloutETA{Samples: len(gaps), DomainsLeft: left, At: marks[len(marks)-1].Add(rem), PerDomain: Seconds(per), Remaining: Seconds(rem)}
+	return &RolloutETA{Samples: len(gaps), DomainsLeft: left, At: marks[len(marks)-1].Add(rem), PerDomain: udrain.Seconds(per), Remaining: udrain.Seconds(rem)}
 }
 
 // readRolloutLock GETs the rollout's Lease; nil when there is none.
@@ -489,7 +431,7 @@ func (d *Drainer) readRolloutLock(ctx context.Context, namespace, id string, now
 		return nil, err
 	}
 	st := lease.StateOf(got)
-	ls := &RolloutLockStatus{Namespace: namespace, Name: name, Holder: st.Holder, Duration: Seconds(st.Duration),
+	ls := &RolloutLockStatus{Namespace: namespace, Name: name, Holder: st.Holder, Duration: udrain.Seconds(st.Duration),
 		AcquiredAt: st.AcquiredAt, Held: st.HeldAt(now)}
 	if !st.RenewedAt.IsZero() {
 		ls.RenewedAt = &st.RenewedAt

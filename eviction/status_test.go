@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/udrain/udrain"
+	"github.com/udrain/udrain/clusterinformers"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -47,7 +49,7 @@ func (c *statusCluster) node(name string) *corev1.Node {
 // statusNow, and the first recovered.
 func (c *statusCluster) upgraded(d int, ago time.Duration) *statusCluster {
 	c.recovering(d, ago)
-	c.node(fmt.Sprintf("node-%d-1", d)).Annotations[RecoveredByAnnotation] = "r1"
+	c.node(fmt.Sprintf("node-%d-1", d)).Annotations[udrain.RecoveredByAnnotation] = "r1"
 	return c
 }
 
@@ -56,8 +58,8 @@ func (c *statusCluster) upgraded(d int, ago time.Duration) *statusCluster {
 func (c *statusCluster) recovering(d int, ago time.Duration) *statusCluster {
 	for n := 1; n <= 2; n++ {
 		node := c.node(fmt.Sprintf("node-%d-%d", d, n))
-		node.Annotations[UpgradedByAnnotation] = "r1"
-		node.Annotations[UpgradedAtAnnotation] = statusNow.Add(-ago).Format(time.RFC3339Nano)
+		node.Annotations[udrain.UpgradedByAnnotation] = "r1"
+		node.Annotations[udrain.UpgradedAtAnnotation] = statusNow.Add(-ago).Format(time.RFC3339Nano)
 	}
 	return c
 }
@@ -66,7 +68,7 @@ func (c *statusCluster) recovering(d int, ago time.Duration) *statusCluster {
 func (c *statusCluster) cordoned(d, n int) *statusCluster {
 	for i := 1; i <= n; i++ {
 		node := c.node(fmt.Sprintf("node-%d-%d", d, i))
-		node.Annotations[CordonedByAnnotation] = "r1"
+		node.Annotations[udrain.CordonedByAnnotation] = "r1"
 		node.Spec.Unschedulable = true
 	}
 	return c
@@ -144,7 +146,7 @@ func TestRolloutStatus(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		cluster *statusCluster
-		opts    RolloutStatusOptions
+		opts    RolloutOptions
 		want    []progressLine
 		running bool
 		holder  string
@@ -161,7 +163,7 @@ func TestRolloutStatus(t *testing.T) {
 			want: []progressLine{done("ud-1", "20m0s"), done("ud-2", "10m0s"),
 				{Domain: "ud-3", State: "Draining", Stage: "Phase1", Pods: 2, Cordoned: 2, NotBefore: "10m0s"}, pending("ud-4")},
 			running: true, holder: "host-a",
-			eta: &RolloutETA{PerDomain: Seconds(10 * time.Minute), Samples: 1, DomainsLeft: 2, Remaining: Seconds(20 * time.Minute), At: statusNow.Add(10 * time.Minute)},
+			eta: &RolloutETA{PerDomain: udrain.Seconds(10 * time.Minute), Samples: 1, DomainsLeft: 2, Remaining: udrain.Seconds(20 * time.Minute), At: statusNow.Add(10 * time.Minute)},
 		},
 		{
 			name:    "upgrading the third domain, its group Pending",
@@ -169,7 +171,7 @@ func TestRolloutStatus(t *testing.T) {
 			want: []progressLine{done("ud-1", "20m0s"), done("ud-2", "10m0s"),
 				{Domain: "ud-3", State: "Upgrading", Stage: "Upgrade", Cordoned: 2, NotBefore: "10m0s", Down: []string{"llm-2"}}, pending("ud-4")},
 			running: true, holder: "host-a",
-			eta: &RolloutETA{PerDomain: Seconds(10 * time.Minute), Samples: 1, DomainsLeft: 2, Remaining: Seconds(20 * time.Minute), At: statusNow.Add(10 * time.Minute)},
+			eta: &RolloutETA{PerDomain: udrain.Seconds(10 * time.Minute), Samples: 1, DomainsLeft: 2, Remaining: udrain.Seconds(20 * time.Minute), At: statusNow.Add(10 * time.Minute)},
 		},
 		{
 			name:    "stopped in the upgrade: Lease released",
@@ -186,7 +188,7 @@ func TestRolloutStatus(t *testing.T) {
 		{
 			name:    "no lock: in progress, never stopped",
 			cluster: newStatusCluster().cordoned(1, 2).lease("", time.Minute),
-			opts:    RolloutStatusOptions{NoLock: true},
+			opts:    RolloutOptions{NoLock: true},
 			want:    []progressLine{{Domain: "ud-1", State: "Draining", Stage: "Phase1", Pods: 2, Cordoned: 2}, pending("ud-2"), pending("ud-3"), pending("ud-4")},
 		},
 		{
@@ -194,27 +196,27 @@ func TestRolloutStatus(t *testing.T) {
 			cluster: held(func() *statusCluster {
 				c := newStatusCluster().upgraded(1, 20*time.Minute).cordoned(2, 2).drained(1, false)
 				n := c.node("node-2-1")
-				n.Annotations[UpgradedByAnnotation], n.Annotations[UpgradedAtAnnotation] = "r1", statusNow.Add(-time.Minute).Format(time.RFC3339Nano)
+				n.Annotations[udrain.UpgradedByAnnotation], n.Annotations[udrain.UpgradedAtAnnotation] = "r1", statusNow.Add(-time.Minute).Format(time.RFC3339Nano)
 				return c
 			}()),
 			want: []progressLine{done("ud-1", "20m0s"), {Domain: "ud-2", State: "Recovering", Stage: "Uncordon", Cordoned: 2, Up: 1, Since: "1m0s"},
 				pending("ud-3"), pending("ud-4")},
 			running: true, holder: "host-a",
-			eta: &RolloutETA{PerDomain: Seconds(19 * time.Minute), Samples: 1, DomainsLeft: 2, Remaining: Seconds(38 * time.Minute), At: statusNow.Add(37 * time.Minute)},
+			eta: &RolloutETA{PerDomain: udrain.Seconds(19 * time.Minute), Samples: 1, DomainsLeft: 2, Remaining: udrain.Seconds(38 * time.Minute), At: statusNow.Add(37 * time.Minute)},
 		},
 		{
 			name:    "recovering the last domain upgraded while running",
 			cluster: held(newStatusCluster().upgraded(1, 20*time.Minute).recovering(2, time.Minute)),
 			want:    []progressLine{done("ud-1", "20m0s"), {Domain: "ud-2", State: "Recovering", Stage: "Recovery", Up: 2, Since: "1m0s"}, pending("ud-3"), pending("ud-4")},
 			running: true, holder: "host-a",
-			eta: &RolloutETA{PerDomain: Seconds(19 * time.Minute), Samples: 1, DomainsLeft: 2, Remaining: Seconds(38 * time.Minute), At: statusNow.Add(37 * time.Minute)},
+			eta: &RolloutETA{PerDomain: udrain.Seconds(19 * time.Minute), Samples: 1, DomainsLeft: 2, Remaining: udrain.Seconds(38 * time.Minute), At: statusNow.Add(37 * time.Minute)},
 		},
 		{
 			name:    "stopped in the recovery: its group Pending, no holder",
 			cluster: newStatusCluster().upgraded(1, 20*time.Minute).recovering(2, time.Minute).drained(1, true).lease("", time.Minute),
 			want: []progressLine{done("ud-1", "20m0s"), {Domain: "ud-2", State: "Stopped", Stage: "Recovery", Up: 2, Since: "1m0s", Down: []string{"llm-1"}},
 				pending("ud-3"), pending("ud-4")},
-			eta: &RolloutETA{PerDomain: Seconds(19 * time.Minute), Samples: 1, DomainsLeft: 2, Remaining: Seconds(38 * time.Minute), At: statusNow.Add(37 * time.Minute)},
+			eta: &RolloutETA{PerDomain: udrain.Seconds(19 * time.Minute), Samples: 1, DomainsLeft: 2, Remaining: udrain.Seconds(38 * time.Minute), At: statusNow.Add(37 * time.Minute)},
 		},
 		{
 			// Parallel domains: two recovering at once, one draining.
@@ -237,12 +239,12 @@ func TestRolloutStatus(t *testing.T) {
 				{Domain: "ud-4", State: "Draining", Stage: "Phase1", Pods: 2, Cordoned: 2, NotBefore: "10m0s"},
 				{Domain: "ud-0", State: "Pending"}, {Domain: "ud-5", State: "Pending"}, pending("ud-3")},
 			running: true, holder: "host-a",
-			eta: &RolloutETA{PerDomain: Seconds(10 * time.Minute), Samples: 1, DomainsLeft: 4, Remaining: Seconds(40 * time.Minute), At: statusNow.Add(30 * time.Minute)},
+			eta: &RolloutETA{PerDomain: udrain.Seconds(10 * time.Minute), Samples: 1, DomainsLeft: 4, Remaining: udrain.Seconds(40 * time.Minute), At: statusNow.Add(30 * time.Minute)},
 		},
 		{
 			name:    "given domains keep their order",
 			cluster: held(newStatusCluster().upgraded(2, 20*time.Minute).cordoned(4, 2)),
-			opts:    RolloutStatusOptions{Domains: []string{"ud-4", "ud-2", "ud-1"}},
+			opts:    RolloutOptions{Domains: []string{"ud-4", "ud-2", "ud-1"}},
 			want: []progressLine{{Domain: "ud-4", State: "Draining", Stage: "Phase1", Pods: 2, Cordoned: 2, NotBefore: "20m0s"},
 				done("ud-2", "20m0s"), pending("ud-1")},
 			running: true, holder: "host-a",
@@ -255,7 +257,9 @@ func TestRolloutStatus(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			st, err := d.RolloutStatus(ctx, "r1", tc.opts)
+			opts := tc.opts
+			opts.ID = "r1"
+			st, err := d.RolloutStatus(ctx, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -300,7 +304,7 @@ func TestRolloutStatusOverInformersGetsOnlyTheLease(t *testing.T) {
 	c := newStatusCluster().upgraded(1, 20*time.Minute).cordoned(2, 2).lease("host-a", time.Second)
 	fc := newFakeCluster(t, c.objs...)
 	factory := informers.NewSharedInformerFactory(fc.client, 0)
-	shared := InformersFromFactory(factory)
+	shared := clusterinformers.FromFactory(factory)
 	stop := make(chan struct{})
 	factory.Start(stop)
 	t.Cleanup(func() { close(stop); factory.Shutdown() })
@@ -327,7 +331,7 @@ func TestRolloutStatusOverInformersGetsOnlyTheLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	fc.client.ClearActions()
-	st, err := d.RolloutStatus(ctx, "r1", RolloutStatusOptions{})
+	st, err := d.RolloutStatus(ctx, RolloutOptions{ID: "r1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,15 +352,17 @@ func TestRolloutStatusErrors(t *testing.T) {
 	d, _ := New(fc.client, Options{})
 	for _, tc := range []struct {
 		id   string
-		opts RolloutStatusOptions
+		opts RolloutOptions
 		want string
 	}{
-		{"has spaces", RolloutStatusOptions{}, "eviction.Drainer.RolloutStatus(id)"},
-		{"r1", RolloutStatusOptions{Order: "Random"}, "eviction.RolloutStatusOptions.Order"},
-		{"r1", RolloutStatusOptions{LockNamespace: "Not_A_Namespace"}, "eviction.RolloutStatusOptions.LockNamespace"},
-		{"r1", RolloutStatusOptions{Domains: []string{"ud-9"}}, "ud-9"},
+		{"has spaces", RolloutOptions{}, "eviction.RolloutOptions.ID"},
+		{"r1", RolloutOptions{Order: "Random"}, "eviction.RolloutOptions.Order"},
+		{"r1", RolloutOptions{LockNamespace: "Not_A_Namespace"}, "eviction.RolloutOptions.LockNamespace"},
+		{"r1", RolloutOptions{Domains: []string{"ud-9"}}, "ud-9"},
 	} {
-		_, err := d.RolloutStatus(testContext(t), tc.id, tc.opts)
+		opts := tc.opts
+		opts.ID = tc.id
+		_, err := d.RolloutStatus(testContext(t), opts)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("RolloutStatus(%q, %+v): %v, want an error naming %s", tc.id, tc.opts, err, tc.want)
 		}
@@ -366,9 +372,9 @@ func TestRolloutStatusErrors(t *testing.T) {
 func TestRolloutStatusJSON(t *testing.T) {
 	at := statusNow
 	st := RolloutStatus{ID: "r1", Time: statusNow, Running: true,
-		Lock:    &RolloutLockStatus{Namespace: "ns", Name: "l", Holder: "h", Held: true, RenewedAt: &at, Duration: Seconds(30 * time.Second)},
+		Lock:    &RolloutLockStatus{Namespace: "ns", Name: "l", Holder: "h", Held: true, RenewedAt: &at, Duration: udrain.Seconds(30 * time.Second)},
 		Domains: []DomainProgress{{Domain: "ud-1", State: StateDraining, Stage: StagePhase1, Pods: 2}},
-		ETA:     &RolloutETA{PerDomain: Seconds(90 * time.Second), Samples: 2, DomainsLeft: 2, Remaining: Seconds(3 * time.Minute), At: statusNow}}
+		ETA:     &RolloutETA{PerDomain: udrain.Seconds(90 * time.Second), Samples: 2, DomainsLeft: 2, Remaining: udrain.Seconds(3 * time.Minute), At: statusNow}}
 	b, err := json.Marshal(st)
 	if err != nil {
 		t.Fatal(err)
@@ -404,7 +410,7 @@ func TestRolloutStatusLeaseForbidden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = d.RolloutStatus(testContext(t), "r1", RolloutStatusOptions{LockNamespace: tc.namespace})
+			_, err = d.RolloutStatus(testContext(t), RolloutOptions{ID: "r1", LockNamespace: tc.namespace})
 			var pe *PermissionError
 			if !errors.As(err, &pe) || pe.Role != tc.wantRole {
 				t.Errorf("RolloutStatus: %v, want a *PermissionError naming %q", err, tc.wantRole)
@@ -426,10 +432,10 @@ func TestEstimateCountsTheDomainsInFlight(t *testing.T) {
 		want *RolloutETA
 	}{
 		{"one at a time", []DomainProgress{done(-3), done(-2), done(-1), {State: StateDraining, Stage: StagePhase1}, {State: StatePending}},
-			&RolloutETA{Samples: 2, DomainsLeft: 2, PerDomain: Seconds(time.Minute), Remaining: Seconds(2 * time.Minute), At: statusNow.Add(time.Minute)}},
+			&RolloutETA{Samples: 2, DomainsLeft: 2, PerDomain: udrain.Seconds(time.Minute), Remaining: udrain.Seconds(2 * time.Minute), At: statusNow.Add(time.Minute)}},
 		{"two at a time", []DomainProgress{done(-9), done(-8), done(-5), done(-4),
 			{State: StateDraining, Stage: StagePhase2}, {State: StateUpgrading, Stage: StageUpgrade}, {State: StatePending}, {State: StatePending}},
-			&RolloutETA{Samples: 2, DomainsLeft: 4, PerDomain: Seconds(2 * time.Minute), Remaining: Seconds(8 * time.Minute), At: statusNow.Add(4 * time.Minute)}},
+			&RolloutETA{Samples: 2, DomainsLeft: 4, PerDomain: udrain.Seconds(2 * time.Minute), Remaining: udrain.Seconds(8 * time.Minute), At: statusNow.Add(4 * time.Minute)}},
 		{"as many marks as in flight: no ETA yet", []DomainProgress{done(-2), done(-1),
 			{State: StateDraining, Stage: StagePhase1}, {State: StateDraining, Stage: StagePhase1}, {State: StatePending}}, nil},
 	} {

@@ -7,12 +7,13 @@ import (
 	"slices"
 	"time"
 
+	"github.com/udrain/udrain"
 	corev1 "k8s.io/api/core/v1"
 )
 
 // RolloutIDs returns, sorted, the IDs of the rollouts whose marks nodes
-// carry: the upgraded mark (UpgradedByAnnotation) and the taint of the
-// domains not upgraded yet (PendingUpgradeTaint). The cordon mark is not
+// carry: the upgraded mark (udrain.UpgradedByAnnotation) and the taint of the
+// domains not upgraded yet (udrain.PendingUpgradeTaint). The cordon mark is not
 // read: a drain leaves it too. A caller that wants "the rollout" of a
 // cluster takes the one ID, and asks which one when there are several.
 func RolloutIDs(nodes []corev1.Node) []string {
@@ -23,9 +24,9 @@ func RolloutIDs(nodes []corev1.Node) []string {
 		}
 	}
 	for _, n := range nodes {
-		add(n.Annotations[UpgradedByAnnotation])
+		add(n.Annotations[udrain.UpgradedByAnnotation])
 		for _, t := range n.Spec.Taints {
-			if t.Key == PendingUpgradeTaint {
+			if t.Key == udrain.PendingUpgradeTaint {
 				add(t.Value)
 			}
 		}
@@ -34,25 +35,25 @@ func RolloutIDs(nodes []corev1.Node) []string {
 	return ids
 }
 
-// WatchRolloutStatus reads where rollout id stands, as RolloutStatus does,
-// every opts.Interval (on ReadOptions.Clock), and calls onChange with the
+// WatchRolloutStatus reads where rollout opts.ID stands, as RolloutStatus
+// does, every opts.StatusInterval (on Options.Clock), and calls onChange with the
 // status when it differs from the last one passed, the times that move by
 // themselves aside (the status's Time, the Lease's renewal); the first
 // status is always passed. It returns nil once a status is Completed
 // (after passing it), ctx's error when ctx ends, and the error of a read
-// or of onChange otherwise. Give the Reader ReadOptions.Informers so that
+// or of onChange otherwise. Give the Reader Options.Informers so that
 // the whole wait reads through one watch; without them each look lists
-// the cluster again. Options that RolloutStatusOptions.Validate refuses
-// are a *udrain.ConfigError, before any request.
-func (r *Reader) WatchRolloutStatus(ctx context.Context, id string, opts RolloutStatusOptions, onChange func(*RolloutStatus) error) error {
-	if err := opts.Validate(id); err != nil {
+// the cluster again. Options that RolloutStatus refuses are a
+// *udrain.ConfigError, before any request.
+func (r *Reader) WatchRolloutStatus(ctx context.Context, opts RolloutOptions, onChange func(*RolloutStatus) error) error {
+	if _, err := opts.forStatus(); err != nil {
 		return err
 	}
-	interval := cmp.Or(opts.Interval, DefaultWatchInterval)
+	interval := cmp.Or(opts.StatusInterval, DefaultWatchInterval)
 	clk := r.d.s.Clock
 	var last string
 	for {
-		st, err := r.RolloutStatus(ctx, id, opts)
+		st, err := r.RolloutStatus(ctx, opts)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()

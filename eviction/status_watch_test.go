@@ -17,12 +17,12 @@ import (
 
 func TestRolloutIDs(t *testing.T) {
 	node := func(upgradedBy string, taints ...string) corev1.Node {
-		n := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Annotations: map[string]string{CordonedByAnnotation: "a-drain"}}}
+		n := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Annotations: map[string]string{udrain.CordonedByAnnotation: "a-drain"}}}
 		if upgradedBy != "" {
-			n.Annotations[UpgradedByAnnotation] = upgradedBy
+			n.Annotations[udrain.UpgradedByAnnotation] = upgradedBy
 		}
 		for _, v := range taints {
-			n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: PendingUpgradeTaint, Value: v, Effect: corev1.TaintEffectPreferNoSchedule})
+			n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: udrain.PendingUpgradeTaint, Value: v, Effect: corev1.TaintEffectPreferNoSchedule})
 		}
 		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: "nvidia.com/gpu", Value: "other", Effect: corev1.TaintEffectNoSchedule})
 		return n
@@ -51,14 +51,14 @@ func TestWatchRolloutStatus(t *testing.T) {
 	defer cancel()
 	clk := clocktesting.NewFakeClock(statusNow)
 	fc := newFakeCluster(t, newStatusCluster().upgraded(1, 20*time.Minute).objs...)
-	r, err := NewReader(fc.client, ReadOptions{Clock: clk})
+	r, err := NewReader(fc.client, Options{Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
 	seen := make(chan *RolloutStatus, 10)
 	done := make(chan error, 1)
 	go func() {
-		done <- r.WatchRolloutStatus(ctx, "r1", RolloutStatusOptions{NoLock: true, Interval: time.Minute}, func(st *RolloutStatus) error {
+		done <- r.WatchRolloutStatus(ctx, RolloutOptions{ID: "r1", NoLock: true, StatusInterval: time.Minute}, func(st *RolloutStatus) error {
 			seen <- st
 			return nil
 		})
@@ -102,7 +102,7 @@ func TestWatchRolloutStatus(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			node.Annotations = map[string]string{UpgradedByAnnotation: "r1", UpgradedAtAnnotation: clk.Now().Format(time.RFC3339Nano)}
+			node.Annotations = map[string]string{udrain.UpgradedByAnnotation: "r1", udrain.UpgradedAtAnnotation: clk.Now().Format(time.RFC3339Nano)}
 			if _, err := fc.client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
 				t.Fatal(err)
 			}
@@ -120,7 +120,7 @@ func TestWatchRolloutStatus(t *testing.T) {
 	cctx, ccancel := context.WithCancel(ctx)
 	errStop := errors.New("stop")
 	go func() {
-		done <- r.WatchRolloutStatus(cctx, "r2", RolloutStatusOptions{NoLock: true, Interval: time.Minute}, func(*RolloutStatus) error { return nil })
+		done <- r.WatchRolloutStatus(cctx, RolloutOptions{ID: "r2", NoLock: true, StatusInterval: time.Minute}, func(*RolloutStatus) error { return nil })
 	}()
 	for !clk.HasWaiters() {
 		time.Sleep(time.Millisecond)
@@ -129,11 +129,11 @@ func TestWatchRolloutStatus(t *testing.T) {
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: %v, want context.Canceled", err)
 	}
-	if err := r.WatchRolloutStatus(ctx, "r2", RolloutStatusOptions{NoLock: true, Interval: time.Minute}, func(*RolloutStatus) error { return errStop }); !errors.Is(err, errStop) {
+	if err := r.WatchRolloutStatus(ctx, RolloutOptions{ID: "r2", NoLock: true, StatusInterval: time.Minute}, func(*RolloutStatus) error { return errStop }); !errors.Is(err, errStop) {
 		t.Errorf("onChange failed: %v, want its error", err)
 	}
 	var ce *udrain.ConfigError
-	if err := r.WatchRolloutStatus(ctx, "r2", RolloutStatusOptions{Interval: -time.Second}, nil); !errors.As(err, &ce) || ce.Field != "eviction.RolloutStatusOptions.Interval" {
-		t.Errorf("negative interval: %v, want a *udrain.ConfigError on eviction.RolloutStatusOptions.Interval", err)
+	if err := r.WatchRolloutStatus(ctx, RolloutOptions{ID: "r2", StatusInterval: -time.Second}, nil); !errors.As(err, &ce) || ce.Field != "eviction.RolloutOptions.StatusInterval" {
+		t.Errorf("negative interval: %v, want a *udrain.ConfigError on eviction.RolloutOptions.StatusInterval", err)
 	}
 }

@@ -7,23 +7,12 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/udrain/udrain"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 )
-
-// PendingUpgradeTaint is the key of the taint a rollout puts on the nodes
-// of its domains that are not upgraded yet, with the rollout's ID as value:
-// the scheduler then places evicted pods (groups and ordinary pods alike)
-// on upgraded nodes first, and a pod is not moved again when the domain it
-// landed on drains in its turn. A domain's cordon takes it off its nodes
-// (the cordon keeps evicted pods off; DaemonSet pods, which tolerate the
-// cordon, may start there during the upgrade step); the patch that
-// uncordons a node and marks it upgraded removes it from any node that
-// still has it; a rollout that stops removes it from the nodes it is
-// still on, and Drainer.Uncordon removes it too.
-const PendingUpgradeTaint = "udrain.dev/upgrade-pending"
 
 // Steering says how a rollout steers evicted work away from the domains it
 // has not upgraded yet.
@@ -96,18 +85,18 @@ func (s Steering) settle() (Steering, error) {
 // hasPendingTaint reports whether the node carries udrain's pending-upgrade
 // taint, of any rollout.
 func hasPendingTaint(n *corev1.Node) bool {
-	return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == PendingUpgradeTaint })
+	return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == udrain.PendingUpgradeTaint })
 }
 
 // withoutPendingTaint returns taints without udrain's pending-upgrade taint.
 func withoutPendingTaint(taints []corev1.Taint) []corev1.Taint {
-	return slices.DeleteFunc(slices.Clone(taints), func(t corev1.Taint) bool { return t.Key == PendingUpgradeTaint })
+	return slices.DeleteFunc(slices.Clone(taints), func(t corev1.Taint) bool { return t.Key == udrain.PendingUpgradeTaint })
 }
 
 // withPendingTaint returns taints with udrain's pending-upgrade taint for
 // rollout id, replacing one of another effect or rollout.
 func withPendingTaint(taints []corev1.Taint, id string, effect corev1.TaintEffect) []corev1.Taint {
-	return append(withoutPendingTaint(taints), corev1.Taint{Key: PendingUpgradeTaint, Value: id, Effect: effect})
+	return append(withoutPendingTaint(taints), corev1.Taint{Key: udrain.PendingUpgradeTaint, Value: id, Effect: effect})
 }
 
 // taintsPatch is a strategic merge patch that sets fields (a patch's
@@ -191,7 +180,7 @@ func (d *Drainer) setPendingTaints(ctx context.Context, emit func(Event), lookup
 			return nil
 		}
 		if slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool {
-			return t.Key == PendingUpgradeTaint && t.Value == id && t.Effect == effect
+			return t.Key == udrain.PendingUpgradeTaint && t.Value == id && t.Effect == effect
 		}) {
 			return nil
 		}

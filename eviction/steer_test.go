@@ -34,7 +34,7 @@ func pendingTaints(t *testing.T, ctx context.Context, fc *fakeCluster, gpuNode s
 		hasGPU := false
 		for _, taint := range n.Spec.Taints {
 			switch taint.Key {
-			case PendingUpgradeTaint:
+			case udrain.PendingUpgradeTaint:
 				out[n.Name] = string(taint.Effect) + "=" + taint.Value
 			case gpuTaint.Key:
 				hasGPU = true
@@ -154,7 +154,7 @@ func TestStoppedRolloutTakesItsTaintOff(t *testing.T) {
 func TestUncordonTakesThePendingTaintOff(t *testing.T) {
 	ctx := testContext(t)
 	objs := lwsCluster(1, 2, 2)
-	objs[0].(*corev1.Node).Spec.Taints = []corev1.Taint{gpuTaint, {Key: PendingUpgradeTaint, Value: "old", Effect: corev1.TaintEffectPreferNoSchedule}}
+	objs[0].(*corev1.Node).Spec.Taints = []corev1.Taint{gpuTaint, {Key: udrain.PendingUpgradeTaint, Value: "old", Effect: corev1.TaintEffectPreferNoSchedule}}
 	fc := newFakeCluster(t, objs...)
 	d, _ := New(fc.client, Options{})
 	done, err := d.Uncordon(ctx, "ud-1")
@@ -194,7 +194,7 @@ func TestTaintPatchRetriesOnConflict(t *testing.T) {
 		t.Fatal(err)
 	}
 	n, _ := fc.client.CoreV1().Nodes().Get(ctx, "node-1-1", metav1.GetOptions{})
-	want := []corev1.Taint{gpuTaint, {Key: PendingUpgradeTaint, Value: "r1", Effect: corev1.TaintEffectPreferNoSchedule}}
+	want := []corev1.Taint{gpuTaint, {Key: udrain.PendingUpgradeTaint, Value: "r1", Effect: corev1.TaintEffectPreferNoSchedule}}
 	if diff := cmp.Diff(want, n.Spec.Taints); diff != "" {
 		t.Errorf("taints (-want +got):\n%s", diff)
 	}
@@ -309,7 +309,7 @@ func TestRecoveryStopsOnMembersThatCannotStart(t *testing.T) {
 			start := time.Now()
 			done := make(chan error, 1)
 			go func() {
-				_, err := d.Rollout(ctx, RolloutOptions{ID: "r1", RecoveryTimeout: tc.timeout, StuckAfter: stuckAfter, Lock: RolloutLock{Disabled: true},
+				_, err := d.Rollout(ctx, RolloutOptions{ID: "r1", RecoveryTimeout: tc.timeout, StuckAfter: stuckAfter, NoLock: true,
 					Upgrade: func(ctx context.Context, dom topology.Domain) error {
 						for w := range 2 {
 							p := lwsPod(0, w, 2, "node-1-1", fc.nextUID(fmt.Sprintf("g0-w%d", w)))

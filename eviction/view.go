@@ -119,7 +119,7 @@ func (v *view) snapshotOf(ctx context.Context, nodes []corev1.Node, pods []*core
 		return nil, err
 	}
 	snap.PodGroups = pgs
-	snap.DaemonSets = v.daemonSetLookup(ctx)
+	snap.daemonSet = v.daemonSetLookup(ctx)
 	return snap, nil
 }
 
@@ -127,13 +127,13 @@ func (v *view) snapshotOf(ctx context.Context, nodes []corev1.Node, pods []*core
 // DaemonSet informer, or with one GET of it the first time a plan asks
 // (for a pod on the domain it plans), remembering the answer (nil,
 // NotFound or another error) for the rest of the view.
-func (v *view) daemonSetLookup(ctx context.Context) DaemonSetLookup {
+func (v *view) daemonSetLookup(ctx context.Context) dsLookup {
 	if v.HasDaemonSets() {
 		return func(namespace, name string) error {
 			if v.HasDaemonSet(namespace, name) {
 				return nil
 			}
-			return DaemonSetsLookup(nil)(namespace, name)
+			return daemonSetsLookup(nil)(namespace, name)
 		}
 	}
 	return func(namespace, name string) error {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/udrain/udrain/internal/clusterview"
+	"github.com/udrain/udrain/kubeclient"
 )
 
 // A view with informers of its own (the CLI's case, or a Drainer given no
@@ -97,7 +98,7 @@ func (w *ownStart) wait() (*view, error) {
 			w.unreachable, w.answered = err, err == nil
 		case <-connectTimer.C:
 			if w.lastListErr != nil && w.parent.Err() == nil {
-				if problem, _ := ServerProblemOf(w.lastListErr); problem != "" {
+				if problem, _ := kubeclient.ServerProblemOf(w.lastListErr); problem != "" {
 					return w.fail(w.lastListErr)
 				}
 			}
@@ -120,7 +121,7 @@ func (w *ownStart) fail(err error) (*view, error) {
 	if ue := unreachableError(w.d.server(), err, time.Since(w.starting.Started())); ue != nil {
 		return nil, ue
 	}
-	return nil, &UnreachableError{Server: w.d.server(), Problem: ServerUnreachable, Waited: time.Since(w.starting.Started()).Round(time.Millisecond), Err: err}
+	return nil, &UnreachableError{Server: w.d.server(), Problem: kubeclient.ServerUnreachable, Waited: time.Since(w.starting.Started()).Round(time.Millisecond), Err: err}
 }
 
 // notSynced ends the wait when the caller's context ended first: a
@@ -136,7 +137,7 @@ func (w *ownStart) notSynced() (*view, error) {
 		}
 		if w.probing && !w.answered {
 			// Neither the lists nor the probe got an answer.
-			return nil, &UnreachableError{Server: w.d.server(), Problem: ServerNoAnswer, Waited: time.Since(w.starting.Started()).Round(time.Millisecond), Err: w.parent.Err()}
+			return nil, &UnreachableError{Server: w.d.server(), Problem: kubeclient.ServerNoAnswer, Waited: time.Since(w.starting.Started()).Round(time.Millisecond), Err: w.parent.Err()}
 		}
 	}
 	return nil, w.parent.Err()
@@ -178,7 +179,7 @@ func (d *Drainer) probe(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, d.s.ConnectTimeout)
 	defer cancel()
 	err := rc.Get().AbsPath("/version").MaxRetries(0).Do(ctx).Error()
-	if problem, _ := ServerProblemOf(err); problem == "" {
+	if problem, _ := kubeclient.ServerProblemOf(err); problem == "" {
 		return nil
 	}
 	return err
@@ -216,7 +217,7 @@ func (d *Drainer) bounded(ctx context.Context, request func(context.Context) err
 	if left := d.s.ConnectTimeout - time.Since(start); errors.Is(err, context.DeadlineExceeded) && left > 0 {
 		pctx, cancel := context.WithTimeout(ctx, left)
 		if perr := d.probe(pctx); perr != nil {
-			if p, _ := ServerProblemOf(perr); p != ServerNoAnswer {
+			if p, _ := kubeclient.ServerProblemOf(perr); p != kubeclient.ServerNoAnswer {
 				err = perr
 			}
 		}

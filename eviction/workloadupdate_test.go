@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/udrain/udrain/clusterinformers"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -116,7 +117,7 @@ func TestRolloutWaitsForWorkloadUpdates(t *testing.T) {
 	}
 	lws := &fakeLWS{updating: 3}
 	d.s.readLWS = lws.read
-	_, err = d.Rollout(ctx, RolloutOptions{ID: "r", Domains: []string{"ud-1"}, Lock: RolloutLock{Disabled: true}, Upgrade: func(ctx context.Context, dom topology.Domain) error {
+	_, err = d.Rollout(ctx, RolloutOptions{ID: "r", Domains: []string{"ud-1"}, NoLock: true, Upgrade: func(ctx context.Context, dom topology.Domain) error {
 		fc.recreateGroup(ctx, 0, size, 1, nodesPer, domains)
 		return nil
 	}})
@@ -159,7 +160,7 @@ func TestWorkloadUpdatesIgnoredOrTimedOut(t *testing.T) {
 	}
 	lws := &fakeLWS{updating: 1 << 30}
 	d.s.readLWS = lws.read
-	if _, err := d.Rollout(ctx, RolloutOptions{ID: "r", Lock: RolloutLock{Disabled: true}, RecoveryTimeout: time.Millisecond}); err == nil {
+	if _, err := d.Rollout(ctx, RolloutOptions{ID: "r", NoLock: true, RecoveryTimeout: time.Millisecond}); err == nil {
 		t.Log("rollout done") // recovery may time out: the pods are not recreated; only the reads matter
 	}
 	if n := lws.count(); n != 0 {
@@ -173,7 +174,7 @@ func TestWorkloadUpdatesIgnoredOrTimedOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.s.readLWS = lws.read
-	_, err = d.Rollout(ctx, RolloutOptions{ID: "r", Lock: RolloutLock{Disabled: true}})
+	_, err = d.Rollout(ctx, RolloutOptions{ID: "r", NoLock: true})
 	var wu *WorkloadUpdateError
 	var de *DomainError
 	if !errors.As(err, &wu) || !errors.As(err, &de) || de.Stage != StagePlan || wu.Domain != "ud-1" || len(wu.Updates) != 1 {
@@ -241,7 +242,7 @@ func TestReadLeaderWorkerSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv.Close()
-	d.s.Informers = &Informers{LeaderWorkerSets: storeInformer{store}}
+	d.s.Informers = &clusterinformers.Set{LeaderWorkerSets: storeInformer{store}}
 	updates, problems = d.workloadUpdates(ctx, []workloadRef{{testNS, "llm"}, {testNS, "gone"}})
 	if len(problems) != 0 || len(updates) != 1 || !updates[0].Unobserved {
 		t.Errorf("from the informer: updates %+v, problems %q; want llm's spec not observed", updates, problems)
@@ -275,7 +276,7 @@ func TestRolloutStatusSaysWorkloadUpdates(t *testing.T) {
 	}
 	lws := &fakeLWS{updating: 1 << 30}
 	d.s.readLWS = lws.read
-	st, err := d.RolloutStatus(ctx, "r", RolloutStatusOptions{NoLock: true})
+	st, err := d.RolloutStatus(ctx, RolloutOptions{ID: "r", NoLock: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,6 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/udrain/udrain"
-	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/kubeclient"
 )
 
@@ -61,8 +60,8 @@ type outcome struct {
 	Limit time.Duration
 	// NetTimeout: the error is a net.Error whose Timeout is true.
 	NetTimeout bool
-	// Problem is what eviction.ServerProblemOf makes of the error.
-	Problem eviction.ServerProblem
+	// Problem is what kubeclient.ServerProblemOf makes of the error.
+	Problem kubeclient.ServerProblem
 }
 
 func outcomeOf(items int, err error) outcome {
@@ -73,7 +72,7 @@ func outcomeOf(items int, err error) outcome {
 	}
 	var ne net.Error
 	o.NetTimeout = errors.As(err, &ne) && ne.Timeout()
-	o.Problem, _ = eviction.ServerProblemOf(err)
+	o.Problem, _ = kubeclient.ServerProblemOf(err)
 	return o
 }
 
@@ -147,7 +146,7 @@ func startWatch(ctx context.Context, cfg *rest.Config) (int, error) {
 // only until it starts, then streams past the limit.
 func TestBoundRequests(t *testing.T) {
 	const limit = 300 * time.Millisecond
-	timedOut := outcome{Limit: limit, NetTimeout: true, Problem: eviction.ServerNoAnswer}
+	timedOut := outcome{Limit: limit, NetTimeout: true, Problem: kubeclient.ServerNoAnswer}
 	for _, tc := range []struct {
 		name    string
 		timeout time.Duration
@@ -347,7 +346,7 @@ func TestBoundRequestsOverAnyTransport(t *testing.T) {
 				_, err = io.ReadAll(resp.Body)
 				resp.Body.Close()
 			}
-			if diff := cmp.Diff(outcome{Limit: time.Minute, NetTimeout: true, Problem: eviction.ServerNoAnswer}, outcomeOf(0, err)); diff != "" {
+			if diff := cmp.Diff(outcome{Limit: time.Minute, NetTimeout: true, Problem: kubeclient.ServerNoAnswer}, outcomeOf(0, err)); diff != "" {
 				t.Errorf("%s: outcome (-want +got):\n%s", tc.name, diff)
 			}
 		})

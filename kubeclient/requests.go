@@ -25,7 +25,7 @@ type requestDeadline struct {
 // RequestTimeoutError is a request the API server did not answer within
 // the bound of BoundRequests (Options.RequestTimeout). It is a net.Error
 // whose Timeout is true, as http.Client's own, so that client-go and
-// eviction.ServerProblemOf see a server that did not answer.
+// kubeclient.ServerProblemOf see a server that did not answer.
 type RequestTimeoutError struct {
 	// Limit is the bound the request ran out of.
 	Limit time.Duration

@@ -1,6 +1,7 @@
 package metrics_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -35,7 +36,7 @@ func ExampleNew() {
 		{Time: t0.Add(30 * time.Second), Type: eviction.EventUnblocked, ID: "drain", Domain: "ud-1", Pod: pod},
 		{Time: t0.Add(30 * time.Second), Type: eviction.EventEvicted, ID: "drain", Domain: "ud-1", Pod: pod, Request: eviction.RequestEvicted},
 	} {
-		rec.Record(e)
+		rec.Record(context.Background(), e)
 	}
 	err = testutil.GatherAndCompare(reg, strings.NewReader(`
 # HELP udrain_eviction_requests_total Eviction (or deletion) requests sent, by the API server's answer.

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"context"
 	"strings"
 	"sync"
 	"time"
@@ -13,8 +14,9 @@ import (
 )
 
 // Recorder turns the events of package eviction into Prometheus metrics.
-// Give its Record method to eviction.Options.OnEvent (or call it from
-// your own OnEvent). It is safe for concurrent use: one Recorder may serve
+// Give its Record method to an event hook (eviction.Options.OnEvent,
+// DrainOptions.OnEvent or RolloutOptions.OnEvent: one signature), or call
+// it from your own. It is safe for concurrent use: one Recorder may serve
 // every Drainer of a process.
 type Recorder struct {
 	requests      *prometheus.CounterVec
@@ -112,8 +114,9 @@ func New(reg prometheus.Registerer) (*Recorder, error) {
 }
 
 // Record updates the metrics with one event. It does not block on
-// anything but the Recorder's own lock.
-func (r *Recorder) Record(e eviction.Event) {
+// anything but the Recorder's own lock. It has the signature of the event
+// hooks; ctx is not used.
+func (r *Recorder) Record(_ context.Context, e eviction.Event) {
 	r.events.WithLabelValues(string(e.Type)).Inc()
 	if e.DryRun != "" {
 		return // nothing happened

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -196,7 +197,7 @@ func TestRecorder(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r, reg := newRecorder(t)
 			for _, e := range tc.events {
-				r.Record(e)
+				r.Record(context.Background(), e)
 			}
 			got, want := map[string]float64{}, map[string]float64{}
 			for s, w := range tc.want {
@@ -252,17 +253,17 @@ func TestSeriesBoundedAtFleetScale(t *testing.T) {
 			events := rolloutOf("fleet", domain, d*1000)
 			head, tail := events[:9], events[9:]
 			for _, e := range head {
-				r.Record(e)
+				r.Record(context.Background(), e)
 			}
 			for p := range podsPerDomain {
 				e := eviction.Event{Time: at(d*1000 + 42), Type: eviction.EventEvicted, ID: "fleet", Domain: domain,
 					Pod: pod(fmt.Sprintf("%s-p%d", domain, p)), Request: eviction.RequestEvicted}
-				r.Record(e)
+				r.Record(context.Background(), e)
 				e.Type, e.Request = eviction.EventGone, ""
-				r.Record(e)
+				r.Record(context.Background(), e)
 			}
 			for _, e := range tail {
-				r.Record(e)
+				r.Record(context.Background(), e)
 			}
 		}
 		n, err := testutil.GatherAndCount(reg)
@@ -286,7 +287,7 @@ func TestSeriesBoundedAtFleetScale(t *testing.T) {
 func TestScrapeOverHTTP(t *testing.T) {
 	r, reg := newRecorder(t)
 	for _, e := range rolloutOf("r1", "ud-1", 0) {
-		r.Record(e)
+		r.Record(context.Background(), e)
 	}
 	members, err := NewMembers(reg)
 	if err != nil {
@@ -375,7 +376,7 @@ func TestRolloutDomainStates(t *testing.T) {
 	}
 	for i, s := range steps {
 		s.e.Time = at.Add(time.Duration(i) * time.Second)
-		r.Record(s.e)
+		r.Record(context.Background(), s.e)
 		if diff := cmp.Diff(s.want, state()); diff != "" {
 			t.Errorf("after %s (-want +got):\n%s", s.e.Type, diff)
 		}
@@ -390,8 +391,8 @@ func TestRolloutDomainStates(t *testing.T) {
 func TestRecorderCountsNamespaceTerminating(t *testing.T) {
 	r, reg := newRecorder(t)
 	p := pod("llm-0")
-	r.Record(eviction.Event{Time: at(0), Type: eviction.EventRetrying, Domain: "ud-1", Pod: p, Request: eviction.RequestNamespaceTerminating})
-	r.Record(eviction.Event{Time: at(1), Type: eviction.EventEvicted, Domain: "ud-1", Pod: p, Request: eviction.RequestNamespaceTerminating})
+	r.Record(context.Background(), eviction.Event{Time: at(0), Type: eviction.EventRetrying, Domain: "ud-1", Pod: p, Request: eviction.RequestNamespaceTerminating})
+	r.Record(context.Background(), eviction.Event{Time: at(1), Type: eviction.EventEvicted, Domain: "ud-1", Pod: p, Request: eviction.RequestNamespaceTerminating})
 	for result, want := range map[Result]float64{ResultNamespaceTerminating: 2, ResultError: 0, ResultEvicted: 0} {
 		if got, _ := value(t, reg, EvictionRequests, map[string]string{"result": string(result)}); got != want {
 			t.Errorf("%s{result=%s} = %v, want %v", EvictionRequests, result, got, want)
@@ -438,7 +439,7 @@ func TestParallelDomainStates(t *testing.T) {
 	}
 	for i, s := range steps {
 		s.e.Time = at.Add(time.Duration(i) * time.Second)
-		r.Record(s.e)
+		r.Record(context.Background(), s.e)
 		if diff := cmp.Diff(s.want, state()); diff != "" {
 			t.Errorf("after %s of %s (-want +got):\n%s", s.e.Type, s.e.Domain, diff)
 		}

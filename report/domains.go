@@ -3,6 +3,7 @@ package report
 import (
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/gpu"
 	"github.com/udrain/udrain/topology"
@@ -31,8 +32,8 @@ func NewDomainList(nodes []corev1.Node, layout *topology.Layout, h *eviction.Hea
 			domNodes = append(domNodes, n)
 			_, cp := n.Labels[topology.ControlPlaneLabel]
 			dn := DomainNode{
-				Name: name, Cordoned: n.Spec.Unschedulable, CordonedBy: n.Annotations[eviction.CordonedByAnnotation],
-				UpgradedBy: n.Annotations[eviction.UpgradedByAnnotation], ControlPlane: cp, GPU: gpu.ClassifyNode(n, gopts),
+				Name: name, Cordoned: n.Spec.Unschedulable, CordonedBy: n.Annotations[udrain.CordonedByAnnotation],
+				UpgradedBy: n.Annotations[udrain.UpgradedByAnnotation], ControlPlane: cp, GPU: gpu.ClassifyNode(n, gopts),
 			}
 			dn.Ready = dn.GPU.NodeReady
 			if dn.Cordoned {

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/gpu"
 	"github.com/udrain/udrain/health"
@@ -37,11 +38,11 @@ func TestNewDomainList(t *testing.T) {
 		node("gpu-a", "ud-1", func(n *corev1.Node) {
 			gpus(n)
 			n.Spec.Unschedulable = true
-			n.Annotations[eviction.CordonedByAnnotation] = "udrain-1"
+			n.Annotations[udrain.CordonedByAnnotation] = "udrain-1"
 		}),
 		node("cp", "ud-2", func(n *corev1.Node) {
 			n.Labels[topology.ControlPlaneLabel] = ""
-			n.Annotations[eviction.UpgradedByAnnotation] = "udrain-0"
+			n.Annotations[udrain.UpgradedByAnnotation] = "udrain-0"
 			n.Status.Conditions[0].Status = corev1.ConditionFalse
 		}),
 		node("loose", "", nil),

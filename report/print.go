@@ -49,7 +49,7 @@ type Document interface {
 type TableOptions struct {
 	// SettingName names a setting of the library (in
 	// udrain.ConfigError.Field's form, such as
-	// "eviction.RolloutStatusOptions.NoLock") the way the program's users
+	// "eviction.RolloutOptions.NoLock") the way the program's users
 	// set it: udrain's command line names its flag. When it is nil or
 	// returns "", the setting keeps its Go name.
 	SettingName func(setting string) string

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -32,7 +33,8 @@ type ProgressOptions struct {
 }
 
 // Progress shows a drain or a rollout while it runs, as udrain's commands
-// do on stderr: give its Event to the Drainer's OnEvent. It writes only to
+// do on stderr: give its Event to an OnEvent hook (the Drainer's, a
+// drain's or a rollout's: they share one signature). It writes only to
 // its writer, and is safe for concurrent use. Close it when the drain or
 // rollout returns: the live block stays on screen in its last state.
 type Progress struct {
@@ -115,8 +117,10 @@ func notable(t eviction.EventType) bool {
 	return false
 }
 
-// Event shows an event of a drain or a rollout.
-func (p *Progress) Event(e eviction.Event) {
+// Event shows an event of a drain or a rollout. It has the signature of
+// the event hooks (eviction.Options.OnEvent, DrainOptions.OnEvent,
+// RolloutOptions.OnEvent); ctx is not used.
+func (p *Progress) Event(_ context.Context, e eviction.Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.opts.Live {

@@ -1,6 +1,7 @@
 package report_test
 
 import (
+	"context"
 	"io"
 	"strings"
 	"testing"
@@ -29,9 +30,9 @@ func TestProgressLines(t *testing.T) {
 		want []string
 	}{
 		"events, each one": {func(p *report.Progress) {
-			p.Event(eviction.Event{Time: progressNow, Type: eviction.EventDomainStarted, Domain: "ud-1"})
-			p.Event(eviction.Event{Time: progressNow.Add(time.Second), Type: eviction.EventBlocked, Domain: "ud-1", Phase: eviction.Phase1, Block: block})
-			p.Event(eviction.Event{Time: progressNow.Add(2 * time.Second), Type: eviction.EventBlocked, Domain: "ud-1", Phase: eviction.Phase1, Block: block})
+			p.Event(context.Background(), eviction.Event{Time: progressNow, Type: eviction.EventDomainStarted, Domain: "ud-1"})
+			p.Event(context.Background(), eviction.Event{Time: progressNow.Add(time.Second), Type: eviction.EventBlocked, Domain: "ud-1", Phase: eviction.Phase1, Block: block})
+			p.Event(context.Background(), eviction.Event{Time: progressNow.Add(2 * time.Second), Type: eviction.EventBlocked, Domain: "ud-1", Phase: eviction.Phase1, Block: block})
 		}, []string{
 			"2026-07-01T10:00:00Z DomainStarted domain=ud-1",
 			"2026-07-01T10:00:01Z Blocked domain=ud-1 phase=1 pdb=inference/llama-leaders allowed=0 healthy=0 desired=0 expected=0",
@@ -68,14 +69,14 @@ func TestLiveProgress(t *testing.T) {
 	var buf testkit.SyncBuffer
 	p := report.NewProgress(&buf, report.ProgressOptions{Live: true, Width: 200, Clock: clk})
 	p.SetTotal(2)
-	p.Event(eviction.Event{Time: clk.Now(), Type: eviction.EventDomainStarted, Domain: "ud-2"})
-	p.Event(eviction.Event{Time: clk.Now(), Type: eviction.EventPhaseStarted, Domain: "ud-2", Phase: eviction.Phase1,
+	p.Event(context.Background(), eviction.Event{Time: clk.Now(), Type: eviction.EventDomainStarted, Domain: "ud-2"})
+	p.Event(context.Background(), eviction.Event{Time: clk.Now(), Type: eviction.EventPhaseStarted, Domain: "ud-2", Phase: eviction.Phase1,
 		Progress: eviction.PodCounts{Phase1Total: 1, Phase2Total: 3}})
 	block := &eviction.BlockInfo{BudgetRef: health.BudgetRef{Namespace: "inference", PDB: "llama-leaders"}, BudgetCounts: health.BudgetCounts{CurrentHealthy: 1, DesiredHealthy: 1, ExpectedPods: 2}, Since: clk.Now(),
 		Pods: []topology.PodRef{{Namespace: "inference", Name: "llama-1"}}}
-	p.Event(eviction.Event{Time: clk.Now(), Type: eviction.EventBlocked, Domain: "ud-2", Phase: eviction.Phase1, Block: block,
+	p.Event(context.Background(), eviction.Event{Time: clk.Now(), Type: eviction.EventBlocked, Domain: "ud-2", Phase: eviction.Phase1, Block: block,
 		Progress: eviction.PodCounts{Phase1Total: 1, Phase2Total: 3}, Message: "spent"})
-	p.Event(eviction.Event{Time: clk.Now(), Type: eviction.EventBlocked, Domain: "ud-2", Phase: eviction.Phase1, Block: block,
+	p.Event(context.Background(), eviction.Event{Time: clk.Now(), Type: eviction.EventBlocked, Domain: "ud-2", Phase: eviction.Phase1, Block: block,
 		Progress: eviction.PodCounts{Phase1Total: 1, Phase2Total: 3}, Message: "spent"})
 	out := buf.String()
 	if n := strings.Count(out, "Blocked domain=ud-2"); n != 1 {
@@ -97,9 +98,9 @@ func TestLiveProgress(t *testing.T) {
 	}
 
 	// Recovery: what it waits for gets a line of its own.
-	p.Event(eviction.Event{Time: clk.Now(), Type: eviction.EventUnblocked, Domain: "ud-2", Block: block})
-	p.Event(eviction.Event{Time: clk.Now(), Type: eviction.EventDrained, Domain: "ud-2"})
-	p.Event(eviction.Event{Time: clk.Now(), Type: eviction.EventWaitingRecovery, Domain: "ud-2", Message: "group inference/llama-1: 1/2 members Ready"})
+	p.Event(context.Background(), eviction.Event{Time: clk.Now(), Type: eviction.EventUnblocked, Domain: "ud-2", Block: block})
+	p.Event(context.Background(), eviction.Event{Time: clk.Now(), Type: eviction.EventDrained, Domain: "ud-2"})
+	p.Event(context.Background(), eviction.Event{Time: clk.Now(), Type: eviction.EventWaitingRecovery, Domain: "ud-2", Message: "group inference/llama-1: 1/2 members Ready"})
 	if want := "udrain domain ud-2 (1/2)  recovering  elapsed 1m15s\n  phase 1 evicted 0/1  phase 2 evicted 0/3  pods left 4\n  waiting for: group inference/llama-1: 1/2 members Ready\n"; !strings.HasSuffix(buf.String(), want) {
 		t.Errorf("live view:\n%q\nwant it to end with\n%q", buf.String(), want)
 	}
@@ -124,7 +125,7 @@ func TestLiveProgress(t *testing.T) {
 func TestLiveProgressWidth(t *testing.T) {
 	var buf testkit.SyncBuffer
 	p := report.NewProgress(&buf, report.ProgressOptions{Live: true, Width: 21, Clock: clocktesting.NewFakeClock(progressNow)})
-	p.Event(eviction.Event{Time: progressNow, Type: eviction.EventDomainStarted, Domain: "ud-1"})
+	p.Event(context.Background(), eviction.Event{Time: progressNow, Type: eviction.EventDomainStarted, Domain: "ud-1"})
 	p.Close()
 	if want := "10:00:00 DomainStarted domain=ud-1\n"; !strings.Contains(buf.String(), want) {
 		t.Errorf("output has no %q:\n%q", want, buf.String())
@@ -156,7 +157,7 @@ func TestLiveProgressNotable(t *testing.T) {
 	for _, typ := range all {
 		var buf testkit.SyncBuffer
 		p := report.NewProgress(&buf, report.ProgressOptions{Live: true, Clock: clocktesting.NewFakeClock(progressNow)})
-		p.Event(eviction.Event{Time: progressNow, Type: typ, Domain: "ud-1"})
+		p.Event(context.Background(), eviction.Event{Time: progressNow, Type: typ, Domain: "ud-1"})
 		p.Close()
 		if strings.Contains(buf.String(), "10:00:00 "+string(typ)+" ") {
 			got[typ] = true
@@ -177,13 +178,13 @@ func TestLiveProgressParallelDomains(t *testing.T) {
 	p := report.NewProgress(&buf, report.ProgressOptions{Live: true, Width: 300, Clock: clk})
 	p.SetTotal(3)
 	for _, d := range []string{"ud-1", "ud-2"} {
-		p.Event(eviction.Event{Time: clk.Now(), Type: eviction.EventDomainStarted, Domain: d})
+		p.Event(context.Background(), eviction.Event{Time: clk.Now(), Type: eviction.EventDomainStarted, Domain: d})
 	}
-	p.Event(eviction.Event{Time: clk.Now(), Type: eviction.EventPhaseStarted, Domain: "ud-1", Phase: eviction.Phase2,
+	p.Event(context.Background(), eviction.Event{Time: clk.Now(), Type: eviction.EventPhaseStarted, Domain: "ud-1", Phase: eviction.Phase2,
 		Progress: eviction.PodCounts{Phase1Total: 1, Phase1Evicted: 1, Phase2Total: 3}})
-	p.Event(eviction.Event{Time: clk.Now(), Type: eviction.EventUpgradeStarted, Domain: "ud-2"})
+	p.Event(context.Background(), eviction.Event{Time: clk.Now(), Type: eviction.EventUpgradeStarted, Domain: "ud-2"})
 	held := &eviction.Hold{Domain: "ud-3", Reason: eviction.HoldBudget, Message: "PodDisruptionBudget inference/llm-leaders allows 2 down"}
-	p.Event(eviction.Event{Time: clk.Now(), Type: eviction.EventDomainHeld, Domain: "ud-3", Hold: held, Message: held.Message})
+	p.Event(context.Background(), eviction.Event{Time: clk.Now(), Type: eviction.EventDomainHeld, Domain: "ud-3", Hold: held, Message: held.Message})
 	want := "udrain  2 domains in flight  elapsed 0s\n" +
 		"  domain ud-1 (1/3)  phase 2  evicting\n" +
 		"    phase 1 evicted 1/1  phase 2 evicted 0/3  pods left 4\n" +
@@ -196,14 +197,14 @@ func TestLiveProgressParallelDomains(t *testing.T) {
 		t.Errorf("DomainHeld printed %d times above the live view, want once", n)
 	}
 	// ud-1 is done: one domain in flight, shown as one domain at a time.
-	p.Event(eviction.Event{Time: clk.Now(), Type: eviction.EventDomainDone, Domain: "ud-1"})
-	p.Event(eviction.Event{Time: clk.Now(), Type: eviction.EventDomainStarted, Domain: "ud-3"})
-	p.Event(eviction.Event{Time: clk.Now(), Type: eviction.EventUpgradeDone, Domain: "ud-2"})
-	p.Event(eviction.Event{Time: clk.Now(), Type: eviction.EventDomainDone, Domain: "ud-2"})
+	p.Event(context.Background(), eviction.Event{Time: clk.Now(), Type: eviction.EventDomainDone, Domain: "ud-1"})
+	p.Event(context.Background(), eviction.Event{Time: clk.Now(), Type: eviction.EventDomainStarted, Domain: "ud-3"})
+	p.Event(context.Background(), eviction.Event{Time: clk.Now(), Type: eviction.EventUpgradeDone, Domain: "ud-2"})
+	p.Event(context.Background(), eviction.Event{Time: clk.Now(), Type: eviction.EventDomainDone, Domain: "ud-2"})
 	if want := "udrain domain ud-3 (3/3)  planning  elapsed 0s\n"; !strings.HasSuffix(buf.String(), want) {
 		t.Errorf("live view:\n%q\nwant it to end with\n%q", buf.String(), want)
 	}
-	p.Event(eviction.Event{Time: clk.Now(), Type: eviction.EventDomainDone, Domain: "ud-3"})
+	p.Event(context.Background(), eviction.Event{Time: clk.Now(), Type: eviction.EventDomainDone, Domain: "ud-3"})
 	p.Close()
 	if want := "udrain domain ud-3 (3/3)  done  elapsed 0s\n"; !strings.HasSuffix(buf.String(), want) {
 		t.Errorf("last live view:\n%q\nwant it to end with\n%q", buf.String(), want)

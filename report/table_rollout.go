@@ -261,9 +261,9 @@ func lockLine(st *eviction.RolloutStatus, noLock bool, ago func(time.Time) strin
 	l := st.Lock
 	switch {
 	case noLock:
-		return fmt.Sprintf("whether it runs is unknown (%s: its Lease is not read)", o.setting("eviction.RolloutStatusOptions.NoLock"))
+		return fmt.Sprintf("whether it runs is unknown (%s: its Lease is not read)", o.setting("eviction.RolloutOptions.NoLock"))
 	case l == nil:
-		return fmt.Sprintf("no Lease found (the rollout is not running, or runs without a lock or with another %s)", o.setting("eviction.RolloutStatusOptions.LockNamespace"))
+		return fmt.Sprintf("no Lease found (the rollout is not running, or runs without a lock or with another %s)", o.setting("eviction.RolloutOptions.LockNamespace"))
 	}
 	lease := "Lease " + l.Namespace + "/" + l.Name
 	renewed := "never renewed"

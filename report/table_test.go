@@ -28,8 +28,8 @@ func table(t *testing.T, doc report.Document, o report.TableOptions) string {
 // flags names two settings as a command line would.
 func flags(setting string) string {
 	return map[string]string{
-		"eviction.RolloutStatusOptions.NoLock":        "--no-lock",
-		"eviction.RolloutStatusOptions.LockNamespace": "--lock-namespace",
+		"eviction.RolloutOptions.NoLock":        "--no-lock",
+		"eviction.RolloutOptions.LockNamespace": "--lock-namespace",
 	}[setting]
 }
 
@@ -119,7 +119,7 @@ func TestTables(t *testing.T) {
 		want string
 	}{
 		{"no lock, Go names", status(true, nil), report.TableOptions{},
-			"Rollout r1: whether it runs is unknown (eviction.RolloutStatusOptions.NoLock: its Lease is not read)"},
+			"Rollout r1: whether it runs is unknown (eviction.RolloutOptions.NoLock: its Lease is not read)"},
 		{"no lock, flags", status(true, nil), report.TableOptions{SettingName: flags},
 			"Rollout r1: whether it runs is unknown (--no-lock: its Lease is not read)"},
 		{"no Lease, flags", status(false, nil), report.TableOptions{SettingName: flags},
@@ -128,7 +128,7 @@ func TestTables(t *testing.T) {
 			"Rollout r1: running; Lease udrain-system/udrain-rollout-r1 held by host-a, renewed 3s ago"},
 		{"released", status(false, &eviction.RolloutLockStatus{Namespace: "udrain-system", Name: "udrain-rollout-r1"}), report.TableOptions{},
 			"Rollout r1: not running; Lease udrain-system/udrain-rollout-r1 released, never renewed"},
-		{"expired", status(false, &eviction.RolloutLockStatus{Namespace: "udrain-system", Name: "udrain-rollout-r1", Holder: "host-a", RenewedAt: &renewed, Duration: eviction.Seconds(30 * time.Second)}), report.TableOptions{},
+		{"expired", status(false, &eviction.RolloutLockStatus{Namespace: "udrain-system", Name: "udrain-rollout-r1", Holder: "host-a", RenewedAt: &renewed, Duration: udrain.Seconds(30 * time.Second)}), report.TableOptions{},
 			"Rollout r1: not running; Lease udrain-system/udrain-rollout-r1 of host-a expired, renewed 3s ago (it holds 30s)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -23,7 +23,11 @@ type UnlabeledPolicy int
 const (
 	// UnlabeledError makes BuildLayout fail with an *UnlabeledNodesError that
 	// lists the nodes. It is the default: a node in no domain would never be
-	// drained, which is rarely what an upgrade wants.
+	// drained, which is rarely what an upgrade wants. Control-plane nodes
+	// (ControlPlaneLabel) without the label are the exception: node-pool
+	// upgrades do not take them, and most clusters do not label them, so
+	// they are left out and listed in Layout.Unlabeled; an unlabelled
+	// worker is still an error.
 	UnlabeledError UnlabeledPolicy = iota
 	// UnlabeledSkip leaves such nodes out of every domain; they are listed in
 	// Layout.Unlabeled.
@@ -34,7 +38,8 @@ const (
 )
 
 // LayoutOptions configures BuildLayout. The zero value uses
-// DefaultDomainLabel and rejects unlabeled nodes.
+// DefaultDomainLabel, leaves out control-plane nodes without the label and
+// rejects other unlabeled nodes.
 type LayoutOptions struct {
 	// LabelKey is the node label whose value names the domain (a zone, a
 	// node pool, ...). Empty means DefaultDomainLabel.
@@ -66,7 +71,9 @@ type Layout struct {
 	LabelKey string `json:"labelKey"`
 	// Domains are sorted by name in natural order ("ud-2" before "ud-10").
 	Domains []Domain `json:"domains"`
-	// Unlabeled lists nodes left out under UnlabeledSkip.
+	// Unlabeled lists the nodes without the label left out of every
+	// domain: all of them under UnlabeledSkip, the control-plane ones
+	// under UnlabeledError.
 	Unlabeled []string `json:"unlabeled,omitempty"`
 	// ControlPlaneTotal counts the control-plane nodes among all nodes,
 	// unlabeled ones included.
@@ -82,7 +89,7 @@ func BuildLayout(nodes []corev1.Node, opts LayoutOptions) (*Layout, error) {
 	key := opts.labelKey()
 	l := &Layout{LabelKey: key, nodeDomain: make(map[string]string, len(nodes)), index: map[string]int{}}
 	byDomain := map[string]*Domain{}
-	var unlabeled []string
+	var unlabeled, skippedCP []string // skippedCP: control-plane nodes left out under UnlabeledError
 	for i := range nodes {
 		n := &nodes[i]
 		if _, cp := n.Labels[ControlPlaneLabel]; cp {
@@ -97,7 +104,11 @@ func BuildLayout(nodes []corev1.Node, opts LayoutOptions) (*Layout, error) {
 			case UnlabeledOwnDomain:
 				name = n.Name
 			default:
-				unlabeled = append(unlabeled, n.Name)
+				if _, cp := n.Labels[ControlPlaneLabel]; cp {
+					skippedCP = append(skippedCP, n.Name)
+				} else {
+					unlabeled = append(unlabeled, n.Name)
+				}
 				continue
 			}
 		}
@@ -115,6 +126,10 @@ func BuildLayout(nodes []corev1.Node, opts LayoutOptions) (*Layout, error) {
 	sortNatural(unlabeled)
 	if len(unlabeled) > 0 && opts.Unlabeled == UnlabeledError {
 		return nil, &UnlabeledNodesError{LabelKey: key, Nodes: unlabeled}
+	}
+	if len(skippedCP) > 0 {
+		sortNatural(skippedCP)
+		unlabeled = skippedCP
 	}
 	l.Unlabeled = unlabeled
 	l.Domains = make([]Domain, 0, len(byDomain))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/udrain/udrain"
 	"math/rand"
+	"slices"
 	"sort"
 	"testing"
 
@@ -113,6 +114,47 @@ func TestBuildLayout(t *testing.T) {
 				t.Errorf("ControlPlaneTotal = %d, want 1", l.ControlPlaneTotal)
 			}
 		})
+	}
+}
+
+// The zero value leaves out a control-plane node without the domain label
+// (listed in Unlabeled), and still refuses an unlabelled worker; Skip and
+// OwnDomain treat both alike.
+func TestBuildLayoutLeavesOutUnlabeledControlPlane(t *testing.T) {
+	labelled := []corev1.Node{node("n-1", "ud-1"), node("n-2", "ud-2"), node("cp-b", "", ControlPlaneLabel, ""), node("cp-a", "", ControlPlaneLabel, "")}
+	l, err := BuildLayout(labelled, LayoutOptions{})
+	if err != nil {
+		t.Fatalf("unlabelled control-plane nodes under the zero value: %v", err)
+	}
+	want := []Domain{{Name: "ud-1", Nodes: []string{"n-1"}}, {Name: "ud-2", Nodes: []string{"n-2"}}}
+	if diff := cmp.Diff(want, l.Domains); diff != "" {
+		t.Errorf("domains (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"cp-a", "cp-b"}, l.Unlabeled); diff != "" {
+		t.Errorf("unlabeled (-want +got):\n%s", diff)
+	}
+	if l.ControlPlaneTotal != 2 {
+		t.Errorf("ControlPlaneTotal = %d, want 2", l.ControlPlaneTotal)
+	}
+	if _, ok := l.DomainOf("cp-a"); ok {
+		t.Error("cp-a is in a domain")
+	}
+
+	_, err = BuildLayout(append(labelled, node("w-bare", "")), LayoutOptions{})
+	var ue *UnlabeledNodesError
+	if !errors.As(err, &ue) {
+		t.Fatalf("an unlabelled worker beside them: err = %v, want *UnlabeledNodesError", err)
+	}
+	if diff := cmp.Diff(&UnlabeledNodesError{LabelKey: DefaultDomainLabel, Nodes: []string{"w-bare"}}, ue); diff != "" {
+		t.Errorf("error (-want +got):\n%s", diff)
+	}
+
+	l, err = BuildLayout(labelled, LayoutOptions{Unlabeled: UnlabeledOwnDomain})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := l.Names(); !slices.Equal(got, []string{"cp-a", "cp-b", "ud-1", "ud-2"}) {
+		t.Errorf("own-domain: domains %v, want each control-plane node its own", got)
 	}
 }
 

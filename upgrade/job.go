@@ -31,21 +31,6 @@ import (
 	"github.com/udrain/udrain/topology"
 )
 
-// The labels and annotations the Job step puts on its Jobs (and the labels
-// on their pods).
-const (
-	// StepLabel is on every Job the step creates and on its pods. Its value
-	// is a hash of the rollout ID and the domain, shared by the Jobs of one
-	// domain. Plans skip the pods that carry it (a rollout resumed while
-	// a Job still runs on a node of the domain does not evict them).
-	StepLabel = eviction.UpgradeStepLabel
-	// RolloutIDAnnotation, DomainAnnotation and NodeAnnotation name the
-	// rollout, the domain and the node a Job upgrades.
-	RolloutIDAnnotation = "udrain.dev/rollout-id"
-	DomainAnnotation    = "udrain.dev/domain"
-	NodeAnnotation      = "udrain.dev/node"
-)
-
 // The environment variables the Job step adds to every container (and init
 // container) of the Job's pod.
 const (
@@ -65,7 +50,7 @@ type JobOptions struct {
 	// is the prefix of theirs (default "udrain-upgrade"). Each copy gets
 	// the node in spec.template.spec.nodeName, the variables UDRAIN_NODE,
 	// UDRAIN_DOMAIN, UDRAIN_NODES (comma-separated) and UDRAIN_ROLLOUT_ID
-	// in every container, StepLabel on the Job and its pods, and
+	// in every container, udrain.UpgradeStepLabel on the Job and its pods, and
 	// restartPolicy Never if the template sets none. The template is not
 	// modified.
 	Template *batchv1.Job
@@ -182,7 +167,7 @@ func JobName(prefix, id, domain, node string) string {
 	return prefix + "-" + hash
 }
 
-// stepValue is the value of StepLabel for the Jobs of domain in rollout id.
+// stepValue is the value of udrain.UpgradeStepLabel for the Jobs of domain in rollout id.
 func stepValue(id, domain string) string {
 	sum := sha256.Sum256([]byte(id + "\x00" + domain))
 	return hex.EncodeToString(sum[:])[:16]
@@ -205,8 +190,8 @@ func JobFor(template *batchv1.Job, id string, dom topology.Domain, node string) 
 	j.ObjectMeta = metav1.ObjectMeta{
 		Name:        JobName(jobPrefix(template), id, dom.Name, node),
 		Namespace:   template.Namespace,
-		Labels:      withEntry(template.Labels, StepLabel, stepValue(id, dom.Name)),
-		Annotations: withEntry(withEntry(withEntry(template.Annotations, RolloutIDAnnotation, id), DomainAnnotation, dom.Name), NodeAnnotation, node),
+		Labels:      withEntry(template.Labels, udrain.UpgradeStepLabel, stepValue(id, dom.Name)),
+		Annotations: withEntry(withEntry(withEntry(template.Annotations, udrain.RolloutIDAnnotation, id), udrain.DomainAnnotation, dom.Name), udrain.NodeAnnotation, node),
 	}
 	// What the API server or the Job controller set on a Job read back
 	// from a cluster (kubectl get -o yaml) is not the template's to give.
@@ -218,7 +203,7 @@ func JobFor(template *batchv1.Job, id string, dom topology.Domain, node string) 
 		}
 	}
 	pod := &j.Spec.Template
-	pod.Labels = withEntry(pod.Labels, StepLabel, stepValue(id, dom.Name))
+	pod.Labels = withEntry(pod.Labels, udrain.UpgradeStepLabel, stepValue(id, dom.Name))
 	pod.Spec.NodeName = node
 	if pod.Spec.RestartPolicy == "" {
 		pod.Spec.RestartPolicy = corev1.RestartPolicyNever
@@ -365,10 +350,10 @@ func (s *jobStep) run(ctx context.Context, dom topology.Domain) error {
 func (s *jobStep) await(ctx context.Context, dom topology.Domain, byName map[string]string, logger klog.Logger) (done map[string]bool, failure, err error) {
 	ns := s.template.Namespace
 	jobs := s.client.BatchV1().Jobs(ns)
-	// One watch over the domain's Jobs (by StepLabel) until all succeed
+	// One watch over the domain's Jobs (by udrain.UpgradeStepLabel) until all succeed
 	// or one fails. The initial list delivers the Jobs that finished
 	// already.
-	sel := labels.SelectorFromSet(labels.Set{StepLabel: stepValue(s.opts.RolloutID, dom.Name)}).String()
+	sel := labels.SelectorFromSet(labels.Set{udrain.UpgradeStepLabel: stepValue(s.opts.RolloutID, dom.Name)}).String()
 	lw := listWatch(s.client, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 		o.LabelSelector = sel
 		return jobs.List(ctx, o)
@@ -416,7 +401,7 @@ func (s *jobStep) ensure(ctx context.Context, want *batchv1.Job) error {
 		_, err := jobs.Create(ctx, want, metav1.CreateOptions{})
 		if err == nil || !apierrors.IsAlreadyExists(err) {
 			if err != nil {
-				return fmt.Errorf("creating the upgrade Job %s/%s for node %s: %w", want.Namespace, want.Name, want.Annotations[NodeAnnotation], err)
+				return fmt.Errorf("creating the upgrade Job %s/%s for node %s: %w", want.Namespace, want.Name, want.Annotations[udrain.NodeAnnotation], err)
 			}
 			return nil
 		}
@@ -427,10 +412,10 @@ func (s *jobStep) ensure(ctx context.Context, want *batchv1.Job) error {
 		if err != nil {
 			return fmt.Errorf("reading the upgrade Job %s/%s: %w", want.Namespace, want.Name, err)
 		}
-		for _, k := range []string{RolloutIDAnnotation, DomainAnnotation, NodeAnnotation} {
+		for _, k := range []string{udrain.RolloutIDAnnotation, udrain.DomainAnnotation, udrain.NodeAnnotation} {
 			if got.Annotations[k] != want.Annotations[k] {
 				return &JobConflictError{Namespace: got.Namespace, Name: got.Name, Annotations: map[string]string{
-					RolloutIDAnnotation: got.Annotations[RolloutIDAnnotation], DomainAnnotation: got.Annotations[DomainAnnotation], NodeAnnotation: got.Annotations[NodeAnnotation]}}
+					udrain.RolloutIDAnnotation: got.Annotations[udrain.RolloutIDAnnotation], udrain.DomainAnnotation: got.Annotations[udrain.DomainAnnotation], udrain.NodeAnnotation: got.Annotations[udrain.NodeAnnotation]}}
 			}
 		}
 		if st, _ := stateOf(got); st != jobFailed {

@@ -42,9 +42,9 @@ func TestJobFor(t *testing.T) {
 	step := stepValue("r1", "ud-1")
 	want := testTemplate()
 	want.ObjectMeta = metav1.ObjectMeta{Name: name, Namespace: "ops",
-		Labels:      map[string]string{"app": "upgrade", StepLabel: step},
-		Annotations: map[string]string{RolloutIDAnnotation: "r1", DomainAnnotation: "ud-1", NodeAnnotation: "n2"}}
-	want.Spec.Template.Labels = map[string]string{StepLabel: step}
+		Labels:      map[string]string{"app": "upgrade", udrain.UpgradeStepLabel: step},
+		Annotations: map[string]string{udrain.RolloutIDAnnotation: "r1", udrain.DomainAnnotation: "ud-1", udrain.NodeAnnotation: "n2"}}
+	want.Spec.Template.Labels = map[string]string{udrain.UpgradeStepLabel: step}
 	want.Spec.Template.Spec.NodeName = "n2"
 	want.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
 	want.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "VERSION", Value: "1.37.2"},
@@ -69,7 +69,7 @@ func TestJobForReadBack(t *testing.T) {
 	if got.Spec.Selector != nil || got.Status.Succeeded != 0 {
 		t.Errorf("selector %v, status %+v: want both cleared", got.Spec.Selector, got.Status)
 	}
-	if diff := cmp.Diff(map[string]string{"app": "upgrade", StepLabel: stepValue("r1", "ud-1")}, got.Spec.Template.Labels); diff != "" {
+	if diff := cmp.Diff(map[string]string{"app": "upgrade", udrain.UpgradeStepLabel: stepValue("r1", "ud-1")}, got.Spec.Template.Labels); diff != "" {
 		t.Errorf("pod labels (-want +got):\n%s", diff)
 	}
 }
@@ -141,14 +141,14 @@ func jobController(client *fake.Clientset, outcome func(node string) (batchv1.Jo
 	client.PrependReactor("create", "jobs", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		j := a.(k8stesting.CreateAction).GetObject().(*batchv1.Job).DeepCopy()
 		j.UID = types.UID("uid-" + j.Name + "-" + time.Now().Format(time.RFC3339Nano))
-		if typ, reason := outcome(j.Annotations[NodeAnnotation]); typ != "" {
+		if typ, reason := outcome(j.Annotations[udrain.NodeAnnotation]); typ != "" {
 			j = finished(j, typ, reason, "from the test")
 		}
 		if err := client.Tracker().Create(batchv1.SchemeGroupVersion.WithResource("jobs"), j, j.Namespace); err != nil {
 			return true, nil, err
 		}
-		if j.Spec.Template.Spec.NodeName != j.Annotations[NodeAnnotation] {
-			return true, nil, fmt.Errorf("job %s for node %s bound to %q", j.Name, j.Annotations[NodeAnnotation], j.Spec.Template.Spec.NodeName)
+		if j.Spec.Template.Spec.NodeName != j.Annotations[udrain.NodeAnnotation] {
+			return true, nil, fmt.Errorf("job %s for node %s bound to %q", j.Name, j.Annotations[udrain.NodeAnnotation], j.Spec.Template.Spec.NodeName)
 		}
 		mu.Lock()
 		defer mu.Unlock()
@@ -176,7 +176,7 @@ func TestJobStep(t *testing.T) {
 		return j
 	}
 	foreign := existing("n1", "")
-	foreign.Annotations[RolloutIDAnnotation] = "r0"
+	foreign.Annotations[udrain.RolloutIDAnnotation] = "r0"
 	succeed := func(string) (batchv1.JobConditionType, string) { return batchv1.JobComplete, "" }
 
 	for name, tc := range map[string]struct {

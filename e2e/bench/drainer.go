@@ -150,8 +150,8 @@ func RunDrainerJob(ctx context.Context, job DrainerJob) (*DrainerReport, error) 
 	}
 	d, err := eviction.New(client, eviction.Options{
 		Helper: helper,
-		OnEvent: func(e eviction.Event) {
-			mc.rec.Record(e)
+		OnEvent: func(ctx context.Context, e eviction.Event) {
+			mc.rec.Record(ctx, e)
 			mu.Lock()
 			keep(reportedEvent(e))
 			mu.Unlock()

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -79,7 +80,7 @@ func MetricsSizeOf(events []eviction.Event) (*MetricsSize, error) {
 		if e.Health == nil && (e.Type == eviction.EventWaitingRecovery || e.Type == eviction.EventRecovered) {
 			e.Health = &eviction.DomainHealth{}
 		}
-		c.rec.Record(e)
+		c.rec.Record(context.Background(), e)
 	}
 	return c.size()
 }

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -93,7 +94,7 @@ func TestMetricsSizeLiveAndReplayAgree(t *testing.T) {
 		if e.Type == eviction.EventWaitingRecovery || e.Type == eviction.EventRecovered {
 			e.Health = &eviction.DomainHealth{Domain: e.Domain}
 		}
-		live.rec.Record(e)
+		live.rec.Record(context.Background(), e)
 	}
 	got, err := live.size()
 	if err != nil {

@@ -5,11 +5,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/udrain/udrain/eviction"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/udrain/udrain/eviction"
 )
 
 // Provider says where the cluster comes from.

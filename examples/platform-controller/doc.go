@@ -12,7 +12,7 @@
 //
 //   - A shared informer factory: the program runs one client-go
 //     SharedInformerFactory, hands udrain its informers
-//     (eviction.InformersFromFactory, Options.Informers) and reads nodes
+//     (clusterinformers.FromFactory, Options.Informers) and reads nodes
 //     through the same cache in its upgrade step, so the rollout adds no
 //     list or watch of its own to what the program watches anyway.
 //   - Contextual logging: the logger travels in the context

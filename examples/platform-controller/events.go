@@ -87,7 +87,7 @@ func (s *countingSink) Patch(e *corev1.Event, data []byte) (*corev1.Event, error
 // package eviction; the recorder sends asynchronously, so it never holds a
 // drain up. Pod events carry the pod's UID and node: the Kubernetes Event
 // names that pod, not a replacement of the same name.
-func (r *eventReporter) report(e eviction.Event) {
+func (r *eventReporter) report(_ context.Context, e eviction.Event) {
 	kv := []any{"event", e.Type, "domain", e.Domain}
 	if e.Phase != 0 {
 		kv = append(kv, "phase", int(e.Phase))

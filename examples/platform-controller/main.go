@@ -24,6 +24,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/kubectl/pkg/drain"
 
+	"github.com/udrain/udrain/clusterinformers"
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/topology"
 )
@@ -194,7 +195,7 @@ func rollout(ctx context.Context, c *clients, s *settings, httpClient *http.Clie
 	client := c.kube
 	id := "platform-" + s.version
 	factory := informers.NewSharedInformerFactory(client, 0)
-	shared := eviction.InformersFromFactory(factory) // registers udrain's informers with the factory
+	shared := clusterinformers.FromFactory(factory) // registers udrain's informers with the factory
 	nodes := factory.Core().V1().Nodes().Lister()
 	// Events outlive a cancel: the last ones (what was done before Ctrl-C)
 	// matter most.
@@ -215,10 +216,10 @@ func rollout(ctx context.Context, c *clients, s *settings, httpClient *http.Clie
 		// The status, read afresh, comes from the Drainer's view of the
 		// same informers: no list or watch, one GET of the rollout's Lease.
 		status = newStatusWriter(c.dynamic, id, func(ctx context.Context) (*eviction.RolloutStatus, error) {
-			return d.RolloutStatus(ctx, id, eviction.RolloutStatusOptions{Domains: s.domains})
+			return d.RolloutStatus(ctx, eviction.RolloutOptions{ID: id, Domains: s.domains})
 		}, logger)
-		onEvent = func(e eviction.Event) {
-			reporter.report(e)
+		onEvent = func(ctx context.Context, e eviction.Event) {
+			reporter.report(ctx, e)
 			status.observe(e)
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/examples/internal/exampletest"
 )
@@ -136,7 +137,7 @@ func TestRolloutUpgradesEveryDomain(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if node.Labels[TargetVersionLabel] != "1.37.2" || node.Annotations[eviction.UpgradedByAnnotation] != "platform-1.37.2" || node.Spec.Unschedulable {
+		if node.Labels[TargetVersionLabel] != "1.37.2" || node.Annotations[udrain.UpgradedByAnnotation] != "platform-1.37.2" || node.Spec.Unschedulable {
 			t.Errorf("node %s: labels %v, annotations %v, unschedulable %v; want labelled, marked upgraded by platform-1.37.2, schedulable",
 				n, node.Labels, node.Annotations, node.Spec.Unschedulable)
 		}

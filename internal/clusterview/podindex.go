@@ -15,7 +15,7 @@ import (
 )
 
 // PodIndexName names the pod index udrain adds to the pod informers it
-// starts, and to eviction.InformersFromFactory's, so that a recovery evaluation
+// starts, and to clusterinformers.FromFactory's, so that a recovery evaluation
 // reads the pods of the groups and budgets it judges instead of whole
 // namespaces. A pod is indexed under its group (groupIndexKey, the first
 // of the default groupers that claims it, as topology.FindGroups sorts

@@ -1,6 +1,6 @@
 // Package lease takes, keeps and gives up a coordination.k8s.io Lease: the
 // lock that a udrain rollout holds while it runs, so that the same rollout
-// never runs twice at once (package eviction's RolloutLock, its one user,
+// never runs twice at once (package eviction's rollout lock, its one user,
 // which its log lines name).
 //
 // A Lock takes its Lease when the Lease does not exist, is its own, is

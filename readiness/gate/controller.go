@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -117,7 +118,7 @@ func New(client kubernetes.Interface, opts Options) (*Controller, error) {
 // until ctx is done; with [Options.LeaderElection] it reconciles only while
 // it holds the Lease, and campaigns again when it loses it. It returns nil
 // once ctx is done and every worker has stopped (and the Lease, if held, is
-// released); a [*HistoryChangedError], after the same, when the cluster's
+// released); a [*udrain.HistoryChangedError], after the same, when the cluster's
 // history went back under its pod cache (see [Options.HistoryCheck]); or
 // [ErrAlreadyRun]. Run it in a goroutine to embed the
 // controller; cancel ctx to stop it.
@@ -164,7 +165,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	} else {
 		err = c.runElected(ctx)
 	}
-	var changed *HistoryChangedError
+	var changed *udrain.HistoryChangedError
 	if cause := context.Cause(ctx); parent.Err() == nil && errors.As(cause, &changed) {
 		return changed
 	}

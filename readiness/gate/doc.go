@@ -111,7 +111,7 @@
 // they were, on groups that changed. Every [Options.HistoryCheck] (30 s)
 // the controller lists at most one pod and compares the server's
 // resourceVersion with its cache's; when the server's is older, Run stops
-// with a [*HistoryChangedError] (the CLI exits 1, and its Deployment
+// with a [*udrain.HistoryChangedError] (the CLI exits 1, and its Deployment
 // restarts it with a fresh cache).
 //
 // What it is not for: it does not check members over the network (that is

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/udrain/udrain"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -87,10 +88,10 @@ func TestHistoryGoneBackStopsRun(t *testing.T) {
 			}
 			select {
 			case err := <-done:
-				var changed *HistoryChangedError
+				var changed *udrain.HistoryChangedError
 				switch {
 				case tc.wantStop && (!errors.As(err, &changed) || changed.Seen != "100" || changed.Server != tc.server):
-					t.Errorf("Run = %v, want a *HistoryChangedError with Seen 100 and Server %s", err, tc.server)
+					t.Errorf("Run = %v, want a *udrain.HistoryChangedError with Seen 100 and Server %s", err, tc.server)
 				case !tc.wantStop && err != nil:
 					t.Errorf("Run = %v, want nil once its context ended", err)
 				}

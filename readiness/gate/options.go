@@ -101,7 +101,7 @@ type Options struct {
 	// snapshot: the cache's watch then waits for a resourceVersion the
 	// server has not reached and misses every change until it does, so
 	// conditions would be left as they were. Run then stops with a
-	// [*HistoryChangedError]; start the controller again (its Deployment
+	// [*udrain.HistoryChangedError]; start the controller again (its Deployment
 	// restarts it) for a fresh cache. 0 means [DefaultHistoryCheck];
 	// negative never checks.
 	HistoryCheck time.Duration

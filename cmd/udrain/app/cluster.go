@@ -18,7 +18,7 @@ type domainFlags struct {
 
 func (f *domainFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.label, "domain-label", topology.DefaultDomainLabel, "Node label whose value names a node's upgrade domain (any key works: a zone, a node pool)")
-	cmd.Flags().StringVar(&f.unlabeled, "unlabeled", "error", "What to do with nodes without the domain label: error, skip (leave them out), or own-domain (each node its own domain)")
+	cmd.Flags().StringVar(&f.unlabeled, "unlabeled", "error", "What to do with nodes without the domain label: error (control-plane nodes without it are left out), skip (leave them out), or own-domain (each node its own domain)")
 }
 
 func (f *domainFlags) policy() (topology.UnlabeledPolicy, error) {
@@ -48,7 +48,7 @@ func (f *domainFlags) validateLabel() error {
 	if f.label == "" {
 		return usageErrorf("--domain-label is empty: name the node label of the upgrade domains, e.g. %s", topology.DefaultDomainLabel)
 	}
-	return inFlagTerms(eviction.ReadOptions{DomainLabel: f.label}.Validate())
+	return inFlagTerms(eviction.Options{DomainLabel: f.label}.Validate())
 }
 
 func (f *domainFlags) layoutOptions() topology.LayoutOptions {

@@ -59,7 +59,7 @@ Error is found (or nodes lack the domain label), 0 otherwise.`,
 			if err != nil {
 				return err
 			}
-			rd, err := o.newReader(client, &df, eviction.ReadOptions{})
+			rd, err := o.newReader(client, &df, eviction.Options{})
 			if err != nil {
 				return err
 			}

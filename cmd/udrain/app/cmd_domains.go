@@ -27,7 +27,7 @@ pod on its nodes (whole and Ready or not), and its GPUs per product.`,
 			if err != nil {
 				return err
 			}
-			r, err := o.newReader(client, &df, eviction.ReadOptions{})
+			r, err := o.newReader(client, &df, eviction.Options{})
 			if err != nil {
 				return err
 			}

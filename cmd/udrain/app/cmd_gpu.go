@@ -37,7 +37,7 @@ The exit code is 0 whether or not problems are found; scripts read
 			if err != nil {
 				return err
 			}
-			r, err := eviction.NewReader(client, eviction.ReadOptions{})
+			r, err := eviction.NewReader(client, eviction.Options{})
 			if err != nil {
 				return err
 			}

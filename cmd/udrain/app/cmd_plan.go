@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -11,7 +12,7 @@ import (
 )
 
 // newDrainer builds the Drainer of the domain and drain flags.
-func (o *options) newDrainer(client kubernetes.Interface, df *domainFlags, dr *drainFlags, onEvent func(eviction.Event)) (*eviction.Drainer, error) {
+func (o *options) newDrainer(client kubernetes.Interface, df *domainFlags, dr *drainFlags, onEvent func(context.Context, eviction.Event)) (*eviction.Drainer, error) {
 	opts, err := dr.options()
 	if err != nil {
 		return nil, err
@@ -28,7 +29,7 @@ func (o *options) newDrainer(client kubernetes.Interface, df *domainFlags, dr *d
 // newReader builds the Reader of the commands that change nothing: ro
 // (events, informers, connect timeout) with the domain flags, --namespace
 // and the clock.
-func (o *options) newReader(client kubernetes.Interface, df *domainFlags, ro eviction.ReadOptions) (*eviction.Reader, error) {
+func (o *options) newReader(client kubernetes.Interface, df *domainFlags, ro eviction.Options) (*eviction.Reader, error) {
 	policy, _ := df.policy()
 	ro.DomainLabel = df.label
 	ro.Unlabeled = policy

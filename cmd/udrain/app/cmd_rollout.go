@@ -124,8 +124,8 @@ again to resume). --dry-run and "udrain audit --parallel" show the schedule.
 				return usageErrorf("--domains is empty: name the domains to upgrade (comma-separated), or leave the flag out for every domain")
 			}
 			ro := eviction.RolloutOptions{ID: id, Domains: domains, RecoveryTimeout: recoveryTimeout, StuckAfter: stuckAfter,
-				GPUCheck: eviction.GPUCheck{Disabled: skipGPUCheck, Grace: gpuGrace},
-				Lock:     eviction.RolloutLock{Disabled: noLock, Namespace: lockNamespace, CreateNamespace: createLockNS},
+				SkipGPUCheck: skipGPUCheck, GPUCheckGrace: gpuGrace,
+				NoLock: noLock, LockNamespace: lockNamespace, LockNamespaceMustExist: !createLockNS,
 				Steering: eviction.Steering(steering), Order: eviction.RolloutOrder(order), Parallel: parallel.n}
 			var prog *report.Progress
 			steps := uf.options(o, id, df.label, func(domain string) io.Writer { return prog.Output("[upgrade " + domain + "] ") })
@@ -141,7 +141,7 @@ again to resume). --dry-run and "udrain audit --parallel" show the schedule.
 				return inFlagTerms(err) // before any request too
 			}
 			// The domains, to show progress; Rollout checks them again.
-			r, err := o.newReader(client, &df, eviction.ReadOptions{ConnectTimeout: connectTimeout(dr.timeout)})
+			r, err := o.newReader(client, &df, eviction.Options{ConnectTimeout: connectTimeout(dr.timeout)})
 			if err != nil {
 				return err
 			}
@@ -158,7 +158,7 @@ again to resume). --dry-run and "udrain audit --parallel" show the schedule.
 				return err
 			}
 
-			onEvent := func(e eviction.Event) {}
+			onEvent := func(context.Context, eviction.Event) {}
 			if mf.address != "" {
 				ctx, cancel := context.WithCancel(cmd.Context())
 				defer cancel()
@@ -174,9 +174,9 @@ again to resume). --dry-run and "udrain audit --parallel" show the schedule.
 			}
 			prog = o.newProgress(o.streams.ErrOut)
 			prog.SetTotal(len(names))
-			d, err := o.newDrainer(client, &df, &dr, func(e eviction.Event) {
-				prog.Event(e)
-				onEvent(e)
+			d, err := o.newDrainer(client, &df, &dr, func(ctx context.Context, e eviction.Event) {
+				prog.Event(ctx, e)
+				onEvent(ctx, e)
 			})
 			if err != nil {
 				prog.Close()

@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/informers"
 
+	"github.com/udrain/udrain"
+	"github.com/udrain/udrain/clusterinformers"
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/report"
 )
@@ -54,39 +56,38 @@ through one watch of nodes, pods and budgets, and reads the Lease every
 			if err := firstError(df.validate(), out.validate()); err != nil {
 				return err
 			}
-			so := eviction.RolloutStatusOptions{Domains: domains, Order: eviction.RolloutOrder(order), LockNamespace: lockNamespace, NoLock: noLock, Interval: interval}
-			var id string
+			so := eviction.RolloutOptions{Domains: domains, Order: eviction.RolloutOrder(order), LockNamespace: lockNamespace, NoLock: noLock, StatusInterval: interval}
 			if len(args) == 1 {
-				id = args[0]
+				so.ID = args[0]
 			}
-			if err := so.Validate(id); err != nil {
-				return inFlagTerms(err)
+			if err := so.Validate(); err != nil {
+				return inStatusFlagTerms(err)
 			}
 			client, err := o.client()
 			if err != nil {
 				return err
 			}
 			ctx := o.quietContext(cmd.Context())
-			var shared *eviction.Informers
+			var shared *clusterinformers.Set
 			if watch {
 				// One watch for the whole --watch, not a list per print.
 				wctx, cancel := context.WithCancel(ctx)
 				factory := informers.NewSharedInformerFactory(client, 0)
-				shared = eviction.InformersFromFactory(factory)
+				shared = clusterinformers.FromFactory(factory)
 				factory.Start(wctx.Done())
 				defer factory.Shutdown()
 				defer cancel()
 			}
-			d, err := o.newReader(client, &df, eviction.ReadOptions{Informers: shared})
+			d, err := o.newReader(client, &df, eviction.Options{Informers: shared})
 			if err != nil {
 				return err
 			}
-			if id == "" {
+			if so.ID == "" {
 				nodes, err := d.Nodes(ctx)
 				if err != nil {
 					return err
 				}
-				if id, err = theRolloutOf(nodes); err != nil {
+				if so.ID, err = theRolloutOf(nodes); err != nil {
 					return err
 				}
 			}
@@ -95,13 +96,13 @@ through one watch of nodes, pods and budgets, and reads the Lease every
 				return out.print(o.streams.Out, doc)
 			}
 			if !watch {
-				st, err := d.RolloutStatus(ctx, id, so)
+				st, err := d.RolloutStatus(ctx, so)
 				if err != nil {
 					return err
 				}
 				return print(st)
 			}
-			err = d.WatchRolloutStatus(ctx, id, so, print)
+			err = d.WatchRolloutStatus(ctx, so, print)
 			if cmd.Context().Err() != nil {
 				return nil // interrupted: the way a watch ends
 			}
@@ -126,7 +127,7 @@ func theRolloutOf(nodes []corev1.Node) (string, error) {
 	case 1:
 		return ids[0], nil
 	case 0:
-		return "", usageErrorf("no node carries a rollout's marks (annotation %s, taint %s): name the rollout, udrain rollout status ID", eviction.UpgradedByAnnotation, eviction.PendingUpgradeTaint)
+		return "", usageErrorf("no node carries a rollout's marks (annotation %s, taint %s): name the rollout, udrain rollout status ID", udrain.UpgradedByAnnotation, udrain.PendingUpgradeTaint)
 	default:
 		return "", usageErrorf("the nodes carry the marks of %d rollouts (%s): name one, udrain rollout status ID", len(ids), strings.Join(ids, ", "))
 	}

@@ -81,7 +81,7 @@ whenever it changes. The exit code is 1 when --timeout passes first.`,
 			prog := report.NewProgress(o.streams.ErrOut, report.ProgressOptions{Clock: o.cfg.Clock})
 			// --timeout bounds the wait through ctx, below, and the wait
 			// for an API server that cannot be reached.
-			d, err := o.newReader(client, &df, eviction.ReadOptions{ConnectTimeout: connectTimeout(timeout), OnEvent: func(e eviction.Event) {
+			d, err := o.newReader(client, &df, eviction.Options{ConnectTimeout: connectTimeout(timeout), OnEvent: func(_ context.Context, e eviction.Event) {
 				if e.Type == eviction.EventWaitingRecovery {
 					prog.Note("WaitingHealthy", domain, e.Message)
 				}

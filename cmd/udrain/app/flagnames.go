@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"errors"
 
 	"github.com/go-logr/logr"
@@ -86,18 +87,14 @@ var fieldFlags = map[string]string{
 	"eviction.Drainer.Uncordon(domain)":                       "DOMAIN",
 	"eviction.Drainer.Health(domains)":                        "DOMAIN",
 	"eviction.Drainer.WaitHealthy(domains)":                   "DOMAIN",
-	"eviction.Drainer.RolloutStatus(id)":                      "ID",
-	"eviction.RolloutStatusOptions.Domains":                   "--domains",
-	"eviction.RolloutStatusOptions.Order":                     "--order",
-	"eviction.RolloutStatusOptions.LockNamespace":             "--lock-namespace",
-	"eviction.RolloutStatusOptions.NoLock":                    "--no-lock",
-	"eviction.RolloutStatusOptions.Interval":                  "--interval",
+	"eviction.RolloutOptions.NoLock":                          "--no-lock",
+	"eviction.RolloutOptions.StatusInterval":                  "--interval",
 	"eviction.RolloutOptions.Domains":                         "--domains",
 	"eviction.RolloutOptions.RecoveryTimeout":                 "--recovery-timeout",
 	"eviction.Options.WorkloadUpdates.Timeout":                "--workload-update-timeout",
 	"eviction.Options.WorkloadUpdates.Ignore":                 "--ignore-workload-updates",
-	"eviction.RolloutOptions.GPUCheck.Grace":                  "--gpu-check-grace",
-	"eviction.RolloutOptions.Lock.Namespace":                  "--lock-namespace",
+	"eviction.RolloutOptions.GPUCheckGrace":                   "--gpu-check-grace",
+	"eviction.RolloutOptions.LockNamespace":                   "--lock-namespace",
 	"eviction.RolloutOptions.ID":                              "--id",
 	"eviction.DrainOptions.ID":                                "--id",
 	"eviction.RolloutOptions.Steering":                        "--steering",
@@ -120,12 +117,8 @@ var fieldFlags = map[string]string{
 	"upgrade.WebhookOptions.Header":         "--upgrade-webhook-header",
 	"upgrade.WebhookOptions.AttemptTimeout": "--upgrade-timeout",
 	// eviction's Reader (domains, audit, wait-healthy, rollout status)
-	"eviction.ReadOptions.ConnectTimeout":  "--timeout",
-	"eviction.ReadOptions.DomainLabel":     "--domain-label",
-	"eviction.ReadOptions.Namespace":       "--namespace",
 	"eviction.Reader.Health(domains)":      "DOMAIN",
 	"eviction.Reader.WaitHealthy(domains)": "DOMAIN",
-	"eviction.Reader.RolloutStatus(id)":    "ID",
 }
 
 // findingFlags names, for the findings whose remedy is a setting of the
@@ -166,6 +159,21 @@ func inFlagTerms(err error) error {
 		return &UsageError{Err: err}
 	}
 	return err
+}
+
+// statusFlags names the settings that rollout status takes otherwise
+// than rollout does: the rollout's ID is its argument, not --id.
+var statusFlags = map[string]string{"eviction.RolloutOptions.ID": "ID"}
+
+// inStatusFlagTerms is inFlagTerms for rollout status.
+func inStatusFlagTerms(err error) error {
+	var config *udrain.ConfigError
+	if errors.As(err, &config) {
+		return &UsageError{Err: errors.New(udrain.DescribeError(err, func(setting string) string {
+			return cmp.Or(statusFlags[setting], flagOf(setting))
+		}))}
+	}
+	return inFlagTerms(err)
 }
 
 // inFlagTermsLogger returns logger with the settings its lines name

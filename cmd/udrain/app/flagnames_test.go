@@ -34,23 +34,27 @@ func TestDrainerErrorsNameTheCommandsArguments(t *testing.T) {
 		{"domains", func() error { _, err := d.Health(ctx, ""); return err }, emptyDomain},
 		{"wait-healthy", func() error { _, err := d.WaitHealthy(ctx, ""); return err }, emptyDomain},
 		{"status ID", func() error {
-			_, err := d.RolloutStatus(ctx, "a b", eviction.RolloutStatusOptions{})
+			_, err := d.RolloutStatus(ctx, eviction.RolloutOptions{ID: "a b"})
 			return err
 		}, "invalid ID: "},
 		{"status --domains", func() error {
-			_, err := d.RolloutStatus(ctx, "", eviction.RolloutStatusOptions{Domains: []string{"ud-1", "ud-1"}})
+			_, err := d.RolloutStatus(ctx, eviction.RolloutOptions{Domains: []string{"ud-1", "ud-1"}})
 			return err
 		}, `invalid --domains: "ud-1" is named twice`},
 		{"status --order", func() error {
-			_, err := d.RolloutStatus(ctx, "", eviction.RolloutStatusOptions{Order: "x"})
+			_, err := d.RolloutStatus(ctx, eviction.RolloutOptions{Order: "x"})
 			return err
 		}, `invalid --order: "x" is not an order`},
 		{"status --lock-namespace", func() error {
-			_, err := d.RolloutStatus(ctx, "", eviction.RolloutStatusOptions{LockNamespace: "A"})
+			_, err := d.RolloutStatus(ctx, eviction.RolloutOptions{LockNamespace: "A"})
 			return err
 		}, `invalid --lock-namespace: "A" is not a namespace name`},
 	} {
-		err := inFlagTerms(tc.call())
+		in := inFlagTerms
+		if strings.HasPrefix(tc.name, "status") {
+			in = inStatusFlagTerms
+		}
+		err := in(tc.call())
 		var usage *UsageError
 		if !errors.As(err, &usage) || !strings.HasPrefix(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want a usage error starting %q", tc.name, err, tc.want)
@@ -62,11 +66,11 @@ func TestDrainerErrorsNameTheCommandsArguments(t *testing.T) {
 // (domains, audit, wait-healthy, rollout status) run.
 func TestReaderErrorsNameTheCommandsArguments(t *testing.T) {
 	ctx := t.Context()
-	r, err := eviction.NewReader(fake.NewClientset(), eviction.ReadOptions{})
+	r, err := eviction.NewReader(fake.NewClientset(), eviction.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	newReader := func(opts eviction.ReadOptions) error {
+	newReader := func(opts eviction.Options) error {
 		_, err := eviction.NewReader(fake.NewClientset(), opts)
 		return err
 	}
@@ -77,12 +81,16 @@ func TestReaderErrorsNameTheCommandsArguments(t *testing.T) {
 	}{
 		{"domains", func() error { _, err := r.Health(ctx, ""); return err }, "invalid DOMAIN: empty"},
 		{"wait-healthy", func() error { _, err := r.WaitHealthy(ctx, ""); return err }, "invalid DOMAIN: empty"},
-		{"status ID", func() error { _, err := r.RolloutStatus(ctx, "a b", eviction.RolloutStatusOptions{}); return err }, "invalid ID: "},
-		{"--domain-label", func() error { return newReader(eviction.ReadOptions{DomainLabel: "a b"}) }, `invalid --domain-label: "a b"`},
-		{"--namespace", func() error { return newReader(eviction.ReadOptions{Namespace: "A"}) }, `invalid --namespace: "A"`},
-		{"--timeout", func() error { return newReader(eviction.ReadOptions{ConnectTimeout: -1}) }, "invalid --timeout: -1ns"},
+		{"status ID", func() error { _, err := r.RolloutStatus(ctx, eviction.RolloutOptions{ID: "a b"}); return err }, "invalid ID: "},
+		{"--domain-label", func() error { return newReader(eviction.Options{DomainLabel: "a b"}) }, `invalid --domain-label: "a b"`},
+		{"--namespace", func() error { return newReader(eviction.Options{Namespace: "A"}) }, `invalid --namespace: "A"`},
+		{"--timeout", func() error { return newReader(eviction.Options{ConnectTimeout: -1}) }, "invalid --timeout: -1ns"},
 	} {
-		err := inFlagTerms(tc.call())
+		in := inFlagTerms
+		if strings.HasPrefix(tc.name, "status") {
+			in = inStatusFlagTerms
+		}
+		err := in(tc.call())
 		var usage *UsageError
 		if !errors.As(err, &usage) || !strings.HasPrefix(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want a usage error starting %q", tc.name, err, tc.want)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/report"
 	"github.com/udrain/udrain/upgrade"
@@ -51,8 +52,8 @@ func TestRolloutUpgradeCommand(t *testing.T) {
 	}
 	for _, n := range []string{"cpu-1", "gpu-1", "gpu-2", "gpu-3", "gpu-4"} {
 		node := c.node(t, n)
-		if node.Spec.Unschedulable || node.Annotations[eviction.UpgradedByAnnotation] != id {
-			t.Errorf("node %s: unschedulable %v, upgraded-by %q; want schedulable and upgraded by %s", n, node.Spec.Unschedulable, node.Annotations[eviction.UpgradedByAnnotation], id)
+		if node.Spec.Unschedulable || node.Annotations[udrain.UpgradedByAnnotation] != id {
+			t.Errorf("node %s: unschedulable %v, upgraded-by %q; want schedulable and upgraded by %s", n, node.Spec.Unschedulable, node.Annotations[udrain.UpgradedByAnnotation], id)
 		}
 	}
 	evictions := len(c.evicted())

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/internal/testkit"
 )
@@ -27,13 +28,13 @@ func withRolloutMarks() clusterOption {
 			}
 			switch n.Labels["topology.udrain.dev/upgrade-domain"] {
 			case "ud-1":
-				n.Annotations[eviction.UpgradedByAnnotation] = "r1"
-				n.Annotations[eviction.UpgradedAtAnnotation] = testNow.Add(-10 * time.Minute).Format(time.RFC3339Nano)
-				n.Annotations[eviction.RecoveredByAnnotation] = "r1"
+				n.Annotations[udrain.UpgradedByAnnotation] = "r1"
+				n.Annotations[udrain.UpgradedAtAnnotation] = testNow.Add(-10 * time.Minute).Format(time.RFC3339Nano)
+				n.Annotations[udrain.RecoveredByAnnotation] = "r1"
 			case "ud-2":
-				n.Annotations[eviction.CordonedByAnnotation] = "r1"
+				n.Annotations[udrain.CordonedByAnnotation] = "r1"
 				n.Spec.Unschedulable = true
-				n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: eviction.PendingUpgradeTaint, Value: "r1", Effect: corev1.TaintEffectPreferNoSchedule})
+				n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: udrain.PendingUpgradeTaint, Value: "r1", Effect: corev1.TaintEffectPreferNoSchedule})
 			}
 		}
 	}
@@ -103,7 +104,7 @@ func TestRolloutStatusWithoutID(t *testing.T) {
 	}
 	c = newCluster(t, withRolloutMarks())
 	n := c.node(t, "cpu-1")
-	n.Annotations[eviction.UpgradedByAnnotation] = "r0"
+	n.Annotations[udrain.UpgradedByAnnotation] = "r0"
 	if _, err := c.client.CoreV1().Nodes().Update(context.Background(), n, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -137,10 +138,10 @@ func TestRolloutStatusWatch(t *testing.T) {
 	// ud-2 finishes: upgraded and uncordoned.
 	for _, name := range []string{"gpu-3", "gpu-4"} {
 		n := c.node(t, name)
-		delete(n.Annotations, eviction.CordonedByAnnotation)
-		n.Annotations[eviction.UpgradedByAnnotation] = "r1"
-		n.Annotations[eviction.UpgradedAtAnnotation] = testNow.Format(time.RFC3339Nano)
-		n.Annotations[eviction.RecoveredByAnnotation] = "r1"
+		delete(n.Annotations, udrain.CordonedByAnnotation)
+		n.Annotations[udrain.UpgradedByAnnotation] = "r1"
+		n.Annotations[udrain.UpgradedAtAnnotation] = testNow.Format(time.RFC3339Nano)
+		n.Annotations[udrain.RecoveredByAnnotation] = "r1"
 		n.Spec.Unschedulable, n.Spec.Taints = false, n.Spec.Taints[:1]
 		if _, err := c.client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/internal/testkit/kube"
 	"github.com/udrain/udrain/report"
@@ -131,7 +132,7 @@ func TestRolloutJobStep(t *testing.T) {
 	c.recreate = true
 	// A pod of the step left running on gpu-3 by a stopped run.
 	stepPod := lwsPod("leftover", 0, 0, "gpu-3")
-	stepPod.Name, stepPod.Labels = "kubelet-upgrade-x", map[string]string{upgrade.StepLabel: "abc"}
+	stepPod.Name, stepPod.Labels = "kubelet-upgrade-x", map[string]string{udrain.UpgradeStepLabel: "abc"}
 	stepPod.OwnerReferences = controller("Job", "kubelet-upgrade-x")
 	if err := c.client.Tracker().Add(stepPod); err != nil {
 		t.Fatal(err)
@@ -141,7 +142,7 @@ func TestRolloutJobStep(t *testing.T) {
 	c.client.PrependReactor("create", "jobs", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		j := a.(k8stesting.CreateAction).GetObject().(*batchv1.Job).DeepCopy()
 		mu.Lock()
-		jobs = append(jobs, j.Namespace+" "+j.Spec.Template.Spec.NodeName+" "+j.Annotations[upgrade.DomainAnnotation])
+		jobs = append(jobs, j.Namespace+" "+j.Spec.Template.Spec.NodeName+" "+j.Annotations[udrain.DomainAnnotation])
 		mu.Unlock()
 		j.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}
 		return true, j, c.client.Tracker().Create(batchv1.SchemeGroupVersion.WithResource("jobs"), j, j.Namespace)

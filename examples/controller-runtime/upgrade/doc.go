@@ -27,7 +27,7 @@
 //
 //   - The cache seam: udrain reads nodes, pods, PodDisruptionBudgets and
 //     DaemonSets through the manager's cache
-//     (eviction.InformersFromCache(ctx, mgr.GetCache())), with no adapter
+//     (clusterinformers.FromCache(ctx, mgr.GetCache())), with no adapter
 //     and no list or watch of its own.
 //   - Structured events: eviction.Event carries the rollout's ID (which
 //     finds the request), the pod (namespace, name, UID, node) and the

@@ -1,6 +1,7 @@
 package upgrade
 
 import (
+	"context"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,7 +17,7 @@ import (
 // (related to the request) and updates the request's status. Package
 // eviction serialises the calls; the recorder and the status writer work
 // asynchronously, so it never holds a drain up.
-func (r *Reconciler) onEvent(e eviction.Event) {
+func (r *Reconciler) onEvent(_ context.Context, e eviction.Event) {
 	r.mu.Lock()
 	rn := r.active[e.ID]
 	r.mu.Unlock()

@@ -19,6 +19,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/udrain/udrain/clusterinformers"
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/topology"
 )
@@ -64,9 +65,9 @@ type Reconciler struct {
 // with c, evicts and patches nodes with kube, reads the cluster through
 // informers (shared with the caller: see SetupWithManager) and records
 // Kubernetes Events with recorder.
-func NewReconciler(c client.Client, kube kubernetes.Interface, informers *eviction.Informers, recorder events.EventRecorder, opts Options) (*Reconciler, error) {
+func NewReconciler(c client.Client, kube kubernetes.Interface, informers *clusterinformers.Set, recorder events.EventRecorder, opts Options) (*Reconciler, error) {
 	if informers == nil {
-		return nil, errors.New("upgrade: NewReconciler needs the informers udrain reads through (eviction.InformersFromCache or eviction.InformersFromFactory)")
+		return nil, errors.New("upgrade: NewReconciler needs the informers udrain reads through (clusterinformers.FromCache or clusterinformers.FromFactory)")
 	}
 	r := &Reconciler{client: c, kube: kube, recorder: recorder, opts: opts, active: map[string]*run{}}
 	if r.opts.RetryAfter == 0 {

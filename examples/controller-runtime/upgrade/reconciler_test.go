@@ -23,6 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/udrain/udrain"
+	"github.com/udrain/udrain/clusterinformers"
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/examples/internal/exampletest"
 	"github.com/udrain/udrain/topology"
@@ -78,7 +80,7 @@ func newFixture(t *testing.T, cluster exampletest.ClusterOptions, data map[strin
 	ctx := klog.NewContext(t.Context(), logger)
 	kube := exampletest.FakeCluster(cluster)
 	factory := informers.NewSharedInformerFactory(kube, 0)
-	shared := eviction.InformersFromFactory(factory)
+	shared := clusterinformers.FromFactory(factory)
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
 	t.Cleanup(factory.Shutdown)
@@ -147,7 +149,7 @@ func TestReconcileRollsOut(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if node.Labels[TargetVersionLabel] != "1.37.2" || node.Spec.Unschedulable || node.Annotations[eviction.UpgradedByAnnotation] != "kubelet-1.37.2" {
+		if node.Labels[TargetVersionLabel] != "1.37.2" || node.Spec.Unschedulable || node.Annotations[udrain.UpgradedByAnnotation] != "kubelet-1.37.2" {
 			t.Errorf("node %s: labels %v, annotations %v, unschedulable %t", n, node.Labels, node.Annotations, node.Spec.Unschedulable)
 		}
 	}

@@ -3,6 +3,7 @@ package upgrade
 import (
 	"context"
 
+	"github.com/udrain/udrain/clusterinformers"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
@@ -13,8 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-
-	"github.com/udrain/udrain/eviction"
 )
 
 // ControllerName names the controller, its Events' reporting controller
@@ -36,7 +35,7 @@ func CacheOptions() cache.Options {
 }
 
 // SetupWithManager builds the Reconciler over the manager: udrain reads
-// the cluster through the manager's cache (eviction.InformersFromCache,
+// the cluster through the manager's cache (clusterinformers.FromCache,
 // no list or watch of its own), evicts and patches nodes with a clientset
 // of the manager's config, records events.k8s.io Events as
 // ControllerName; and registers the controller of upgrade requests. Build
@@ -46,7 +45,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) (*Rec
 	if err != nil {
 		return nil, err
 	}
-	informers, err := eviction.InformersFromCache(ctx, mgr.GetCache())
+	informers, err := clusterinformers.FromCache(ctx, mgr.GetCache())
 	if err != nil {
 		return nil, err
 	}

@@ -8,7 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/examples/internal/exampletest"
 )
 
@@ -40,7 +40,7 @@ func TestRun(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if node.Annotations[eviction.UpgradedByAnnotation] != "qs-1" || node.Spec.Unschedulable {
+		if node.Annotations[udrain.UpgradedByAnnotation] != "qs-1" || node.Spec.Unschedulable {
 			t.Errorf("node %s: annotations %v, unschedulable %v; want marked upgraded by qs-1, schedulable", n, node.Annotations, node.Spec.Unschedulable)
 		}
 	}

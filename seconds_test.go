@@ -1,4 +1,4 @@
-package eviction
+package udrain
 
 import (
 	"encoding/json"
@@ -56,8 +56,8 @@ func TestSecondsUnmarshal(t *testing.T) {
 		{`-0`, 0, ""},
 		// null leaves the value as it was (7s here).
 		{`null`, 7 * time.Second, ""},
-		{`"1.5"`, 7 * time.Second, "eviction.Seconds: "},
-		{`true`, 7 * time.Second, "eviction.Seconds: "},
+		{`"1.5"`, 7 * time.Second, "udrain.Seconds: "},
+		{`true`, 7 * time.Second, "udrain.Seconds: "},
 		{`1e10`, 7 * time.Second, "out of a time.Duration's range"},
 		{`-1e10`, 7 * time.Second, "out of a time.Duration's range"},
 		{`9223372036.854775807`, 7 * time.Second, "out of a time.Duration's range"},

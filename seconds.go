@@ -1,4 +1,4 @@
-package eviction
+package udrain
 
 import (
 	"encoding/json"
@@ -11,7 +11,7 @@ import (
 // Seconds is a duration that JSON carries as a number of seconds (1.5 for
 // 1.5s, 0.0000015 for 1.5µs, 5400 for 90m): the form of every duration in
 // udrain's results and reports, in fields whose name ends in "Seconds" (see
-// result.go). The number reads back to the same nanosecond for durations
+// eviction's result.go). The number reads back to the same nanosecond for durations
 // under about 13 days (2^50ns; a float64's precision beyond). In Go it is a time.Duration under
 // another name: s.Duration() or time.Duration(s) converts it, Seconds(d)
 // back, and it prints (String) as a time.Duration does.
@@ -40,12 +40,12 @@ func (s *Seconds) UnmarshalJSON(b []byte) error {
 	}
 	var f float64
 	if err := json.Unmarshal(b, &f); err != nil {
-		return fmt.Errorf("eviction.Seconds: %w", err)
+		return fmt.Errorf("udrain.Seconds: %w", err)
 	}
 	ns := math.Round(f * float64(time.Second))
 	// float64(math.MaxInt64) is 2^63, one past the largest Duration.
 	if ns >= float64(math.MaxInt64) || ns < float64(math.MinInt64) {
-		return fmt.Errorf("eviction.Seconds: %s seconds is out of a time.Duration's range", b)
+		return fmt.Errorf("udrain.Seconds: %s seconds is out of a time.Duration's range", b)
 	}
 	*s = Seconds(ns)
 	return nil
