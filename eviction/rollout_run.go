@@ -165,9 +165,9 @@ func (r *rollout) finishedShown() bool {
 		n, ok := r.v.Node(name)
 		switch {
 		case !ok:
-		case cordoned && n.Annotations[CordonedByAnnotation] != r.id:
+		case cordoned && n.Annotations[udrain.CordonedByAnnotation] != r.id:
 			return false
-		case !cordoned && (n.Annotations[UpgradedByAnnotation] != r.id || n.Annotations[CordonedByAnnotation] == r.id):
+		case !cordoned && (n.Annotations[udrain.UpgradedByAnnotation] != r.id || n.Annotations[udrain.CordonedByAnnotation] == r.id):
 			return false
 		}
 	}

@@ -197,7 +197,7 @@ func TestRolloutCancelledInPhase2ResumesWithoutEvictingOutsideItsPlans(t *testin
 		}
 		delayed := map[string]bool{}
 		return true, watch.Filter(w, func(ev watch.Event) (watch.Event, bool) {
-			if n, ok := ev.Object.(*corev1.Node); ok && strings.HasPrefix(n.Name, "node-2-") && n.Annotations[CordonedByAnnotation] != "" && !delayed[n.Name] {
+			if n, ok := ev.Object.(*corev1.Node); ok && strings.HasPrefix(n.Name, "node-2-") && n.Annotations[udrain.CordonedByAnnotation] != "" && !delayed[n.Name] {
 				delayed[n.Name] = true
 				time.Sleep(time.Second)
 			}
