@@ -159,9 +159,17 @@ func deploySpareDomainScenario(t *testing.T) (*scenario, *appsv1.Deployment) {
 	}
 	s.waitHealthy(t, 3*time.Minute)
 	waitDeploymentReady(t, s, web.Name, 6)
-	// The spare domain comes once the workloads are placed.
+	// The spare domain comes once the workloads are placed, and is ready
+	// before the rollout starts, as a buffer pool is: the rollout's first
+	// look decides, for each domain, whether upgraded room takes what it
+	// evicts, and a node the node lifecycle controller still taints
+	// not-ready is no room (seen in CI: the spare's nodes were not ready
+	// at the first look, so the domain after it ran with PreferNoSchedule).
 	s.nodes.UDs = 4
 	if _, err := s.nodes.Create(ctx, tt.Client); err != nil {
+		t.Fatal(err)
+	}
+	if err := fixture.WaitSchedulable(ctx, tt.Client, s.nodes.Selector(), s.nodes.UDs*s.nodes.PerUD); err != nil {
 		t.Fatal(err)
 	}
 	nl, err := tt.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: s.nodes.Selector().String()})
