@@ -67,9 +67,9 @@ func TestRolloutStatusAcrossAStop(t *testing.T) {
 	st := readStatus(t, reader, id, sopts)
 	checkStates(t, "running, in the upgrade of the second domain", st,
 		[]eviction.DomainState{eviction.StateDone, eviction.StateUpgrading, eviction.StatePending})
-	if !st.Running || st.Lock == nil || st.Lock.Holder == "" || st.Domains[1].Stage != eviction.StageUpgrade || st.Domains[1].Cordoned != s.nodes.PerUD {
-		t.Errorf("running %v, lock %+v, %s stage %q with %d node(s) cordoned; want running, held, Upgrade, all %d cordoned",
-			st.Running, st.Lock, doms[1], st.Domains[1].Stage, st.Domains[1].Cordoned, s.nodes.PerUD)
+	if !st.Running || st.LockName == "" || st.LockHolder == "" || st.Domains[1].Stage != eviction.StageUpgrade || st.Domains[1].Cordoned != s.nodes.PerUD {
+		t.Errorf("running %v, Lease %q held by %q, %s stage %q with %d node(s) cordoned; want running, held, Upgrade, all %d cordoned",
+			st.Running, st.LockName, st.LockHolder, doms[1], st.Domains[1].Stage, st.Domains[1].Cordoned, s.nodes.PerUD)
 	}
 	if st.Domains[0].Since == nil || st.Domains[1].NotBefore == nil || !st.Domains[1].NotBefore.Equal(*st.Domains[0].Since) {
 		t.Errorf("since %v, not before %v; want the first domain's mark for both", st.Domains[0].Since, st.Domains[1].NotBefore)
@@ -83,8 +83,8 @@ func TestRolloutStatusAcrossAStop(t *testing.T) {
 	st = readStatus(t, reader, id, sopts)
 	checkStates(t, "stopped in the second domain", st,
 		[]eviction.DomainState{eviction.StateDone, eviction.StateStopped, eviction.StatePending})
-	if st.Running || st.Lock == nil || st.Lock.Holder != "" || st.Domains[1].Stage != eviction.StageUpgrade || st.Completed {
-		t.Errorf("running %v, lock %+v, %s stage %q, completed %v; want the Lease released, stopped in Upgrade", st.Running, st.Lock, doms[1], st.Domains[1].Stage, st.Completed)
+	if st.Running || st.LockName == "" || st.LockHolder != "" || st.Domains[1].Stage != eviction.StageUpgrade || st.Completed {
+		t.Errorf("running %v, Lease %q held by %q, %s stage %q, completed %v; want the Lease released, stopped in Upgrade", st.Running, st.LockName, st.LockHolder, doms[1], st.Domains[1].Stage, st.Completed)
 	}
 
 	// The CLI, in-process with the test's kubeconfig, reads the same.

@@ -70,9 +70,9 @@ type rollout struct {
 	// planning: a PlanRollout, which looks at everything before it
 	// reports the contract's errors.
 	planning bool
-	// lock is what the rollout knows of its Lease, for its status (nil
-	// without a lock); running is false once it returns.
-	lock *RolloutLockStatus
+	// lockName is the name of the Lease the rollout holds, for its status
+	// ("" without a lock).
+	lockName string
 	// expect is what the rollout wrote and saw, which its history guard
 	// checks stays so.
 	expect expected
@@ -123,10 +123,9 @@ func (r *rollout) status(ctx context.Context, running bool) *RolloutStatus {
 		return nil
 	}
 	st := &RolloutStatus{ID: r.id, Time: r.d.s.Clock.Now(), Running: running}
-	if r.lock != nil {
-		lock := *r.lock
-		lock.Held = running
-		st.Lock = &lock
+	if r.lockName != "" {
+		st.LockNamespace, st.LockName, st.LockHolder = r.opts.lock.Namespace, r.lockName, r.opts.lock.Identity
+		st.LockDuration = udrain.Seconds(r.opts.lock.Duration)
 	}
 	ro := r.opts
 	ro.Domains, ro.Order = r.domains, OrderGiven
@@ -144,7 +143,7 @@ func (r *rollout) status(ctx context.Context, running bool) *RolloutStatus {
 	}
 	r.mu.Unlock()
 	r.looking.Lock()
-	err := r.d.statusFrom(ctx, r.v, ro, st, r.lock != nil, finished)
+	err := r.d.statusFrom(ctx, r.v, ro, st, r.lockName != "", finished)
 	r.looking.Unlock()
 	if err != nil {
 		r.logger.V(2).Info("Could not read the rollout's status", "err", err)
@@ -225,7 +224,7 @@ func (r *rollout) run(ctx context.Context) (err error) {
 		if lerr != nil {
 			return lerr
 		}
-		r.lock = &RolloutLockStatus{Namespace: r.opts.lock.Namespace, Name: held.name, Holder: r.opts.lock.Identity, Held: true, Duration: udrain.Seconds(r.opts.lock.Duration)}
+		r.lockName = held.name
 		var release func(error) error
 		ctx, release = r.hold(ctx, held)
 		defer func() { err = release(err) }()

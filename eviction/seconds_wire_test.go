@@ -42,10 +42,6 @@ func TestResultDurationsOnTheWire(t *testing.T) {
 			[][2]string{{"upgradeSeconds", "1.5"}, {"recoverySeconds", "5400"}, {"durationSeconds", "0.000000001"}}},
 		{RolloutResult{ID: "r1", Domains: []DomainOutcome{{Domain: "ud-1", Status: DomainDone, Duration: udrain.Seconds(time.Second)}}, Completed: true,
 			Started: t0, Duration: udrain.Seconds(3 * time.Minute)}, [][2]string{{"durationSeconds", "180"}}},
-		{RolloutLockStatus{Namespace: "ns", Name: "udrain-rollout-r1", Holder: "h", Held: true, AcquiredAt: &t0, RenewedAt: &t1, Duration: udrain.Seconds(15 * time.Second)},
-			[][2]string{{"durationSeconds", "15"}}},
-		{RolloutETA{Samples: 2, DomainsLeft: 3, At: t1, PerDomain: udrain.Seconds(90 * time.Second), Remaining: udrain.Seconds(270 * time.Second)},
-			[][2]string{{"perDomainSeconds", "90"}, {"remainingSeconds", "270"}}},
 		{down, [][2]string{{"downtimeSeconds", "90"}}},
 	} {
 		typ := reflect.TypeOf(tc.v)

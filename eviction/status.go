@@ -3,6 +3,7 @@ package eviction
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"slices"
 	"time"
 
@@ -55,6 +56,10 @@ const (
 const DefaultWatchInterval = 2 * time.Second
 
 // RolloutStatus is where a rollout stands, read back from the cluster.
+//
+// Its JSON (the CLI's RolloutStatus document) nests the Lock* fields in
+// an object "lock" (its "held" is Running) and the ETA* fields in an
+// object "eta", each absent when LockName, or ETA, is (MarshalJSON).
 type RolloutStatus struct {
 	ID string `json:"id"`
 	// Time is when the status was read.
@@ -62,10 +67,20 @@ type RolloutStatus struct {
 	// Running is true when a holder renewed the rollout's Lease within
 	// its duration: the rollout runs now, somewhere.
 	Running bool `json:"running"`
-	// Lock is the rollout's Lease as it was read; nil when there is none
-	// (the rollout never ran, or ran without a lock or in another
-	// namespace) or RolloutOptions.NoLock is set.
-	Lock *RolloutLockStatus `json:"lock,omitempty"`
+	// LockName is the name of the rollout's Lease as it was read, in
+	// LockNamespace; "" when there is none (the rollout never ran, or ran
+	// without a lock or in another namespace) or RolloutOptions.NoLock is
+	// set: the other Lock* fields are then unset too. Whether the Lease
+	// is held is Running.
+	LockNamespace, LockName string `json:"-"`
+	// LockHolder is the holder's identity; "" when the Lease was
+	// released.
+	LockHolder string `json:"-"`
+	// LockAcquiredAt is when the holder took the Lease, LockRenewedAt
+	// when it last renewed it.
+	LockAcquiredAt, LockRenewedAt *time.Time `json:"-"`
+	// LockDuration is how long the Lease holds without a renewal.
+	LockDuration udrain.Seconds `json:"-"`
 	// Domains are the rollout's domains in the order it takes them.
 	Domains []DomainProgress `json:"domains"`
 	// Done counts the domains Done.
@@ -73,8 +88,84 @@ type RolloutStatus struct {
 	// Completed is true when every domain is Done.
 	Completed bool `json:"completed"`
 	// ETA is when the rollout should be done, learned from the domains
-	// already upgraded; nil before two are, or when none is left.
-	ETA *RolloutETA `json:"eta,omitempty"`
+	// already upgraded: the median of the gaps between the upgraded
+	// marks of consecutive domains (a drain, an upgrade and a recovery
+	// each; the median, so that a pause between a stop and a resume does
+	// not count), times the domains left, after the last mark. With k
+	// domains in flight (parallel domains: draining, upgrading or
+	// recovering), a gap is taken between marks k apart and divided by k:
+	// the time a domain takes when k run at once. nil before more
+	// domains are marked than are in flight, or when none is left; the
+	// other ETA* fields are then zero.
+	ETA *time.Time `json:"-"`
+	// ETAPerDomain is the median gap, ETADomainsLeft the domains not
+	// marked upgraded yet, ETASamples the number of gaps.
+	ETAPerDomain   udrain.Seconds `json:"-"`
+	ETADomainsLeft int            `json:"-"`
+	ETASamples     int            `json:"-"`
+}
+
+// rolloutStatusJSON is RolloutStatus's JSON.
+type rolloutStatusJSON struct {
+	ID        string           `json:"id"`
+	Time      time.Time        `json:"time"`
+	Running   bool             `json:"running"`
+	Lock      *rolloutLockJSON `json:"lock,omitempty"`
+	Domains   []DomainProgress `json:"domains"`
+	Done      int              `json:"done"`
+	Completed bool             `json:"completed"`
+	ETA       *rolloutETAJSON  `json:"eta,omitempty"`
+}
+
+type rolloutLockJSON struct {
+	Namespace  string         `json:"namespace"`
+	Name       string         `json:"name"`
+	Holder     string         `json:"holder,omitempty"`
+	Held       bool           `json:"held"`
+	AcquiredAt *time.Time     `json:"acquiredAt,omitempty"`
+	RenewedAt  *time.Time     `json:"renewedAt,omitempty"`
+	Duration   udrain.Seconds `json:"durationSeconds"`
+}
+
+type rolloutETAJSON struct {
+	Samples     int            `json:"samples"`
+	DomainsLeft int            `json:"domainsLeft"`
+	At          time.Time      `json:"at"`
+	PerDomain   udrain.Seconds `json:"perDomainSeconds"`
+	Remaining   udrain.Seconds `json:"remainingSeconds"`
+}
+
+// MarshalJSON writes the status with its Lease in "lock" and its ETA in
+// "eta".
+func (st RolloutStatus) MarshalJSON() ([]byte, error) {
+	w := rolloutStatusJSON{ID: st.ID, Time: st.Time, Running: st.Running, Domains: st.Domains, Done: st.Done, Completed: st.Completed}
+	if st.LockName != "" {
+		w.Lock = &rolloutLockJSON{Namespace: st.LockNamespace, Name: st.LockName, Holder: st.LockHolder, Held: st.Running,
+			AcquiredAt: st.LockAcquiredAt, RenewedAt: st.LockRenewedAt, Duration: st.LockDuration}
+	}
+	if st.ETA != nil {
+		w.ETA = &rolloutETAJSON{Samples: st.ETASamples, DomainsLeft: st.ETADomainsLeft, At: *st.ETA, PerDomain: st.ETAPerDomain,
+			Remaining: udrain.Seconds(st.ETAPerDomain.Duration() * time.Duration(st.ETADomainsLeft))}
+	}
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (st *RolloutStatus) UnmarshalJSON(b []byte) error {
+	var w rolloutStatusJSON
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*st = RolloutStatus{ID: w.ID, Time: w.Time, Running: w.Running, Domains: w.Domains, Done: w.Done, Completed: w.Completed}
+	if l := w.Lock; l != nil {
+		st.LockNamespace, st.LockName, st.LockHolder = l.Namespace, l.Name, l.Holder
+		st.LockAcquiredAt, st.LockRenewedAt, st.LockDuration = l.AcquiredAt, l.RenewedAt, l.Duration
+	}
+	if e := w.ETA; e != nil {
+		st.ETA = &e.At
+		st.ETAPerDomain, st.ETADomainsLeft, st.ETASamples = e.PerDomain, e.DomainsLeft, e.Samples
+	}
+	return nil
 }
 
 // DomainProgress is one domain of a rollout's status.
@@ -116,40 +207,6 @@ type DomainProgress struct {
 	Updating []WorkloadUpdate `json:"updating,omitempty"`
 }
 
-// RolloutLockStatus is a rollout's Lease as it was read.
-type RolloutLockStatus struct {
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
-	// Holder is the holder's identity; empty when the Lease was released.
-	Holder string `json:"holder,omitempty"`
-	// Held is true when Holder renewed the Lease within Duration.
-	Held       bool       `json:"held"`
-	AcquiredAt *time.Time `json:"acquiredAt,omitempty"`
-	RenewedAt  *time.Time `json:"renewedAt,omitempty"`
-	// Duration is how long the Lease holds without a renewal.
-	Duration udrain.Seconds `json:"durationSeconds"`
-}
-
-// RolloutETA is a rollout's expected end: the median of the gaps between
-// the upgraded marks of consecutive domains (a drain, an upgrade and a
-// recovery each; the median, so that a pause between a stop and a resume
-// does not count), times the domains left. With k domains in flight
-// (parallel domains: draining, upgrading or recovering), a gap is taken
-// between marks k apart and divided by k: the time a domain takes when k
-// run at once.
-type RolloutETA struct {
-	// Samples counts the gaps.
-	Samples int `json:"samples"`
-	// DomainsLeft counts the domains not marked upgraded yet.
-	DomainsLeft int `json:"domainsLeft"`
-	// At is the last upgraded mark plus Remaining.
-	At time.Time `json:"at"`
-	// PerDomain is the median gap.
-	PerDomain udrain.Seconds `json:"perDomainSeconds"`
-	// Remaining is PerDomain times DomainsLeft.
-	Remaining udrain.Seconds `json:"remainingSeconds"`
-}
-
 // RolloutStatus reads where rollout id stands from what it writes to the
 // cluster anyway, without running it: the cordon and upgraded marks of
 // the nodes (see DomainState for how each state is inferred), the pods
@@ -178,10 +235,9 @@ func (d *Drainer) RolloutStatus(ctx context.Context, opts RolloutOptions) (*Roll
 	now := d.s.Clock.Now()
 	st := &RolloutStatus{ID: ro.ID, Time: now}
 	if !ro.lock.Disabled {
-		if st.Lock, err = d.readRolloutLock(ctx, ro.lock.Namespace, ro.ID, now); err != nil {
+		if err := d.readRolloutLock(ctx, ro.lock.Namespace, ro.ID, now, st); err != nil {
 			return nil, err
 		}
-		st.Running = st.Lock != nil && st.Lock.Held
 	}
 	if err := d.statusFrom(ctx, v, ro, st, !ro.lock.Disabled, nil); err != nil {
 		return nil, err
@@ -246,7 +302,7 @@ func (d *Drainer) statusFrom(ctx context.Context, v *view, ro RolloutOptions, st
 		}
 	}
 	st.Completed = st.Done == len(st.Domains)
-	st.ETA = estimate(st.Domains)
+	estimate(st)
 	klog.FromContext(ctx).V(4).Info("Read the rollout's status", "rollout", ro.ID, "running", st.Running, "done", st.Done, "domains", len(st.Domains))
 	return nil
 }
@@ -379,13 +435,13 @@ func timeOf(t *time.Time) time.Time {
 	return *t
 }
 
-// estimate returns the rollout's ETA from the upgraded marks of its
-// domains, with as many in flight as are now (at least one); nil before
+// estimate sets the rollout's ETA from the upgraded marks of its
+// domains, with as many in flight as are now (at least one); none before
 // more than that are marked, or when none is left.
-func estimate(ps []DomainProgress) *RolloutETA {
+func estimate(st *RolloutStatus) {
 	var marks []time.Time
 	left, flying := 0, 0
-	for _, p := range ps {
+	for _, p := range st.Domains {
 		switch {
 		case p.Since != nil:
 			marks = append(marks, *p.Since)
@@ -398,7 +454,7 @@ func estimate(ps []DomainProgress) *RolloutETA {
 	}
 	k := max(flying, 1)
 	if len(marks) <= k || left == 0 {
-		return nil
+		return
 	}
 	slices.SortFunc(marks, time.Time.Compare)
 	gaps := make([]time.Duration, len(marks)-k)
@@ -410,12 +466,13 @@ func estimate(ps []DomainProgress) *RolloutETA {
 	if len(gaps)%2 == 0 {
 		per = (gaps[len(gaps)/2-1] + per) / 2
 	}
-	rem := per * time.Duration(left)
-	return &RolloutETA{Samples: len(gaps), DomainsLeft: left, At: marks[len(marks)-1].Add(rem), PerDomain: udrain.Seconds(per), Remaining: udrain.Seconds(rem)}
+	st.ETA = new(marks[len(marks)-1].Add(per * time.Duration(left)))
+	st.ETAPerDomain, st.ETADomainsLeft, st.ETASamples = udrain.Seconds(per), left, len(gaps)
 }
 
-// readRolloutLock GETs the rollout's Lease; nil when there is none.
-func (d *Drainer) readRolloutLock(ctx context.Context, namespace, id string, now time.Time) (*RolloutLockStatus, error) {
+// readRolloutLock GETs the rollout's Lease into st's Lock* fields and
+// Running; none when there is none.
+func (d *Drainer) readRolloutLock(ctx context.Context, namespace, id string, now time.Time, st *RolloutStatus) error {
 	name := lockName(id)
 	var got *coordinationv1.Lease
 	err := d.bounded(ctx, func(ctx context.Context) (err error) {
@@ -424,17 +481,17 @@ func (d *Drainer) readRolloutLock(ctx context.Context, namespace, id string, now
 	})
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil, nil
+		return nil
 	case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
-		return nil, &PermissionError{Err: err, Role: lockRole(namespace)}
+		return &PermissionError{Err: err, Role: lockRole(namespace)}
 	case err != nil:
-		return nil, err
+		return err
 	}
-	st := lease.StateOf(got)
-	ls := &RolloutLockStatus{Namespace: namespace, Name: name, Holder: st.Holder, Duration: udrain.Seconds(st.Duration),
-		AcquiredAt: st.AcquiredAt, Held: st.HeldAt(now)}
-	if !st.RenewedAt.IsZero() {
-		ls.RenewedAt = &st.RenewedAt
+	ls := lease.StateOf(got)
+	st.LockNamespace, st.LockName, st.LockHolder = namespace, name, ls.Holder
+	st.LockAcquiredAt, st.LockDuration, st.Running = ls.AcquiredAt, udrain.Seconds(ls.Duration), ls.HeldAt(now)
+	if !ls.RenewedAt.IsZero() {
+		st.LockRenewedAt = &ls.RenewedAt
 	}
-	return ls, nil
+	return nil
 }

@@ -150,7 +150,7 @@ func TestRolloutStatus(t *testing.T) {
 		want    []progressLine
 		running bool
 		holder  string
-		eta     *RolloutETA
+		eta     *statusETA
 	}{
 		{
 			name:    "never ran",
@@ -163,7 +163,7 @@ func TestRolloutStatus(t *testing.T) {
 			want: []progressLine{done("ud-1", "20m0s"), done("ud-2", "10m0s"),
 				{Domain: "ud-3", State: "Draining", Stage: "Phase1", Pods: 2, Cordoned: 2, NotBefore: "10m0s"}, pending("ud-4")},
 			running: true, holder: "host-a",
-			eta: &RolloutETA{PerDomain: udrain.Seconds(10 * time.Minute), Samples: 1, DomainsLeft: 2, Remaining: udrain.Seconds(20 * time.Minute), At: statusNow.Add(10 * time.Minute)},
+			eta: &statusETA{PerDomain: udrain.Seconds(10 * time.Minute), Samples: 1, DomainsLeft: 2, At: statusNow.Add(10 * time.Minute)},
 		},
 		{
 			name:    "upgrading the third domain, its group Pending",
@@ -171,7 +171,7 @@ func TestRolloutStatus(t *testing.T) {
 			want: []progressLine{done("ud-1", "20m0s"), done("ud-2", "10m0s"),
 				{Domain: "ud-3", State: "Upgrading", Stage: "Upgrade", Cordoned: 2, NotBefore: "10m0s", Down: []string{"llm-2"}}, pending("ud-4")},
 			running: true, holder: "host-a",
-			eta: &RolloutETA{PerDomain: udrain.Seconds(10 * time.Minute), Samples: 1, DomainsLeft: 2, Remaining: udrain.Seconds(20 * time.Minute), At: statusNow.Add(10 * time.Minute)},
+			eta: &statusETA{PerDomain: udrain.Seconds(10 * time.Minute), Samples: 1, DomainsLeft: 2, At: statusNow.Add(10 * time.Minute)},
 		},
 		{
 			name:    "stopped in the upgrade: Lease released",
@@ -202,21 +202,21 @@ func TestRolloutStatus(t *testing.T) {
 			want: []progressLine{done("ud-1", "20m0s"), {Domain: "ud-2", State: "Recovering", Stage: "Uncordon", Cordoned: 2, Up: 1, Since: "1m0s"},
 				pending("ud-3"), pending("ud-4")},
 			running: true, holder: "host-a",
-			eta: &RolloutETA{PerDomain: udrain.Seconds(19 * time.Minute), Samples: 1, DomainsLeft: 2, Remaining: udrain.Seconds(38 * time.Minute), At: statusNow.Add(37 * time.Minute)},
+			eta: &statusETA{PerDomain: udrain.Seconds(19 * time.Minute), Samples: 1, DomainsLeft: 2, At: statusNow.Add(37 * time.Minute)},
 		},
 		{
 			name:    "recovering the last domain upgraded while running",
 			cluster: held(newStatusCluster().upgraded(1, 20*time.Minute).recovering(2, time.Minute)),
 			want:    []progressLine{done("ud-1", "20m0s"), {Domain: "ud-2", State: "Recovering", Stage: "Recovery", Up: 2, Since: "1m0s"}, pending("ud-3"), pending("ud-4")},
 			running: true, holder: "host-a",
-			eta: &RolloutETA{PerDomain: udrain.Seconds(19 * time.Minute), Samples: 1, DomainsLeft: 2, Remaining: udrain.Seconds(38 * time.Minute), At: statusNow.Add(37 * time.Minute)},
+			eta: &statusETA{PerDomain: udrain.Seconds(19 * time.Minute), Samples: 1, DomainsLeft: 2, At: statusNow.Add(37 * time.Minute)},
 		},
 		{
 			name:    "stopped in the recovery: its group Pending, no holder",
 			cluster: newStatusCluster().upgraded(1, 20*time.Minute).recovering(2, time.Minute).drained(1, true).lease("", time.Minute),
 			want: []progressLine{done("ud-1", "20m0s"), {Domain: "ud-2", State: "Stopped", Stage: "Recovery", Up: 2, Since: "1m0s", Down: []string{"llm-1"}},
 				pending("ud-3"), pending("ud-4")},
-			eta: &RolloutETA{PerDomain: udrain.Seconds(19 * time.Minute), Samples: 1, DomainsLeft: 2, Remaining: udrain.Seconds(38 * time.Minute), At: statusNow.Add(37 * time.Minute)},
+			eta: &statusETA{PerDomain: udrain.Seconds(19 * time.Minute), Samples: 1, DomainsLeft: 2, At: statusNow.Add(37 * time.Minute)},
 		},
 		{
 			// Parallel domains: two recovering at once, one draining.
@@ -239,7 +239,7 @@ func TestRolloutStatus(t *testing.T) {
 				{Domain: "ud-4", State: "Draining", Stage: "Phase1", Pods: 2, Cordoned: 2, NotBefore: "10m0s"},
 				{Domain: "ud-0", State: "Pending"}, {Domain: "ud-5", State: "Pending"}, pending("ud-3")},
 			running: true, holder: "host-a",
-			eta: &RolloutETA{PerDomain: udrain.Seconds(10 * time.Minute), Samples: 1, DomainsLeft: 4, Remaining: udrain.Seconds(40 * time.Minute), At: statusNow.Add(30 * time.Minute)},
+			eta: &statusETA{PerDomain: udrain.Seconds(10 * time.Minute), Samples: 1, DomainsLeft: 4, At: statusNow.Add(30 * time.Minute)},
 		},
 		{
 			name:    "given domains keep their order",
@@ -266,15 +266,11 @@ func TestRolloutStatus(t *testing.T) {
 			if diff := cmp.Diff(tc.want, linesOf(st.Domains)); diff != "" {
 				t.Errorf("domains (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tc.eta, st.ETA); diff != "" {
+			if diff := cmp.Diff(tc.eta, etaOf(st)); diff != "" {
 				t.Errorf("ETA (-want +got):\n%s", diff)
 			}
-			holder := ""
-			if st.Lock != nil {
-				holder = st.Lock.Holder
-			}
-			if st.Running != tc.running || holder != tc.holder {
-				t.Errorf("running %v, holder %q; want %v, %q", st.Running, holder, tc.running, tc.holder)
+			if st.Running != tc.running || st.LockHolder != tc.holder {
+				t.Errorf("running %v, holder %q; want %v, %q", st.Running, st.LockHolder, tc.running, tc.holder)
 			}
 			done := 0
 			for _, w := range tc.want {
@@ -369,27 +365,48 @@ func TestRolloutStatusErrors(t *testing.T) {
 	}
 }
 
+// TestRolloutStatusJSON pins RolloutStatus's JSON: the Lock* fields in
+// "lock" (held: Running), the ETA* fields in "eta" (remaining: per
+// domain times the domains left), as the CLI's RolloutStatus document
+// wrote them when they were types of their own; and reads it back.
 func TestRolloutStatusJSON(t *testing.T) {
 	at := statusNow
-	st := RolloutStatus{ID: "r1", Time: statusNow, Running: true,
-		Lock:    &RolloutLockStatus{Namespace: "ns", Name: "l", Holder: "h", Held: true, RenewedAt: &at, Duration: udrain.Seconds(30 * time.Second)},
-		Domains: []DomainProgress{{Domain: "ud-1", State: StateDraining, Stage: StagePhase1, Pods: 2}},
-		ETA:     &RolloutETA{PerDomain: udrain.Seconds(90 * time.Second), Samples: 2, DomainsLeft: 2, Remaining: udrain.Seconds(3 * time.Minute), At: statusNow}}
-	b, err := json.Marshal(st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{`"durationSeconds":30`, `"perDomainSeconds":90`, `"remainingSeconds":180`, `"state":"Draining"`, `"stage":"Phase1"`} {
-		if !strings.Contains(string(b), want) {
-			t.Errorf("%s lacks %s", b, want)
-		}
-	}
-	var back RolloutStatus
-	if err := json.Unmarshal(b, &back); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(st, back); diff != "" {
-		t.Errorf("round trip (-want +got):\n%s", diff)
+	dom := []DomainProgress{{Domain: "ud-1", State: StateDraining, Stage: StagePhase1, Pods: 2}}
+	const domJSON = `"domains":[{"domain":"ud-1","state":"Draining","stage":"Phase1","nodes":0,"cordoned":0,"upgraded":0,"pods":2}]`
+	for _, tc := range []struct {
+		name string
+		st   RolloutStatus
+		want string
+	}{
+		{"lock and ETA", RolloutStatus{ID: "r1", Time: statusNow, Running: true,
+			LockNamespace: "ns", LockName: "l", LockHolder: "h", LockAcquiredAt: &at, LockRenewedAt: &at, LockDuration: udrain.Seconds(30 * time.Second),
+			Domains: dom, ETA: &at, ETAPerDomain: udrain.Seconds(90 * time.Second), ETASamples: 2, ETADomainsLeft: 2},
+			`{"id":"r1","time":"2026-07-01T10:00:00Z","running":true,` +
+				`"lock":{"namespace":"ns","name":"l","holder":"h","held":true,"acquiredAt":"2026-07-01T10:00:00Z","renewedAt":"2026-07-01T10:00:00Z","durationSeconds":30},` +
+				domJSON + `,"done":0,"completed":false,` +
+				`"eta":{"samples":2,"domainsLeft":2,"at":"2026-07-01T10:00:00Z","perDomainSeconds":90,"remainingSeconds":180}}`},
+		{"lock released", RolloutStatus{ID: "r1", Time: statusNow, LockNamespace: "ns", LockName: "l", LockDuration: udrain.Seconds(15 * time.Second), Domains: dom},
+			`{"id":"r1","time":"2026-07-01T10:00:00Z","running":false,"lock":{"namespace":"ns","name":"l","held":false,"durationSeconds":15},` +
+				domJSON + `,"done":0,"completed":false}`},
+		{"running without a lock", RolloutStatus{ID: "r1", Time: statusNow, Running: true, Domains: dom, Done: 1, Completed: true},
+			`{"id":"r1","time":"2026-07-01T10:00:00Z","running":true,` + domJSON + `,"done":1,"completed":true}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := json.Marshal(tc.st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, string(b)); diff != "" {
+				t.Errorf("JSON (-want +got):\n%s", diff)
+			}
+			var back RolloutStatus
+			if err := json.Unmarshal(b, &back); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.st, back); diff != "" {
+				t.Errorf("round trip (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 
@@ -423,24 +440,41 @@ func TestRolloutStatusLeaseForbidden(t *testing.T) {
 // takes the gaps between upgraded marks k apart and divides them by k: two
 // domains at once, marked in pairs a minute apart every four minutes, make
 // two minutes a domain (the median of consecutive gaps would say one).
+// statusETA is a status's ETA* fields, nil without an ETA.
+type statusETA struct {
+	At          time.Time
+	PerDomain   udrain.Seconds
+	DomainsLeft int
+	Samples     int
+}
+
+func etaOf(st *RolloutStatus) *statusETA {
+	if st.ETA == nil {
+		return nil
+	}
+	return &statusETA{At: *st.ETA, PerDomain: st.ETAPerDomain, DomainsLeft: st.ETADomainsLeft, Samples: st.ETASamples}
+}
+
 func TestEstimateCountsTheDomainsInFlight(t *testing.T) {
 	at := func(min int) *time.Time { v := statusNow.Add(time.Duration(min) * time.Minute); return &v }
 	done := func(min int) DomainProgress { return DomainProgress{State: StateDone, Since: at(min)} }
 	for _, tc := range []struct {
 		name string
 		ps   []DomainProgress
-		want *RolloutETA
+		want *statusETA
 	}{
 		{"one at a time", []DomainProgress{done(-3), done(-2), done(-1), {State: StateDraining, Stage: StagePhase1}, {State: StatePending}},
-			&RolloutETA{Samples: 2, DomainsLeft: 2, PerDomain: udrain.Seconds(time.Minute), Remaining: udrain.Seconds(2 * time.Minute), At: statusNow.Add(time.Minute)}},
+			&statusETA{Samples: 2, DomainsLeft: 2, PerDomain: udrain.Seconds(time.Minute), At: statusNow.Add(time.Minute)}},
 		{"two at a time", []DomainProgress{done(-9), done(-8), done(-5), done(-4),
 			{State: StateDraining, Stage: StagePhase2}, {State: StateUpgrading, Stage: StageUpgrade}, {State: StatePending}, {State: StatePending}},
-			&RolloutETA{Samples: 2, DomainsLeft: 4, PerDomain: udrain.Seconds(2 * time.Minute), Remaining: udrain.Seconds(8 * time.Minute), At: statusNow.Add(4 * time.Minute)}},
+			&statusETA{Samples: 2, DomainsLeft: 4, PerDomain: udrain.Seconds(2 * time.Minute), At: statusNow.Add(4 * time.Minute)}},
 		{"as many marks as in flight: no ETA yet", []DomainProgress{done(-2), done(-1),
 			{State: StateDraining, Stage: StagePhase1}, {State: StateDraining, Stage: StagePhase1}, {State: StatePending}}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, estimate(tc.ps)); diff != "" {
+			st := &RolloutStatus{Domains: tc.ps}
+			estimate(st)
+			if diff := cmp.Diff(tc.want, etaOf(st)); diff != "" {
 				t.Errorf("estimate (-want +got):\n%s", diff)
 			}
 		})

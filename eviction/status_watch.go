@@ -84,11 +84,7 @@ func (r *Reader) WatchRolloutStatus(ctx context.Context, opts RolloutOptions, on
 func statusKey(st *RolloutStatus) string {
 	c := *st
 	c.Time = time.Time{}
-	if c.Lock != nil {
-		l := *c.Lock
-		l.RenewedAt = nil
-		c.Lock = &l
-	}
+	c.LockRenewedAt = nil
 	b, _ := json.Marshal(c)
 	return string(b)
 }

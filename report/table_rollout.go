@@ -195,8 +195,8 @@ func (r RolloutStatusReport) WriteTable(w io.Writer, o TableOptions) error {
 	fmt.Fprintf(w, "Rollout %s: %s\n", st.ID, lockLine(st, r.NoLock, ago, o))
 	fmt.Fprintf(w, "%d of %s done", st.Done, plural(len(st.Domains), "domain", "domains"))
 	if e := st.ETA; e != nil {
-		fmt.Fprintf(w, "; ETA %s (%s), %s a domain over the last %s", e.At.UTC().Format(time.RFC3339), inOrAgo(e.At.Sub(now)),
-			FormatDuration(e.PerDomain.Duration()), plural(e.Samples+1, "domain", "domains"))
+		fmt.Fprintf(w, "; ETA %s (%s), %s a domain over the last %s", e.UTC().Format(time.RFC3339), inOrAgo(e.Sub(now)),
+			FormatDuration(st.ETAPerDomain.Duration()), plural(st.ETASamples+1, "domain", "domains"))
 	}
 	fmt.Fprintln(w, ".")
 	tw := newTable(w)
@@ -258,25 +258,24 @@ func statusNotes(st *eviction.RolloutStatus) []string {
 
 // lockLine says whether the rollout runs, from its Lease.
 func lockLine(st *eviction.RolloutStatus, noLock bool, ago func(time.Time) string, o TableOptions) string {
-	l := st.Lock
 	switch {
 	case noLock:
 		return fmt.Sprintf("whether it runs is unknown (%s: its Lease is not read)", o.setting("eviction.RolloutOptions.NoLock"))
-	case l == nil:
+	case st.LockName == "":
 		return fmt.Sprintf("no Lease found (the rollout is not running, or runs without a lock or with another %s)", o.setting("eviction.RolloutOptions.LockNamespace"))
 	}
-	lease := "Lease " + l.Namespace + "/" + l.Name
+	lease := "Lease " + st.LockNamespace + "/" + st.LockName
 	renewed := "never renewed"
-	if l.RenewedAt != nil {
-		renewed = "renewed " + ago(*l.RenewedAt)
+	if st.LockRenewedAt != nil {
+		renewed = "renewed " + ago(*st.LockRenewedAt)
 	}
 	switch {
-	case l.Held:
-		return fmt.Sprintf("running; %s held by %s, %s", lease, l.Holder, renewed)
-	case l.Holder == "":
+	case st.Running:
+		return fmt.Sprintf("running; %s held by %s, %s", lease, st.LockHolder, renewed)
+	case st.LockHolder == "":
 		return fmt.Sprintf("not running; %s released, %s", lease, renewed)
 	}
-	return fmt.Sprintf("not running; %s of %s expired, %s (it holds %s)", lease, l.Holder, renewed, FormatDuration(l.Duration.Duration()))
+	return fmt.Sprintf("not running; %s of %s expired, %s (it holds %s)", lease, st.LockHolder, renewed, FormatDuration(st.LockDuration.Duration()))
 }
 
 // inOrAgo says when a time is, from a duration to it.

@@ -41,8 +41,9 @@ func TestTables(t *testing.T) {
 	group := func(name string, healthy bool, msg string) health.GroupStatus {
 		return health.GroupStatus{ID: topology.GroupID{Kind: topology.KindLeaderWorkerSet, Namespace: "inference", Name: name}, Healthy: healthy, Message: msg}
 	}
-	status := func(noLock bool, lock *eviction.RolloutLockStatus) report.RolloutStatusReport {
-		return report.RolloutStatusReport{NoLock: noLock, Status: &eviction.RolloutStatus{ID: "r1", Time: at, Lock: lock}}
+	status := func(noLock bool, st eviction.RolloutStatus) report.RolloutStatusReport {
+		st.ID, st.Time = "r1", at
+		return report.RolloutStatusReport{NoLock: noLock, Status: &st}
 	}
 	finding := topology.Finding{Code: eviction.FindingDisruptedAgain, Severity: udrain.SeverityWarning, Namespace: "inference", Group: "llama-0", Domains: []string{"ud-1"}, Message: "it will be disrupted again"}
 	for _, tc := range []struct {
@@ -118,17 +119,17 @@ func TestTables(t *testing.T) {
 		o    report.TableOptions
 		want string
 	}{
-		{"no lock, Go names", status(true, nil), report.TableOptions{},
+		{"no lock, Go names", status(true, eviction.RolloutStatus{}), report.TableOptions{},
 			"Rollout r1: whether it runs is unknown (eviction.RolloutOptions.NoLock: its Lease is not read)"},
-		{"no lock, flags", status(true, nil), report.TableOptions{SettingName: flags},
+		{"no lock, flags", status(true, eviction.RolloutStatus{}), report.TableOptions{SettingName: flags},
 			"Rollout r1: whether it runs is unknown (--no-lock: its Lease is not read)"},
-		{"no Lease, flags", status(false, nil), report.TableOptions{SettingName: flags},
+		{"no Lease, flags", status(false, eviction.RolloutStatus{}), report.TableOptions{SettingName: flags},
 			"Rollout r1: no Lease found (the rollout is not running, or runs without a lock or with another --lock-namespace)"},
-		{"held", status(false, &eviction.RolloutLockStatus{Namespace: "udrain-system", Name: "udrain-rollout-r1", Holder: "host-a", Held: true, RenewedAt: &renewed}), report.TableOptions{},
+		{"held", status(false, eviction.RolloutStatus{Running: true, LockNamespace: "udrain-system", LockName: "udrain-rollout-r1", LockHolder: "host-a", LockRenewedAt: &renewed}), report.TableOptions{},
 			"Rollout r1: running; Lease udrain-system/udrain-rollout-r1 held by host-a, renewed 3s ago"},
-		{"released", status(false, &eviction.RolloutLockStatus{Namespace: "udrain-system", Name: "udrain-rollout-r1"}), report.TableOptions{},
+		{"released", status(false, eviction.RolloutStatus{LockNamespace: "udrain-system", LockName: "udrain-rollout-r1"}), report.TableOptions{},
 			"Rollout r1: not running; Lease udrain-system/udrain-rollout-r1 released, never renewed"},
-		{"expired", status(false, &eviction.RolloutLockStatus{Namespace: "udrain-system", Name: "udrain-rollout-r1", Holder: "host-a", RenewedAt: &renewed, Duration: udrain.Seconds(30 * time.Second)}), report.TableOptions{},
+		{"expired", status(false, eviction.RolloutStatus{LockNamespace: "udrain-system", LockName: "udrain-rollout-r1", LockHolder: "host-a", LockRenewedAt: &renewed, LockDuration: udrain.Seconds(30 * time.Second)}), report.TableOptions{},
 			"Rollout r1: not running; Lease udrain-system/udrain-rollout-r1 of host-a expired, renewed 3s ago (it holds 30s)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -55,7 +55,7 @@ type nodeUpgradeStatus struct {
 	// next it takes; null when every domain is done.
 	Current *currentDomain `json:"current"`
 	// ETA is when the rollout should be done, from the domains already
-	// upgraded (eviction.RolloutETA); ETAPerDomain the time a domain
+	// upgraded (eviction.RolloutStatus.ETA); ETAPerDomain the time a domain
 	// took. Null until two domains are upgraded, and once none is left.
 	ETA          *metav1.Time     `json:"eta"`
 	ETAPerDomain *metav1.Duration `json:"etaPerDomain"`
@@ -137,8 +137,8 @@ func statusOf(st *eviction.RolloutStatus) nodeUpgradeStatus {
 		out.State = upgradePending
 	}
 	if eta := st.ETA; eta != nil {
-		out.ETA = new(metav1.NewTime(eta.At))
-		out.ETAPerDomain = &metav1.Duration{Duration: eta.PerDomain.Duration().Round(time.Second)}
+		out.ETA = new(metav1.NewTime(*eta))
+		out.ETAPerDomain = &metav1.Duration{Duration: st.ETAPerDomain.Duration().Round(time.Second)}
 	}
 	return out
 }

@@ -118,7 +118,7 @@ func TestStatusOf(t *testing.T) {
 		in: eviction.RolloutStatus{Running: true, Done: 2, Domains: []eviction.DomainProgress{
 			done("a", t0), done("b", t0.Add(90*time.Second)),
 			{Domain: "c", State: eviction.StateUpgrading, Stage: eviction.StageUpgrade}, pending("d")},
-			ETA: &eviction.RolloutETA{PerDomain: udrain.Seconds(90*time.Second + 400*time.Millisecond), Samples: 1, DomainsLeft: 2, At: t0.Add(270 * time.Second)}},
+			ETA: new(t0.Add(270 * time.Second)), ETAPerDomain: udrain.Seconds(90*time.Second + 400*time.Millisecond), ETASamples: 1, ETADomainsLeft: 2},
 		want: shown{State: "Running", Progress: "2/4", Current: "c Upgrading/Upgrade", ETA: "2026-12-02T12:04:30Z", ETAPerDomain: "1m30s",
 			Summary: "a Done, b Done, c Upgrading/Upgrade, d Pending",
 			Domains: []string{"a Done  since=true", "b Done  since=true", "c Upgrading Upgrade since=false", "d Pending  since=false"}},
@@ -171,7 +171,7 @@ func TestCRDDeclaresTheStatus(t *testing.T) {
 
 	// A domain in each state, and the rollout in each of its.
 	t0 := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
-	in := eviction.RolloutStatus{Running: true, Done: 1, Time: t0, ETA: &eviction.RolloutETA{PerDomain: udrain.Seconds(time.Minute), At: t0.Add(time.Hour)}}
+	in := eviction.RolloutStatus{Running: true, Done: 1, Time: t0, ETA: new(t0.Add(time.Hour)), ETAPerDomain: udrain.Seconds(time.Minute)}
 	for i, s := range []eviction.DomainState{eviction.StateDone, eviction.StateRecovering, eviction.StateDraining,
 		eviction.StateUpgrading, eviction.StateStopped, eviction.StatePending} {
 		p := eviction.DomainProgress{Domain: fmt.Sprint("ud-", i), State: s, Stage: eviction.StageRecovery, Pods: 1,
@@ -378,7 +378,7 @@ func TestStatusWriteReplacesTheStatus(t *testing.T) {
 			{Domain: "ud-1", State: eviction.StateDone, Since: at(0)},
 			{Domain: "ud-2", State: eviction.StateRecovering, Stage: eviction.StageRecovery, Since: at(time.Minute), Down: make([]health.GroupStatus, 1)},
 			{Domain: "ud-3", State: eviction.StatePending, Pods: 4}},
-		ETA: &eviction.RolloutETA{PerDomain: udrain.Seconds(time.Minute), At: t0.Add(2 * time.Minute)},
+		ETA: new(t0.Add(2 * time.Minute)), ETAPerDomain: udrain.Seconds(time.Minute),
 	}, {
 		Time: t0.Add(time.Minute), Running: true, Done: 2, Domains: []eviction.DomainProgress{
 			{Domain: "ud-1", State: eviction.StateDone, Since: at(0)},
