@@ -37,6 +37,8 @@ var sharedNames = map[string]string{
 	"StatePending":          "a domain's state in a rollout: eviction's, and metrics' label value",
 	"StateRecovering":       "a domain's state in a rollout: eviction's, and metrics' label value",
 	"StateUpgrading":        "a domain's state in a rollout: eviction's, and metrics' label value",
+	"StateSkipped":          "a domain a resumed rollout found upgraded: eviction's state in its result, and metrics' label value",
+	"StateFailed":           "a domain a rollout stopped in on an error: eviction's state in its result, and metrics' label value",
 }
 
 // kindOf names the kind of a package-level object.

@@ -74,7 +74,7 @@ func TestControllerRuntimeUpgradeRequest(t *testing.T) {
 	t.Logf("stopping the manager: %s", st.Condition(upgrade.ConditionProgressing).Message)
 	stop()
 	st = requestStatus(t, key)
-	if st.Phase != upgrade.PhaseInterrupted || !slices.Contains(st.Domains, upgrade.DomainState{Domain: domains[1], Status: eviction.DomainInterrupted}) {
+	if st.Phase != upgrade.PhaseInterrupted || !slices.Contains(st.Domains, upgrade.DomainState{Domain: domains[1], Status: eviction.StateInterrupted}) {
 		t.Errorf("after the manager stopped: %+v, want Interrupted in %s", st, domains[1])
 	}
 
@@ -88,8 +88,8 @@ func TestControllerRuntimeUpgradeRequest(t *testing.T) {
 		}
 	}
 	// The second manager skipped the domains the first had upgraded.
-	wantDomains := []upgrade.DomainState{{Domain: domains[0], Status: eviction.DomainSkipped}, {Domain: domains[1], Status: eviction.DomainSkipped},
-		{Domain: domains[2], Status: eviction.DomainDone}}
+	wantDomains := []upgrade.DomainState{{Domain: domains[0], Status: eviction.StateSkipped}, {Domain: domains[1], Status: eviction.StateSkipped},
+		{Domain: domains[2], Status: eviction.StateDone}}
 	if !slices.Equal(st.Domains, wantDomains) {
 		t.Errorf("domains %+v, want %+v", st.Domains, wantDomains)
 	}

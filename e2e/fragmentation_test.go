@@ -124,8 +124,8 @@ func TestRecoveryStopsOnFragmentedGPUs(t *testing.T) {
 	if free := freeGPUs(t, s, first); !slices.Equal(free, []int64{2, 2}) {
 		t.Errorf("free GPUs per node of %s: %v, want [2 2] (fragmented)", first, free)
 	}
-	if got := []eviction.DomainStatus{res.Domains[0].Status, res.Domains[1].Status, res.Domains[2].Status}; !slices.Equal(got,
-		[]eviction.DomainStatus{eviction.DomainFailed, eviction.DomainPending, eviction.DomainPending}) {
+	if got := []eviction.DomainState{res.Domains[0].Status, res.Domains[1].Status, res.Domains[2].Status}; !slices.Equal(got,
+		[]eviction.DomainState{eviction.StateFailed, eviction.StatePending, eviction.StatePending}) {
 		t.Errorf("domains %v, want the first Failed and the others Pending", got)
 	}
 	for _, e := range events.all() {
@@ -143,11 +143,11 @@ func TestRecoveryStopsOnFragmentedGPUs(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the rollout run again once the batch Deployment is scaled down: %v", err)
 	}
-	var statuses []eviction.DomainStatus
+	var statuses []eviction.DomainState
 	for _, dom := range res.Domains {
 		statuses = append(statuses, dom.Status)
 	}
-	if !slices.Equal(statuses, []eviction.DomainStatus{eviction.DomainSkipped, eviction.DomainDone, eviction.DomainDone}) {
+	if !slices.Equal(statuses, []eviction.DomainState{eviction.StateSkipped, eviction.StateDone, eviction.StateDone}) {
 		t.Errorf("resumed rollout: domains %v, want %s skipped, the others done", statuses, first)
 	}
 	t.Logf("after the fix, the rollout resumed and completed in %s", res.Duration.Duration().Round(time.Millisecond))

@@ -84,11 +84,11 @@ kubectl patch node "$n" --subresource=status --type=merge -p '{"status":{"alloca
 			t.Errorf("the error does not say %q: %s", want, msg)
 		}
 	}
-	var statuses []eviction.DomainStatus
+	var statuses []eviction.DomainState
 	for _, d := range rep.Result.Domains {
 		statuses = append(statuses, d.Status)
 	}
-	if want := []eviction.DomainStatus{eviction.DomainFailed, eviction.DomainPending, eviction.DomainPending}; !slices.Equal(statuses, want) {
+	if want := []eviction.DomainState{eviction.StateFailed, eviction.StatePending, eviction.StatePending}; !slices.Equal(statuses, want) {
 		t.Errorf("first run's domains: %v, want %v", statuses, want)
 	}
 	// The domain stays cordoned; the others are untouched.
@@ -126,7 +126,7 @@ kubectl patch node "$n" --subresource=status --type=merge -p '{"status":{"alloca
 	for _, d := range rep.Result.Domains {
 		statuses = append(statuses, d.Status)
 	}
-	if want := []eviction.DomainStatus{eviction.DomainSkipped, eviction.DomainDone, eviction.DomainDone}; !slices.Equal(statuses, want) {
+	if want := []eviction.DomainState{eviction.StateSkipped, eviction.StateDone, eviction.StateDone}; !slices.Equal(statuses, want) {
 		t.Errorf("second run's domains: %v, want %v", statuses, want)
 	}
 	t.Logf("after the fix, the same command resumed and completed in %s (domains %v)", time.Since(fixedAt).Round(time.Millisecond), statuses)

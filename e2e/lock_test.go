@@ -70,7 +70,7 @@ func TestRolloutLockDrill(t *testing.T) {
 			loser.code, rep.Error, app.ExitError, holder.cmd.Process.Pid, loser.stderr())
 	}
 	for _, d := range rep.Result.Domains {
-		if d.Status != eviction.DomainPending || d.Drain != nil {
+		if d.Status != eviction.StatePending || d.Drain != nil {
 			t.Errorf("the refused rollout touched domain %s: %s", d.Domain, d.Status)
 		}
 	}
@@ -136,11 +136,11 @@ func TestRolloutLockDrill(t *testing.T) {
 	if !strings.Contains(resumed.stderr(), "Taking over an expired rollout Lease") || !strings.Contains(resumed.stderr(), fmt.Sprintf("-%d-", holder.cmd.Process.Pid)) {
 		t.Errorf("the resumed rollout does not log that it took the Lease over from pid %d:\n%s", holder.cmd.Process.Pid, resumed.stderr())
 	}
-	statuses := make([]eviction.DomainStatus, len(r.Result.Domains))
+	statuses := make([]eviction.DomainState, len(r.Result.Domains))
 	for i, d := range r.Result.Domains {
 		statuses[i] = d.Status
 	}
-	if want := []eviction.DomainStatus{eviction.DomainSkipped, eviction.DomainDone, eviction.DomainDone}; !slices.Equal(statuses, want) {
+	if want := []eviction.DomainState{eviction.StateSkipped, eviction.StateDone, eviction.StateDone}; !slices.Equal(statuses, want) {
 		t.Errorf("the resumed rollout's domains: %v, want %v", statuses, want)
 	}
 	if d := r.Result.Domains[1].Drain; d == nil || d.Phase1.Evicted+d.Phase2.Evicted != 0 {

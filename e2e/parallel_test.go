@@ -393,7 +393,7 @@ func TestParallelRolloutResumesSeveralDomains(t *testing.T) {
 	}
 	var interrupted []string
 	for _, o := range res.Domains {
-		if o.Status == eviction.DomainInterrupted {
+		if o.Status == eviction.StateInterrupted {
 			interrupted = append(interrupted, o.Domain)
 		}
 	}

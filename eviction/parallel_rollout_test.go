@@ -180,7 +180,7 @@ func TestParallelRolloutKeepsToTheBudget(t *testing.T) {
 			if tc.wantHeld && budget == 0 {
 				t.Errorf("no DomainHeld event names the budget: %v", eventMessages(held))
 			}
-			if diff := cmp.Diff([]DomainStatus{DomainDone, DomainDone, DomainDone, DomainDone}, statusesOf(res)); diff != "" {
+			if diff := cmp.Diff([]DomainState{StateDone, StateDone, StateDone, StateDone}, statusesOf(res)); diff != "" {
 				t.Errorf("statuses (-want +got):\n%s", diff)
 			}
 			nodes, _ := fc.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
@@ -227,7 +227,7 @@ func TestParallelRolloutStopsTheOthersOnAnError(t *testing.T) {
 	if err == nil || !errorsAs[*DomainError](err) {
 		t.Fatalf("Rollout: %v, want the DomainError of ud-1", err)
 	}
-	if diff := cmp.Diff([]DomainStatus{DomainFailed, DomainInterrupted, DomainPending, DomainPending}, statusesOf(res)); diff != "" {
+	if diff := cmp.Diff([]DomainState{StateFailed, StateInterrupted, StatePending, StatePending}, statusesOf(res)); diff != "" {
 		t.Errorf("statuses (-want +got):\n%s", diff)
 	}
 	for _, name := range []string{"node-1-1", "node-2-1"} {
@@ -267,7 +267,7 @@ func TestParallelRolloutStopsTheOthersOnAnError(t *testing.T) {
 	if len(fc.uids) != 8 {
 		t.Errorf("%d evictions over both runs (%d in the first), want 8, each pod once: %v", len(fc.uids), evictedBefore, fc.evicted())
 	}
-	if diff := cmp.Diff([]DomainStatus{DomainDone, DomainDone, DomainDone, DomainDone}, statusesOf(res)); diff != "" {
+	if diff := cmp.Diff([]DomainState{StateDone, StateDone, StateDone, StateDone}, statusesOf(res)); diff != "" {
 		t.Errorf("statuses of the resumed rollout (-want +got):\n%s", diff)
 	}
 }
@@ -278,8 +278,8 @@ func errorsAs[T error](err error) bool {
 }
 
 // statusesOf lists the statuses of a rollout's domains, in order.
-func statusesOf(res *RolloutResult) []DomainStatus {
-	var out []DomainStatus
+func statusesOf(res *RolloutResult) []DomainState {
+	var out []DomainState
 	for _, o := range res.Domains {
 		out = append(out, o.Status)
 	}

@@ -178,29 +178,13 @@ const (
 	OrderGiven RolloutOrder = "Given"
 )
 
-// DomainStatus is where a rollout left a domain.
-type DomainStatus string
-
-// The statuses of a domain in a rollout.
-const (
-	// DomainDone: drained, upgraded, uncordoned and recovered.
-	DomainDone DomainStatus = "Done"
-	// DomainSkipped: an earlier run with the same ID had upgraded it.
-	DomainSkipped DomainStatus = "Skipped"
-	// DomainDryRun: planned and dry-run; nothing changed.
-	DomainDryRun DomainStatus = "DryRun"
-	// DomainFailed: the rollout stopped here on an error.
-	DomainFailed DomainStatus = "Failed"
-	// DomainInterrupted: the rollout was cancelled here.
-	DomainInterrupted DomainStatus = "Interrupted"
-	// DomainPending: the rollout stopped before reaching it.
-	DomainPending DomainStatus = "Pending"
-)
-
 // DomainOutcome is what a rollout did in one domain.
 type DomainOutcome struct {
-	Domain string       `json:"domain"`
-	Status DomainStatus `json:"status"`
+	Domain string `json:"domain"`
+	// Status is where the rollout left the domain: StateDone,
+	// StateSkipped, StateDryRun, StateFailed, StateInterrupted or
+	// StatePending.
+	Status DomainState `json:"status"`
 	// Plan is the domain's plan (nil when skipped or not reached).
 	Plan *Plan `json:"plan,omitempty"`
 	// Drain is the drain's result (nil when skipped or not reached).
@@ -253,9 +237,9 @@ func (r *RolloutResult) Summary() Summary {
 	seen := map[topology.GroupID]bool{}
 	for _, d := range r.Domains {
 		switch d.Status {
-		case DomainSkipped:
+		case StateSkipped:
 			s.DomainsSkipped++
-		case DomainDone, DomainDryRun:
+		case StateDone, StateDryRun:
 			s.DomainsDone++
 		}
 		if d.Drain != nil {

@@ -58,7 +58,7 @@ func (r *rollout) runDomains(ctx context.Context) (*DomainOutcome, error) {
 				// The domains do not start: the steering they need is
 				// not in place.
 				failed, failure = runs[0].out, runs[0].stop(StagePlan, err)
-				failed.Status = DomainFailed
+				failed.Status = StateFailed
 				r.publish(runs[0].idx, failed)
 				runs = nil
 				stop()
@@ -82,9 +82,9 @@ func (r *rollout) runDomains(ctx context.Context) (*DomainOutcome, error) {
 			flying = slices.DeleteFunc(flying, func(s *domainRun) bool { return s == e.s })
 			if e.err != nil {
 				err := causeOf[*udrain.HistoryChangedError](ctx, e.err)
-				e.s.out.Status = DomainFailed
+				e.s.out.Status = StateFailed
 				if runCtx.Err() != nil && errors.Is(err, runCtx.Err()) {
-					e.s.out.Status = DomainInterrupted
+					e.s.out.Status = StateInterrupted
 				}
 				if failure == nil {
 					failed, failure = e.s.out, err

@@ -139,7 +139,7 @@ func (r *rollout) status(ctx context.Context, running bool) *RolloutStatus {
 	finished := map[string]bool{}
 	r.mu.Lock()
 	for _, out := range r.res.Domains {
-		finished[out.Domain] = out.Status == DomainDone || out.Status == DomainSkipped
+		finished[out.Domain] = out.Status == StateDone || out.Status == StateSkipped
 	}
 	r.mu.Unlock()
 	r.looking.Lock()
@@ -171,7 +171,7 @@ func (r *rollout) finishedShown() bool {
 		}
 	}
 	for _, out := range r.res.Domains {
-		if out.Status != DomainDone {
+		if out.Status != StateDone {
 			continue
 		}
 		for _, name := range mustDomain(r.layout, out.Domain).Nodes {
@@ -292,7 +292,7 @@ func (r *rollout) check(ctx context.Context) error {
 		}
 	}
 	for _, name := range domains {
-		r.res.Domains = append(r.res.Domains, DomainOutcome{Domain: name, Status: DomainPending})
+		r.res.Domains = append(r.res.Domains, DomainOutcome{Domain: name, Status: StatePending})
 	}
 	// Audit what this rollout will drain: findings about other domains
 	// (other pools, other teams' workloads) do not stop it.

@@ -271,7 +271,7 @@ func TestRolloutCancelledInPhase2ResumesWithoutEvictingOutsideItsPlans(t *testin
 		t.Fatalf("run 2: %v", err)
 	}
 	collect(res2)
-	if res2.Domains[0].Status != DomainSkipped || res2.Domains[1].Status != DomainDone {
+	if res2.Domains[0].Status != StateSkipped || res2.Domains[1].Status != StateDone {
 		t.Errorf("run 2 domains: %+v", res2.Domains)
 	}
 	inPlan := map[types.UID]bool{}
@@ -843,7 +843,7 @@ func TestRolloutSummaryLongestBlock(t *testing.T) {
 		domains []DomainOutcome
 		want    *BlockRecord
 	}{
-		{"nothing drained", []DomainOutcome{{Domain: "a", Status: DomainSkipped}}, nil},
+		{"nothing drained", []DomainOutcome{{Domain: "a", Status: StateSkipped}}, nil},
 		{"no block", []DomainOutcome{{Domain: "a", Drain: &Result{}}}, nil},
 		{"a block of no time counts", []DomainOutcome{{Domain: "a", Drain: &Result{Blocks: []BlockRecord{rec("p", 0)}}}}, ptrTo(rec("p", 0))},
 		{"longest over domains, first of equals", []DomainOutcome{

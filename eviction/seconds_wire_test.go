@@ -37,10 +37,10 @@ func TestResultDurationsOnTheWire(t *testing.T) {
 		{drain, [][2]string{{"durationSeconds", "5400"}}},
 		{Summary{DomainsDone: 1, DomainsTotal: 1, Phase1Evicted: 1, LongestDowntime: &down, LongestBlock: &block, Duration: udrain.Seconds(2 * time.Second)},
 			[][2]string{{"durationSeconds", "2"}}},
-		{DomainOutcome{Domain: "ud-1", Status: DomainDone, Drain: &drain, Groups: []GroupDowntime{down},
+		{DomainOutcome{Domain: "ud-1", Status: StateDone, Drain: &drain, Groups: []GroupDowntime{down},
 			Upgrade: udrain.Seconds(1500 * time.Millisecond), Recovery: udrain.Seconds(90 * time.Minute), Duration: udrain.Seconds(time.Nanosecond)},
 			[][2]string{{"upgradeSeconds", "1.5"}, {"recoverySeconds", "5400"}, {"durationSeconds", "0.000000001"}}},
-		{RolloutResult{ID: "r1", Domains: []DomainOutcome{{Domain: "ud-1", Status: DomainDone, Duration: udrain.Seconds(time.Second)}}, Completed: true,
+		{RolloutResult{ID: "r1", Domains: []DomainOutcome{{Domain: "ud-1", Status: StateDone, Duration: udrain.Seconds(time.Second)}}, Completed: true,
 			Started: t0, Duration: udrain.Seconds(3 * time.Minute)}, [][2]string{{"durationSeconds", "180"}}},
 		{down, [][2]string{{"downtimeSeconds", "90"}}},
 	} {

@@ -3,7 +3,6 @@ package eviction
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"slices"
 	"time"
 
@@ -18,14 +17,18 @@ import (
 	"github.com/udrain/udrain/topology"
 )
 
-// DomainState is where a rollout stands in one domain, as the cluster
-// shows it (see Drainer.RolloutStatus).
+// DomainState is where a rollout stands in one domain: as the cluster
+// shows it (DomainProgress.State, see Drainer.RolloutStatus), or as the
+// rollout left it (DomainOutcome.Status, in its RolloutResult). A status
+// has Pending, Draining, Upgrading, Recovering, Done or Stopped; a result
+// Done, Skipped, DryRun, Failed, Interrupted or Pending.
 type DomainState string
 
-// The states of a domain in a rollout's status.
+// The states of a domain in a rollout's status and result.
 const (
-	// StatePending: no node of the domain carries the rollout's cordon or
-	// upgraded mark.
+	// StatePending: in a status, no node of the domain carries the
+	// rollout's cordon or upgraded mark; in a result, the rollout stopped
+	// before reaching it.
 	StatePending DomainState = "Pending"
 	// StateDraining: the rollout cordoned the domain and its plan still
 	// names pods to evict (or terminating pods to wait for).
@@ -40,8 +43,9 @@ const (
 	// groups (those with a pod on it and those the drain left Pending or
 	// incomplete) are not healthy.
 	StateRecovering DomainState = "Recovering"
-	// StateDone: the domain is marked upgraded, uncordoned, and not
-	// Recovering.
+	// StateDone: in a status, the domain is marked upgraded, uncordoned,
+	// and not Recovering; in a result, the rollout drained, upgraded,
+	// uncordoned it and saw it recover.
 	StateDone DomainState = "Done"
 	// StateStopped: the domain would be Draining, Upgrading or
 	// Recovering, but no holder keeps the rollout's Lease: the rollout
@@ -49,6 +53,15 @@ const (
 	// which); DomainProgress.Stage says where. Run it again with the same
 	// ID to resume.
 	StateStopped DomainState = "Stopped"
+	// StateSkipped (a result's): an earlier run with the same ID had
+	// upgraded the domain.
+	StateSkipped DomainState = "Skipped"
+	// StateDryRun (a result's): planned and dry-run; nothing changed.
+	StateDryRun DomainState = "DryRun"
+	// StateFailed (a result's): the rollout stopped here on an error.
+	StateFailed DomainState = "Failed"
+	// StateInterrupted (a result's): the rollout was cancelled here.
+	StateInterrupted DomainState = "Interrupted"
 )
 
 // DefaultWatchInterval is how often WatchRolloutStatus looks again
@@ -103,69 +116,6 @@ type RolloutStatus struct {
 	ETAPerDomain   udrain.Seconds `json:"-"`
 	ETADomainsLeft int            `json:"-"`
 	ETASamples     int            `json:"-"`
-}
-
-// rolloutStatusJSON is RolloutStatus's JSON.
-type rolloutStatusJSON struct {
-	ID        string           `json:"id"`
-	Time      time.Time        `json:"time"`
-	Running   bool             `json:"running"`
-	Lock      *rolloutLockJSON `json:"lock,omitempty"`
-	Domains   []DomainProgress `json:"domains"`
-	Done      int              `json:"done"`
-	Completed bool             `json:"completed"`
-	ETA       *rolloutETAJSON  `json:"eta,omitempty"`
-}
-
-type rolloutLockJSON struct {
-	Namespace  string         `json:"namespace"`
-	Name       string         `json:"name"`
-	Holder     string         `json:"holder,omitempty"`
-	Held       bool           `json:"held"`
-	AcquiredAt *time.Time     `json:"acquiredAt,omitempty"`
-	RenewedAt  *time.Time     `json:"renewedAt,omitempty"`
-	Duration   udrain.Seconds `json:"durationSeconds"`
-}
-
-type rolloutETAJSON struct {
-	Samples     int            `json:"samples"`
-	DomainsLeft int            `json:"domainsLeft"`
-	At          time.Time      `json:"at"`
-	PerDomain   udrain.Seconds `json:"perDomainSeconds"`
-	Remaining   udrain.Seconds `json:"remainingSeconds"`
-}
-
-// MarshalJSON writes the status with its Lease in "lock" and its ETA in
-// "eta".
-func (st RolloutStatus) MarshalJSON() ([]byte, error) {
-	w := rolloutStatusJSON{ID: st.ID, Time: st.Time, Running: st.Running, Domains: st.Domains, Done: st.Done, Completed: st.Completed}
-	if st.LockName != "" {
-		w.Lock = &rolloutLockJSON{Namespace: st.LockNamespace, Name: st.LockName, Holder: st.LockHolder, Held: st.Running,
-			AcquiredAt: st.LockAcquiredAt, RenewedAt: st.LockRenewedAt, Duration: st.LockDuration}
-	}
-	if st.ETA != nil {
-		w.ETA = &rolloutETAJSON{Samples: st.ETASamples, DomainsLeft: st.ETADomainsLeft, At: *st.ETA, PerDomain: st.ETAPerDomain,
-			Remaining: udrain.Seconds(st.ETAPerDomain.Duration() * time.Duration(st.ETADomainsLeft))}
-	}
-	return json.Marshal(w)
-}
-
-// UnmarshalJSON reads what MarshalJSON writes.
-func (st *RolloutStatus) UnmarshalJSON(b []byte) error {
-	var w rolloutStatusJSON
-	if err := json.Unmarshal(b, &w); err != nil {
-		return err
-	}
-	*st = RolloutStatus{ID: w.ID, Time: w.Time, Running: w.Running, Domains: w.Domains, Done: w.Done, Completed: w.Completed}
-	if l := w.Lock; l != nil {
-		st.LockNamespace, st.LockName, st.LockHolder = l.Namespace, l.Name, l.Holder
-		st.LockAcquiredAt, st.LockRenewedAt, st.LockDuration = l.AcquiredAt, l.RenewedAt, l.Duration
-	}
-	if e := w.ETA; e != nil {
-		st.ETA = &e.At
-		st.ETAPerDomain, st.ETADomainsLeft, st.ETASamples = e.PerDomain, e.DomainsLeft, e.Samples
-	}
-	return nil
 }
 
 // DomainProgress is one domain of a rollout's status.

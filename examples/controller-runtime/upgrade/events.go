@@ -44,9 +44,9 @@ func (r *Reconciler) onEvent(_ context.Context, e eviction.Event) {
 			case eviction.EventDomainStarted:
 				s.setDomain(e.Domain, DomainRunning)
 			case eviction.EventDomainDone:
-				s.setDomain(e.Domain, eviction.DomainDone)
+				s.setDomain(e.Domain, eviction.StateDone)
 			case eviction.EventDomainSkipped:
-				s.setDomain(e.Domain, eviction.DomainSkipped)
+				s.setDomain(e.Domain, eviction.StateSkipped)
 			}
 			if e.Health != nil {
 				status, reason, msg := healthCondition(e.Health)

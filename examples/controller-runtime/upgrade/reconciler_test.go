@@ -132,7 +132,7 @@ func TestReconcileRollsOut(t *testing.T) {
 	}
 	st := f.status(t)
 	if diff := cmp.Diff(Status{ID: "kubelet-1.37.2", Phase: PhaseSucceeded,
-		Domains: []DomainState{{"ud-1", eviction.DomainDone}, {"ud-2", eviction.DomainDone}}}, st, cmpopts.IgnoreFields(Status{}, "Conditions")); diff != "" {
+		Domains: []DomainState{{"ud-1", eviction.StateDone}, {"ud-2", eviction.StateDone}}}, st, cmpopts.IgnoreFields(Status{}, "Conditions")); diff != "" {
 		t.Errorf("status (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]string{"Succeeded True RolloutDone", "Progressing False RolloutDone", "GroupsHealthy True GroupReady"}, conditions(st)); diff != "" {
@@ -207,7 +207,7 @@ func TestReconcileRecoveryTimeout(t *testing.T) {
 		t.Fatalf("Reconcile = %+v, %v; want a retry after 7s", res, err)
 	}
 	st := f.status(t)
-	if st.Phase != PhaseFailed || !slices.Equal(st.Domains, []DomainState{{"ud-1", eviction.DomainFailed}, {"ud-2", eviction.DomainPending}}) {
+	if st.Phase != PhaseFailed || !slices.Equal(st.Domains, []DomainState{{"ud-1", eviction.StateFailed}, {"ud-2", eviction.StatePending}}) {
 		t.Errorf("status %+v, want Failed with ud-1 failed and ud-2 pending", st)
 	}
 	if diff := cmp.Diff([]string{"Succeeded False StoppedAtRecovery", "Progressing False StoppedAtRecovery", "GroupsHealthy False MemberNotReady"}, conditions(st)); diff != "" {
@@ -239,7 +239,7 @@ func TestReconcileInterrupted(t *testing.T) {
 		t.Fatalf("Reconcile = %+v, %v; want no retry and no error", res, err)
 	}
 	st := f.status(t)
-	if st.Phase != PhaseInterrupted || !slices.Equal(st.Domains, []DomainState{{"ud-1", eviction.DomainInterrupted}, {"ud-2", eviction.DomainPending}}) {
+	if st.Phase != PhaseInterrupted || !slices.Equal(st.Domains, []DomainState{{"ud-1", eviction.StateInterrupted}, {"ud-2", eviction.StatePending}}) {
 		t.Errorf("status %+v, want Interrupted in ud-1", st)
 	}
 	if diff := cmp.Diff([]string{"Succeeded False Interrupted", "Progressing False Interrupted"}, conditions(st)); diff != "" {

@@ -58,19 +58,19 @@ type Status struct {
 	ID    string `json:"id"`
 	Phase Phase  `json:"phase"`
 	// Domains are the request's domains and where the rollout is with
-	// each (eviction.DomainStatus, or Running).
+	// each (eviction.DomainState, or Running).
 	Domains    []DomainState      `json:"domains,omitempty"`
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
 // DomainState is where a rollout is with one domain.
 type DomainState struct {
-	Domain string                `json:"domain"`
-	Status eviction.DomainStatus `json:"status"`
+	Domain string               `json:"domain"`
+	Status eviction.DomainState `json:"status"`
 }
 
 // DomainRunning is the status of the domain a rollout works on.
-const DomainRunning eviction.DomainStatus = "Running"
+const DomainRunning eviction.DomainState = "Running"
 
 // Condition returns the condition of type t, or nil.
 func (s *Status) Condition(t string) *metav1.Condition {
@@ -78,7 +78,7 @@ func (s *Status) Condition(t string) *metav1.Condition {
 }
 
 // setDomain records where the rollout is with domain.
-func (s *Status) setDomain(domain string, st eviction.DomainStatus) {
+func (s *Status) setDomain(domain string, st eviction.DomainState) {
 	if i := slices.IndexFunc(s.Domains, func(d DomainState) bool { return d.Domain == domain }); i >= 0 {
 		s.Domains[i].Status = st
 		return
