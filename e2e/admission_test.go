@@ -119,7 +119,7 @@ func TestRolloutStopsOnAdmissionWebhook(t *testing.T) {
 				t.Errorf("the webhook saw %d eviction(s) and %d dry run(s) of %s, want %d and %d", real, dry, leader, tc.evictions, tc.dryRuns)
 			}
 			for _, e := range events.all()[before:] {
-				if e.Type == eviction.EventEvicted || (e.Type == eviction.EventEvicting && e.Phase == eviction.Phase2) {
+				if e.Type == eviction.EventEvicted || (e.Type == eviction.EventEvicting && e.Stage == eviction.StagePhase2) {
 					t.Errorf("udrain went on after the refusal: %s %v", e.Type, e.Pod)
 				}
 				if e.Domain != "" && e.Domain != first {

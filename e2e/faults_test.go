@@ -51,7 +51,7 @@ func TestRolloutSurvivesAPIServerRestart(t *testing.T) {
 	restarted := make(chan restart, 1)
 	var once sync.Once
 	hook := func(e eviction.Event) {
-		if e.Type != eviction.EventPhaseStarted || e.Phase != eviction.Phase1 || e.Domain != second {
+		if e.Type != eviction.EventPhaseStarted || e.Stage != eviction.StagePhase1 || e.Domain != second {
 			return
 		}
 		once.Do(func() {
@@ -111,7 +111,7 @@ func TestRolloutSurvivesAPIServerRestart(t *testing.T) {
 	}
 	// The outage hit phase 1 of the second domain: its eviction was retried.
 	if !slices.ContainsFunc(events.all(), func(e eviction.Event) bool {
-		return e.Type == eviction.EventRetrying && e.Domain == second && e.Phase == eviction.Phase1
+		return e.Type == eviction.EventRetrying && e.Domain == second && e.Stage == eviction.StagePhase1
 	}) {
 		t.Errorf("no Retrying event in phase 1 of %s: the apiserver outage did not meet its evictions", second)
 	}
@@ -157,7 +157,7 @@ func TestRolloutResumesAfterCancelInPhase2(t *testing.T) {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	d1 := hookedDrainer(t, s, "udrain-events-run1.txt", first, eviction.Options{Evictor: evictor}, func(e eviction.Event) {
-		if e.Type == eviction.EventEvicted && e.Phase == eviction.Phase2 && e.Domain == second {
+		if e.Type == eviction.EventEvicted && e.Stage == eviction.StagePhase2 && e.Domain == second {
 			cancel()
 		}
 	})
@@ -341,7 +341,7 @@ func TestDrainReportsNodeDeletedMidDrain(t *testing.T) {
 	deleted := make(chan error, 1)
 	var once sync.Once
 	hook := func(e eviction.Event) {
-		if e.Type == eviction.EventPhaseStarted && e.Phase == eviction.Phase2 && e.Domain == dom {
+		if e.Type == eviction.EventPhaseStarted && e.Stage == eviction.StagePhase2 && e.Domain == dom {
 			once.Do(func() {
 				go func() { deleted <- s.tt.Client.CoreV1().Nodes().Delete(ctx, victim, metav1.DeleteOptions{}) }()
 			})

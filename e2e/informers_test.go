@@ -147,8 +147,8 @@ func runEmbedded(t *testing.T, s *scenario, name string, rules []rbacv1.PolicyRu
 		if err != nil {
 			t.Fatalf("drain of %s: %v", dom, err)
 		}
-		if !res.Completed || res.Phase1.Evicted != 1 || res.Phase2.Evicted != s.lws.Size-1 {
-			t.Errorf("drain of %s: completed %t, %d evicted in phase 1, %d in phase 2", dom, res.Completed, res.Phase1.Evicted, res.Phase2.Evicted)
+		if !res.Completed || res.Pods.Phase1Evicted != 1 || res.Pods.Phase2Evicted != s.lws.Size-1 {
+			t.Errorf("drain of %s: completed %t, %d evicted in phase 1, %d in phase 2", dom, res.Completed, res.Pods.Phase1Evicted, res.Pods.Phase2Evicted)
 		}
 		if _, err := d.Uncordon(ctx, dom); err != nil {
 			t.Fatalf("uncordon %s: %v", dom, err)

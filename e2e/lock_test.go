@@ -143,7 +143,7 @@ func TestRolloutLockDrill(t *testing.T) {
 	if want := []eviction.DomainState{eviction.StateSkipped, eviction.StateDone, eviction.StateDone}; !slices.Equal(statuses, want) {
 		t.Errorf("the resumed rollout's domains: %v, want %v", statuses, want)
 	}
-	if d := r.Result.Domains[1].Drain; d == nil || d.Phase1.Evicted+d.Phase2.Evicted != 0 {
+	if d := r.Result.Domains[1].Drain; d == nil || d.Pods.Phase1Evicted+d.Pods.Phase2Evicted != 0 {
 		t.Errorf("the resumed rollout evicted pods in %s, drained already by the killed one: %+v", second, d)
 	}
 	var upgraded []string

@@ -148,7 +148,7 @@ func TestLWSPhase2FindsMembersGone(t *testing.T) {
 	before := 0
 	for _, dom := range res.Domains {
 		if dr := dom.Drain; dr != nil {
-			before += dr.Phase2.AlreadyGone + dr.Phase2.AlreadyTerminating
+			before += dr.Pods.Phase2AlreadyGone + dr.Pods.Phase2AlreadyTerminating
 		}
 	}
 	t.Logf("phase 2 found %d planned pods already gone or terminating (deleted by the garbage collector with their leader)", before)

@@ -192,7 +192,7 @@ func TestRolloutSurvivesCutWatches(t *testing.T) {
 		switch {
 		case e.Type == eviction.EventBlocked:
 			cut("blocked")
-		case e.Type == eviction.EventPhaseStarted && e.Phase == eviction.Phase2:
+		case e.Type == eviction.EventPhaseStarted && e.Stage == eviction.StagePhase2:
 			cut("phase 2")
 		case e.Type == eviction.EventUncordoned:
 			cut("uncordoned")
@@ -236,7 +236,7 @@ func TestRolloutSurvivesCutWatches(t *testing.T) {
 		t.Fatal("the budget did not allow a disruption within a minute of the group healing")
 	}
 	evicted, err := events.waitFor(ctx, time.Minute, func(e eviction.Event) bool {
-		return e.Type == eviction.EventEvicted && e.Phase == eviction.Phase1 && e.Domain == s.nodes.UD(0)
+		return e.Type == eviction.EventEvicted && e.Stage == eviction.StagePhase1 && e.Domain == s.nodes.UD(0)
 	})
 	if err != nil {
 		t.Fatalf("the first domain's leader was not evicted within a minute of its budget allowing it")

@@ -638,7 +638,7 @@ func (l *eventLog) write(w io.Writer) error {
 			subject = e.Pod.String() + "@" + e.Pod.Node
 		}
 		if _, err := fmt.Fprintf(w, "%s %-16s %-8s %s %s %s %s\n", e.Time.Format("15:04:05.000"), e.Type, e.Domain,
-			phaseString(e.Phase), subject, e.Message, errString(e.Err)); err != nil {
+			phaseString(e.Stage), subject, e.Message, errString(e.Err)); err != nil {
 			return err
 		}
 	}
@@ -660,11 +660,11 @@ func (l *eventLog) waitFor(ctx context.Context, timeout time.Duration, match fun
 	return found, err
 }
 
-func phaseString(p eviction.Phase) string {
-	if p == 0 {
+func phaseString(s eviction.Stage) string {
+	if s.Phase() == 0 {
 		return "-"
 	}
-	return p.String()
+	return fmt.Sprintf("phase %d", s.Phase())
 }
 
 func errString(err error) string {

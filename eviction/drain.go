@@ -237,8 +237,10 @@ func (d *Drainer) execute(ctx context.Context, v *view, plan *Plan, id string, o
 		nsWaiting:     map[topology.PodRef]bool{},
 	}
 	ex.progress = PodCounts{Phase1Total: len(plan.Phase1), Phase2Total: len(plan.Phase2)}
-	ex.res.Phase1.Pods, ex.res.Phase2.Pods = len(plan.Phase1), len(plan.Phase2)
 	defer func() {
+		ex.mu.Lock()
+		ex.res.Pods = ex.progress
+		ex.mu.Unlock()
 		ex.res.Duration = udrain.Seconds(clk.Since(ex.res.Started))
 		slices.SortFunc(ex.res.GroupsDisrupted, topology.CompareGroupIDs)
 	}()
@@ -359,20 +361,19 @@ func (ex *execution) run(parent context.Context, timeout time.Duration) (err err
 	}
 	clk := ex.d.s.Clock
 	for _, ph := range []struct {
-		phase Phase
-		stage Stage
-		pods  []PlannedPod
-		res   *PhaseResult
-	}{{Phase1, StagePhase1, ex.plan.Phase1, &ex.res.Phase1}, {Phase2, StagePhase2, ex.plan.Phase2, &ex.res.Phase2}} {
-		ex.setStage(ph.stage)
+		phase    Stage
+		pods     []PlannedPod
+		duration *udrain.Seconds
+	}{{StagePhase1, ex.plan.Phase1, &ex.res.Phase1Duration}, {StagePhase2, ex.plan.Phase2, &ex.res.Phase2Duration}} {
+		ex.setStage(ph.phase)
 		start := clk.Now()
-		ex.emit(Event{Type: EventPhaseStarted, Phase: ph.phase, Message: fmt.Sprintf("%s: %d pod(s)", ph.phase, len(ph.pods))})
-		if err := ex.evictAll(ctx, ph.phase, ph.pods, ph.res); err != nil {
+		ex.emit(Event{Type: EventPhaseStarted, Stage: ph.phase, Message: fmt.Sprintf("%s: %d pod(s)", ph.phase.phaseWords(), len(ph.pods))})
+		if err := ex.evictAll(ctx, ph.phase, ph.pods); err != nil {
 			return err
 		}
-		ph.res.Duration = udrain.Seconds(clk.Since(start))
+		*ph.duration = udrain.Seconds(clk.Since(start))
 		ex.checkNodes()
-		ex.emit(Event{Type: EventPhaseDone, Phase: ph.phase, Message: fmt.Sprintf("%s done: every pod evicted", ph.phase)})
+		ex.emit(Event{Type: EventPhaseDone, Stage: ph.phase, Message: fmt.Sprintf("%s done: every pod evicted", ph.phase.phaseWords())})
 	}
 	ex.setStage(StageWaitGone)
 	if err := ex.waitGone(ctx); err != nil {
@@ -399,8 +400,8 @@ func (ex *execution) emit(ev Event) {
 }
 
 // podEvent is an event about pod p in phase.
-func podEvent(t EventType, phase Phase, p topology.PodRef) Event {
-	return Event{Type: t, Phase: phase, Pod: &p, Node: p.Node}
+func podEvent(t EventType, phase Stage, p topology.PodRef) Event {
+	return Event{Type: t, Stage: phase, Pod: &p, Node: p.Node}
 }
 
 // checkNodes reports the plan's nodes that have been deleted since the

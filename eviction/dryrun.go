@@ -7,8 +7,8 @@ import (
 )
 
 // dryRunOutcome records what a dry run found for one pod and reports it.
-func (ex *execution) dryRunOutcome(phase Phase, p PlannedPod, verdict DryRunVerdict, block *BlockInfo, msg string) {
-	ex.res.DryRunOutcomes = append(ex.res.DryRunOutcomes, DryRunOutcome{Pod: p.PodRef, Phase: phase, Verdict: verdict, Block: block, Message: msg})
+func (ex *execution) dryRunOutcome(phase Stage, p PlannedPod, verdict DryRunVerdict, block *BlockInfo, msg string) {
+	ex.res.DryRunOutcomes = append(ex.res.DryRunOutcomes, DryRunOutcome{Pod: p.PodRef, Stage: phase, Verdict: verdict, Block: block, Message: msg})
 	ev := podEvent(EventDryRun, phase, p.PodRef)
 	ev.Block, ev.Message = block, msg
 	ex.emit(ev)
@@ -23,13 +23,13 @@ func (ex *execution) accepted() (DryRunVerdict, string) {
 }
 
 func (ex *execution) phases() []struct {
-	phase Phase
+	phase Stage
 	pods  []PlannedPod
 } {
 	return []struct {
-		phase Phase
+		phase Stage
 		pods  []PlannedPod
-	}{{Phase1, ex.plan.Phase1}, {Phase2, ex.plan.Phase2}}
+	}{{StagePhase1, ex.plan.Phase1}, {StagePhase2, ex.plan.Phase2}}
 }
 
 // dryRunClient reports what would happen without calling the API.
@@ -58,7 +58,7 @@ func (ex *execution) dryRunServer(ctx context.Context) error {
 	}
 	for _, ph := range ex.phases() {
 		ex.setStage(StagePhase1)
-		if ph.phase == Phase2 {
+		if ph.phase == StagePhase2 {
 			ex.setStage(StagePhase2)
 		}
 		for _, p := range ph.pods {

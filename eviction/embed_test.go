@@ -310,19 +310,19 @@ func TestEventsCarryIDsAndPods(t *testing.T) {
 		}
 		switch e.Type {
 		case EventEvicting, EventEvicted, EventGone:
-			if e.Pod == nil || e.Pod.UID == "" || e.Pod.Node == "" || e.Node != e.Pod.Node || e.Phase == 0 {
-				t.Errorf("pod event %s: pod %+v node %q phase %d", e.Type, e.Pod, e.Node, e.Phase)
+			if e.Pod == nil || e.Pod.UID == "" || e.Pod.Node == "" || e.Node != e.Pod.Node || e.Stage == "" {
+				t.Errorf("pod event %s: pod %+v node %q stage %q", e.Type, e.Pod, e.Node, e.Stage)
 			}
 		}
 	}
 	gone := log.ofType(EventGone)
-	want := map[string]Phase{"inference/llm-0": Phase1, "inference/llm-0-1": Phase2}
+	want := map[string]Stage{"inference/llm-0": StagePhase1, "inference/llm-0-1": StagePhase2}
 	if len(gone) != 2 {
 		t.Fatalf("%d Gone events, want 2", len(gone))
 	}
 	for _, e := range gone {
-		if want[e.Pod.String()] != e.Phase {
-			t.Errorf("Gone %s in phase %d, want %d", e.Pod, e.Phase, want[e.Pod.String()])
+		if want[e.Pod.String()] != e.Stage {
+			t.Errorf("Gone %s in %s, want %s", e.Pod, e.Stage, want[e.Pod.String()])
 		}
 	}
 }
@@ -795,7 +795,7 @@ func TestCallOnEventHoldsBackOnlyItsCall(t *testing.T) {
 	if err := <-slowDone; err != nil {
 		t.Fatal(err)
 	}
-	if res.Phase2.Evicted == 0 {
+	if res.Pods.Phase2Evicted == 0 {
 		t.Errorf("the fast drain evicted no worker: %+v", res)
 	}
 	for name, evs := range map[string][]Event{"slow": slowEvents, "fast": fastEvents} {
@@ -850,14 +850,38 @@ func TestDrainerOnEventGetsTheCallsContext(t *testing.T) {
 	}
 }
 
+// TestPodCountsCount: each pod done with counts once, in its phase, by
+// how it went.
+func TestPodCountsCount(t *testing.T) {
+	var c PodCounts
+	for _, x := range []struct {
+		phase Stage
+		kind  outcomeKind
+	}{{StagePhase1, outcomeAccepted}, {StagePhase1, outcomeGone}, {StagePhase2, outcomeAccepted}, {StagePhase2, outcomeAccepted}, {StagePhase2, outcomeWaited}} {
+		c.count(x.phase, x.kind)
+	}
+	want := PodCounts{Phase1Evicted: 1, Phase1AlreadyGone: 1, Phase2Evicted: 2, Phase2AlreadyTerminating: 1}
+	if diff := cmp.Diff(want, c); diff != "" {
+		t.Errorf("counts (-want +got):\n%s", diff)
+	}
+	if h1, h2 := c.Done(); h1 != 2 || h2 != 3 {
+		t.Errorf("handled %d, %d; want 2, 3", h1, h2)
+	}
+}
+
 func TestEventString(t *testing.T) {
 	for _, tc := range []struct {
 		e    Event
 		want string
 	}{
 		{Event{Type: EventDomainDone, Domain: "ud-2", Message: "done in 4.2s", Time: time.Now()}, `DomainDone domain=ud-2 msg="done in 4.2s"`},
-		{Event{Type: EventEvicted, Domain: "ud-1", Phase: Phase2, Pod: &topology.PodRef{Namespace: "web", Name: "web-1"}, Node: "cpu-1"}, `Evicted domain=ud-1 phase=2 pod=web/web-1 node=cpu-1`},
+		{Event{Type: EventEvicted, Domain: "ud-1", Stage: StagePhase2, Pod: &topology.PodRef{Namespace: "web", Name: "web-1"}, Node: "cpu-1"}, `Evicted domain=ud-1 phase=2 pod=web/web-1 node=cpu-1`},
 		{Event{Type: EventCordoned, DryRun: "server", Domain: "ud-1", Message: "a\nb"}, `Cordoned dryRun=server domain=ud-1 msg="a\nb"`},
+		// A phase's pods found gone or terminating count as done with.
+		{Event{Type: EventGone, Stage: StagePhase1, Progress: PodCounts{Phase1Total: 3, Phase1Evicted: 1, Phase1AlreadyGone: 1, Phase1AlreadyTerminating: 1, Phase2Total: 2, Gone: 2}},
+			`Gone phase=1 phase1=3/3 phase2=0/2 gone=2`},
+		// Stages other than the phases have no number.
+		{Event{Type: EventUpgradeStarted, Stage: StageUpgrade}, `UpgradeStarted`},
 	} {
 		if got := tc.e.String(); got != tc.want {
 			t.Errorf("got  %s\nwant %s", got, tc.want)

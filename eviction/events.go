@@ -80,14 +80,51 @@ const (
 	RequestError RequestResult = "Error"
 )
 
-// PodCounts counts the pods of a domain drain, as an [Event] carries them.
+// PodCounts counts the pods of a domain drain, as an [Event] carries them
+// after it and its [Result] at its end.
 type PodCounts struct {
-	Phase1Total   int `json:"phase1Total"`
+	// Phase1Total and Phase2Total are the pods the plan put in each
+	// phase.
+	Phase1Total int `json:"phase1Total"`
+	// Phase1Evicted and Phase2Evicted count the evictions (or deletions)
+	// of each phase the API accepted.
 	Phase1Evicted int `json:"phase1Evicted"`
 	Phase2Total   int `json:"phase2Total"`
 	Phase2Evicted int `json:"phase2Evicted"`
 	// Gone counts evicted pods that no longer exist.
 	Gone int `json:"gone"`
+	// Phase1AlreadyGone and Phase2AlreadyGone count the pods of each
+	// phase that were gone before udrain evicted them;
+	// Phase1AlreadyTerminating and Phase2AlreadyTerminating those that
+	// were being deleted already and were only waited on. A phase is done
+	// when its Evicted, AlreadyGone and AlreadyTerminating add up to its
+	// Total.
+	Phase1AlreadyGone        int `json:"phase1AlreadyGone,omitempty"`
+	Phase1AlreadyTerminating int `json:"phase1AlreadyTerminating,omitempty"`
+	Phase2AlreadyGone        int `json:"phase2AlreadyGone,omitempty"`
+	Phase2AlreadyTerminating int `json:"phase2AlreadyTerminating,omitempty"`
+}
+
+// count counts a pod of the phase done with, by how.
+func (c *PodCounts) count(phase Stage, kind outcomeKind) {
+	evicted, gone, terminating := &c.Phase1Evicted, &c.Phase1AlreadyGone, &c.Phase1AlreadyTerminating
+	if phase == StagePhase2 {
+		evicted, gone, terminating = &c.Phase2Evicted, &c.Phase2AlreadyGone, &c.Phase2AlreadyTerminating
+	}
+	switch kind {
+	case outcomeAccepted:
+		*evicted++
+	case outcomeGone:
+		*gone++
+	default:
+		*terminating++
+	}
+}
+
+// Done counts the pods of each phase done with: evicted, found gone or
+// found terminating.
+func (c PodCounts) Done() (phase1, phase2 int) {
+	return c.Phase1Evicted + c.Phase1AlreadyGone + c.Phase1AlreadyTerminating, c.Phase2Evicted + c.Phase2AlreadyGone + c.Phase2AlreadyTerminating
 }
 
 // Event is one thing that happened during a drain, a rollout or a health
@@ -110,10 +147,10 @@ type Event struct {
 	// accepted.
 	DryRun string `json:"dryRun,omitempty"`
 	Domain string `json:"domain,omitempty"`
-	// Phase is the phase of the pod's plan on every pod event (Evicting,
-	// Evicted, Blocked, Unblocked, Gone, Retrying, DryRun) and on
-	// PhaseStarted and PhaseDone; zero otherwise.
-	Phase Phase `json:"phase,omitempty"`
+	// Stage is the phase of the pod's plan, StagePhase1 or StagePhase2, on
+	// every pod event (Evicting, Evicted, Blocked, Unblocked, Gone,
+	// Retrying, DryRun) and on PhaseStarted and PhaseDone; "" otherwise.
+	Stage Stage `json:"stage,omitempty"`
 	// Pod is the pod of a pod event.
 	Pod *topology.PodRef `json:"pod,omitempty"`
 	// Node is the node of a node event, and the pod's node on pod events.
@@ -227,8 +264,10 @@ func (e *emitter) emit(s *callSink, ev Event) {
 //
 //	<Type> [dryRun=client|server] [domain=D] [phase=N] [pod=NS/NAME] [node=N]
 //	  [pdb=NS/NAME allowed=A healthy=H desired=D expected=E]
-//	  [phase1=EVICTED/TOTAL phase2=EVICTED/TOTAL gone=G] [msg="..."]
+//	  [phase1=DONE/TOTAL phase2=DONE/TOTAL gone=G] [msg="..."]
 //
+// where phase=N is 1 or 2 for Stage, and DONE counts a phase's pods
+// evicted, found gone or found terminating (PodCounts).
 // e.g. `DomainDone domain=ud-2 msg="done in 4.2s"`. The words and their
 // order are stable: scripts grep them (docs/CLI.md). A message is quoted
 // as a Go string, so that a line is always one line.
@@ -241,8 +280,8 @@ func (e Event) String() string {
 	if e.Domain != "" {
 		fmt.Fprintf(&b, " domain=%s", e.Domain)
 	}
-	if e.Phase != 0 {
-		fmt.Fprintf(&b, " phase=%d", int(e.Phase))
+	if n := e.Stage.Phase(); n != 0 {
+		fmt.Fprintf(&b, " phase=%d", n)
 	}
 	if e.Pod != nil {
 		fmt.Fprintf(&b, " pod=%s", e.Pod)
@@ -255,7 +294,8 @@ func (e Event) String() string {
 			bl.Namespace, bl.PDB, bl.DisruptionsAllowed, bl.CurrentHealthy, bl.DesiredHealthy, bl.ExpectedPods)
 	}
 	if p := e.Progress; p.Phase1Total+p.Phase2Total > 0 {
-		fmt.Fprintf(&b, " phase1=%d/%d phase2=%d/%d gone=%d", p.Phase1Evicted, p.Phase1Total, p.Phase2Evicted, p.Phase2Total, p.Gone)
+		h1, h2 := p.Done()
+		fmt.Fprintf(&b, " phase1=%d/%d phase2=%d/%d gone=%d", h1, p.Phase1Total, h2, p.Phase2Total, p.Gone)
 	}
 	if e.Message != "" {
 		fmt.Fprintf(&b, " msg=%q", e.Message)

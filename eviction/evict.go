@@ -89,7 +89,7 @@ func retryTransient(ctx context.Context, s *settings, emit func(Event), what str
 
 // evictAll evicts the pods of one phase concurrently and returns when every
 // one of them is evicted, gone, or was terminating already.
-func (ex *execution) evictAll(ctx context.Context, phase Phase, pods []PlannedPod, res *PhaseResult) error {
+func (ex *execution) evictAll(ctx context.Context, phase Stage, pods []PlannedPod) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(ex.d.s.Concurrency)
 	for _, p := range pods {
@@ -101,19 +101,7 @@ func (ex *execution) evictAll(ctx context.Context, phase Phase, pods []PlannedPo
 			ex.mu.Lock()
 			defer ex.mu.Unlock()
 			ex.handled[p.PodRef] = true
-			switch kind {
-			case outcomeAccepted:
-				res.Evicted++
-			case outcomeGone:
-				res.AlreadyGone++
-			default:
-				res.AlreadyTerminating++
-			}
-			if phase == Phase1 {
-				ex.progress.Phase1Evicted++
-			} else {
-				ex.progress.Phase2Evicted++
-			}
+			ex.progress.count(phase, kind)
 			if kind != outcomeGone {
 				ex.evicted = append(ex.evicted, evictedPod{p.PodRef, phase})
 				if p.Group != nil && !slices.Contains(ex.res.GroupsDisrupted, *p.Group) {
@@ -213,7 +201,7 @@ func (ex *execution) budgetPod(p *corev1.Pod) health.BudgetPod {
 }
 
 // block records that p is refused by its budget and reports the refusal.
-func (ex *execution) block(p PlannedPod, phase Phase, apiErr error) *BlockInfo {
+func (ex *execution) block(p PlannedPod, phase Stage, apiErr error) *BlockInfo {
 	info := ex.blockInfo(p, apiErr)
 	key := info.Namespace + "/" + info.PDB
 	now := ex.d.s.Clock.Now()
@@ -248,13 +236,13 @@ func (ex *execution) block(p PlannedPod, phase Phase, apiErr error) *BlockInfo {
 
 // failed reports that p's eviction failed for good with err, the answer
 // to its last request being r.
-func (ex *execution) failed(phase Phase, p PlannedPod, r RequestResult, err error) {
+func (ex *execution) failed(phase Stage, p PlannedPod, r RequestResult, err error) {
 	ev := podEvent(EventEvictionFailed, phase, p.PodRef)
 	ev.Err, ev.Request, ev.Message = err, r, err.Error()
 	ex.emit(ev)
 }
 
-func (ex *execution) unblock(p PlannedPod, info *BlockInfo, phase Phase) {
+func (ex *execution) unblock(p PlannedPod, info *BlockInfo, phase Stage) {
 	key := info.Namespace + "/" + info.PDB
 	now := ex.d.s.Clock.Now()
 	ex.mu.Lock()
@@ -304,7 +292,7 @@ func (ex *execution) closeBlocks() {
 // retried after the backoff's next delay, or at once when a newer status
 // allows one. A budget udrain does not see is retried on the backoff. It
 // reports progress when the budget's counts change.
-func (ex *execution) waitForBudget(ctx context.Context, p PlannedPod, phase Phase, info *BlockInfo, backoff interface{ Step() time.Duration }) bool {
+func (ex *execution) waitForBudget(ctx context.Context, p PlannedPod, phase Stage, info *BlockInfo, backoff interface{ Step() time.Duration }) bool {
 	allows := func(pdb *policyv1.PodDisruptionBudget) bool {
 		return pdb.Status.DisruptionsAllowed > 0 && pdb.Status.ObservedGeneration >= pdb.Generation
 	}
@@ -424,7 +412,7 @@ func (ex *execution) waitChange(ctx context.Context, changed <-chan struct{}, ti
 // evictedPod is a pod udrain waits for, with the phase it was evicted in.
 type evictedPod struct {
 	ref   topology.PodRef
-	phase Phase
+	phase Stage
 }
 
 // apiMessage returns the message of an API error, or err's text.

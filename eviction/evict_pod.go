@@ -15,7 +15,7 @@ import (
 // Helper.OnPodDeletionOrEvictionStarted is called before its first
 // request; OnPodDeletionOrEvictionFinished when it is gone (waitGone), or
 // here when it was gone already or its eviction failed for good.
-func (ex *execution) evictOne(ctx context.Context, phase Phase, p PlannedPod) (outcomeKind, error) {
+func (ex *execution) evictOne(ctx context.Context, phase Stage, p PlannedPod) (outcomeKind, error) {
 	if p.Terminating {
 		return outcomeWaited, nil
 	}
@@ -39,7 +39,7 @@ func (ex *execution) evictOne(ctx context.Context, phase Phase, p PlannedPod) (o
 // the pod is gone, or a refusal that waiting does not end stops it.
 type podEviction struct {
 	ex      *execution
-	phase   Phase
+	phase   Stage
 	p       PlannedPod
 	backoff wait.Backoff
 	// blocked is the budget refusing the eviction, while one does.
@@ -134,7 +134,7 @@ func (pe *podEviction) done(kind outcomeKind, refused error) {
 	}
 	switch kind {
 	case outcomeAccepted:
-		ex.log.V(2).Info("Evicted", "pod", p.PodRef, "phase", int(phase))
+		ex.log.V(2).Info("Evicted", "pod", p.PodRef, "phase", phase.Phase())
 		ev := podEvent(EventEvicted, phase, p.PodRef)
 		ev.Request = RequestEvicted
 		ex.emit(ev)

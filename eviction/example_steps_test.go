@@ -47,7 +47,7 @@ func ExampleDrainer_Execute() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println("cordoned:", res.Cordoned, "evicted:", res.Phase1.Evicted, "+", res.Phase2.Evicted, "groups disrupted:", res.GroupsDisrupted)
+	fmt.Println("cordoned:", res.Cordoned, "evicted:", res.Pods.Phase1Evicted, "+", res.Pods.Phase2Evicted, "groups disrupted:", res.GroupsDisrupted)
 
 	// 3. The upgrade of the domain's nodes goes here. Then make them
 	// schedulable again.

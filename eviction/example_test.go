@@ -86,7 +86,7 @@ func ExampleNew() {
 		Helper: helper,
 		OnEvent: func(_ context.Context, e eviction.Event) {
 			if e.Type == eviction.EventDryRun {
-				fmt.Println(e.Phase, e.Pod, e.Message)
+				fmt.Println(e.Stage, e.Pod, e.Message)
 			}
 		},
 	})
@@ -98,8 +98,8 @@ func ExampleNew() {
 		fmt.Println(err)
 	}
 	// Output:
-	// phase 1 inference/llama-1 would evict
-	// phase 2 inference/llama-1-1 would evict
+	// Phase1 inference/llama-1 would evict
+	// Phase2 inference/llama-1-1 would evict
 }
 
 // A rollout drains each domain, runs the upgrade step, and waits for the

@@ -70,8 +70,8 @@ func TestDrainEvictsLeadersBeforeAnyWorker(t *testing.T) {
 			t.Errorf("eviction %d was %s, a worker, before every leader was evicted (order %v)", i, key, got)
 		}
 	}
-	if res.Phase1.Evicted != 2 || res.Phase2.Evicted != 5 {
-		t.Errorf("result phase1=%+v phase2=%+v, want 2 and 5 evicted", res.Phase1, res.Phase2)
+	if res.Pods.Phase1Evicted != 2 || res.Pods.Phase2Evicted != 5 {
+		t.Errorf("result counts %+v, want 2 and 5 evicted", res.Pods)
 	}
 	if diff := cmp.Diff([]string{"node-1-1", "node-1-2"}, res.Cordoned); diff != "" {
 		t.Errorf("cordoned (-want +got):\n%s", diff)
@@ -282,8 +282,8 @@ func TestReplacementPodWithSameNameIsNotEvicted(t *testing.T) {
 	if err != nil || cur.UID != "replacement-uid" {
 		t.Errorf("replacement pod: %v, %v; want it untouched", cur, err)
 	}
-	if res.Phase2.AlreadyGone != 1 {
-		t.Errorf("phase 2 = %+v, want the replaced pod counted as already gone", res.Phase2)
+	if res.Pods.Phase2AlreadyGone != 1 {
+		t.Errorf("counts %+v, want the replaced pod counted as already gone in phase 2", res.Pods)
 	}
 }
 
@@ -310,7 +310,7 @@ func TestTerminatingPodIsWaitedOnNotEvicted(t *testing.T) {
 		_, res, err = d.Drain(ctx, "ud-1", DrainOptions{})
 		done <- err
 	}()
-	log.waitFor(t, "PhaseDone of phase 2", func(e Event) bool { return e.Type == EventPhaseDone && e.Phase == Phase2 })
+	log.waitFor(t, "PhaseDone of phase 2", func(e Event) bool { return e.Type == EventPhaseDone && e.Stage == StagePhase2 })
 	select {
 	case err := <-done:
 		t.Fatalf("drain finished (%v) while a terminating pod still exists", err)
@@ -328,8 +328,8 @@ func TestTerminatingPodIsWaitedOnNotEvicted(t *testing.T) {
 			t.Errorf("the terminating pod was evicted again")
 		}
 	}
-	if res.Phase2.AlreadyTerminating != 1 {
-		t.Errorf("phase 2 = %+v, want 1 already terminating", res.Phase2)
+	if res.Pods.Phase2AlreadyTerminating != 1 {
+		t.Errorf("counts %+v, want 1 already terminating in phase 2", res.Pods)
 	}
 }
 
@@ -363,7 +363,7 @@ func TestDryRun(t *testing.T) {
 			}
 			leader := topology.PodRef{Namespace: testNS, Name: "llm-0", UID: "g0-w0", Node: "node-1-1"}
 			worker := topology.PodRef{Namespace: testNS, Name: "llm-0-1", UID: "g0-w1", Node: "node-1-1"}
-			want := []DryRunOutcome{{Pod: leader, Phase: Phase1, Verdict: WouldEvict, Message: "would evict"}, {Pod: worker, Phase: Phase2, Verdict: WouldEvict, Message: "would evict"}}
+			want := []DryRunOutcome{{Pod: leader, Stage: StagePhase1, Verdict: WouldEvict, Message: "would evict"}, {Pod: worker, Stage: StagePhase2, Verdict: WouldEvict, Message: "would evict"}}
 			if diff := cmp.Diff(want, res.DryRunOutcomes); diff != "" {
 				t.Errorf("outcomes (-want +got):\n%s", diff)
 			}
@@ -565,7 +565,7 @@ func TestNodeDeletedMidDrainIsReported(t *testing.T) {
 		}
 		done <- res
 	}()
-	log.waitFor(t, "PhaseDone of phase 2", func(e Event) bool { return e.Type == EventPhaseDone && e.Phase == Phase2 })
+	log.waitFor(t, "PhaseDone of phase 2", func(e Event) bool { return e.Type == EventPhaseDone && e.Stage == StagePhase2 })
 	// The node holding the terminating pod is deleted; then the pod
 	// garbage collector removes its pod.
 	if err := fc.client.CoreV1().Nodes().Delete(ctx, "node-1-2", metav1.DeleteOptions{}); err != nil {

@@ -54,18 +54,24 @@ type Snapshot struct {
 	daemonSet dsLookup
 }
 
-// Phase numbers the two steps of a domain drain.
-type Phase int
+// Phase numbers the two stages of a domain drain that evict: 1 for
+// StagePhase1 (the pods some PodDisruptionBudget selects, the groups'
+// leaders, so that every disruption is charged to a budget), 2 for
+// StagePhase2 (the other pods, once every phase-1 pod is evicted); 0 for
+// any other stage.
+func (s Stage) Phase() int {
+	switch s {
+	case StagePhase1:
+		return 1
+	case StagePhase2:
+		return 2
+	}
+	return 0
+}
 
-const (
-	// Phase1 evicts the pods that some PodDisruptionBudget selects (the
-	// groups' leaders), so every disruption is charged to a budget.
-	Phase1 Phase = 1
-	// Phase2 evicts the other pods, once every phase-1 pod is evicted.
-	Phase2 Phase = 2
-)
-
-func (p Phase) String() string { return fmt.Sprintf("phase %d", int(p)) }
+// phaseWords is "phase 1" or "phase 2", the words of udrain's messages
+// for the stage.
+func (s Stage) phaseWords() string { return fmt.Sprintf("phase %d", s.Phase()) }
 
 // PlannedPod is a pod the plan evicts.
 type PlannedPod struct {

@@ -12,25 +12,12 @@ import (
 
 // The results of this package are plain Go values and, as they are, the
 // wire schema of udrain's JSON and YAML output: the CLI prints them with an
-// apiVersion and a kind around them and nothing copied field by field.
+// apiVersion and a kind around them and nothing copied field by field
+// (RolloutStatus and Result write a few of their fields nested, in their
+// MarshalJSON).
 // JSON conventions: names in lowerCamelCase; an empty list or optional
 // object is omitted; a duration is a udrain.Seconds (a number of seconds, written
 // even when 0) in a field whose name ends in "Seconds"; times are RFC 3339.
-
-// PhaseResult counts what happened to one phase's pods.
-type PhaseResult struct {
-	// Pods is the number of pods the plan put in the phase.
-	Pods int `json:"pods"`
-	// Evicted counts evictions (or deletions) the API accepted.
-	Evicted int `json:"evicted"`
-	// AlreadyGone counts pods that were gone before udrain evicted them.
-	AlreadyGone int `json:"alreadyGone"`
-	// AlreadyTerminating counts pods that were being deleted already and
-	// were only waited on.
-	AlreadyTerminating int `json:"alreadyTerminating"`
-	// Duration is the time from the phase's start to its last eviction.
-	Duration udrain.Seconds `json:"durationSeconds"`
-}
 
 // BlockInfo describes a PodDisruptionBudget that refuses evictions now.
 type BlockInfo struct {
@@ -99,9 +86,11 @@ const (
 
 // DryRunOutcome is what a dry run found for one pod.
 type DryRunOutcome struct {
-	Pod     topology.PodRef `json:"pod"`
-	Phase   Phase           `json:"phase"`
-	Verdict DryRunVerdict   `json:"verdict"`
+	Pod topology.PodRef `json:"pod"`
+	// Stage is the pod's phase, StagePhase1 or StagePhase2; its JSON is
+	// "phase", 1 or 2.
+	Stage   Stage         `json:"-"`
+	Verdict DryRunVerdict `json:"verdict"`
 	// Block is the refusing budget for WouldBlock.
 	Block *BlockInfo `json:"block,omitempty"`
 	// Message says the same in a sentence.
@@ -120,10 +109,17 @@ type Result struct {
 	Cordoned        []string `json:"cordoned,omitempty"`
 	AlreadyCordoned []string `json:"alreadyCordoned,omitempty"`
 	// NodesGone lists nodes deleted while the domain drained.
-	NodesGone []string      `json:"nodesGone,omitempty"`
-	Phase1    PhaseResult   `json:"phase1"`
-	Phase2    PhaseResult   `json:"phase2"`
-	Blocks    []BlockRecord `json:"blocks,omitempty"`
+	NodesGone []string `json:"nodesGone,omitempty"`
+	// Pods counts the plan's pods per phase and what became of them: the
+	// counts of the drain's last event. Its JSON is an object per phase,
+	// "phase1" and "phase2": pods (PhaseNTotal), evicted,
+	// alreadyGone, alreadyTerminating and durationSeconds (PhaseNDuration).
+	Pods PodCounts `json:"-"`
+	// Phase1Duration and Phase2Duration are the times from each phase's
+	// start to its last eviction.
+	Phase1Duration udrain.Seconds `json:"-"`
+	Phase2Duration udrain.Seconds `json:"-"`
+	Blocks         []BlockRecord  `json:"blocks,omitempty"`
 	// GroupsDisrupted are the groups that lost pods in this drain (a pod
 	// evicted, or found terminating and waited for), in the order their
 	// first pod went.
@@ -176,8 +172,8 @@ func (r *Result) Summary() Summary {
 // add counts a domain's drain into s; seen holds the groups counted
 // already, so that a group disrupted in two domains counts once.
 func (s *Summary) add(r *Result, seen map[topology.GroupID]bool) {
-	s.Phase1Evicted += r.Phase1.Evicted
-	s.Phase2Evicted += r.Phase2.Evicted
+	s.Phase1Evicted += r.Pods.Phase1Evicted
+	s.Phase2Evicted += r.Pods.Phase2Evicted
 	for _, g := range r.GroupsDisrupted {
 		if !seen[g] {
 			seen[g] = true

@@ -24,7 +24,7 @@ func TestResultDurationsOnTheWire(t *testing.T) {
 	g := topology.GroupID{Kind: topology.KindLeaderWorkerSet, Namespace: "ns", Name: "llm"}
 	block := BlockRecord{BudgetRef: health.BudgetRef{Namespace: "ns", PDB: "leaders"}, Since: t0, Pods: []topology.PodRef{{Namespace: "ns", Name: "llm-0"}}, Duration: udrain.Seconds(1500 * time.Millisecond)}
 	down := GroupDowntime{Group: g, From: "ud-1", To: "ud-2", Evicted: t0, Healthy: &t1, Downtime: udrain.Seconds(90 * time.Second)}
-	drain := Result{ID: "r1", Domain: "ud-1", Phase1: PhaseResult{Pods: 1, Evicted: 1, Duration: udrain.Seconds(time.Second)},
+	drain := Result{ID: "r1", Domain: "ud-1", Pods: PodCounts{Phase1Total: 1, Phase1Evicted: 1}, Phase1Duration: udrain.Seconds(time.Second),
 		Blocks: []BlockRecord{block}, Completed: true, Started: t0, Duration: udrain.Seconds(90 * time.Minute)}
 	for _, tc := range []struct {
 		v any
@@ -32,7 +32,6 @@ func TestResultDurationsOnTheWire(t *testing.T) {
 		// their values.
 		seconds [][2]string
 	}{
-		{PhaseResult{Pods: 3, Evicted: 2, AlreadyGone: 1, Duration: udrain.Seconds(1500 * time.Nanosecond)}, [][2]string{{"durationSeconds", "0.0000015"}}},
 		{block, [][2]string{{"durationSeconds", "1.5"}}},
 		{drain, [][2]string{{"durationSeconds", "5400"}}},
 		{Summary{DomainsDone: 1, DomainsTotal: 1, Phase1Evicted: 1, LongestDowntime: &down, LongestBlock: &block, Duration: udrain.Seconds(2 * time.Second)},
@@ -94,4 +93,55 @@ func topLevel(t *testing.T, b []byte) ([]string, map[string]json.RawMessage) {
 		values[k] = v
 	}
 	return keys, values
+}
+
+// TestResultJSON pins Result's JSON: its counts and phase durations as an
+// object per phase, a dry-run outcome's Stage as its phase number, as
+// udrain 0.1's PhaseResult and Phase wrote them; and reads it back.
+func TestResultJSON(t *testing.T) {
+	t0 := time.Date(2026, 7, 1, 10, 0, 0, 0, time.UTC)
+	pod := topology.PodRef{Namespace: "ns", Name: "llm-0"}
+	for _, tc := range []struct {
+		name string
+		r    Result
+		want string
+	}{
+		{"counts per phase", Result{ID: "r1", Domain: "ud-1",
+			Pods:           PodCounts{Phase1Total: 2, Phase1Evicted: 1, Phase1AlreadyGone: 1, Phase2Total: 3, Phase2Evicted: 1, Phase2AlreadyGone: 1, Phase2AlreadyTerminating: 1},
+			Phase1Duration: udrain.Seconds(1500 * time.Millisecond), Phase2Duration: udrain.Seconds(2 * time.Second), Completed: true, Started: t0, Duration: udrain.Seconds(4 * time.Second)},
+			`{"id":"r1","domain":"ud-1",` +
+				`"phase1":{"pods":2,"evicted":1,"alreadyGone":1,"alreadyTerminating":0,"durationSeconds":1.5},` +
+				`"phase2":{"pods":3,"evicted":1,"alreadyGone":1,"alreadyTerminating":1,"durationSeconds":2},` +
+				`"completed":true,"started":"2026-07-01T10:00:00Z","durationSeconds":4}`},
+		{"dry run", Result{ID: "r1", Domain: "ud-1", DryRun: "server", Pods: PodCounts{Phase1Total: 1, Phase2Total: 1},
+			DryRunOutcomes: []DryRunOutcome{{Pod: pod, Stage: StagePhase1, Verdict: WouldEvict, Message: "would evict"}, {Pod: pod, Stage: StagePhase2, Verdict: AlreadyGone, Message: "already gone"}},
+			Completed:      true, Started: t0},
+			`{"id":"r1","domain":"ud-1","dryRun":"server",` +
+				`"phase1":{"pods":1,"evicted":0,"alreadyGone":0,"alreadyTerminating":0,"durationSeconds":0},` +
+				`"phase2":{"pods":1,"evicted":0,"alreadyGone":0,"alreadyTerminating":0,"durationSeconds":0},` +
+				`"dryRunOutcomes":[{"pod":{"namespace":"ns","name":"llm-0"},"phase":1,"verdict":"WouldEvict","message":"would evict"},` +
+				`{"pod":{"namespace":"ns","name":"llm-0"},"phase":2,"verdict":"AlreadyGone","message":"already gone"}],` +
+				`"completed":true,"started":"2026-07-01T10:00:00Z","durationSeconds":0}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := json.Marshal(tc.r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, string(b)); diff != "" {
+				t.Errorf("JSON (-want +got):\n%s", diff)
+			}
+			var back Result
+			if err := json.Unmarshal(b, &back); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.r, back); diff != "" {
+				t.Errorf("round trip (-want +got):\n%s", diff)
+			}
+		})
+	}
+	var o DryRunOutcome
+	if err := json.Unmarshal([]byte(`{"pod":{"namespace":"ns","name":"llm-0"},"phase":3,"verdict":"WouldEvict","message":""}`), &o); err == nil {
+		t.Errorf("phase 3 read as %+v, want an error", o)
+	}
 }

@@ -206,12 +206,12 @@ func phaseEdges(e eviction.Event) (begins, ends []Phase) {
 	case eviction.EventPlanned:
 		return []Phase{PhaseDrain}, nil
 	case eviction.EventPhaseStarted:
-		if e.Phase == eviction.Phase1 {
+		if e.Stage == eviction.StagePhase1 {
 			return []Phase{Phase1}, nil
 		}
 		return []Phase{Phase2}, nil
 	case eviction.EventPhaseDone:
-		if e.Phase == eviction.Phase1 {
+		if e.Stage == eviction.StagePhase1 {
 			return nil, []Phase{Phase1}
 		}
 		return []Phase{PhaseWaitGone}, []Phase{Phase2}

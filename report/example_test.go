@@ -72,7 +72,7 @@ func ExamplePrint() {
 // A controller logs a drain's events in the lines udrain prints without a
 // terminal.
 func ExampleFormatEvent() {
-	e := eviction.Event{Time: time.Date(2026, 7, 1, 10, 0, 3, 0, time.UTC), Type: eviction.EventEvicted, Domain: "ud-1", Phase: eviction.Phase1,
+	e := eviction.Event{Time: time.Date(2026, 7, 1, 10, 0, 3, 0, time.UTC), Type: eviction.EventEvicted, Domain: "ud-1", Stage: eviction.StagePhase1,
 		Pod: &topology.PodRef{Namespace: "inference", Name: "llama-0"}, Node: "gpu-1"}
 	fmt.Println(report.FormatEvent(e, time.RFC3339))
 	// Output:

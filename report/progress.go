@@ -62,7 +62,7 @@ type Progress struct {
 type liveDomain struct {
 	name    string
 	index   int // its place in the rollout, from 1; 0 outside a rollout
-	phase   eviction.Phase
+	phase   eviction.Stage
 	prog    eviction.PodCounts
 	block   *eviction.BlockInfo
 	status  string
@@ -150,7 +150,7 @@ func (p *Progress) Event(_ context.Context, e eviction.Event) {
 	case eviction.EventDomainStarted:
 		p.domainIndex++
 		d.index = p.domainIndex
-		d.phase, d.prog, d.block, d.status, d.waiting = 0, eviction.PodCounts{}, nil, "planning", ""
+		d.phase, d.prog, d.block, d.status, d.waiting = "", eviction.PodCounts{}, nil, "planning", ""
 		if strings.HasPrefix(p.held, e.Domain+": ") {
 			p.held = ""
 		}
@@ -163,7 +163,7 @@ func (p *Progress) Event(_ context.Context, e eviction.Event) {
 	case eviction.EventCordoned:
 		d.status = "cordoning"
 	case eviction.EventPhaseStarted:
-		d.phase, d.status = e.Phase, "evicting"
+		d.phase, d.status = e.Stage, "evicting"
 	case eviction.EventBlocked:
 		// Print a block when it starts or moves to another budget; the
 		// live block shows its counts as they change.
@@ -173,7 +173,7 @@ func (p *Progress) Event(_ context.Context, e eviction.Event) {
 	case eviction.EventUnblocked, eviction.EventPhaseDone:
 		d.block = nil
 	case eviction.EventDrained:
-		d.status, d.block, d.phase = "drained", nil, 0
+		d.status, d.block, d.phase = "drained", nil, ""
 	case eviction.EventUpgradeStarted:
 		d.status = "upgrading"
 	case eviction.EventUpgradeDone:
@@ -334,15 +334,16 @@ func (p *Progress) domainLines(d *liveDomain, indent string) []string {
 			head += fmt.Sprintf(" (%d/%d)", d.index, p.domainTotal)
 		}
 	}
-	if d.phase != 0 {
-		head += fmt.Sprintf("  phase %d", int(d.phase))
+	if n := d.phase.Phase(); n != 0 {
+		head += fmt.Sprintf("  phase %d", n)
 	}
 	head += "  " + d.status
 	lines := []string{head}
 	if pr := d.prog; pr.Phase1Total+pr.Phase2Total > 0 {
 		left := pr.Phase1Total + pr.Phase2Total - pr.Gone
+		done1, done2 := pr.Done()
 		lines = append(lines, fmt.Sprintf("%s  phase 1 evicted %d/%d  phase 2 evicted %d/%d  pods left %d",
-			indent, pr.Phase1Evicted, pr.Phase1Total, pr.Phase2Evicted, pr.Phase2Total, left))
+			indent, done1, pr.Phase1Total, done2, pr.Phase2Total, left))
 	}
 	if b := d.block; b != nil {
 		lines = append(lines, fmt.Sprintf("%s  blocked by PodDisruptionBudget %s/%s: allowed %d, healthy %d, needs %d, expected %d; for %s (%s waiting)",

@@ -31,8 +31,8 @@ func TestProgressLines(t *testing.T) {
 	}{
 		"events, each one": {func(p *report.Progress) {
 			p.Event(context.Background(), eviction.Event{Time: progressNow, Type: eviction.EventDomainStarted, Domain: "ud-1"})
-			p.Event(context.Background(), eviction.Event{Time: progressNow.Add(time.Second), Type: eviction.EventBlocked, Domain: "ud-1", Phase: eviction.Phase1, Block: block})
-			p.Event(context.Background(), eviction.Event{Time: progressNow.Add(2 * time.Second), Type: eviction.EventBlocked, Domain: "ud-1", Phase: eviction.Phase1, Block: block})
+			p.Event(context.Background(), eviction.Event{Time: progressNow.Add(time.Second), Type: eviction.EventBlocked, Domain: "ud-1", Stage: eviction.StagePhase1, Block: block})
+			p.Event(context.Background(), eviction.Event{Time: progressNow.Add(2 * time.Second), Type: eviction.EventBlocked, Domain: "ud-1", Stage: eviction.StagePhase1, Block: block})
 		}, []string{
 			"2026-07-01T10:00:00Z DomainStarted domain=ud-1",
 			"2026-07-01T10:00:01Z Blocked domain=ud-1 phase=1 pdb=inference/llama-leaders allowed=0 healthy=0 desired=0 expected=0",
@@ -70,13 +70,13 @@ func TestLiveProgress(t *testing.T) {
 	p := report.NewProgress(&buf, report.ProgressOptions{Live: true, Width: 200, Clock: clk})
 	p.SetTotal(2)
 	p.Event(context.Background(), eviction.Event{Time: clk.Now(), Type: eviction.EventDomainStarted, Domain: "ud-2"})
-	p.Event(context.Background(), eviction.Event{Time: clk.Now(), Type: eviction.EventPhaseStarted, Domain: "ud-2", Phase: eviction.Phase1,
+	p.Event(context.Background(), eviction.Event{Time: clk.Now(), Type: eviction.EventPhaseStarted, Domain: "ud-2", Stage: eviction.StagePhase1,
 		Progress: eviction.PodCounts{Phase1Total: 1, Phase2Total: 3}})
 	block := &eviction.BlockInfo{BudgetRef: health.BudgetRef{Namespace: "inference", PDB: "llama-leaders"}, BudgetCounts: health.BudgetCounts{CurrentHealthy: 1, DesiredHealthy: 1, ExpectedPods: 2}, Since: clk.Now(),
 		Pods: []topology.PodRef{{Namespace: "inference", Name: "llama-1"}}}
-	p.Event(context.Background(), eviction.Event{Time: clk.Now(), Type: eviction.EventBlocked, Domain: "ud-2", Phase: eviction.Phase1, Block: block,
+	p.Event(context.Background(), eviction.Event{Time: clk.Now(), Type: eviction.EventBlocked, Domain: "ud-2", Stage: eviction.StagePhase1, Block: block,
 		Progress: eviction.PodCounts{Phase1Total: 1, Phase2Total: 3}, Message: "spent"})
-	p.Event(context.Background(), eviction.Event{Time: clk.Now(), Type: eviction.EventBlocked, Domain: "ud-2", Phase: eviction.Phase1, Block: block,
+	p.Event(context.Background(), eviction.Event{Time: clk.Now(), Type: eviction.EventBlocked, Domain: "ud-2", Stage: eviction.StagePhase1, Block: block,
 		Progress: eviction.PodCounts{Phase1Total: 1, Phase2Total: 3}, Message: "spent"})
 	out := buf.String()
 	if n := strings.Count(out, "Blocked domain=ud-2"); n != 1 {
@@ -180,7 +180,7 @@ func TestLiveProgressParallelDomains(t *testing.T) {
 	for _, d := range []string{"ud-1", "ud-2"} {
 		p.Event(context.Background(), eviction.Event{Time: clk.Now(), Type: eviction.EventDomainStarted, Domain: d})
 	}
-	p.Event(context.Background(), eviction.Event{Time: clk.Now(), Type: eviction.EventPhaseStarted, Domain: "ud-1", Phase: eviction.Phase2,
+	p.Event(context.Background(), eviction.Event{Time: clk.Now(), Type: eviction.EventPhaseStarted, Domain: "ud-1", Stage: eviction.StagePhase2,
 		Progress: eviction.PodCounts{Phase1Total: 1, Phase1Evicted: 1, Phase2Total: 3}})
 	p.Event(context.Background(), eviction.Event{Time: clk.Now(), Type: eviction.EventUpgradeStarted, Domain: "ud-2"})
 	held := &eviction.Hold{Domain: "ud-3", Reason: eviction.HoldBudget, Message: "PodDisruptionBudget inference/llm-leaders allows 2 down"}

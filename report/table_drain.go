@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/health"
@@ -148,9 +149,16 @@ func (r DrainReport) WriteTable(w io.Writer, _ TableOptions) error {
 		if len(res.NodesGone) > 0 {
 			fmt.Fprintf(w, "Nodes deleted meanwhile: %s\n", strings.Join(res.NodesGone, ", "))
 		}
-		for i, ph := range []eviction.PhaseResult{res.Phase1, res.Phase2} {
+		c := res.Pods
+		for _, ph := range []struct {
+			n, evicted, total, gone, terminating int
+			took                                 time.Duration
+		}{
+			{1, c.Phase1Evicted, c.Phase1Total, c.Phase1AlreadyGone, c.Phase1AlreadyTerminating, res.Phase1Duration.Duration()},
+			{2, c.Phase2Evicted, c.Phase2Total, c.Phase2AlreadyGone, c.Phase2AlreadyTerminating, res.Phase2Duration.Duration()},
+		} {
 			fmt.Fprintf(w, "Phase %d: %d of %s evicted (%d already gone, %d already terminating) in %s\n",
-				i+1, ph.Evicted, plural(ph.Pods, "pod", "pods"), ph.AlreadyGone, ph.AlreadyTerminating, FormatDuration(ph.Duration.Duration()))
+				ph.n, ph.evicted, plural(ph.total, "pod", "pods"), ph.gone, ph.terminating, FormatDuration(ph.took))
 		}
 	}
 	writeSummary(w, r.Summary, false)
@@ -159,7 +167,7 @@ func (r DrainReport) WriteTable(w io.Writer, _ TableOptions) error {
 		tw := newTable(w)
 		fmt.Fprintln(tw, "PHASE\tPOD\tOUTCOME")
 		for _, o := range res.DryRunOutcomes {
-			fmt.Fprintf(tw, "%d\t%s\t%s\n", o.Phase, o.Pod, o.Message)
+			fmt.Fprintf(tw, "%d\t%s\t%s\n", o.Stage.Phase(), o.Pod, o.Message)
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -77,7 +77,7 @@ func writeRolloutDomains(w io.Writer, domains []eviction.DomainOutcome) error {
 			longest = fmt.Sprintf("%s %s/%s", FormatDuration(b.Duration.Duration()), b.Namespace, b.PDB)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%d/%d\t%d\t%s\t%s\t%s\t%s\n", d.Domain, d.Status,
-			d.Drain.Phase1.Evicted, d.Drain.Phase1.Pods, d.Drain.Phase2.Evicted, d.Drain.Phase2.Pods, len(d.Drain.GroupsDisrupted), longest,
+			d.Drain.Pods.Phase1Evicted, d.Drain.Pods.Phase1Total, d.Drain.Pods.Phase2Evicted, d.Drain.Pods.Phase2Total, len(d.Drain.GroupsDisrupted), longest,
 			FormatDuration(d.Upgrade.Duration()), FormatDuration(d.Recovery.Duration()), FormatDuration(d.Duration.Duration()))
 	}
 	return tw.Flush()

@@ -99,9 +99,9 @@ func Analyze(events []eviction.Event, o *Observation, d Delays, rolloutStart tim
 	}
 	for _, name := range order {
 		evs := byDomain[name]
-		first := func(t eviction.EventType, phase eviction.Phase) (time.Time, bool) {
+		first := func(t eviction.EventType, phase eviction.Stage) (time.Time, bool) {
 			for _, e := range evs {
-				if e.Type == t && (phase == 0 || e.Phase == phase) {
+				if e.Type == t && (phase == "" || e.Stage == phase) {
 					return e.Time.Round(0), true
 				}
 			}
@@ -117,7 +117,7 @@ func Analyze(events []eviction.Event, o *Observation, d Delays, rolloutStart tim
 			}
 			return at, found
 		}
-		started, ok := first(eviction.EventDomainStarted, 0)
+		started, ok := first(eviction.EventDomainStarted, "")
 		if !ok {
 			continue
 		}
@@ -125,17 +125,17 @@ func Analyze(events []eviction.Event, o *Observation, d Delays, rolloutStart tim
 			b.Startup = started.Sub(rolloutStart.Round(0))
 		}
 		dt := DomainTimes{Domain: name}
-		done, _ := first(eviction.EventDomainDone, 0)
-		p1, _ := first(eviction.EventPhaseStarted, eviction.Phase1)
+		done, _ := first(eviction.EventDomainDone, "")
+		p1, _ := first(eviction.EventPhaseStarted, eviction.StagePhase1)
 		p2done, _ := last(eviction.EventPhaseDone)
-		drained, _ := first(eviction.EventDrained, 0)
-		upStart, hasUpgrade := first(eviction.EventUpgradeStarted, 0)
-		upDone, _ := first(eviction.EventUpgradeDone, 0)
+		drained, _ := first(eviction.EventDrained, "")
+		upStart, hasUpgrade := first(eviction.EventUpgradeStarted, "")
+		upDone, _ := first(eviction.EventUpgradeDone, "")
 		uncordoned, ok := last(eviction.EventUncordoned)
 		if !ok {
 			uncordoned = drained
 		}
-		recovered, _ := first(eviction.EventRecovered, 0)
+		recovered, _ := first(eviction.EventRecovered, "")
 		if done.IsZero() {
 			// The domain did not finish (the rollout stopped in it):
 			// count to the last event seen.

@@ -14,26 +14,26 @@ import (
 
 // domainEvents are one domain's events of a rollout, at offsets from t0.
 func domainEvents(domain string, at map[eviction.EventType]time.Duration, pods map[string][2]time.Duration, blocked ...string) []eviction.Event {
-	ev := func(t eviction.EventType, phase eviction.Phase, pod string, off time.Duration) eviction.Event {
-		e := eviction.Event{Time: t0.Add(off), Type: t, Domain: domain, Phase: phase}
+	ev := func(t eviction.EventType, phase eviction.Stage, pod string, off time.Duration) eviction.Event {
+		e := eviction.Event{Time: t0.Add(off), Type: t, Domain: domain, Stage: phase}
 		if ns, name, ok := strings.Cut(pod, "/"); ok {
 			e.Pod = &topology.PodRef{Namespace: ns, Name: name, UID: types.UID(pod)}
 		}
 		return e
 	}
 	out := []eviction.Event{
-		ev(eviction.EventDomainStarted, 0, "", at[eviction.EventDomainStarted]),
-		ev(eviction.EventPhaseStarted, eviction.Phase1, "", at[eviction.EventPhaseStarted]),
+		ev(eviction.EventDomainStarted, "", "", at[eviction.EventDomainStarted]),
+		ev(eviction.EventPhaseStarted, eviction.StagePhase1, "", at[eviction.EventPhaseStarted]),
 	}
 	for pod, t := range pods {
-		out = append(out, ev(eviction.EventEvicting, 0, pod, t[0]), ev(eviction.EventEvicted, 0, pod, t[1]))
+		out = append(out, ev(eviction.EventEvicting, "", pod, t[0]), ev(eviction.EventEvicted, "", pod, t[1]))
 	}
 	for _, pod := range blocked {
-		out = append(out, ev(eviction.EventBlocked, eviction.Phase1, pod, at[eviction.EventPhaseStarted]))
+		out = append(out, ev(eviction.EventBlocked, eviction.StagePhase1, pod, at[eviction.EventPhaseStarted]))
 	}
 	for _, t := range []eviction.EventType{eviction.EventPhaseDone, eviction.EventDrained, eviction.EventUpgradeStarted,
 		eviction.EventUpgradeDone, eviction.EventUncordoned, eviction.EventRecovered, eviction.EventDomainDone} {
-		out = append(out, ev(t, 0, "", at[t]))
+		out = append(out, ev(t, "", "", at[t]))
 	}
 	return out
 }
@@ -89,7 +89,7 @@ func TestAnalyze(t *testing.T) {
 func TestAnalyzeUnfinishedDomain(t *testing.T) {
 	evs := []eviction.Event{
 		{Time: t0, Type: eviction.EventDomainStarted, Domain: "ud0"},
-		{Time: t0.Add(time.Second), Type: eviction.EventPhaseStarted, Domain: "ud0", Phase: eviction.Phase1},
+		{Time: t0.Add(time.Second), Type: eviction.EventPhaseStarted, Domain: "ud0", Stage: eviction.StagePhase1},
 		{Time: t0.Add(40 * time.Second), Type: eviction.EventDrained, Domain: "ud0"},
 	}
 	b := Analyze(evs, &Observation{}, Delays{Terminate: 3 * time.Second}, t0, time.Minute)

@@ -215,8 +215,8 @@ func (e *Env) saveTimeline(name string, p *Pool, events []eviction.Event) {
 	b.Reset()
 	for _, ev := range events {
 		phase := "-"
-		if ev.Phase != 0 {
-			phase = ev.Phase.String()
+		if n := ev.Stage.Phase(); n != 0 {
+			phase = fmt.Sprintf("phase %d", n)
 		}
 		fmt.Fprintf(&b, "%s %-16s %-8s %s %s %s\n", ev.Time.Format("15:04:05.000"), ev.Type, phase, ev.Domain, eventSubject(ev), ev.Message)
 	}

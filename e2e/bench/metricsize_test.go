@@ -34,13 +34,13 @@ func rolloutEvents(domains, pods int) []eviction.Event {
 	for _, dom := range names {
 		add(eviction.Event{Type: eviction.EventDomainStarted, Domain: dom})
 		add(eviction.Event{Type: eviction.EventPlanned, Domain: dom})
-		add(eviction.Event{Type: eviction.EventPhaseStarted, Domain: dom, Phase: eviction.Phase1})
+		add(eviction.Event{Type: eviction.EventPhaseStarted, Domain: dom, Stage: eviction.StagePhase1})
 		for p := range pods {
 			ref := &topology.PodRef{Namespace: "ns", Name: fmt.Sprintf("%s-p%d", dom, p), UID: types.UID(fmt.Sprintf("%s-%d", dom, p)), Node: dom + "-n0"}
 			add(eviction.Event{Type: eviction.EventBlocked, Domain: dom, Pod: ref, Request: eviction.RequestBudgetRefused})
 			add(eviction.Event{Type: eviction.EventEvicted, Domain: dom, Pod: ref, Request: eviction.RequestEvicted})
 		}
-		add(eviction.Event{Type: eviction.EventPhaseDone, Domain: dom, Phase: eviction.Phase1})
+		add(eviction.Event{Type: eviction.EventPhaseDone, Domain: dom, Stage: eviction.StagePhase1})
 		add(eviction.Event{Type: eviction.EventDrained, Domain: dom})
 		add(eviction.Event{Type: eviction.EventUncordoned, Domain: dom})
 		add(eviction.Event{Type: eviction.EventWaitingRecovery, Domain: dom})

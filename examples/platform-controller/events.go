@@ -89,8 +89,8 @@ func (s *countingSink) Patch(e *corev1.Event, data []byte) (*corev1.Event, error
 // names that pod, not a replacement of the same name.
 func (r *eventReporter) report(_ context.Context, e eviction.Event) {
 	kv := []any{"event", e.Type, "domain", e.Domain}
-	if e.Phase != 0 {
-		kv = append(kv, "phase", int(e.Phase))
+	if n := e.Stage.Phase(); n != 0 {
+		kv = append(kv, "phase", n)
 	}
 	if e.Pod != nil {
 		kv = append(kv, "pod", klog.KRef(e.Pod.Namespace, e.Pod.Name), "podUID", e.Pod.UID)
@@ -109,7 +109,7 @@ func (r *eventReporter) report(_ context.Context, e eviction.Event) {
 		r.eventf(nodeRef(e.Node), corev1.EventTypeWarning, "UdrainNodeGone", "upgrade domain %s (%s): %s", e.Domain, e.ID, e.Message)
 		r.logger.Info("Node gone during the drain", kv...)
 	case eviction.EventEvicted:
-		r.eventf(podRef(e.Pod), corev1.EventTypeNormal, "UdrainEvicted", "evicted from node %s in %s for the upgrade of domain %s (%s)", e.Pod.Node, e.Phase, e.Domain, e.ID)
+		r.eventf(podRef(e.Pod), corev1.EventTypeNormal, "UdrainEvicted", "evicted from node %s in phase %d for the upgrade of domain %s (%s)", e.Pod.Node, e.Stage.Phase(), e.Domain, e.ID)
 		r.logger.V(3).Info("Pod", kv...)
 	case eviction.EventBlocked:
 		b := e.Block

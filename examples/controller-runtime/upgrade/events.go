@@ -28,7 +28,7 @@ func (r *Reconciler) onEvent(_ context.Context, e eviction.Event) {
 	switch e.Type {
 	case eviction.EventEvicted:
 		r.recorder.Eventf(podRef(e.Pod), related, corev1.EventTypeNormal, "Evicted", "Evict",
-			"evicted from node %s in %s for upgrade %s of domain %s", e.Pod.Node, e.Phase, e.ID, e.Domain)
+			"evicted from node %s in phase %d for upgrade %s of domain %s", e.Pod.Node, e.Stage.Phase(), e.ID, e.Domain)
 	case eviction.EventBlocked:
 		r.recorder.Eventf(podRef(e.Pod), related, corev1.EventTypeWarning, "EvictionBlocked", "Evict", "upgrade %s of domain %s: %s", e.ID, e.Domain, e.Block)
 	case eviction.EventCordoned, eviction.EventUncordoned:
@@ -75,8 +75,8 @@ func progress(e eviction.Event) (reason, message string, ok bool) {
 		return "", "", false
 	}
 	message = "domain " + e.Domain
-	if e.Phase != 0 {
-		message += ", " + e.Phase.String()
+	if n := e.Stage.Phase(); n != 0 {
+		message += fmt.Sprintf(", phase %d", n)
 	}
 	if e.Message != "" {
 		message += ": " + e.Message
