@@ -7,15 +7,16 @@ import (
 )
 
 // dryRunOutcome records what a dry run found for one pod and reports it.
-func (ex *execution) dryRunOutcome(phase Stage, p PlannedPod, verdict DryRunVerdict, block *BlockInfo, msg string) {
-	ex.res.DryRunOutcomes = append(ex.res.DryRunOutcomes, DryRunOutcome{Pod: p.PodRef, Stage: phase, Verdict: verdict, Block: block, Message: msg})
+func (ex *execution) dryRunOutcome(phase Stage, p PlannedPod, verdict RequestResult, block *BlockInfo, msg string) {
+	p.Stage, p.DryRun, p.DryRunBlock, p.DryRunMessage = phase, verdict, block, msg
+	ex.res.DryRunPods = append(ex.res.DryRunPods, p)
 	ev := podEvent(EventDryRun, phase, p.PodRef)
 	ev.Block, ev.Message = block, msg
 	ex.emit(ev)
 }
 
 // accepted is the verdict for a pod the API would let go.
-func (ex *execution) accepted() (DryRunVerdict, string) {
+func (ex *execution) accepted() (RequestResult, string) {
 	if !ex.usingEviction {
 		return WouldDelete, "would delete"
 	}
@@ -76,7 +77,7 @@ func (ex *execution) dryRunServer(ctx context.Context) error {
 				info.Pods = []topology.PodRef{p.PodRef}
 				ex.dryRunOutcome(ph.phase, p, WouldBlock, &info, "blocked by "+info.String())
 			case outcomeGone:
-				ex.dryRunOutcome(ph.phase, p, AlreadyGone, nil, "already gone")
+				ex.dryRunOutcome(ph.phase, p, RequestGone, nil, "already gone")
 			case outcomeNamespaceTerminating:
 				ex.dryRunOutcome(ph.phase, p, WouldWait, nil, "its namespace is being deleted; would wait for it to go with it")
 			default:

@@ -54,7 +54,8 @@ const (
 )
 
 // RequestResult is the answer to one eviction (or deletion) request, on
-// the event sent after it (Event.Request).
+// the event sent after it (Event.Request), or what a dry run found for a
+// pod (PlannedPod.DryRun: a Would* value, or RequestGone).
 type RequestResult string
 
 // The answers to an eviction request.
@@ -78,6 +79,25 @@ const (
 	// RequestError: any other failure, transient (EventRetrying) or not
 	// (EventEvictionFailed).
 	RequestError RequestResult = "Error"
+)
+
+// What a dry run finds for a pod (PlannedPod.DryRun), besides RequestGone
+// (the pod no longer exists).
+const (
+	// WouldEvict: the eviction would be accepted (client dry runs assume
+	// so).
+	WouldEvict RequestResult = "WouldEvict"
+	// WouldDelete: the deletion would be accepted
+	// (Helper.DisableEviction).
+	WouldDelete RequestResult = "WouldDelete"
+	// WouldWait: the pod is terminating already; it would be waited for.
+	WouldWait RequestResult = "WouldWait"
+	// WouldBlock: its budget refuses a disruption now (server dry run;
+	// PlannedPod.DryRunBlock says which).
+	WouldBlock RequestResult = "WouldBlock"
+	// WouldFail: the API refused it for another reason
+	// (PlannedPod.DryRunMessage says it).
+	WouldFail RequestResult = "WouldFail"
 )
 
 // PodCounts counts the pods of a domain drain, as an [Event] carries them

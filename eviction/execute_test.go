@@ -14,6 +14,7 @@ import (
 	"github.com/udrain/udrain/health"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -363,8 +364,8 @@ func TestDryRun(t *testing.T) {
 			}
 			leader := topology.PodRef{Namespace: testNS, Name: "llm-0", UID: "g0-w0", Node: "node-1-1"}
 			worker := topology.PodRef{Namespace: testNS, Name: "llm-0-1", UID: "g0-w1", Node: "node-1-1"}
-			want := []DryRunOutcome{{Pod: leader, Stage: StagePhase1, Verdict: WouldEvict, Message: "would evict"}, {Pod: worker, Stage: StagePhase2, Verdict: WouldEvict, Message: "would evict"}}
-			if diff := cmp.Diff(want, res.DryRunOutcomes); diff != "" {
+			want := []PlannedPod{{PodRef: leader, Stage: StagePhase1, DryRun: WouldEvict, DryRunMessage: "would evict"}, {PodRef: worker, Stage: StagePhase2, DryRun: WouldEvict, DryRunMessage: "would evict"}}
+			if diff := cmp.Diff(want, res.DryRunPods, cmpopts.IgnoreFields(PlannedPod{}, "PDBs", "Group", "Leader")); diff != "" {
 				t.Errorf("outcomes (-want +got):\n%s", diff)
 			}
 			if res.DryRun != tc.strategy || !res.Completed {

@@ -223,8 +223,8 @@ func TestServerDryRunOverANamespaceBeingDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	for _, o := range res.DryRunOutcomes {
-		got = append(got, o.Pod.Name+" "+string(o.Verdict))
+	for _, p := range res.DryRunPods {
+		got = append(got, p.Name+" "+string(p.DryRun))
 	}
 	if diff := cmp.Diff([]string{"llm-0 WouldWait", "llm-0-1 WouldWait"}, got); diff != "" {
 		t.Errorf("dry run (-want +got):\n%s", diff)

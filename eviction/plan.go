@@ -88,6 +88,20 @@ type PlannedPod struct {
 	// Warning is kubectl's warning for the pod, if any (e.g. "deleting Pods
 	// with local storage").
 	Warning string `json:"warning,omitempty"`
+	// Stage and the DryRun fields are set on the pods of a dry run's
+	// Result (Result.DryRunPods), and written in its JSON; a Plan leaves
+	// them empty (its Phase1 and Phase2 say the stage).
+	//
+	// Stage is the pod's phase: StagePhase1 or StagePhase2.
+	Stage Stage `json:"-"`
+	// DryRun is what the dry run found: WouldEvict, WouldDelete,
+	// WouldWait, WouldBlock, WouldFail, or RequestGone (the pod no longer
+	// exists).
+	DryRun RequestResult `json:"-"`
+	// DryRunMessage says the same in a sentence.
+	DryRunMessage string `json:"-"`
+	// DryRunBlock is the refusing budget for WouldBlock.
+	DryRunBlock *BlockInfo `json:"-"`
 }
 
 // PodReason is a pod with kubectl's reason to skip it ("ignoring

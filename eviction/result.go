@@ -63,40 +63,6 @@ type BlockRecord struct {
 	Duration udrain.Seconds    `json:"durationSeconds"`
 }
 
-// DryRunVerdict is what a dry run found for one pod.
-type DryRunVerdict string
-
-// The verdicts of a dry run.
-const (
-	// WouldEvict: the eviction would be accepted (client dry runs assume
-	// so).
-	WouldEvict DryRunVerdict = "WouldEvict"
-	// WouldDelete: the deletion would be accepted
-	// (Helper.DisableEviction).
-	WouldDelete DryRunVerdict = "WouldDelete"
-	// WouldWait: the pod is terminating already; it would be waited for.
-	WouldWait DryRunVerdict = "WouldWait"
-	// WouldBlock: its budget refuses a disruption now (server dry run).
-	WouldBlock DryRunVerdict = "WouldBlock"
-	// AlreadyGone: the pod no longer exists.
-	AlreadyGone DryRunVerdict = "AlreadyGone"
-	// WouldFail: the API refused it for another reason (Message says it).
-	WouldFail DryRunVerdict = "WouldFail"
-)
-
-// DryRunOutcome is what a dry run found for one pod.
-type DryRunOutcome struct {
-	Pod topology.PodRef `json:"pod"`
-	// Stage is the pod's phase, StagePhase1 or StagePhase2; its JSON is
-	// "phase", 1 or 2.
-	Stage   Stage         `json:"-"`
-	Verdict DryRunVerdict `json:"verdict"`
-	// Block is the refusing budget for WouldBlock.
-	Block *BlockInfo `json:"block,omitempty"`
-	// Message says the same in a sentence.
-	Message string `json:"message"`
-}
-
 // Result is what draining one domain did.
 type Result struct {
 	// ID is the drain's or rollout's ID.
@@ -124,7 +90,12 @@ type Result struct {
 	// evicted, or found terminating and waited for), in the order their
 	// first pod went.
 	GroupsDisrupted []topology.GroupID `json:"groupsDisrupted,omitempty"`
-	DryRunOutcomes  []DryRunOutcome    `json:"dryRunOutcomes,omitempty"`
+	// DryRunPods are, for a dry run, the plan's pods with what the dry
+	// run found for each (PlannedPod's Stage and DryRun fields), in the
+	// plan's order. Their JSON is "dryRunOutcomes": each pod's reference,
+	// "phase" (1 or 2), "verdict" (DryRun; "AlreadyGone" for RequestGone),
+	// "block" and "message".
+	DryRunPods []PlannedPod `json:"-"`
 	// Completed is true when every planned pod is gone (or, in a dry run,
 	// was checked).
 	Completed bool           `json:"completed"`

@@ -10,22 +10,22 @@ import (
 )
 
 // resultJSON is Result's JSON: its pod counts and phase durations as an
-// object per phase.
+// object per phase, its dry run's pods as outcomes.
 type resultJSON struct {
-	ID              string             `json:"id"`
-	Domain          string             `json:"domain"`
-	DryRun          string             `json:"dryRun,omitempty"`
-	Cordoned        []string           `json:"cordoned,omitempty"`
-	AlreadyCordoned []string           `json:"alreadyCordoned,omitempty"`
-	NodesGone       []string           `json:"nodesGone,omitempty"`
-	Phase1          phaseJSON          `json:"phase1"`
-	Phase2          phaseJSON          `json:"phase2"`
-	Blocks          []BlockRecord      `json:"blocks,omitempty"`
-	GroupsDisrupted []topology.GroupID `json:"groupsDisrupted,omitempty"`
-	DryRunOutcomes  []DryRunOutcome    `json:"dryRunOutcomes,omitempty"`
-	Completed       bool               `json:"completed"`
-	Started         time.Time          `json:"started"`
-	Duration        udrain.Seconds     `json:"durationSeconds"`
+	ID              string              `json:"id"`
+	Domain          string              `json:"domain"`
+	DryRun          string              `json:"dryRun,omitempty"`
+	Cordoned        []string            `json:"cordoned,omitempty"`
+	AlreadyCordoned []string            `json:"alreadyCordoned,omitempty"`
+	NodesGone       []string            `json:"nodesGone,omitempty"`
+	Phase1          phaseJSON           `json:"phase1"`
+	Phase2          phaseJSON           `json:"phase2"`
+	Blocks          []BlockRecord       `json:"blocks,omitempty"`
+	GroupsDisrupted []topology.GroupID  `json:"groupsDisrupted,omitempty"`
+	DryRunOutcomes  []dryRunOutcomeJSON `json:"dryRunOutcomes,omitempty"`
+	Completed       bool                `json:"completed"`
+	Started         time.Time           `json:"started"`
+	Duration        udrain.Seconds      `json:"durationSeconds"`
 }
 
 // phaseJSON is one phase of a Result's JSON.
@@ -44,7 +44,7 @@ func (r Result) MarshalJSON() ([]byte, error) {
 	return json.Marshal(resultJSON{ID: r.ID, Domain: r.Domain, DryRun: r.DryRun, Cordoned: r.Cordoned, AlreadyCordoned: r.AlreadyCordoned, NodesGone: r.NodesGone,
 		Phase1: phaseJSON{c.Phase1Total, c.Phase1Evicted, c.Phase1AlreadyGone, c.Phase1AlreadyTerminating, r.Phase1Duration},
 		Phase2: phaseJSON{c.Phase2Total, c.Phase2Evicted, c.Phase2AlreadyGone, c.Phase2AlreadyTerminating, r.Phase2Duration},
-		Blocks: r.Blocks, GroupsDisrupted: r.GroupsDisrupted, DryRunOutcomes: r.DryRunOutcomes, Completed: r.Completed, Started: r.Started, Duration: r.Duration})
+		Blocks: r.Blocks, GroupsDisrupted: r.GroupsDisrupted, DryRunOutcomes: dryRunOutcomesJSON(r.DryRunPods), Completed: r.Completed, Started: r.Started, Duration: r.Duration})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes. Pods.Gone is not in it:
@@ -54,40 +54,64 @@ func (r *Result) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
+	pods, err := dryRunPodsOf(w.DryRunOutcomes)
+	if err != nil {
+		return err
+	}
 	*r = Result{ID: w.ID, Domain: w.Domain, DryRun: w.DryRun, Cordoned: w.Cordoned, AlreadyCordoned: w.AlreadyCordoned, NodesGone: w.NodesGone,
 		Pods: PodCounts{Phase1Total: w.Phase1.Pods, Phase1Evicted: w.Phase1.Evicted, Phase1AlreadyGone: w.Phase1.AlreadyGone, Phase1AlreadyTerminating: w.Phase1.AlreadyTerminating,
 			Phase2Total: w.Phase2.Pods, Phase2Evicted: w.Phase2.Evicted, Phase2AlreadyGone: w.Phase2.AlreadyGone, Phase2AlreadyTerminating: w.Phase2.AlreadyTerminating},
 		Phase1Duration: w.Phase1.Duration, Phase2Duration: w.Phase2.Duration,
-		Blocks: w.Blocks, GroupsDisrupted: w.GroupsDisrupted, DryRunOutcomes: w.DryRunOutcomes, Completed: w.Completed, Started: w.Started, Duration: w.Duration}
+		Blocks: w.Blocks, GroupsDisrupted: w.GroupsDisrupted, DryRunPods: pods, Completed: w.Completed, Started: w.Started, Duration: w.Duration}
 	return nil
 }
 
-// dryRunOutcomeJSON is DryRunOutcome's JSON: its stage as a phase number.
+// dryRunOutcomeJSON is one of a Result's DryRunPods in its JSON: the
+// pod's stage as its phase number, its DryRun as its verdict.
 type dryRunOutcomeJSON struct {
 	Pod     topology.PodRef `json:"pod"`
 	Phase   int             `json:"phase"`
-	Verdict DryRunVerdict   `json:"verdict"`
+	Verdict RequestResult   `json:"verdict"`
 	Block   *BlockInfo      `json:"block,omitempty"`
 	Message string          `json:"message"`
 }
 
-// MarshalJSON writes the outcome with its Stage as "phase": 1 or 2.
-func (o DryRunOutcome) MarshalJSON() ([]byte, error) {
-	return json.Marshal(dryRunOutcomeJSON{Pod: o.Pod, Phase: o.Stage.Phase(), Verdict: o.Verdict, Block: o.Block, Message: o.Message})
+// verdictAlreadyGone is RequestGone's verdict in a dry run's JSON, as
+// udrain 0.1 wrote it.
+const verdictAlreadyGone RequestResult = "AlreadyGone"
+
+func dryRunOutcomesJSON(pods []PlannedPod) []dryRunOutcomeJSON {
+	if pods == nil {
+		return nil
+	}
+	out := make([]dryRunOutcomeJSON, len(pods))
+	for i, p := range pods {
+		verdict := p.DryRun
+		if verdict == RequestGone {
+			verdict = verdictAlreadyGone
+		}
+		out[i] = dryRunOutcomeJSON{Pod: p.PodRef, Phase: p.Stage.Phase(), Verdict: verdict, Block: p.DryRunBlock, Message: p.DryRunMessage}
+	}
+	return out
 }
 
-// UnmarshalJSON reads what MarshalJSON writes.
-func (o *DryRunOutcome) UnmarshalJSON(b []byte) error {
-	var w dryRunOutcomeJSON
-	if err := json.Unmarshal(b, &w); err != nil {
-		return err
+func dryRunPodsOf(outs []dryRunOutcomeJSON) ([]PlannedPod, error) {
+	if outs == nil {
+		return nil, nil
 	}
-	st, err := stageOfPhase(w.Phase)
-	if err != nil {
-		return err
+	pods := make([]PlannedPod, len(outs))
+	for i, o := range outs {
+		st, err := stageOfPhase(o.Phase)
+		if err != nil {
+			return nil, err
+		}
+		verdict := o.Verdict
+		if verdict == verdictAlreadyGone {
+			verdict = RequestGone
+		}
+		pods[i] = PlannedPod{PodRef: o.Pod, Stage: st, DryRun: verdict, DryRunBlock: o.Block, DryRunMessage: o.Message}
 	}
-	*o = DryRunOutcome{Pod: w.Pod, Stage: st, Verdict: w.Verdict, Block: w.Block, Message: w.Message}
-	return nil
+	return pods, nil
 }
 
 // stageOfPhase is the Stage of a phase number; 0 is none.

@@ -96,8 +96,9 @@ func topLevel(t *testing.T, b []byte) ([]string, map[string]json.RawMessage) {
 }
 
 // TestResultJSON pins Result's JSON: its counts and phase durations as an
-// object per phase, a dry-run outcome's Stage as its phase number, as
-// udrain 0.1's PhaseResult and Phase wrote them; and reads it back.
+// object per phase, its dry run's pods as outcomes with their Stage as a
+// phase number and RequestGone as AlreadyGone, as udrain 0.1's
+// PhaseResult, Phase and DryRunOutcome wrote them; and reads it back.
 func TestResultJSON(t *testing.T) {
 	t0 := time.Date(2026, 7, 1, 10, 0, 0, 0, time.UTC)
 	pod := topology.PodRef{Namespace: "ns", Name: "llm-0"}
@@ -114,8 +115,8 @@ func TestResultJSON(t *testing.T) {
 				`"phase2":{"pods":3,"evicted":1,"alreadyGone":1,"alreadyTerminating":1,"durationSeconds":2},` +
 				`"completed":true,"started":"2026-07-01T10:00:00Z","durationSeconds":4}`},
 		{"dry run", Result{ID: "r1", Domain: "ud-1", DryRun: "server", Pods: PodCounts{Phase1Total: 1, Phase2Total: 1},
-			DryRunOutcomes: []DryRunOutcome{{Pod: pod, Stage: StagePhase1, Verdict: WouldEvict, Message: "would evict"}, {Pod: pod, Stage: StagePhase2, Verdict: AlreadyGone, Message: "already gone"}},
-			Completed:      true, Started: t0},
+			DryRunPods: []PlannedPod{{PodRef: pod, Stage: StagePhase1, DryRun: WouldEvict, DryRunMessage: "would evict"}, {PodRef: pod, Stage: StagePhase2, DryRun: RequestGone, DryRunMessage: "already gone"}},
+			Completed:  true, Started: t0},
 			`{"id":"r1","domain":"ud-1","dryRun":"server",` +
 				`"phase1":{"pods":1,"evicted":0,"alreadyGone":0,"alreadyTerminating":0,"durationSeconds":0},` +
 				`"phase2":{"pods":1,"evicted":0,"alreadyGone":0,"alreadyTerminating":0,"durationSeconds":0},` +
@@ -140,8 +141,8 @@ func TestResultJSON(t *testing.T) {
 			}
 		})
 	}
-	var o DryRunOutcome
-	if err := json.Unmarshal([]byte(`{"pod":{"namespace":"ns","name":"llm-0"},"phase":3,"verdict":"WouldEvict","message":""}`), &o); err == nil {
-		t.Errorf("phase 3 read as %+v, want an error", o)
+	var r Result
+	if err := json.Unmarshal([]byte(`{"dryRunOutcomes":[{"pod":{"namespace":"ns","name":"llm-0"},"phase":3,"verdict":"WouldEvict","message":""}]}`), &r); err == nil {
+		t.Errorf("phase 3 read as %+v, want an error", r.DryRunPods)
 	}
 }

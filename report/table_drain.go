@@ -162,12 +162,12 @@ func (r DrainReport) WriteTable(w io.Writer, _ TableOptions) error {
 		}
 	}
 	writeSummary(w, r.Summary, false)
-	if len(res.DryRunOutcomes) > 0 {
+	if len(res.DryRunPods) > 0 {
 		fmt.Fprintln(w)
 		tw := newTable(w)
 		fmt.Fprintln(tw, "PHASE\tPOD\tOUTCOME")
-		for _, o := range res.DryRunOutcomes {
-			fmt.Fprintf(tw, "%d\t%s\t%s\n", o.Stage.Phase(), o.Pod, o.Message)
+		for _, p := range res.DryRunPods {
+			fmt.Fprintf(tw, "%d\t%s\t%s\n", p.Stage.Phase(), p.PodRef, p.DryRunMessage)
 		}
 		if err := tw.Flush(); err != nil {
 			return err

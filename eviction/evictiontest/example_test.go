@@ -65,8 +65,8 @@ func ExampleNewClientset_dryRun() {
 	if err != nil {
 		panic(err)
 	}
-	for _, o := range res.DryRunOutcomes {
-		fmt.Println(o.Pod.Name, o.Verdict, o.Message)
+	for _, p := range res.DryRunPods {
+		fmt.Println(p.Name, p.DryRun, p.DryRunMessage)
 	}
 	node, _ := client.CoreV1().Nodes().Get(ctx, "node-1", metav1.GetOptions{})
 	pods, _ := client.CoreV1().Pods("serving").List(ctx, metav1.ListOptions{})
