@@ -337,12 +337,15 @@ type RolloutPlan struct {
 // that finds no room anywhere) comes with a *topology.ContractError
 // holding them, unless Options.AllowViolations is set, the same error
 // Rollout would stop on; other errors (bad options, a domain that does
-// not exist, one held by another rollout) come without a plan.
+// not exist, one held by another rollout) come without a plan. Its
+// events (ContractFindings) go to Options.OnEvent and opts.OnEvent, as a
+// rollout's do.
 func (d *Drainer) PlanRollout(ctx context.Context, opts RolloutOptions) (*RolloutPlan, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
 	}
+	ctx = withCallSink(ctx, opts.OnEvent)
 	r := &rollout{d: d, opts: opts, id: opts.ID, planning: true, sink: callSinkFrom(ctx),
 		res:    &RolloutResult{ID: opts.ID, Started: d.s.Clock.Now()},
 		logger: klog.FromContext(ctx).WithValues("rollout", opts.ID)}
