@@ -69,6 +69,25 @@ func TestResultDurationsOnTheWire(t *testing.T) {
 	}
 }
 
+// checkWire checks that v's JSON is want, and that it reads back as v.
+func checkWire[T any](t *testing.T, v T, want string) {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, string(b)); diff != "" {
+		t.Errorf("JSON (-want +got):\n%s", diff)
+	}
+	var back T
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(v, back); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+}
+
 // topLevel returns the keys of the JSON object b in order, and their raw
 // values.
 func topLevel(t *testing.T, b []byte) ([]string, map[string]json.RawMessage) {
@@ -125,20 +144,7 @@ func TestResultJSON(t *testing.T) {
 				`"completed":true,"started":"2026-07-01T10:00:00Z","durationSeconds":0}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b, err := json.Marshal(tc.r)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tc.want, string(b)); diff != "" {
-				t.Errorf("JSON (-want +got):\n%s", diff)
-			}
-			var back Result
-			if err := json.Unmarshal(b, &back); err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tc.r, back); diff != "" {
-				t.Errorf("round trip (-want +got):\n%s", diff)
-			}
+			checkWire(t, tc.r, tc.want)
 		})
 	}
 	var r Result

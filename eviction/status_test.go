@@ -1,7 +1,6 @@
 package eviction
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -392,20 +391,7 @@ func TestRolloutStatusJSON(t *testing.T) {
 			`{"id":"r1","time":"2026-07-01T10:00:00Z","running":true,` + domJSON + `,"done":1,"completed":true}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b, err := json.Marshal(tc.st)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tc.want, string(b)); diff != "" {
-				t.Errorf("JSON (-want +got):\n%s", diff)
-			}
-			var back RolloutStatus
-			if err := json.Unmarshal(b, &back); err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tc.st, back); diff != "" {
-				t.Errorf("round trip (-want +got):\n%s", diff)
-			}
+			checkWire(t, tc.st, tc.want)
 		})
 	}
 }
