@@ -207,3 +207,18 @@ func TestWritesTheServerLeavesUnanswered(t *testing.T) {
 		})
 	}
 }
+
+// The probe of a view's wait starts after probeAfter, or an eighth of a
+// shorter ConnectTimeout: it has most of the timeout for its answer.
+func TestProbeDelay(t *testing.T) {
+	for _, tc := range []struct{ connect, want time.Duration }{
+		{DefaultConnectTimeout, probeAfter},
+		{8 * time.Second, time.Second},
+		{2 * time.Second, 250 * time.Millisecond},
+		{100 * time.Millisecond, 12500 * time.Microsecond},
+	} {
+		if got := probeDelay(tc.connect); got != tc.want {
+			t.Errorf("probeDelay(%s) = %s, want %s", tc.connect, got, tc.want)
+		}
+	}
+}

@@ -68,7 +68,7 @@ func (d *Drainer) startOwnView(parent context.Context) (*ownStart, error) {
 // with a 5xx or 429) end the wait too, with their last error: the
 // reflectors would retry them forever.
 func (w *ownStart) wait() (*view, error) {
-	probeTimer := time.NewTimer(probeAfter)
+	probeTimer := time.NewTimer(probeDelay(w.d.s.ConnectTimeout))
 	defer probeTimer.Stop()
 	connectTimer := time.NewTimer(w.d.s.ConnectTimeout)
 	defer connectTimer.Stop()
@@ -144,8 +144,18 @@ func (w *ownStart) notSynced() (*view, error) {
 }
 
 // probeAfter is how long a view waits for its lists before it probes the
-// API server (if no list failed before).
+// API server (if no list failed before), at most: see probeDelay.
 const probeAfter = time.Second
+
+// probeDelay is how long a view waits for its lists before it probes the
+// API server: probeAfter, or an eighth of a shorter connect timeout, so
+// that the probe has most of it to get its answer. With a fixed second of
+// a 2 s ConnectTimeout, a loaded machine (the race detector on one CPU,
+// eleven calls at once) did not see a 429's answer to the probe within the
+// second left, and the server was said not to answer at all.
+func probeDelay(connect time.Duration) time.Duration {
+	return min(probeAfter, connect/8)
+}
 
 // probeUntil asks the API server for its version, once a second, until it
 // answers (nil), the deadline passes or ctx ends (the last error).
