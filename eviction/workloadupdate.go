@@ -207,7 +207,7 @@ func workloadsOn(v *view, s *settings, domain string) []workloadRef {
 	if err != nil {
 		return nil
 	}
-	pods, ok := v.PlanPods(dom.Nodes)
+	pods, ok := v.PlanPods(dom.Nodes, nil)
 	if !ok {
 		pods = v.AllPods()
 	}
@@ -295,9 +295,10 @@ func (o *lwsObject) update() (WorkloadUpdate, bool) {
 	return u, updating || u.Unobserved
 }
 
-// updating (of a rollout status) returns the workloads with a pod on dom that roll out an update
-// of their own, reading each once per status.
-func (s *statusReader) updating(dom topology.Domain) []WorkloadUpdate {
+// updating (of a rollout status) returns the workloads with a pod among
+// pods on dom that roll out an update of their own, reading each once per
+// status.
+func (s *statusReader) updating(pods []*corev1.Pod, dom topology.Domain) []WorkloadUpdate {
 	if s.d.s.WorkloadUpdates.Ignore {
 		return nil
 	}
@@ -305,7 +306,7 @@ func (s *statusReader) updating(dom topology.Domain) []WorkloadUpdate {
 		s.updates = map[workloadRef]*WorkloadUpdate{}
 	}
 	var out []WorkloadUpdate
-	for _, ref := range lwsOf(s.snap.Pods, dom.Nodes) {
+	for _, ref := range lwsOf(pods, dom.Nodes) {
 		u, seen := s.updates[ref]
 		if !seen {
 			updates, _ := s.d.workloadUpdates(s.ctx, []workloadRef{ref})
