@@ -2,9 +2,10 @@ package eviction
 
 import (
 	"fmt"
-	appsv1 "k8s.io/api/apps/v1"
 	"sort"
 	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -95,10 +96,10 @@ type PodReason struct {
 
 // Skip reasons udrain adds where kubectl has no text.
 const (
-	ReasonMirrorPod       = "mirror pod (managed by the kubelet, not by the API server)"
-	ReasonDeletedLongAgo  = "DeletionTimestamp older than --skip-wait-for-delete-timeout"
-	ReasonSkippedByFilter = "skipped by an additional filter"
-	ReasonUpgradeStepPod  = "a pod of the rollout's own upgrade step (label " + udrain.UpgradeStepLabel + ")"
+	reasonMirrorPod       = "mirror pod (managed by the kubelet, not by the API server)"
+	reasonDeletedLongAgo  = "DeletionTimestamp older than --skip-wait-for-delete-timeout"
+	reasonSkippedByFilter = "skipped by an additional filter"
+	reasonUpgradeStepPod  = "a pod of the rollout's own upgrade step (label " + udrain.UpgradeStepLabel + ")"
 )
 
 // AffectedGroup is a group that loses pods when the domain drains: its
@@ -396,13 +397,13 @@ func skipReason(p *corev1.Pod, st drain.PodDeleteStatus, s *settings, now time.T
 	case st.Message != "":
 		return st.Message
 	case s.filters.skipDeleted(p, now).Reason == drain.PodDeleteStatusTypeSkip:
-		return ReasonDeletedLongAgo
+		return reasonDeletedLongAgo
 	case mirrorPod(p).Reason == drain.PodDeleteStatusTypeSkip:
-		return ReasonMirrorPod
+		return reasonMirrorPod
 	case upgradeStepPod(p).Reason == drain.PodDeleteStatusTypeSkip:
-		return ReasonUpgradeStepPod
+		return reasonUpgradeStepPod
 	default:
-		return ReasonSkippedByFilter
+		return reasonSkippedByFilter
 	}
 }
 

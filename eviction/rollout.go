@@ -145,7 +145,7 @@ type RolloutOptions struct {
 	// (as one domain at a time does: it waits on its budgets' 429s).
 	// A number above what the budgets and room allow is a cap, not a
 	// promise: PlanRollout and the rollout's findings say so
-	// (FindingParallelLimited). Negative numbers but ParallelAuto are a
+	// (topology.FindingParallelLimited). Negative numbers but ParallelAuto are a
 	// *udrain.ConfigError.
 	Parallel int
 	// StatusInterval is how often WatchRolloutStatus looks again; zero
@@ -328,7 +328,7 @@ type RolloutPlan struct {
 	// upgraded already: the rollout skips their drain.
 	Upgraded []string `json:"upgraded,omitempty"`
 	// Findings are the contract's findings over Domains, then those of
-	// the destinations (FindingDisruptedAgain, FindingNoRoom).
+	// the destinations (topology.FindingDisruptedAgain, topology.FindingNoRoom).
 	Findings []topology.Finding `json:"findings,omitempty"`
 	// Destinations say where each group each domain's drain evicts can
 	// go once evicted (see GroupDestination).

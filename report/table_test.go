@@ -44,7 +44,7 @@ func TestTables(t *testing.T) {
 	status := func(noLock bool, lock *eviction.RolloutLockStatus) report.RolloutStatusReport {
 		return report.RolloutStatusReport{NoLock: noLock, Status: &eviction.RolloutStatus{ID: "r1", Time: at, Lock: lock}}
 	}
-	finding := topology.Finding{Code: eviction.FindingDisruptedAgain, Severity: udrain.SeverityWarning, Namespace: "inference", Group: "llama-0", Domains: []string{"ud-1"}, Message: "it will be disrupted again"}
+	finding := topology.Finding{Code: topology.FindingDisruptedAgain, Severity: udrain.SeverityWarning, Namespace: "inference", Group: "llama-0", Domains: []string{"ud-1"}, Message: "it will be disrupted again"}
 	for _, tc := range []struct {
 		name string
 		doc  report.Document
