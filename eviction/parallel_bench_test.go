@@ -98,8 +98,9 @@ func BenchmarkParallelDecision(b *testing.B) {
 		a.sim.noRoom = true
 		var flights []*flight
 		for _, d := range flying {
-			a.sim.setState(a.sim.domains[d.domain], simDraining)
-			flights = append(flights, &flight{demand: d})
+			f := &flight{demand: d}
+			a.fly(f)
+			flights = append(flights, f)
 		}
 		a.reserve(flights)
 		var pending []*demand
