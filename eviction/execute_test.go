@@ -161,7 +161,7 @@ func TestBlockedPastTimeoutIsTypedError(t *testing.T) {
 		// evictions: a cordon slower than the whole timeout (a loaded
 		// server) leaves it all to the evictions (issue 38: a 300 ms
 		// timeout passed in a 417 ms cordon, before any eviction was
-		// refused, and the error had no BlockedError).
+		// refused, and the error had no Blocked RetryError).
 		{"cordon slower than the timeout", 1200 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) { testBlockedPastTimeout(t, tc.patch) })
@@ -196,12 +196,12 @@ func testBlockedPastTimeout(t *testing.T, patch time.Duration) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("err = %v does not unwrap to context.DeadlineExceeded", err)
 	}
-	var be *BlockedError
-	if !errors.As(err, &be) {
-		t.Fatalf("err = %v does not unwrap to a *BlockedError", err)
+	var be *RetryError
+	if !asReason(err, &be, ReasonBlocked) {
+		t.Fatalf("err = %v does not unwrap to a *RetryError (ReasonBlocked)", err)
 	}
 	if be.Block.PDB != "llm-leaders" || be.Block.CurrentHealthy != 2 || be.Block.DesiredHealthy != 2 || len(be.Block.Pods) != 1 || be.Block.Pods[0].Name != "llm-1" {
-		t.Errorf("BlockedError = %+v", be)
+		t.Errorf("Blocked RetryError = %+v", be)
 	}
 	if len(fc.evicted()) != 0 {
 		t.Errorf("evicted %v although blocked", fc.evicted())
@@ -232,9 +232,9 @@ func TestMultiplePDBsStopsBeforePhase2(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = d.Execute(ctx, plan, DrainOptions{})
-	var me *MultiplePDBsError
-	if !errors.As(err, &me) || me.Pod.Name != "llm-0" {
-		t.Fatalf("err = %v, want *MultiplePDBsError for llm-0", err)
+	var me *ClusterError
+	if !asReason(err, &me, ReasonMultiplePDBs) || me.Pod.Name != "llm-0" {
+		t.Fatalf("err = %v, want *ClusterError (ReasonMultiplePDBs) for llm-0", err)
 	}
 	for _, a := range fc.attempts {
 		if a != "inference/llm-0" {
@@ -246,8 +246,8 @@ func TestMultiplePDBsStopsBeforePhase2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !errors.As(plan.Err(), &me) {
-		t.Errorf("plan.Err() = %v, want *MultiplePDBsError", plan.Err())
+	if !asReason(plan.Err(), &me, ReasonMultiplePDBs) {
+		t.Errorf("plan.Err() = %v, want *ClusterError (ReasonMultiplePDBs)", plan.Err())
 	}
 }
 
@@ -419,7 +419,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"DisableEviction with an Evictor", Options{Helper: &drain.Helper{DisableEviction: true}, Evictor: Evictor(func(context.Context, PlannedPod, metav1.DeleteOptions) error { return nil })}, "ud-1", new(*udrain.ConfigError)},
 		{"informers without pods", Options{Informers: &clusterinformers.Set{}}, "ud-1", new(*udrain.ConfigError)},
 		{"unlabeled node", Options{}, "ud-1", new(*topology.UnlabeledNodesError)},
-		{"refused pod", Options{}, "ud-2", new(*RefusedPodsError)},
+		{"refused pod", Options{}, "ud-2", new(*ClusterError)},
 		{"contract violation", Options{}, "ud-3", new(*topology.ContractError)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -517,9 +517,9 @@ func TestForbiddenEvictionFailsTheDomain(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _, err = d.Drain(ctx, "ud-1", DrainOptions{})
-	var ee *EvictionError
-	if !errors.As(err, &ee) || !apierrors.IsForbidden(err) {
-		t.Fatalf("err = %v, want *EvictionError wrapping Forbidden", err)
+	var ee *PermissionError
+	if !asReason(err, &ee, ReasonForbidden) || !apierrors.IsForbidden(err) {
+		t.Fatalf("err = %v, want *PermissionError (ReasonForbidden) wrapping Forbidden", err)
 	}
 	if len(fc.attempts) != 2 {
 		t.Errorf("attempts %v: phase 2 must not start after a phase-1 failure (want the preflight and the leader)", fc.attempts)
@@ -682,9 +682,9 @@ func TestBlockNamesTheUnhealthyPodsAndTheirNodes(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, _, err = d.Drain(ctx, "ud-2", DrainOptions{})
-			var be *BlockedError
-			if !errors.As(err, &be) {
-				t.Fatalf("err = %v, want a *BlockedError", err)
+			var be *RetryError
+			if !asReason(err, &be, ReasonBlocked) {
+				t.Fatalf("err = %v, want a *RetryError (ReasonBlocked)", err)
 			}
 			if diff := cmp.Diff(tc.want, be.Block.Unhealthy); diff != "" {
 				t.Errorf("unhealthy pods of the budget (-want +got):\n%s", diff)
