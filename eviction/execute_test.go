@@ -501,28 +501,66 @@ func TestTransientErrorsAreRetried(t *testing.T) {
 	}
 }
 
-func TestForbiddenEvictionFailsTheDomain(t *testing.T) {
-	ctx := testContext(t)
-	fc := newFakeCluster(t, lwsCluster(2, 1, 2)...)
-	// Allowed in the preflight, refused for real (an admission webhook,
-	// say): the domain fails at its first eviction.
-	fc.onEvict = func(ns, name string, dryRun bool) error {
-		if dryRun {
-			return nil
-		}
-		return apierrors.NewForbidden(podsGVR.GroupResource(), name, fmt.Errorf("denied by policy"))
-	}
-	d, err := New(fc.client, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _, err = d.Drain(ctx, "ud-1", DrainOptions{})
-	var ee *PermissionError
-	if !asReason(err, &ee, ReasonForbidden) || !apierrors.IsForbidden(err) {
-		t.Fatalf("err = %v, want *PermissionError (ReasonForbidden) wrapping Forbidden", err)
-	}
-	if len(fc.attempts) != 2 {
-		t.Errorf("attempts %v: phase 2 must not start after a phase-1 failure (want the preflight and the leader)", fc.attempts)
+// An eviction refused for good fails the domain at its first eviction
+// (allowed in the preflight, refused for real): a Forbidden one is a
+// *PermissionError (ReasonForbidden) naming the pod; another (an invalid
+// request) is an error of no group, with the same text.
+func TestRefusedEvictionFailsTheDomain(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		refusal    func(name string) error
+		permission bool
+		want       string
+	}{
+		{"forbidden", func(name string) error {
+			return apierrors.NewForbidden(podsGVR.GroupResource(), name, fmt.Errorf("denied by policy"))
+		}, true, `evicting pod inference/llm-0: pods "llm-0" is forbidden: denied by policy`},
+		{"bad request", func(string) error { return apierrors.NewBadRequest("no such field") }, false, "evicting pod inference/llm-0: no such field"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testContext(t)
+			fc := newFakeCluster(t, lwsCluster(2, 1, 2)...)
+			refusal := tc.refusal("llm-0")
+			fc.onEvict = func(ns, name string, dryRun bool) error {
+				if dryRun {
+					return nil
+				}
+				return refusal
+			}
+			d, err := New(fc.client, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _, err = d.Drain(ctx, "ud-1", DrainOptions{})
+			var de *DomainError
+			var pe *PermissionError
+			type got struct {
+				Stage        Stage
+				Permission   bool
+				Pod          topology.PodRef
+				Wraps        bool
+				Message      string
+				OtherGroup   bool
+				EvictionsTry int
+			}
+			g := got{Permission: asReason(err, &pe, ReasonForbidden), Wraps: errors.Is(err, refusal),
+				OtherGroup: errors.Is(err, &ClusterError{}) || errors.Is(err, &RetryError{}), EvictionsTry: len(fc.attempts)}
+			if errors.As(err, &de) {
+				g.Stage, g.Message = de.Stage, de.Err.Error()
+			}
+			if pe != nil {
+				g.Pod = topology.PodRef{Namespace: pe.Pod.Namespace, Name: pe.Pod.Name}
+			}
+			want := got{Stage: StagePhase1, Permission: tc.permission, Wraps: true, Message: tc.want, EvictionsTry: 2}
+			if tc.permission {
+				want.Pod = topology.PodRef{Namespace: "inference", Name: "llm-0"}
+			}
+			// EvictionsTry: the preflight and the leader; phase 2 must not
+			// start after a phase-1 failure.
+			if diff := cmp.Diff(want, g); diff != "" {
+				t.Errorf("err = %v (-want +got):\n%s", err, diff)
+			}
+		})
 	}
 }
 
