@@ -174,7 +174,7 @@ func (d *Drainer) checkNotHeld(v *view, plan *Plan, id string) error {
 	for _, name := range plan.Nodes {
 		if n, ok := v.Node(name); ok {
 			if by := n.Annotations[udrain.CordonedByAnnotation]; by != "" && by != id {
-				return &DomainError{ID: id, Domain: plan.Domain, Stage: StagePlan, Err: &InProgressError{Domain: plan.Domain, Node: name, By: by, ID: id}}
+				return &DomainError{ID: id, Domain: plan.Domain, Stage: StagePlan, Err: &RetryError{Reason: ReasonInProgress, Domain: plan.Domain, Node: name, By: by, ID: id}}
 			}
 		}
 	}

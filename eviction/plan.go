@@ -151,9 +151,10 @@ func (p *Plan) Pods() []PlannedPod {
 	return append(append(out, p.Phase1...), p.Phase2...)
 }
 
-// Err returns why the plan cannot be executed: a *RefusedPodsError when
+// Err returns why the plan cannot be executed: a *ClusterError
+// (ReasonRefusedPods) when
 // kubectl's filters refuse pods, a *topology.ContractError for error
-// findings (unless violations are allowed), or a *MultiplePDBsError when a
+// findings (unless violations are allowed), or a *ClusterError (ReasonMultiplePDBs) when a
 // phase-1 pod is selected by several PDBs. Nil means it can run.
 func (p *Plan) Err() error {
 	if len(p.Refused) > 0 {
@@ -161,11 +162,11 @@ func (p *Plan) Err() error {
 		for _, r := range p.Refused {
 			byMsg[r.Reason] = append(byMsg[r.Reason], r.String())
 		}
-		return &RefusedPodsError{Pods: p.Refused, Messages: kubectlErrors(byMsg)}
+		return &ClusterError{Reason: ReasonRefusedPods, Pods: p.Refused, Messages: kubectlErrors(byMsg)}
 	}
 	for _, pod := range p.Phase1 {
 		if len(pod.PDBs) > 1 {
-			return &MultiplePDBsError{Pod: pod.PodRef, PDBs: pod.PDBs}
+			return &ClusterError{Reason: ReasonMultiplePDBs, Pod: pod.PodRef, PDBs: pod.PDBs}
 		}
 	}
 	if !p.AllowViolations {

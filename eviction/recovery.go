@@ -323,7 +323,7 @@ func (d *Drainer) waitRecovered(ctx context.Context, v *view, t recoveryTarget, 
 }
 
 // waitRecoveredOrStuck is waitRecovered that also stops, with a
-// *StuckError, once a member has waited stuckAfter (negative: never) for a
+// *ClusterError (ReasonStuck), once a member has waited stuckAfter (negative: never) for a
 // reason that does not clear by itself (health.Stuck).
 func (d *Drainer) waitRecoveredOrStuck(ctx context.Context, v *view, t recoveryTarget, emit func(Event), timeout, stuckAfter time.Duration) (*DomainHealth, error) {
 	logger := klog.FromContext(ctx).WithValues("domain", t.domain)

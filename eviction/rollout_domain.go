@@ -331,8 +331,7 @@ func (s *domainRun) recover(ctx context.Context) error {
 	}
 	if err != nil {
 		e := &DomainError{ID: s.r.id, Domain: s.out.Domain, Stage: StageRecovery, Health: h, Err: err}
-		var stuck *StuckError
-		if ctx.Err() == nil && !errors.As(err, &stuck) {
+		if ctx.Err() == nil && !errors.Is(err, &ClusterError{Reason: ReasonStuck}) {
 			e.Timeout = s.r.opts.RecoveryTimeout
 		}
 		return e

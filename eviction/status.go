@@ -438,7 +438,7 @@ func (d *Drainer) readRolloutLock(ctx context.Context, namespace, id string, now
 	case apierrors.IsNotFound(err):
 		return nil, nil
 	case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
-		return nil, &PermissionError{Err: err, Role: lockRole(namespace)}
+		return nil, &PermissionError{Reason: ReasonForbidden, Err: err, Role: lockRole(namespace)}
 	case err != nil:
 		return nil, err
 	}

@@ -56,7 +56,7 @@ func (d *Drainer) startView(ctx context.Context) (*view, error) {
 
 // sharedView reads through the caller's informers: it adds event handlers
 // for the time of the call and starts no list or watch. Informers that do
-// not sync within ConnectTimeout are a *NotSyncedError.
+// not sync within ConnectTimeout are a *RetryError (ReasonNotSynced).
 func (d *Drainer) sharedView(ctx context.Context) (*view, error) {
 	in := d.s.Informers
 	v := &view{d: d}
@@ -67,7 +67,7 @@ func (d *Drainer) sharedView(ctx context.Context) (*view, error) {
 	var refused *clusterview.HandlerError
 	switch {
 	case errors.As(err, &notSynced):
-		return nil, &NotSyncedError{Waited: notSynced.Waited}
+		return nil, &RetryError{Reason: ReasonNotSynced, Waited: notSynced.Waited}
 	case errors.As(err, &refused):
 		return nil, fmt.Errorf("watching the informers of Options.Informers: %w", refused.Err)
 	case err != nil:

@@ -87,7 +87,7 @@ func (w *ownStart) wait() (*view, error) {
 		case err := <-w.starting.Problems():
 			if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
 				go w.v.Stop()
-				return nil, &PermissionError{Err: err}
+				return nil, &PermissionError{Reason: ReasonForbidden, Err: err}
 			}
 			w.lastListErr = err
 			w.startProbe()
@@ -121,7 +121,7 @@ func (w *ownStart) fail(err error) (*view, error) {
 	if ue := unreachableError(w.d.server(), err, time.Since(w.starting.Started())); ue != nil {
 		return nil, ue
 	}
-	return nil, &UnreachableError{Server: w.d.server(), Problem: kubeclient.ServerUnreachable, Waited: time.Since(w.starting.Started()).Round(time.Millisecond), Err: err}
+	return nil, &RetryError{Reason: ReasonUnreachable, Server: w.d.server(), Problem: kubeclient.ServerUnreachable, Waited: time.Since(w.starting.Started()).Round(time.Millisecond), Err: err}
 }
 
 // notSynced ends the wait when the caller's context ended first: a
@@ -137,7 +137,7 @@ func (w *ownStart) notSynced() (*view, error) {
 		}
 		if w.probing && !w.answered {
 			// Neither the lists nor the probe got an answer.
-			return nil, &UnreachableError{Server: w.d.server(), Problem: kubeclient.ServerNoAnswer, Waited: time.Since(w.starting.Started()).Round(time.Millisecond), Err: w.parent.Err()}
+			return nil, &RetryError{Reason: ReasonUnreachable, Server: w.d.server(), Problem: kubeclient.ServerNoAnswer, Waited: time.Since(w.starting.Started()).Round(time.Millisecond), Err: w.parent.Err()}
 		}
 	}
 	return nil, w.parent.Err()
@@ -211,7 +211,7 @@ func (d *Drainer) server() string {
 
 // bounded runs a request of the Drainer's own (not through a view) within
 // ConnectTimeout, and reports an API server that does not serve it as an
-// *UnreachableError. client-go retries a 429 or 503 with Retry-After by
+// *RetryError (ReasonUnreachable). client-go retries a 429 or 503 with Retry-After by
 // itself until the request's context ends, which hides the answer: the
 // request gets three quarters of the time, and when it runs out, one
 // request that is not retried (probe) says, in the last quarter, whether
