@@ -64,6 +64,9 @@ func (ex *execution) preflight(ctx context.Context) error {
 		if denied(err) {
 			return &PermissionError{Reason: ReasonForbidden, Err: err}
 		}
+		if ex.deleting != nil && apierrors.IsForbidden(err) && apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+			ex.deleting.add(p.Namespace)
+		}
 	}
 	ex.log.V(4).Info("Permissions checked with dry-run requests", "namespaces", len(checked))
 	return nil

@@ -42,9 +42,9 @@ type wantedGroup struct {
 	namespaceDeleted bool
 }
 
-// deletedNamespaces notes, from a drain's events, the namespaces found
-// being deleted (an answer RequestNamespaceTerminating), for
-// recoveryTarget.forgetDeletedNamespaces. Safe for the drain's
+// deletedNamespaces notes, from a drain's events and its preflight, the
+// namespaces found being deleted (an answer RequestNamespaceTerminating),
+// for recoveryTarget.forgetDeletedNamespaces. Safe for the drain's
 // concurrent events.
 type deletedNamespaces struct {
 	mu  sync.Mutex
@@ -55,12 +55,18 @@ func (d *deletedNamespaces) note(e Event) {
 	if e.Request != RequestNamespaceTerminating || e.Pod == nil {
 		return
 	}
+	d.add(e.Pod.Namespace)
+}
+
+// add notes namespace ns being deleted: the drain's preflight found it so
+// (its pods may be gone before their eviction, which then says nothing).
+func (d *deletedNamespaces) add(ns string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.set == nil {
 		d.set = map[string]bool{}
 	}
-	d.set[e.Pod.Namespace] = true
+	d.set[ns] = true
 }
 
 // forgetDeletedNamespaces marks the groups of the namespaces d noted: once

@@ -177,7 +177,7 @@ func (s *domainRun) drainDomain(ctx context.Context) error {
 			s.down.observe(e)
 		}
 	}
-	drained, err := s.r.d.execute(ctx, s.r.v, s.plan, s.r.id, observe)
+	drained, err := s.r.d.execute(ctx, s.r.v, s.plan, s.r.id, observe, &deleted)
 	s.out.Drain, s.drain = drained, drained
 	s.target.forgetDeletedNamespaces(&deleted)
 	if err == nil && s.down != nil {
