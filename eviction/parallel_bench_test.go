@@ -28,27 +28,15 @@ import (
 // 9 ordinary pods a node (18,000).
 func parallelFleet() (*Snapshot, []string) {
 	const domains, perDomain, groups, size = 20, 100, 250, 8
-	snap := &Snapshot{}
-	var order []string
-	node := func(d, i int) string { return fmt.Sprintf("n-%d-%d", d, i) }
-	for d := 0; d <= domains; d++ {
-		name := fmt.Sprintf("ud-%d", d)
-		if d == domains {
-			name = "spare"
-		}
-		order = append(order, name)
-		for i := range perDomain {
-			n := testNode(node(d, i), name)
-			n.Status.Allocatable = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8"), corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourcePods: resource.MustParse("110")}
-			snap.Nodes = append(snap.Nodes, *n)
-		}
-	}
+	snap, order := gpuFleetNodes(domains, 1, perDomain)
+	order[domains] = "spare"
+	relabelDomain(snap, "spare-0", "spare")
 	one := resource.MustParse("1")
 	for g := range groups {
 		w, i := g/domains, g%domains
 		lws := fmt.Sprintf("llm%d", w)
 		for m := range size {
-			p := kube.LWSPod(lws, i, m, size, kube.OnNode(node(i, (w*size+m)%perDomain)))
+			p := kube.LWSPod(lws, i, m, size, kube.OnNode(fleetNode(i, (w*size+m)%perDomain)))
 			p.Spec.Containers = []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{"nvidia.com/gpu": one}}}}
 			snap.Pods = append(snap.Pods, p)
 		}
@@ -64,13 +52,45 @@ func parallelFleet() (*Snapshot, []string) {
 		for i := range perDomain {
 			for k := range 9 {
 				p := readyPod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: fmt.Sprintf("web-%d-%d-%d", d, i, k), UID: types.UID(fmt.Sprintf("web-%d-%d-%d", d, i, k)),
-					OwnerReferences: ownedBy("ReplicaSet", "web")}, Spec: corev1.PodSpec{NodeName: node(d, i),
+					OwnerReferences: ownedBy("ReplicaSet", "web")}, Spec: corev1.PodSpec{NodeName: fleetNode(d, i),
 					Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: cpu}}}}}})
 				snap.Pods = append(snap.Pods, p)
 			}
 		}
 	}
 	return snap, order
+}
+
+// gpuFleetNodes is a fleet's nodes: domains ud-0 … of perDomain 8-GPU
+// nodes (n-<domain>-<i>), then spares spare-0 … as large, in that order.
+func gpuFleetNodes(domains, spares, perDomain int) (*Snapshot, []string) {
+	snap := &Snapshot{}
+	var order []string
+	for d := range domains + spares {
+		name := fmt.Sprintf("ud-%d", d)
+		if d >= domains {
+			name = fmt.Sprintf("spare-%d", d-domains)
+		}
+		order = append(order, name)
+		for i := range perDomain {
+			n := testNode(fleetNode(d, i), name)
+			n.Status.Allocatable = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8"), corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourcePods: resource.MustParse("110")}
+			snap.Nodes = append(snap.Nodes, *n)
+		}
+	}
+	return snap, order
+}
+
+// fleetNode names node i of domain d of gpuFleetNodes.
+func fleetNode(d, i int) string { return fmt.Sprintf("n-%d-%d", d, i) }
+
+// relabelDomain moves the nodes of domain from to domain to.
+func relabelDomain(snap *Snapshot, from, to string) {
+	for i := range snap.Nodes {
+		if snap.Nodes[i].Labels[topology.DefaultDomainLabel] == from {
+			snap.Nodes[i].Labels[topology.DefaultDomainLabel] = to
+		}
+	}
 }
 
 // BenchmarkParallelDecision is the decision a rollout with parallel

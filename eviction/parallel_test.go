@@ -416,28 +416,14 @@ var (
 func exclusiveFleet(domains, spares int) (*Snapshot, []string) {
 	const perDomain, workloads, size = 100, 12, 8
 	const groupKey = "leaderworkerset.sigs.k8s.io/group-key"
-	snap := &Snapshot{}
-	var order []string
-	node := func(d, i int) string { return fmt.Sprintf("n-%d-%d", d, i) }
-	for d := range domains + spares {
-		name := fmt.Sprintf("ud-%d", d)
-		if d >= domains {
-			name = fmt.Sprintf("spare-%d", d-domains)
-		}
-		order = append(order, name)
-		for i := range perDomain {
-			n := testNode(node(d, i), name)
-			n.Status.Allocatable = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8"), corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourcePods: resource.MustParse("110")}
-			snap.Nodes = append(snap.Nodes, *n)
-		}
-	}
+	snap, order := gpuFleetNodes(domains, spares, perDomain)
 	four := resource.MustParse("4")
 	for w := range workloads {
 		lws := fmt.Sprintf("llm%d", w)
 		for d := range domains {
 			key := fmt.Sprintf("%s-%d", lws, d)
 			for m := range size {
-				p := readyPod(kube.LWSPod(lws, d, m, size, kube.OnNode(node(d, w*4+m/2))))
+				p := readyPod(kube.LWSPod(lws, d, m, size, kube.OnNode(fleetNode(d, w*4+m/2))))
 				p.Labels[groupKey] = key
 				p.Spec.Containers = []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{"nvidia.com/gpu": four}}}}
 				p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
