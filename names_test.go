@@ -23,6 +23,7 @@ var sharedNames = map[string]string{
 	"Report":                "what a check of the package found: readiness's of a group's members, topology's of the contract audit",
 	"Reason":                "why a status is what it is, in the package's own vocabulary (health: a group's, readiness: a member check's)",
 	"ReasonOf":              "the Reason of an error, in the package's vocabulary (readiness: a member check's, report: a document's error)",
+	"ReasonBlocked":         "a PodDisruptionBudget still refused evictions when the time ran out: eviction's RetryError reason, and report's class of that error (report.ReasonOf maps the one to the other)",
 	"Finding":               "a finding of the package's check: code, severity, message and what it concerns",
 	"FindingCode":           "the code of the package's Finding",
 	"DefaultBackoff":        "the backoff of the package's retries when its Options leave it zero",

@@ -40,7 +40,7 @@ import (
 //   - one that does not see dry runs (a matchCondition !request.dryRun)
 //     and denies: the domain is cordoned, the leader's eviction is denied
 //     3 times, and the rollout stops in phase 1 with an
-//     *eviction.AdmissionError naming the pod, the webhook, its message
+//     *eviction.PermissionError (ReasonDenied, ReasonWebhookFailed) naming the pod, the webhook, its message
 //     and the attempts; nothing else is evicted, the domain stays
 //     cordoned;
 //   - one that times out under failurePolicy Fail: the same stop, the
@@ -89,18 +89,18 @@ func TestRolloutStopsOnAdmissionWebhook(t *testing.T) {
 			_, err := d.Rollout(ctx, eviction.RolloutOptions{ID: id, Domains: s.domains(), RecoveryTimeout: 3 * time.Minute})
 			took := time.Since(t0)
 			var de *eviction.DomainError
-			var ae *eviction.AdmissionError
+			var ae *eviction.PermissionError
 			if !errors.As(err, &de) || !errors.As(err, &ae) {
-				t.Fatalf("rollout: err = %v (%T), want a *eviction.DomainError unwrapping to an *eviction.AdmissionError", err, err)
+				t.Fatalf("rollout: err = %v (%T), want a *eviction.DomainError unwrapping to an *eviction.PermissionError", err, err)
 			}
 			t.Logf("rollout stopped after %s: %v", took.Round(time.Millisecond), err)
 			if de.Domain != first || de.Stage != tc.stage {
 				t.Errorf("stopped in domain %s at %s, want %s at %s", de.Domain, de.Stage, first, tc.stage)
 			}
 			dryRun := tc.stage == eviction.StageCordon
-			if ae.Pod.Name != leader || ae.Webhook != tc.webhook.name || ae.Denied != tc.denied || ae.Attempts != tc.attempts || ae.DryRun != dryRun {
-				t.Errorf("AdmissionError{pod %s, webhook %q, denied %t, attempts %d, dry run %t}, want {%s, %q, %t, %d, %t}",
-					ae.Pod, ae.Webhook, ae.Denied, ae.Attempts, ae.DryRun, leader, tc.webhook.name, tc.denied, tc.attempts, dryRun)
+			if ae.Pod.Name != leader || ae.Webhook != tc.webhook.name || (ae.Reason == eviction.ReasonDenied) != tc.denied || (ae.Reason != eviction.ReasonDenied && ae.Reason != eviction.ReasonWebhookFailed) || ae.Attempts != tc.attempts || ae.DryRun != dryRun {
+				t.Errorf("PermissionError{pod %s, webhook %q, reason %s, attempts %d, dry run %t}, want {%s, %q, denied %t, %d, %t}",
+					ae.Pod, ae.Webhook, ae.Reason, ae.Attempts, ae.DryRun, leader, tc.webhook.name, tc.denied, tc.attempts, dryRun)
 			}
 			want := []string{leader, tc.webhook.name}
 			if dryRun {

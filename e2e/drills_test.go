@@ -58,7 +58,7 @@ func TestVolumeCannotMountAfterTheUpgradeStops(t *testing.T) {
 
 // cannotStartDrill breaks, in the first domain's upgrade step, the pods of
 // the group there with annotation (a kwok Stage keeps them from starting),
-// and checks that the rollout stops within StuckAfter with a StuckError
+// and checks that the rollout stops within StuckAfter with a Stuck ClusterError
 // whose text holds want, then resumes once the cause is gone, each group
 // disrupted once.
 func cannotStartDrill(t *testing.T, id, annotation string, want ...string) {
@@ -107,16 +107,16 @@ func cannotStartDrill(t *testing.T, id, annotation string, want ...string) {
 	start := time.Now()
 	res, err := d.Rollout(ctx, opts)
 	took := time.Since(start)
-	var stuck *eviction.StuckError
+	var stuck *eviction.ClusterError
 	var de *eviction.DomainError
-	if !errors.As(err, &stuck) || !errors.As(err, &de) || de.Domain != first || de.Stage != eviction.StageRecovery {
-		t.Fatalf("rollout: %v; want a StuckError in the recovery of %s", err, first)
+	if !errors.As(err, &stuck) || stuck.Reason != eviction.ReasonStuck || !errors.As(err, &de) || de.Domain != first || de.Stage != eviction.StageRecovery {
+		t.Fatalf("rollout: %v; want a Stuck ClusterError in the recovery of %s", err, first)
 	}
 	t.Logf("stopped after %s: %v", took.Round(time.Millisecond), err)
-	if len(stuck.Pods) == 0 || len(stuck.Pods) > s.lws.Size {
-		t.Errorf("%d pods named stuck, want 1 to the group's %d: %v", len(stuck.Pods), s.lws.Size, err)
+	if len(stuck.Members) == 0 || len(stuck.Members) > s.lws.Size {
+		t.Errorf("%d pods named stuck, want 1 to the group's %d: %v", len(stuck.Members), s.lws.Size, err)
 	}
-	for _, p := range stuck.Pods {
+	for _, p := range stuck.Members {
 		if !strings.Contains(err.Error(), p.Pod) {
 			t.Errorf("the error does not name %s: %v", p.Pod, err)
 		}
@@ -143,7 +143,7 @@ func cannotStartDrill(t *testing.T, id, annotation string, want ...string) {
 			t.Fatal(err)
 		}
 	}
-	for _, p := range stuck.Pods {
+	for _, p := range stuck.Members {
 		if err := s.tt.Client.CoreV1().Pods(s.tt.Name).Delete(ctx, p.Pod, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			t.Fatal(err)
 		}

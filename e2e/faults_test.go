@@ -267,17 +267,17 @@ func TestDrainRefusesPodUnderTwoPDBs(t *testing.T) {
 	d := s.drainer(t, events, eviction.Options{})
 
 	_, _, err := d.Drain(ctx, dom, eviction.DrainOptions{ID: "e2e-two-pdbs"})
-	var multi *eviction.MultiplePDBsError
+	var multi *eviction.ClusterError
 	var stopped *eviction.DomainError
-	if !errors.As(err, &multi) || !errors.As(err, &stopped) {
-		t.Fatalf("drain of %s: err = %v (%T), want a *eviction.DomainError that unwraps to a *eviction.MultiplePDBsError", dom, err, err)
+	if !errors.As(err, &multi) || multi.Reason != eviction.ReasonMultiplePDBs || !errors.As(err, &stopped) {
+		t.Fatalf("drain of %s: err = %v (%T), want a *eviction.DomainError that unwraps to a *eviction.ClusterError, ReasonMultiplePDBs", dom, err, err)
 	}
 	if stopped.Domain != dom || stopped.Stage != eviction.StagePlan {
 		t.Errorf("drain stopped in domain %s at stage %s, want %s at %s (before anything changed)", stopped.Domain, stopped.Stage, dom, eviction.StagePlan)
 	}
 	wantPDBs := []string{extra.Name, s.lws.PDBName()}
 	if got := slices.Sorted(slices.Values(multi.PDBs)); !slices.Equal(got, wantPDBs) || multi.Pod.Name != leader || multi.Pod.Namespace != s.lws.Namespace {
-		t.Errorf("MultiplePDBsError names pod %s and PDBs %q, want %s and %q", multi.Pod, got, leader, wantPDBs)
+		t.Errorf("the MultiplePDBs ClusterError names pod %s and PDBs %q, want %s and %q", multi.Pod, got, leader, wantPDBs)
 	}
 	checkNames(t, "drain error", err, append([]string{leader}, wantPDBs...))
 
@@ -285,13 +285,13 @@ func TestDrainRefusesPodUnderTwoPDBs(t *testing.T) {
 	_, err = d.Rollout(ctx, eviction.RolloutOptions{ID: "e2e-two-pdbs", Domains: s.domains()})
 	var contract *topology.ContractError
 	switch {
-	case errors.As(err, &multi):
+	case errors.As(err, &multi) && multi.Reason == eviction.ReasonMultiplePDBs:
 	case errors.As(err, &contract):
 		if !slices.ContainsFunc(contract.Findings, func(f topology.Finding) bool { return f.Code == topology.FindingMultiplePDBs }) {
 			t.Errorf("rollout: contract error without a %s finding: %v", topology.FindingMultiplePDBs, err)
 		}
 	default:
-		t.Fatalf("rollout: err = %v (%T), want a *eviction.MultiplePDBsError or a *topology.ContractError", err, err)
+		t.Fatalf("rollout: err = %v (%T), want a *eviction.ClusterError (ReasonMultiplePDBs) or a *topology.ContractError", err, err)
 	}
 	checkNames(t, "rollout error", err, append([]string{leader}, wantPDBs...))
 	t.Logf("rollout refused: %v", err)

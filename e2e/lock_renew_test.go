@@ -18,7 +18,7 @@ import (
 // (more than three Lease durations), while a second rollout with the same
 // ID tries to start every 500 ms. Without renewals the Lease would expire
 // after 3 s and the second would take it over and run the same domains at
-// once; with them every try is refused with a *LockedError naming the
+// once; with them every try is refused with a *RetryError (ReasonLocked) naming the
 // holder, and the API server's Lease shows its renewTime moving on. Once
 // the first rollout returns, its Lease is released and the second starts
 // at once.
@@ -68,12 +68,12 @@ func TestRolloutLockIsRenewed(t *testing.T) {
 	stepStart := time.Now()
 	for time.Since(stepStart) < step-time.Second {
 		_, err := other.Rollout(ctx, otherOpts)
-		var locked *eviction.LockedError
-		if !errors.As(err, &locked) {
-			t.Fatalf("a second rollout %s after the holder's upgrade step began, with a Lease of %s: %v, want a *LockedError", time.Since(stepStart).Round(time.Millisecond), duration, err)
+		var locked *eviction.RetryError
+		if !errors.As(err, &locked) || locked.Reason != eviction.ReasonLocked {
+			t.Fatalf("a second rollout %s after the holder's upgrade step began, with a Lease of %s: %v, want a *RetryError, ReasonLocked", time.Since(stepStart).Round(time.Millisecond), duration, err)
 		}
 		if locked.Holder != "holder" {
-			t.Errorf("the LockedError names %q, want the holder", locked.Holder)
+			t.Errorf("the Locked RetryError names %q, want the holder", locked.Holder)
 		}
 		refused++
 		l, err := leases.Get(ctx, "udrain-rollout-"+id, metav1.GetOptions{})

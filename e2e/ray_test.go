@@ -179,8 +179,8 @@ func TestKubeRayAuditPlanAndRollout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var refused *eviction.RefusedPodsError
-	if err := kplan.Err(); !errors.As(err, &refused) || len(refused.Pods) != s.ray.Size() {
+	var refused *eviction.ClusterError
+	if err := kplan.Err(); !errors.As(err, &refused) || refused.Reason != eviction.ReasonRefusedPods || len(refused.Pods) != s.ray.Size() {
 		t.Errorf("plan with kubectl's defaults: %v, want the %d pods refused for their emptyDir", err, s.ray.Size())
 	}
 

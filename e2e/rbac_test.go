@@ -377,8 +377,7 @@ func isForbidden(err error) bool {
 	if err == nil {
 		return false
 	}
-	var refused *eviction.RefusedPodsError
-	return apierrors.IsForbidden(err) || errors.As(err, &refused) && strings.Contains(err.Error(), "forbidden")
+	return apierrors.IsForbidden(err) || errors.Is(err, &eviction.ClusterError{Reason: eviction.ReasonRefusedPods}) && strings.Contains(err.Error(), "forbidden")
 }
 
 // clusterRoleFromFile returns the ClusterRole called name from a YAML file

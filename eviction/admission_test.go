@@ -54,12 +54,12 @@ func TestAdmissionWebhookRefusals(t *testing.T) {
 			d, _ := New(fc.client, Options{Backoff: fast, OnEvent: log.add})
 			_, _, err := d.Drain(ctx, "ud-1", DrainOptions{})
 			var de *DomainError
-			var ae *AdmissionError
+			var ae *PermissionError
 			if !errors.As(err, &de) || !errors.As(err, &ae) {
-				t.Fatalf("err = %v, want a *DomainError unwrapping to an *AdmissionError", err)
+				t.Fatalf("err = %v, want a *DomainError unwrapping to a *PermissionError", err)
 			}
 			wantDryRun := tc.wantStage == StageCordon
-			if de.Stage != tc.wantStage || ae.Pod.Name != "llm-0" || ae.Webhook != "evictions.example.com" || ae.Denied != tc.denied ||
+			if de.Stage != tc.wantStage || ae.Pod.Name != "llm-0" || ae.Webhook != "evictions.example.com" || (ae.Reason == ReasonDenied) != tc.denied || (ae.Reason != ReasonDenied && ae.Reason != ReasonWebhookFailed) ||
 				ae.Attempts != tc.wantAttempts || ae.DryRun != wantDryRun {
 				t.Errorf("stage %s, admission error %+v; want stage %s, pod llm-0, webhook evictions.example.com, denied %v, dry run %v, %d attempt(s)",
 					de.Stage, ae, tc.wantStage, tc.denied, wantDryRun, tc.wantAttempts)

@@ -18,9 +18,9 @@ type AuditResult struct {
 	Groups, PDBs int
 	// Findings are the contract's findings over every domain
 	// (topology.Audit), then those of the LeaderWorkerSets' own specs
-	// (topology.AuditLeaderWorkerSets; FindingLWSUnread when they cannot
-	// be listed), then the simulated rollout's FindingDisruptedAgain and
-	// FindingNoRoom.
+	// (topology.AuditLeaderWorkerSets; topology.FindingLWSUnread when they cannot
+	// be listed), then the simulated rollout's topology.FindingDisruptedAgain and
+	// topology.FindingNoRoom.
 	Findings []topology.Finding
 	// Rollout is the rollout simulated over every domain (PlanRollout);
 	// nil when it could not be planned, and RolloutErr says why (a domain
@@ -64,7 +64,7 @@ func (r *Reader) Audit(ctx context.Context, opts RolloutOptions) (*AuditResult, 
 	}
 	// Its contract findings are the audit's, over its domains.
 	for _, f := range a.Rollout.Findings {
-		if f.Code == FindingDisruptedAgain || f.Code == FindingNoRoom || f.Code == FindingParallelLimited {
+		if f.Code == topology.FindingDisruptedAgain || f.Code == topology.FindingNoRoom || f.Code == topology.FindingParallelLimited {
 			a.Findings = append(a.Findings, f)
 		}
 	}

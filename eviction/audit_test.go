@@ -38,11 +38,11 @@ func TestReaderAudit(t *testing.T) {
 		want     summary
 	}{
 		"every group full in its domain": {lwsCluster(2, 2, 2), SteerPreferUpgraded, summary{LabelKey: topology.DefaultDomainLabel, Domains: []string{"ud-1", "ud-2"}, Groups: 2, PDBs: 1,
-			Codes: []topology.FindingCode{FindingDisruptedAgain}, Planned: true}},
+			Codes: []topology.FindingCode{topology.FindingDisruptedAgain}, Planned: true}},
 		"steered strictly": {lwsCluster(3, 2, 2), SteerStrict, summary{LabelKey: topology.DefaultDomainLabel, Domains: []string{"ud-1", "ud-2", "ud-3"}, Groups: 3, PDBs: 1,
 			Planned: true}},
 		"a group across two domains": {spanning, SteerPreferUpgraded, summary{LabelKey: topology.DefaultDomainLabel, Domains: []string{"ud-1", "ud-2"}, Groups: 2, PDBs: 1,
-			Codes: []topology.FindingCode{topology.FindingPack, FindingDisruptedAgain}, Planned: true, ContractErrors: 1}},
+			Codes: []topology.FindingCode{topology.FindingPack, topology.FindingDisruptedAgain}, Planned: true, ContractErrors: 1}},
 		"a domain held by another rollout": {readerCluster(), SteerPreferUpgraded, summary{LabelKey: topology.DefaultDomainLabel, Domains: []string{"ud-1", "ud-2"}, Groups: 2, PDBs: 1,
 			RolloutErr: true}},
 	} {

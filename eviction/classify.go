@@ -132,10 +132,10 @@ func webhookName(msg string) string {
 	return ""
 }
 
-// unreachableError returns the *UnreachableError of a request's err, or
+// unreachableError returns the *RetryError (ReasonUnreachable) of a request's err, or
 // nil when err is not about the server's health. server is used when err
 // names none.
-func unreachableError(server string, err error, waited time.Duration) *UnreachableError {
+func unreachableError(server string, err error, waited time.Duration) *RetryError {
 	problem, code := kubeclient.ServerProblemOf(err)
 	if problem == "" {
 		return nil
@@ -143,5 +143,5 @@ func unreachableError(server string, err error, waited time.Duration) *Unreachab
 	if s := serverOf(err); s != "" {
 		server = s
 	}
-	return &UnreachableError{Server: server, Problem: problem, Status: code, Waited: waited.Round(time.Millisecond), Err: err}
+	return &RetryError{Reason: ReasonUnreachable, Server: server, Problem: problem, Status: code, Waited: waited.Round(time.Millisecond), Err: err}
 }

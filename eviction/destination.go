@@ -28,26 +28,12 @@ const (
 	// DestinationDisruptedAgain: only a domain not upgraded yet has room
 	// (or, with SteerOff, nothing keeps the group off one): the group is
 	// disrupted again when that domain drains. The rollout reports it as
-	// a FindingDisruptedAgain.
+	// a topology.FindingDisruptedAgain.
 	DestinationDisruptedAgain DestinationKind = "DisruptedAgain"
 	// DestinationNoRoom: not even its own domain has room for it after
 	// the upgrade (GPUs lost, taints added, another group took the
-	// room): it stays Pending. The rollout reports it as a FindingNoRoom.
+	// room): it stays Pending. The rollout reports it as a topology.FindingNoRoom.
 	DestinationNoRoom DestinationKind = "NoRoom"
-)
-
-// The codes of the findings a rollout adds to the contract's (see
-// RolloutResult.Findings).
-const (
-	// FindingDisruptedAgain: a group evicted from one domain can only go
-	// to a domain not upgraded yet, where the rollout disrupts it again.
-	// A warning.
-	FindingDisruptedAgain topology.FindingCode = "DisruptedAgain"
-	// FindingNoRoom: a group evicted from a domain finds no room, not
-	// even in its own domain after the upgrade. An error with
-	// SteerStrict (the rollout refuses to start unless violations are
-	// allowed), a warning otherwise.
-	FindingNoRoom topology.FindingCode = "NoRoom"
 )
 
 // maxRoomCounted bounds GroupDestination.Room.
@@ -142,10 +128,10 @@ func destinationFindings(dests []GroupDestination, steering Steering) []topology
 		f := topology.Finding{Severity: udrain.SeverityWarning, Namespace: d.Group.Namespace, Group: d.Group.Name, Domains: []string{d.From}}
 		switch d.Kind {
 		case DestinationDisruptedAgain:
-			f.Code, f.Domains = FindingDisruptedAgain, append(f.Domains, d.To)
+			f.Code, f.Domains = topology.FindingDisruptedAgain, append(f.Domains, d.To)
 			f.Message = fmt.Sprintf("group %s, evicted from %s, can go %s; make room in an upgraded domain (a spare domain upgraded first), or steer strictly (SteerStrict) to make it wait for its own domain", d.Group, d.From, d.Message)
 		case DestinationNoRoom:
-			f.Code = FindingNoRoom
+			f.Code = topology.FindingNoRoom
 			if steering == SteerStrict {
 				f.Severity = udrain.SeverityError
 			}
@@ -225,7 +211,7 @@ func parallelLimited(limit, peak, domains int, sched []ScheduledDomain) (topolog
 			}
 		}
 	}
-	return topology.Finding{Severity: udrain.SeverityWarning, Code: FindingParallelLimited, Domains: held,
+	return topology.Finding{Severity: udrain.SeverityWarning, Code: topology.FindingParallelLimited, Domains: held,
 		Message: fmt.Sprintf("%d domains at once asked for, but the budgets and the upgraded room allow at most %d: %s; the rollout runs as many as they allow",
 			limit, peak, strings.Join(why, "; "))}, true
 }

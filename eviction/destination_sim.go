@@ -282,6 +282,25 @@ func (s *destSim) remove(p *corev1.Pod) {
 	}
 }
 
+// vacate removes from d the pods its drain takes away (those a drain
+// evicts, and those already terminating): a domain in flight ends empty
+// of them, evicted yet or not, and reserve takes its groups' room
+// elsewhere. Left there, a domain just started would still hold them once
+// its flight ends in a trial (roomOnceLanded), and its groups' pods would
+// repel, by their anti-affinity, the groups of the same workloads that
+// could go there: a domain whose groups would find room there once it is
+// done was started at once, its groups Pending for minutes (issue 35's
+// fleet).
+func (s *destSim) vacate(d *simDomain) {
+	for _, n := range d.nodes {
+		for _, p := range slices.Clone(n.pods) {
+			if p.DeletionTimestamp != nil || movable(p) {
+				s.remove(p)
+			}
+		}
+	}
+}
+
 // setState sets a domain's state (journaled).
 func (s *destSim) setState(d *simDomain, st simState) {
 	if s.journal != nil {

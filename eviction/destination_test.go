@@ -232,7 +232,7 @@ func TestDestinationMessagesAndFindings(t *testing.T) {
 					"to upgraded domain ud-1 (room for 1 group)",
 					"to upgraded domain ud-2 (room for 1 group)",
 				},
-				Findings: []topology.Finding{{Code: FindingDisruptedAgain, Severity: udrain.SeverityWarning, Namespace: testNS, Group: "llm-0", Domains: []string{"ud-1", "ud-3"},
+				Findings: []topology.Finding{{Code: topology.FindingDisruptedAgain, Severity: udrain.SeverityWarning, Namespace: testNS, Group: "llm-0", Domains: []string{"ud-1", "ud-3"},
 					Message: "group inference/llm-0, evicted from ud-1, can go only to a domain not upgraded yet (ud-3): it will be disrupted again when ud-3 drains; make room in an upgraded domain (a spare domain upgraded first), or steer strictly (SteerStrict) to make it wait for its own domain"}},
 			}},
 		{"strict waits; no room back home is an error", objects(destNode(1, 1, 6), destNode(2, 1, 8), destNode(3, 1, 8), destGroup(0, 2, 4, "node-1-1"), destGroup(1, 2, 4, "node-2-1")),
@@ -241,7 +241,7 @@ func TestDestinationMessagesAndFindings(t *testing.T) {
 					"no room anywhere, not even back in its own domain ud-1 after the upgrade: pod inference/llm-0-1 fits no node there (resources, taints, node affinity); it stays Pending",
 					"back to its own domain ud-2 after the upgrade: no upgraded domain has room, and Strict steering keeps it off ud-3 (not upgraded yet); it waits, Pending, through the drain and upgrade of ud-2",
 				},
-				Findings: []topology.Finding{{Code: FindingNoRoom, Severity: udrain.SeverityError, Namespace: testNS, Group: "llm-0", Domains: []string{"ud-1"},
+				Findings: []topology.Finding{{Code: topology.FindingNoRoom, Severity: udrain.SeverityError, Namespace: testNS, Group: "llm-0", Domains: []string{"ud-1"},
 					Message: "group inference/llm-0, evicted from ud-1, finds no room anywhere, not even back in its own domain ud-1 after the upgrade: pod inference/llm-0-1 fits no node there (resources, taints, node affinity); it stays Pending; check the domain's nodes (GPUs advertised, taints) or make room elsewhere before the rollout"}},
 			}},
 		{"steering off, outside the rollout", objects(destNode(1, 1, 16), destNode(2, 1, 8), destNode(3, 1, 8), destGroup(0, 2, 4, "node-1-1"), destGroup(1, 2, 4, "node-2-1")),
@@ -251,7 +251,7 @@ func TestDestinationMessagesAndFindings(t *testing.T) {
 					"to upgraded domain ud-2 (room for 1 group)",
 					"to domain ud-3, outside this rollout (room for 1 group)",
 				},
-				Findings: []topology.Finding{{Code: FindingDisruptedAgain, Severity: udrain.SeverityWarning, Namespace: testNS, Group: "llm-1", Domains: []string{"ud-2", "ud-1"},
+				Findings: []topology.Finding{{Code: topology.FindingDisruptedAgain, Severity: udrain.SeverityWarning, Namespace: testNS, Group: "llm-1", Domains: []string{"ud-2", "ud-1"},
 					Message: "group inference/llm-1, evicted from ud-2, can go to a domain not upgraded yet (ud-1), since steering is Off and nothing keeps it off there: it will be disrupted again when ud-1 drains; make room in an upgraded domain (a spare domain upgraded first), or steer strictly (SteerStrict) to make it wait for its own domain"}},
 			}},
 	} {
@@ -284,7 +284,7 @@ func TestRolloutChecksDestinations(t *testing.T) {
 		d, _ := New(fc.client, Options{Backoff: slowBackoff})
 		res, err := d.Rollout(ctx, RolloutOptions{ID: "r1", Steering: SteerStrict, Order: OrderGiven, Domains: []string{"ud-1", "ud-2", "ud-3"}})
 		var ce *topology.ContractError
-		if !errors.As(err, &ce) || len(ce.Findings) != 1 || ce.Findings[0].Code != FindingNoRoom || ce.Findings[0].Group != "llm-0" {
+		if !errors.As(err, &ce) || len(ce.Findings) != 1 || ce.Findings[0].Code != topology.FindingNoRoom || ce.Findings[0].Group != "llm-0" {
 			t.Fatalf("err = %v, want a ContractError with llm-0's NoRoom finding", err)
 		}
 		if n := nodePatches(fc); n != 0 {
@@ -314,7 +314,7 @@ func TestRolloutChecksDestinations(t *testing.T) {
 		for _, f := range res.Findings {
 			codes = append(codes, f.Code)
 		}
-		if diff := cmp.Diff([]topology.FindingCode{FindingDisruptedAgain}, codes); diff != "" {
+		if diff := cmp.Diff([]topology.FindingCode{topology.FindingDisruptedAgain}, codes); diff != "" {
 			t.Errorf("finding codes (-want +got):\n%s", diff)
 		}
 	})
@@ -352,7 +352,7 @@ func TestPlanRollout(t *testing.T) {
 			want: &RolloutPlan{ID: "r1", Parallel: 1, MaxInFlight: 1, Order: OrderGiven, Steering: SteerAuto, Domains: all,
 				Destinations: []GroupDestination{dest(0, "ud-1", "ud-3", DestinationDisruptedAgain, 1), dest(1, "ud-2", "ud-2", DestinationOwnDomain, 0),
 					dest(0, "ud-3", "ud-3", DestinationOwnDomain, 0)}},
-			wantCodes: []topology.FindingCode{FindingDisruptedAgain},
+			wantCodes: []topology.FindingCode{topology.FindingDisruptedAgain},
 		},
 		{
 			// Strict keeps llm-0 off the pending ud-3 and its own node has
@@ -360,7 +360,7 @@ func TestPlanRollout(t *testing.T) {
 			name: "strict without room", opts: RolloutOptions{ID: "r1", Domains: all, Steering: SteerStrict},
 			want: &RolloutPlan{ID: "r1", Parallel: 1, MaxInFlight: 1, Order: OrderGiven, Steering: SteerStrict, Domains: all,
 				Destinations: []GroupDestination{dest(0, "ud-1", "", DestinationNoRoom, 0), dest(1, "ud-2", "ud-2", DestinationOwnDomain, 0)}},
-			wantCodes: []topology.FindingCode{FindingNoRoom},
+			wantCodes: []topology.FindingCode{topology.FindingNoRoom},
 			wantErr:   "placement contract violated (1 finding(s)); NoRoom: group inference/llm-0, evicted from ud-1, finds no room anywhere",
 		},
 		{

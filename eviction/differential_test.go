@@ -246,8 +246,8 @@ func udrainDecisions(t *testing.T, c diffCase) decisions {
 	}
 	d.Warnings = splitMessages(plan.Warnings, "")
 	if err := plan.Err(); err != nil {
-		re, ok := err.(*RefusedPodsError)
-		if !ok {
+		re, ok := err.(*ClusterError)
+		if !ok || re.Reason != ReasonRefusedPods {
 			t.Fatalf("plan.Err() = %v", err)
 		}
 		d.Errors = splitMessages(re.Messages, "cannot delete ")

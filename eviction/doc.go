@@ -65,12 +65,7 @@
 //     or rollout's ID, a sequence number, a dry-run mark, the pod
 //     (namespace, name, UID, node) and its phase, the blocking budget, and
 //     what recovery waits for.
-//   - Errors: every stop of a domain is a *DomainError (domain, stage, the
-//     pods still waiting, the blocking budget) that unwraps to its cause:
-//     context.Canceled or context.DeadlineExceeded, a *BlockedError, the
-//     upgrade step's error, a *RefusedPodsError, a *topology.ContractError,
-//     an *EvictionError... Bad configuration is a *udrain.ConfigError naming
-//     the setting or argument at fault, always before anything changed.
+//   - Errors are grouped by what the caller does next (see Errors below).
 //   - Logging goes through the context's logger (klog.FromContext): at V(0)
 //     the decisions an operator needs (a domain started, blocked by a PDB,
 //     recovered, stopped and why), at V(2) each retry and eviction, at V(4)
@@ -94,6 +89,38 @@
 // at once when the client did. Evictions go through the Evictor seam, so
 // an EvictionRequest backend can replace the Eviction API without touching
 // planning.
+//
+// # Errors
+//
+// Bad configuration is a *udrain.ConfigError naming the setting or
+// argument at fault, always before anything changed. Every stop of a
+// domain is a *DomainError (domain, stage, the pods still waiting, the
+// blocking budget) that unwraps to its cause. The other errors are grouped
+// by what the caller does next; check them in this order:
+//
+//  1. errors.Is(err, context.Canceled): the call was cancelled; nothing new
+//     was started after it, and the same call resumes.
+//  2. *udrain.ConfigError: fix the configuration.
+//  3. *udrain.HistoryChangedError: give up: the cluster's history went back
+//     under the call (an etcd restore); start again on the cluster as it is.
+//  4. *ClusterError (ErrorReason RefusedPods, MultiplePDBs, GPUsLost, Stuck,
+//     NoLockNamespace), *topology.ContractError or
+//     *topology.UnlabeledNodesError: fix the cluster, then run again.
+//  5. *PermissionError (Forbidden, Denied, WebhookFailed): fix permissions,
+//     or what an admission webhook objects to, then run again.
+//  6. *RetryError (Blocked, Unreachable, NotSynced, NotHealthy, Locked,
+//     LockLost, InProgress, WorkloadUpdating): wait, then run again;
+//     RetryAfter says how long when that is known.
+//  7. *DomainError with any other cause (the upgrade step's error, a
+//     timeout): resume with the same call and ID, or release the domain's
+//     nodes with Drainer.Uncordon.
+//
+// A *DomainError wraps the cause of 3 to 6 when the call stopped in a
+// domain. errors.Is(err, &RetryError{Reason: ReasonBlocked}), and likewise
+// for the other groups, finds a reason anywhere in err's tree (a
+// *DomainError that stopped while blocked holds a Blocked *RetryError
+// beside its cause); errors.As gives the first error of a group, with its
+// details.
 //
 // Package evictiontest is a fake API server for the unit tests of a
 // controller that embeds this package.

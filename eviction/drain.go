@@ -123,7 +123,7 @@ func (d *Drainer) Drain(ctx context.Context, domain string, opts DrainOptions) (
 	if err := d.checkNotHeld(v, plan, opts.id()); err != nil {
 		return plan, nil, err
 	}
-	res, err := d.execute(ctx, v, plan, opts.id(), nil)
+	res, err := d.execute(ctx, v, plan, opts.id(), nil, nil)
 	return plan, res, err
 }
 
@@ -147,7 +147,7 @@ func (d *Drainer) Execute(ctx context.Context, plan *Plan, opts DrainOptions) (*
 	if err := d.checkNotHeld(v, plan, opts.id()); err != nil {
 		return nil, err
 	}
-	return d.execute(ctx, v, plan, opts.id(), nil)
+	return d.execute(ctx, v, plan, opts.id(), nil, nil)
 }
 
 func (d *Drainer) planFrom(ctx context.Context, v *view, domain, id string) (*Plan, error) {
@@ -174,7 +174,7 @@ func (d *Drainer) checkNotHeld(v *view, plan *Plan, id string) error {
 	for _, name := range plan.Nodes {
 		if n, ok := v.Node(name); ok {
 			if by := n.Annotations[udrain.CordonedByAnnotation]; by != "" && by != id {
-				return &DomainError{ID: id, Domain: plan.Domain, Stage: StagePlan, Err: &InProgressError{Domain: plan.Domain, Node: name, By: by, ID: id}}
+				return &DomainError{ID: id, Domain: plan.Domain, Stage: StagePlan, Err: &RetryError{Reason: ReasonInProgress, Domain: plan.Domain, Node: name, By: by, ID: id}}
 			}
 		}
 	}
@@ -203,6 +203,11 @@ type execution struct {
 	// nsWaiting are the pods refused because their namespace is being
 	// deleted, while they wait for it (namespaceTerminating).
 	nsWaiting map[topology.PodRef]bool
+	// deleting, if set, learns the namespaces whose dry-run eviction
+	// (preflight) was refused because they are being deleted: a pod of
+	// theirs gone before its eviction went with its namespace, and no
+	// event says so.
+	deleting *deletedNamespaces
 
 	// evict removes pods, the Eviction API (usingEviction) or deletion
 	// (chooseEvictor); callbacks calls drain.Helper's.
@@ -220,13 +225,13 @@ type openBlock struct {
 
 // execute drains the plan's domain; observe, if set, sees each of the
 // drain's events before the caller's callback does.
-func (d *Drainer) execute(ctx context.Context, v *view, plan *Plan, id string, observe func(Event)) (*Result, error) {
+func (d *Drainer) execute(ctx context.Context, v *view, plan *Plan, id string, observe func(Event), deleting *deletedNamespaces) (*Result, error) {
 	if err := plan.Err(); err != nil {
 		return nil, &DomainError{ID: id, Domain: plan.Domain, Stage: StagePlan, Err: err}
 	}
 	clk := d.s.Clock
 	ex := &execution{
-		d: d, v: v, plan: plan, id: id, stage: StageCordon, observe: observe, sink: callSinkFrom(ctx),
+		d: d, v: v, plan: plan, id: id, stage: StageCordon, observe: observe, deleting: deleting, sink: callSinkFrom(ctx),
 		log:     klog.FromContext(ctx).WithValues("domain", plan.Domain, "id", id),
 		res:     &Result{ID: id, Domain: plan.Domain, DryRun: d.s.dryRunName(), Started: clk.Now()},
 		blocks:  map[string]*openBlock{},

@@ -220,9 +220,9 @@ func TestUnstartedInformersFailWithAHint(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = d.Plan(testContext(t), "ud-1")
-	var ns *NotSyncedError
-	if !errors.As(err, &ns) || !strings.Contains(err.Error(), "start them") {
-		t.Fatalf("Plan over informers never started: %v, want *NotSyncedError saying to start them", err)
+	var ns *RetryError
+	if !asReason(err, &ns, ReasonNotSynced) || !strings.Contains(err.Error(), "start them") {
+		t.Fatalf("Plan over informers never started: %v, want *RetryError (ReasonNotSynced) saying to start them", err)
 	}
 }
 
@@ -340,10 +340,10 @@ func TestDrainIDHoldsTheDomain(t *testing.T) {
 		t.Fatalf("cordon mark %q, want maint-42", n.Annotations[udrain.CordonedByAnnotation])
 	}
 	_, err := d.Rollout(ctx, RolloutOptions{ID: "kubelet-1.37"})
-	var ip *InProgressError
+	var ip *RetryError
 	var de *DomainError
-	if !errors.As(err, &ip) || ip.By != "maint-42" || !errors.As(err, &de) || de.Domain != "ud-1" || de.Stage != StagePlan {
-		t.Fatalf("rollout over a drained domain: %v, want a DomainError at Plan with an InProgressError by maint-42", err)
+	if !asReason(err, &ip, ReasonInProgress) || ip.By != "maint-42" || !errors.As(err, &de) || de.Domain != "ud-1" || de.Stage != StagePlan {
+		t.Fatalf("rollout over a drained domain: %v, want a DomainError at Plan with an InProgress RetryError by maint-42", err)
 	}
 	// What resumes it is in the fields (By, Domain), not in prose for one
 	// kind of caller: the message says what is, in terms of both.
@@ -442,9 +442,9 @@ func TestDomainErrorUnwrapsToTheCause(t *testing.T) {
 			if de.Domain != "ud-1" || de.Stage != tc.stage || !errors.Is(err, tc.cause) {
 				t.Errorf("DomainError %+v: want domain ud-1, stage %s, unwrapping to %v", de, tc.stage, tc.cause)
 			}
-			var be *BlockedError
-			if got := errors.As(err, &be); got != tc.wantBlock {
-				t.Errorf("unwraps to a *BlockedError: %v, want %v", got, tc.wantBlock)
+			var be *RetryError
+			if got := asReason(err, &be, ReasonBlocked); got != tc.wantBlock {
+				t.Errorf("unwraps to a *RetryError (ReasonBlocked): %v, want %v", got, tc.wantBlock)
 			}
 			if tc.wantBlock && (len(de.Pending) != 2 || de.Block == nil || de.Block.PDB != "llm-leaders") {
 				t.Errorf("pending %v block %+v, want the 2 pods of ud-1 and llm-leaders", de.Pending, de.Block)
@@ -554,9 +554,9 @@ func TestUnreachableAPIServer(t *testing.T) {
 	start := time.Now()
 	_, err = d.Plan(testContext(t), "ud-1")
 	took := time.Since(start)
-	var ue *UnreachableError
-	if !errors.As(err, &ue) || ue.Server != "https://127.0.0.1:1" || !strings.Contains(err.Error(), "127.0.0.1:1") {
-		t.Fatalf("Plan against a closed port: %v, want an *UnreachableError naming https://127.0.0.1:1", err)
+	var ue *RetryError
+	if !asReason(err, &ue, ReasonUnreachable) || ue.Server != "https://127.0.0.1:1" || !strings.Contains(err.Error(), "127.0.0.1:1") {
+		t.Fatalf("Plan against a closed port: %v, want a *RetryError (ReasonUnreachable) naming https://127.0.0.1:1", err)
 	}
 	if took > 5*time.Second {
 		t.Errorf("took %s to give up, want about the 500ms ConnectTimeout", took)

@@ -43,15 +43,15 @@ const (
 // DomainError is how every stop of a domain's drain or rollout is
 // reported, however it ended: refused before it started, a budget that
 // did not free in time, a cancel, the upgrade step failing, groups that
-// did not recover. It names the domain and the stage, the pods still
-// waiting and the budget blocking, if any, and unwraps to the cause:
-// context.Canceled or context.DeadlineExceeded (a timeout of the drain or
-// of the recovery, or the context's deadline), a *BlockedError for the
-// blocking budget, the upgrade step's error, a *GPULostError, an
-// *AdmissionError, a *RefusedPodsError, a *topology.ContractError, a
-// *MultiplePDBsError, an *EvictionError, a *PermissionError or an
-// *InProgressError. Test them with errors.Is and
-// errors.As.
+// did not recover, the rollout's Lease lost. It names the domain and the
+// stage, the pods still waiting and the budget blocking, if any, and
+// unwraps to the cause: context.Canceled or context.DeadlineExceeded (a
+// timeout of the drain or of the recovery, or the context's deadline), a
+// *RetryError (ReasonBlocked) for the blocking budget, the upgrade step's
+// error, a *ClusterError, a *PermissionError, a *RetryError or a
+// *topology.ContractError. Test them with errors.Is and errors.As; the
+// package doc says in which order. The same call with the same ID resumes
+// the domain.
 type DomainError struct {
 	// ID is the drain's or rollout's ID.
 	ID     string
@@ -61,7 +61,8 @@ type DomainError struct {
 	// StagePhase2) or not yet gone (StageWaitGone).
 	Pending []topology.PodRef
 	// Block is the budget that was refusing evictions when the domain
-	// stopped, if one was; errors.As finds it as a *BlockedError too.
+	// stopped, if one was; errors.Is(err, &RetryError{Reason:
+	// ReasonBlocked}) finds it too.
 	Block *BlockInfo
 	// Health is what recovery still waited for (StageRecovery).
 	Health *DomainHealth
@@ -128,24 +129,13 @@ func (e *DomainError) Cordoned() bool {
 }
 
 // Unwrap returns the cause and, when a budget was blocking, a
-// *BlockedError for it.
+// *RetryError (ReasonBlocked) for it.
 func (e *DomainError) Unwrap() []error {
 	errs := []error{e.Err}
 	if e.Block != nil {
-		errs = append(errs, &BlockedError{Block: *e.Block})
+		errs = append(errs, &RetryError{Reason: ReasonBlocked, ID: e.ID, Domain: e.Domain, Block: e.Block})
 	}
 	return errs
-}
-
-// BlockedError is a PodDisruptionBudget refusing evictions (HTTP 429): its
-// counts, since when, and the pods waiting on it. A *DomainError that
-// stopped while blocked unwraps to one.
-type BlockedError struct {
-	Block BlockInfo
-}
-
-func (e *BlockedError) Error() string {
-	return fmt.Sprintf("%s; the budget frees when the groups it counts are healthy again", e.Block)
 }
 
 func refStrings(refs []topology.PodRef) []string {
@@ -156,195 +146,14 @@ func refStrings(refs []topology.PodRef) []string {
 	return out
 }
 
-// RefusedPodsError reports pods that kubectl drain would refuse to delete
-// with the current options. Nothing was cordoned or evicted.
-type RefusedPodsError struct {
-	Pods []PodReason
-	// Messages are kubectl's error lines ("cannot delete Pods with local
-	// storage (use --delete-emptydir-data to override): ns/a, ns/b").
-	Messages []string
-}
-
-func (e *RefusedPodsError) Error() string {
-	return fmt.Sprintf("pods cannot be drained with these options (nothing was cordoned or evicted): %s", strings.Join(e.Messages, "; "))
-}
-
-// MultiplePDBsError reports a pod selected by more than one
-// PodDisruptionBudget: the Eviction API refuses it (HTTP 500), so the domain
-// stops before phase 2.
-type MultiplePDBsError struct {
-	Pod  topology.PodRef
-	PDBs []string
-}
-
-func (e *MultiplePDBsError) Error() string {
-	pdbs := "more than one PodDisruptionBudget"
-	if len(e.PDBs) > 0 {
-		pdbs = strings.Join(e.PDBs, ", ")
-	}
-	return fmt.Sprintf("pod %s is selected by several PodDisruptionBudgets (%s), which the Eviction API does not support; narrow the PDB selectors so that one selects it (no pod of phase 2 was touched)",
-		e.Pod, pdbs)
-}
-
-// EvictionError reports an eviction the API refused for a reason retrying
-// cannot fix (e.g. Forbidden, an admission webhook's denial).
-type EvictionError struct {
-	Pod topology.PodRef
-	Err error
-}
-
-func (e *EvictionError) Error() string {
-	return fmt.Sprintf("evicting pod %s: %v", e.Pod, e.Err)
-}
-
-func (e *EvictionError) Unwrap() error { return e.Err }
-
-// AdmissionError reports an eviction that admission webhooks refused on
-// every attempt: a webhook denied it (Denied), or calling one failed under
-// failurePolicy Fail (a timeout). The domain stops there: nothing else is
-// evicted, and its nodes stay cordoned. A denial of udrain's dry-run check
-// (DryRun, a webhook that sees dry runs) stops the domain before its
-// cordon, with nothing changed.
-type AdmissionError struct {
-	Pod topology.PodRef
-	// Webhook is the webhook's name, when the API server's message gives
-	// it; Message is that message (the webhook's reason).
-	Webhook string
-	Message string
-	Denied  bool
-	// DryRun marks a refusal of udrain's dry-run check, before anything
-	// changed.
-	DryRun bool
-	// Attempts is how many times the eviction was tried.
-	Attempts int
-	Err      error
-}
-
-func (e *AdmissionError) Error() string {
-	what := "was denied by"
-	if !e.Denied {
-		what = "could not be checked by"
-	}
-	hook := "an admission webhook"
-	if e.Webhook != "" {
-		hook = fmt.Sprintf("admission webhook %q", e.Webhook)
-	}
-	if e.DryRun {
-		return fmt.Sprintf("the dry run of the eviction of pod %s %s %s (nothing was changed): %s; fix what it objects to (or the webhook), then run it again",
-			e.Pod, what, hook, e.Message)
-	}
-	return fmt.Sprintf("the eviction of pod %s %s %s on %d attempt(s): %s; fix what it objects to (or the webhook), then run it again",
-		e.Pod, what, hook, e.Attempts, e.Message)
-}
-
-func (e *AdmissionError) Unwrap() error { return e.Err }
-
-// InProgressError reports a domain that another rollout, or a drain, has
-// cordoned and not finished. Nothing was changed. Resume that one
-// (Drainer.Rollout or Drainer.Drain with ID By), or release the domain
-// (Drainer.Uncordon) before running this one again.
-type InProgressError struct {
-	Domain, Node string
-	// By is the ID of the rollout or drain that cordoned it; ID this one's.
-	By, ID string
-}
-
-func (e *InProgressError) Error() string {
-	return fmt.Sprintf("node %s of domain %s is cordoned by %q, which has not finished (this is %q)", e.Node, e.Domain, e.By, e.ID)
-}
-
-// PermissionError reports a request the API server refused for lack of
-// permission (Forbidden, Unauthorized): a list or watch udrain needs to see
-// the cluster, the rollout's Lease, or, checked with dry-run requests
-// before anything changes, a cordon or an eviction. Nothing was changed.
-// deploy/rbac/drainer.yaml has the roles udrain needs.
-type PermissionError struct {
-	Err error
-	// Role names the role of deploy/rbac/drainer.yaml that grants the
-	// refused request; empty means the ClusterRole udrain-drainer.
-	Role string
-}
-
-func (e *PermissionError) Error() string {
-	role := e.Role
-	if role == "" {
-		role = "the ClusterRole udrain-drainer"
-	}
-	return fmt.Sprintf("udrain is not allowed to do its work (nothing was changed): %v; bind %s of deploy/rbac/drainer.yaml to the identity udrain runs as", e.Err, role)
-}
-
-func (e *PermissionError) Unwrap() error { return e.Err }
-
-// UnreachableError reports an API server that did not serve udrain within
-// Options.ConnectTimeout: it refused connections, did not answer, answered
-// every request with a 5xx status or with 429 Too Many Requests, or could
-// not be reached at all (DNS, TLS). Problem says which. Nothing was
-// changed.
-type UnreachableError struct {
-	// Server is the API server's address ("https://10.0.0.1:6443"), if
-	// known.
-	Server string
-	// Problem is how the server failed.
-	Problem kubeclient.ServerProblem
-	// Status is the HTTP status it answered with (ServerFailing,
-	// ServerThrottled), else 0.
-	Status int
-	Waited time.Duration
-	// Write names the write the server left unanswered ("the eviction of
-	// ns/pod", "the patch of node n1 (cordon)"), for a call that failed
-	// after its informers had listed the cluster: what the call did
-	// before stays done (a drain's DomainError says where it stopped).
-	// Empty when the server failed before anything was changed.
-	Write string
-	// Err is the last error seen.
-	Err error
-}
-
-func (e *UnreachableError) Error() string {
-	server := e.Server
-	if server == "" {
-		server = "the API server"
-	}
-	var what string
-	switch e.Problem {
-	case kubeclient.ServerRefused:
-		what = fmt.Sprintf("cannot reach %s: connection refused", server)
-	case kubeclient.ServerNoAnswer:
-		what = fmt.Sprintf("the API server %s did not answer", server)
-	case kubeclient.ServerFailing:
-		what = fmt.Sprintf("the API server %s answers %d (server error) to every request", server, e.Status)
-	case kubeclient.ServerThrottled:
-		what = fmt.Sprintf("the API server %s throttles every request (429 Too Many Requests)", server)
-	default:
-		what = "cannot reach " + server
-	}
-	if e.Write != "" {
-		return fmt.Sprintf("%s %s (gave up after %s): %v", what, e.Write, e.Waited, e.Err)
-	}
-	return fmt.Sprintf("%s (nothing was changed; gave up after %s): %v", what, e.Waited, e.Err)
-}
-
-// unanswered is the *UnreachableError of a write that ran out of
+// unanswered is the *RetryError (ReasonUnreachable) of a write that ran out of
 // RequestTimeout attempts times in a row.
-func (d *Drainer) unanswered(write string, attempts int, err error) *UnreachableError {
+func (d *Drainer) unanswered(write string, attempts int, err error) *RetryError {
 	server := d.server()
 	if s := serverOf(err); s != "" {
 		server = s
 	}
-	return &UnreachableError{Server: server, Problem: kubeclient.ServerNoAnswer, Waited: time.Duration(attempts) * d.s.RequestTimeout, Write: write, Err: err}
-}
-
-func (e *UnreachableError) Unwrap() error { return e.Err }
-
-// NotSyncedError reports informers given in Options.Informers that did not
-// sync within Options.ConnectTimeout: they were not started, or cannot
-// list. Nothing was changed.
-type NotSyncedError struct {
-	Waited time.Duration
-}
-
-func (e *NotSyncedError) Error() string {
-	return fmt.Sprintf("the informers of Options.Informers did not sync within %s: start them (factory.Start, or the manager's cache) before calling, and check that they may list and watch nodes, pods, PodDisruptionBudgets and DaemonSets", e.Waited)
+	return &RetryError{Reason: ReasonUnreachable, Server: server, Problem: kubeclient.ServerNoAnswer, Waited: time.Duration(attempts) * d.s.RequestTimeout, Write: write, Err: err}
 }
 
 func abbreviate(s []string, max int) []string {
@@ -369,41 +178,4 @@ type StuckPod struct {
 	// its events ("MountVolume.SetUp failed for volume …").
 	Message string    `json:"message,omitempty"`
 	Since   time.Time `json:"since"`
-}
-
-// StuckError stops a rollout's recovery before its timeout: members of the
-// domain's groups have waited RolloutOptions.StuckAfter for a reason that
-// needs somebody to act (the image cannot be pulled, the container cannot
-// be created). The domain is upgraded and uncordoned; run the rollout
-// again once the cause is fixed, and it waits for the recovery again.
-type StuckError struct {
-	Domain string
-	Pods   []StuckPod
-	After  time.Duration
-}
-
-func (e *StuckError) Error() string {
-	type key struct {
-		group  topology.GroupID
-		reason string
-	}
-	var order []key
-	pods := map[key][]string{}
-	messages := map[key]string{}
-	for _, p := range e.Pods {
-		k := key{p.Group, p.Reason}
-		if _, ok := pods[k]; !ok {
-			order = append(order, k)
-			messages[k] = p.Message
-		}
-		pods[k] = append(pods[k], p.Pod)
-	}
-	parts := make([]string, len(order))
-	for i, k := range order {
-		parts[i] = fmt.Sprintf("%d pod(s) of group %s cannot start: %s (%s)", len(pods[k]), k.group, k.reason, strings.Join(abbreviate(pods[k], 5), ", "))
-		if m := messages[k]; m != "" {
-			parts[i] += ": " + m
-		}
-	}
-	return fmt.Sprintf("%s (the first for %s or longer)", strings.Join(parts, "; "), e.After)
 }

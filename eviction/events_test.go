@@ -90,13 +90,13 @@ func TestFailedEvictionAndStoppedDrainAreEvents(t *testing.T) {
 	fast := wait.Backoff{Duration: 10 * time.Millisecond, Factor: 1, Steps: 1 << 30}
 	d, _ := New(fc.client, Options{Backoff: fast, OnEvent: log.add})
 	_, _, err := d.Drain(ctx, "ud-1", DrainOptions{ID: "drain-a"})
-	var ae *AdmissionError
-	if !errors.As(err, &ae) {
-		t.Fatalf("err = %v, want an *AdmissionError", err)
+	var ae *PermissionError
+	if !asReason(err, &ae, ReasonDenied) {
+		t.Fatalf("err = %v, want a *PermissionError, ReasonDenied", err)
 	}
 	failed := log.ofType(EventEvictionFailed)
-	if len(failed) != 1 || failed[0].Pod.Name != "llm-0" || failed[0].Request != RequestWebhookRefused || !errors.As(failed[0].Err, &ae) {
-		t.Fatalf("EvictionFailed events %+v, want one for llm-0, WebhookRefused, with the *AdmissionError", failed)
+	if len(failed) != 1 || failed[0].Pod.Name != "llm-0" || failed[0].Request != RequestWebhookRefused || !asReason(failed[0].Err, &ae, ReasonDenied) {
+		t.Fatalf("EvictionFailed events %+v, want one for llm-0, WebhookRefused, with the *PermissionError", failed)
 	}
 	stopped := log.ofType(EventDrainStopped)
 	if len(stopped) != 1 || stopped[0].ID != "drain-a" || stopped[0].Domain != "ud-1" || stopped[0].Err == nil {

@@ -51,18 +51,21 @@ func (ex *execution) preflight(ctx context.Context) error {
 			if s := serverOf(err); s != "" {
 				server = s
 			}
-			return &UnreachableError{Server: server, Problem: kubeclient.ServerNoAnswer, Waited: ex.d.s.RequestTimeout, Err: err}
+			return &RetryError{Reason: ReasonUnreachable, Server: server, Problem: kubeclient.ServerNoAnswer, Waited: ex.d.s.RequestTimeout, Err: err}
 		}
 		// A webhook that sees dry runs (sideEffects None) and denies the
 		// first pod stops the domain before anything changes. (One that
 		// does not support dry runs says so; the real eviction decides.)
 		if msg := apiMessage(err); err != nil {
 			if name, ok := webhookDenial(msg); ok {
-				return &AdmissionError{Pod: p.PodRef, Webhook: name, Message: msg, Denied: true, DryRun: true, Attempts: 1, Err: err}
+				return &PermissionError{Reason: ReasonDenied, Pod: p.PodRef, Webhook: name, Message: msg, DryRun: true, Attempts: 1, Err: err}
 			}
 		}
 		if denied(err) {
-			return &PermissionError{Err: err}
+			return &PermissionError{Reason: ReasonForbidden, Err: err}
+		}
+		if ex.deleting != nil && apierrors.IsForbidden(err) && apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+			ex.deleting.add(p.Namespace)
 		}
 	}
 	ex.log.V(4).Info("Permissions checked with dry-run requests", "namespaces", len(checked))
@@ -75,8 +78,7 @@ func retryTransient(ctx context.Context, s *settings, emit func(Event), what str
 	b := s.Backoff
 	for {
 		err := fn()
-		var ue *UnreachableError
-		if err == nil || !transient(err) || ctx.Err() != nil || errors.As(err, &ue) {
+		if err == nil || !transient(err) || ctx.Err() != nil || errors.Is(err, &RetryError{Reason: ReasonUnreachable}) {
 			return err
 		}
 		delay := b.Step()

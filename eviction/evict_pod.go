@@ -71,9 +71,12 @@ func (pe *podEviction) run(ctx context.Context) (outcomeKind, error) {
 			pe.done(kind, nil)
 			return kind, nil
 		case outcomeMultiPDB:
-			return 0, pe.fail(RequestError, &MultiplePDBsError{Pod: p.PodRef, PDBs: p.PDBs})
+			return 0, pe.fail(RequestError, &ClusterError{Reason: ReasonMultiplePDBs, Pod: p.PodRef, PDBs: p.PDBs})
 		case outcomeFatal:
-			return 0, pe.fail(RequestError, &EvictionError{Pod: p.PodRef, Err: err})
+			if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+				return 0, pe.fail(RequestError, &PermissionError{Reason: ReasonForbidden, Pod: p.PodRef, Err: err})
+			}
+			return 0, pe.fail(RequestError, fmt.Errorf("evicting pod %s: %w", p.PodRef, err))
 		case outcomeAdmission:
 			if err := pe.refusedByAdmission(ctx, err); err != nil {
 				return 0, err
@@ -157,15 +160,20 @@ func (pe *podEviction) fail(req RequestResult, err error) error {
 }
 
 // refusedByAdmission waits to try again after an admission webhook
-// refused the eviction, or returns the *AdmissionError that stops it after
-// admissionAttempts refusals (or the context's error).
+// refused the eviction, or returns the *PermissionError (ReasonDenied,
+// ReasonWebhookFailed) that stops it after admissionAttempts refusals (or
+// the context's error).
 func (pe *podEviction) refusedByAdmission(ctx context.Context, err error) error {
 	ex, p, phase := pe.ex, pe.p, pe.phase
 	pe.admissionRefusals++
 	msg := apiMessage(err)
 	_, denied := webhookDenial(msg)
 	if pe.admissionRefusals >= admissionAttempts {
-		err := &AdmissionError{Pod: p.PodRef, Webhook: webhookName(msg), Message: msg, Denied: denied, Attempts: pe.admissionRefusals, Err: err}
+		reason := ReasonWebhookFailed
+		if denied {
+			reason = ReasonDenied
+		}
+		err := &PermissionError{Reason: reason, Pod: p.PodRef, Webhook: webhookName(msg), Message: msg, Attempts: pe.admissionRefusals, Err: err}
 		ex.log.Info("Eviction refused by an admission webhook; stopping the domain", "pod", p.PodRef, "webhook", err.Webhook, "attempts", pe.admissionRefusals, "message", msg)
 		return pe.fail(RequestWebhookRefused, err)
 	}

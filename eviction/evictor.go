@@ -113,7 +113,7 @@ func (ex *execution) chooseEvictor(ctx context.Context) error {
 		})
 		switch {
 		case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
-			return &PermissionError{Err: err}
+			return &PermissionError{Reason: ReasonForbidden, Err: err}
 		case err != nil:
 			return fmt.Errorf("asking the API server whether it serves pods/eviction (discovery of v1): %w", err)
 		}

@@ -38,7 +38,8 @@ func exampleClient(spent bool) *fake.Clientset {
 
 // Every stop of a domain is a *DomainError: where it stopped, what was
 // still waiting and the budget blocking, unwrapping to the cause, here
-// the drain's timeout while a budget refused the leader (429).
+// the drain's timeout while a budget refused the leader (429): a
+// *RetryError with ReasonBlocked, what a caller waits out.
 func ExampleDomainError() {
 	client := exampleClient(true)
 	d, err := eviction.New(client, eviction.Options{Helper: &drain.Helper{GracePeriodSeconds: -1, Timeout: time.Second}})
@@ -48,18 +49,20 @@ func ExampleDomainError() {
 	}
 	_, _, err = d.Drain(context.Background(), "ud-1", eviction.DrainOptions{ID: "maint-42"})
 	var stop *eviction.DomainError
-	var blocked *eviction.BlockedError
-	if errors.As(err, &stop) && errors.As(err, &blocked) {
+	var blocked *eviction.RetryError
+	if errors.As(err, &stop) && errors.As(err, &blocked) && blocked.Reason == eviction.ReasonBlocked {
 		fmt.Println(stop.Domain, stop.ID, stop.Stage, "timeout", stop.Timeout)
 		fmt.Println("still waiting:", stop.Pending[0], "and", len(stop.Pending)-1, "more")
 		fmt.Println("blocked by:", blocked.Block.PDB, "allowing", blocked.Block.DisruptionsAllowed)
 		fmt.Println("deadline:", errors.Is(err, context.DeadlineExceeded))
+		fmt.Println("blocked anywhere:", errors.Is(err, &eviction.RetryError{Reason: eviction.ReasonBlocked}))
 	}
 	// Output:
 	// ud-1 maint-42 Phase1 timeout 1s
 	// still waiting: inference/llama-0 and 1 more
 	// blocked by: llama-leaders allowing 0
 	// deadline: true
+	// blocked anywhere: true
 }
 
 // Health judges the groups with a pod on each domain, and the budgets over

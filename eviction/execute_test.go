@@ -162,7 +162,7 @@ func TestBlockedPastTimeoutIsTypedError(t *testing.T) {
 		// evictions: a cordon slower than the whole timeout (a loaded
 		// server) leaves it all to the evictions (issue 38: a 300 ms
 		// timeout passed in a 417 ms cordon, before any eviction was
-		// refused, and the error had no BlockedError).
+		// refused, and the error had no Blocked RetryError).
 		{"cordon slower than the timeout", 1200 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) { testBlockedPastTimeout(t, tc.patch) })
@@ -197,12 +197,12 @@ func testBlockedPastTimeout(t *testing.T, patch time.Duration) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("err = %v does not unwrap to context.DeadlineExceeded", err)
 	}
-	var be *BlockedError
-	if !errors.As(err, &be) {
-		t.Fatalf("err = %v does not unwrap to a *BlockedError", err)
+	var be *RetryError
+	if !asReason(err, &be, ReasonBlocked) {
+		t.Fatalf("err = %v does not unwrap to a *RetryError (ReasonBlocked)", err)
 	}
 	if be.Block.PDB != "llm-leaders" || be.Block.CurrentHealthy != 2 || be.Block.DesiredHealthy != 2 || len(be.Block.Pods) != 1 || be.Block.Pods[0].Name != "llm-1" {
-		t.Errorf("BlockedError = %+v", be)
+		t.Errorf("Blocked RetryError = %+v", be)
 	}
 	if len(fc.evicted()) != 0 {
 		t.Errorf("evicted %v although blocked", fc.evicted())
@@ -233,9 +233,9 @@ func TestMultiplePDBsStopsBeforePhase2(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = d.Execute(ctx, plan, DrainOptions{})
-	var me *MultiplePDBsError
-	if !errors.As(err, &me) || me.Pod.Name != "llm-0" {
-		t.Fatalf("err = %v, want *MultiplePDBsError for llm-0", err)
+	var me *ClusterError
+	if !asReason(err, &me, ReasonMultiplePDBs) || me.Pod.Name != "llm-0" {
+		t.Fatalf("err = %v, want *ClusterError (ReasonMultiplePDBs) for llm-0", err)
 	}
 	for _, a := range fc.attempts {
 		if a != "inference/llm-0" {
@@ -247,8 +247,8 @@ func TestMultiplePDBsStopsBeforePhase2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !errors.As(plan.Err(), &me) {
-		t.Errorf("plan.Err() = %v, want *MultiplePDBsError", plan.Err())
+	if !asReason(plan.Err(), &me, ReasonMultiplePDBs) {
+		t.Errorf("plan.Err() = %v, want *ClusterError (ReasonMultiplePDBs)", plan.Err())
 	}
 }
 
@@ -420,7 +420,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"DisableEviction with an Evictor", Options{Helper: &drain.Helper{DisableEviction: true}, Evictor: Evictor(func(context.Context, PlannedPod, metav1.DeleteOptions) error { return nil })}, "ud-1", new(*udrain.ConfigError)},
 		{"informers without pods", Options{Informers: &clusterinformers.Set{}}, "ud-1", new(*udrain.ConfigError)},
 		{"unlabeled node", Options{}, "ud-1", new(*topology.UnlabeledNodesError)},
-		{"refused pod", Options{}, "ud-2", new(*RefusedPodsError)},
+		{"refused pod", Options{}, "ud-2", new(*ClusterError)},
 		{"contract violation", Options{}, "ud-3", new(*topology.ContractError)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -502,28 +502,66 @@ func TestTransientErrorsAreRetried(t *testing.T) {
 	}
 }
 
-func TestForbiddenEvictionFailsTheDomain(t *testing.T) {
-	ctx := testContext(t)
-	fc := newFakeCluster(t, lwsCluster(2, 1, 2)...)
-	// Allowed in the preflight, refused for real (an admission webhook,
-	// say): the domain fails at its first eviction.
-	fc.onEvict = func(ns, name string, dryRun bool) error {
-		if dryRun {
-			return nil
-		}
-		return apierrors.NewForbidden(podsGVR.GroupResource(), name, fmt.Errorf("denied by policy"))
-	}
-	d, err := New(fc.client, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _, err = d.Drain(ctx, "ud-1", DrainOptions{})
-	var ee *EvictionError
-	if !errors.As(err, &ee) || !apierrors.IsForbidden(err) {
-		t.Fatalf("err = %v, want *EvictionError wrapping Forbidden", err)
-	}
-	if len(fc.attempts) != 2 {
-		t.Errorf("attempts %v: phase 2 must not start after a phase-1 failure (want the preflight and the leader)", fc.attempts)
+// An eviction refused for good fails the domain at its first eviction
+// (allowed in the preflight, refused for real): a Forbidden one is a
+// *PermissionError (ReasonForbidden) naming the pod; another (an invalid
+// request) is an error of no group, with the same text.
+func TestRefusedEvictionFailsTheDomain(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		refusal    func(name string) error
+		permission bool
+		want       string
+	}{
+		{"forbidden", func(name string) error {
+			return apierrors.NewForbidden(podsGVR.GroupResource(), name, fmt.Errorf("denied by policy"))
+		}, true, `evicting pod inference/llm-0: pods "llm-0" is forbidden: denied by policy`},
+		{"bad request", func(string) error { return apierrors.NewBadRequest("no such field") }, false, "evicting pod inference/llm-0: no such field"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testContext(t)
+			fc := newFakeCluster(t, lwsCluster(2, 1, 2)...)
+			refusal := tc.refusal("llm-0")
+			fc.onEvict = func(ns, name string, dryRun bool) error {
+				if dryRun {
+					return nil
+				}
+				return refusal
+			}
+			d, err := New(fc.client, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _, err = d.Drain(ctx, "ud-1", DrainOptions{})
+			var de *DomainError
+			var pe *PermissionError
+			type got struct {
+				Stage        Stage
+				Permission   bool
+				Pod          topology.PodRef
+				Wraps        bool
+				Message      string
+				OtherGroup   bool
+				EvictionsTry int
+			}
+			g := got{Permission: asReason(err, &pe, ReasonForbidden), Wraps: errors.Is(err, refusal),
+				OtherGroup: errors.Is(err, &ClusterError{}) || errors.Is(err, &RetryError{}), EvictionsTry: len(fc.attempts)}
+			if errors.As(err, &de) {
+				g.Stage, g.Message = de.Stage, de.Err.Error()
+			}
+			if pe != nil {
+				g.Pod = topology.PodRef{Namespace: pe.Pod.Namespace, Name: pe.Pod.Name}
+			}
+			want := got{Stage: StagePhase1, Permission: tc.permission, Wraps: true, Message: tc.want, EvictionsTry: 2}
+			if tc.permission {
+				want.Pod = topology.PodRef{Namespace: "inference", Name: "llm-0"}
+			}
+			// EvictionsTry: the preflight and the leader; phase 2 must not
+			// start after a phase-1 failure.
+			if diff := cmp.Diff(want, g); diff != "" {
+				t.Errorf("err = %v (-want +got):\n%s", err, diff)
+			}
+		})
 	}
 }
 
@@ -683,9 +721,9 @@ func TestBlockNamesTheUnhealthyPodsAndTheirNodes(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, _, err = d.Drain(ctx, "ud-2", DrainOptions{})
-			var be *BlockedError
-			if !errors.As(err, &be) {
-				t.Fatalf("err = %v, want a *BlockedError", err)
+			var be *RetryError
+			if !asReason(err, &be, ReasonBlocked) {
+				t.Fatalf("err = %v, want a *RetryError (ReasonBlocked)", err)
 			}
 			if diff := cmp.Diff(tc.want, be.Block.Unhealthy); diff != "" {
 				t.Errorf("unhealthy pods of the budget (-want +got):\n%s", diff)

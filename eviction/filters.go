@@ -18,12 +18,12 @@ import (
 // The texts kubectl drain uses for its filter decisions. udrain keeps them
 // byte for byte so that scripts and people see the same reasons.
 const (
-	MsgDaemonSetFatal      = "DaemonSet-managed Pods (use --ignore-daemonsets to ignore)"
-	MsgDaemonSetWarning    = "ignoring DaemonSet-managed Pods"
-	MsgLocalStorageFatal   = "Pods with local storage (use --delete-emptydir-data to override)"
-	MsgLocalStorageWarning = "deleting Pods with local storage"
-	MsgUnmanagedFatal      = "Pods that declare no controller (use --force to override)"
-	MsgUnmanagedWarning    = "deleting Pods that declare no controller"
+	msgDaemonSetFatal      = "DaemonSet-managed Pods (use --ignore-daemonsets to ignore)"
+	msgDaemonSetWarning    = "ignoring DaemonSet-managed Pods"
+	msgLocalStorageFatal   = "Pods with local storage (use --delete-emptydir-data to override)"
+	msgLocalStorageWarning = "deleting Pods with local storage"
+	msgUnmanagedFatal      = "Pods that declare no controller (use --force to override)"
+	msgUnmanagedWarning    = "deleting Pods that declare no controller"
 )
 
 // dsLookup reports whether the DaemonSet namespace/name exists: nil
@@ -118,9 +118,9 @@ func (c filterConfig) daemonSet(pod *corev1.Pod, lookup dsLookup) drain.PodDelet
 		return drain.MakePodDeleteStatusWithError(err.Error())
 	}
 	if !c.ignoreDaemonSets {
-		return drain.MakePodDeleteStatusWithError(MsgDaemonSetFatal)
+		return drain.MakePodDeleteStatusWithError(msgDaemonSetFatal)
 	}
-	return drain.MakePodDeleteStatusWithWarning(false, MsgDaemonSetWarning)
+	return drain.MakePodDeleteStatusWithWarning(false, msgDaemonSetWarning)
 }
 
 func mirrorPod(pod *corev1.Pod) drain.PodDeleteStatus {
@@ -153,9 +153,9 @@ func (c filterConfig) localStorage(pod *corev1.Pod) drain.PodDeleteStatus {
 		return drain.MakePodDeleteStatusOkay()
 	}
 	if !c.deleteEmptyDirData {
-		return drain.MakePodDeleteStatusWithError(MsgLocalStorageFatal)
+		return drain.MakePodDeleteStatusWithError(msgLocalStorageFatal)
 	}
-	return drain.MakePodDeleteStatusWithWarning(true, MsgLocalStorageWarning)
+	return drain.MakePodDeleteStatusWithWarning(true, msgLocalStorageWarning)
 }
 
 func (c filterConfig) unreplicated(pod *corev1.Pod) drain.PodDeleteStatus {
@@ -163,9 +163,9 @@ func (c filterConfig) unreplicated(pod *corev1.Pod) drain.PodDeleteStatus {
 		return drain.MakePodDeleteStatusOkay()
 	}
 	if c.force {
-		return drain.MakePodDeleteStatusWithWarning(true, MsgUnmanagedWarning)
+		return drain.MakePodDeleteStatusWithWarning(true, msgUnmanagedWarning)
 	}
-	return drain.MakePodDeleteStatusWithError(MsgUnmanagedFatal)
+	return drain.MakePodDeleteStatusWithError(msgUnmanagedFatal)
 }
 
 // kubectlWarnings formats warnings the way drain.PodDeleteList.Warnings

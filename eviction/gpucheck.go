@@ -36,24 +36,12 @@ type gpuCheck struct {
 	Grace time.Duration
 }
 
-// GPULostError reports GPU nodes of a domain that, after the upgrade step
-// and the grace period, do not advertise the GPUs they had before the
-// drain. The rollout stops before the domain is uncordoned (and so before
-// the next domain); run it again once the nodes are fixed and it goes on.
-type GPULostError struct {
-	// Grace is how long the check waited.
-	Grace time.Duration
-	// Nodes are the nodes that lost GPUs, with package gpu's findings and
-	// the device plugin DaemonSets' diagnoses.
-	Nodes []gpu.Loss
-}
-
-// Error names the nodes (five at most), their GPUs before and now, and
-// why: a device plugin that cannot run there and its fix, else the node's
-// first problem.
-func (e *GPULostError) Error() string {
+// gpusLostMessage names the nodes (five at most), their GPUs before and
+// now, and why: a device plugin that cannot run there and its fix, else
+// the node's first problem.
+func gpusLostMessage(losses []gpu.Loss, grace time.Duration) string {
 	var parts []string
-	for _, n := range e.Nodes {
+	for _, n := range losses {
 		s := fmt.Sprintf("node %s advertises %d %s, had %d", n.Node, n.After, n.Resource, n.Before)
 		var why []string
 		for _, d := range n.Diagnoses {
@@ -77,7 +65,7 @@ func (e *GPULostError) Error() string {
 		parts = append(parts, s)
 	}
 	return fmt.Sprintf("%d GPU node(s) came back from the upgrade without their GPUs after %s: %s; fix the driver or the device plugin, then run the rollout again",
-		len(e.Nodes), e.Grace, strings.Join(abbreviate(parts, 5), "; "))
+		len(losses), grace, strings.Join(abbreviate(parts, 5), "; "))
 }
 
 // upgradeMark is the node markUpgraded patched after the upgrade step, and
@@ -97,7 +85,7 @@ func (m upgradeMark) seen(v *view) bool {
 
 // checkGPUs waits, on the view's events, until every GPU node of the
 // domain advertises the GPUs it should, or the grace period passes; then
-// it returns a *GPULostError with package gpu's diagnosis. It judges the
+// it returns a *ClusterError (ReasonGPUsLost) with package gpu's diagnosis. It judges the
 // nodes only once the view shows mark: before, it may still show them as
 // they were before the upgrade step.
 func (d *Drainer) checkGPUs(ctx context.Context, v *view, dom topology.Domain, before map[string]int64, mark upgradeMark, check gpuCheck, emit func(Event)) error {
@@ -147,7 +135,7 @@ func (d *Drainer) checkGPUs(ctx context.Context, v *view, dom topology.Domain, b
 				return nil
 			}
 			logger.Info("GPU nodes came back without their GPUs", "nodes", len(lost), "grace", grace)
-			return &GPULostError{Grace: grace, Nodes: lost}
+			return &ClusterError{Reason: ReasonGPUsLost, Domain: dom.Name, Losses: lost, Waited: grace}
 		}
 	}
 }

@@ -78,14 +78,14 @@ func TestRolloutStopsOnGPUsLostInTheUpgrade(t *testing.T) {
 	}})
 	_, err := d.Rollout(ctx, RolloutOptions{ID: "driver-580", Upgrade: upgrade, GPUCheckGrace: 300 * time.Millisecond})
 	var de *DomainError
-	var lost *GPULostError
-	if !errors.As(err, &de) || !errors.As(err, &lost) || de.Stage != StageGPUCheck || de.Domain != "ud-1" {
-		t.Fatalf("err = %v, want a DomainError of ud-1 at GPUCheck with a *GPULostError", err)
+	var lost *ClusterError
+	if !errors.As(err, &de) || !asReason(err, &lost, ReasonGPUsLost) || de.Stage != StageGPUCheck || de.Domain != "ud-1" {
+		t.Fatalf("err = %v, want a DomainError of ud-1 at GPUCheck with a *ClusterError, ReasonGPUsLost", err)
 	}
-	if len(lost.Nodes) != 1 || lost.Nodes[0].Node != "node-1-1" || lost.Nodes[0].Before != 8 || lost.Nodes[0].After != 0 || lost.Nodes[0].Resource != "nvidia.com/gpu" {
-		t.Fatalf("losses %+v, want node-1-1 8 -> 0 nvidia.com/gpu", lost.Nodes)
+	if len(lost.Losses) != 1 || lost.Losses[0].Node != "node-1-1" || lost.Losses[0].Before != 8 || lost.Losses[0].After != 0 || lost.Losses[0].Resource != "nvidia.com/gpu" {
+		t.Fatalf("losses %+v, want node-1-1 8 -> 0 nvidia.com/gpu", lost.Losses)
 	}
-	diag := lost.Nodes[0].Diagnoses
+	diag := lost.Losses[0].Diagnoses
 	if len(diag) != 1 || diag[0].CanRun || len(diag[0].UntoleratedTaints) != 1 || diag[0].UntoleratedTaints[0].Key != badTaint.Key {
 		t.Errorf("diagnoses %+v, want the device plugin unable to run for the untolerated taint %s", diag, badTaint.Key)
 	}
@@ -209,10 +209,10 @@ func TestGPUCheckWaitsForTheViewToShowTheUpgrade(t *testing.T) {
 				}()
 			}
 			err = d.checkGPUs(ctx, v, dom, map[string]int64{"node-1-1": 8}, tt.mark, gpuCheck{Grace: time.Second}, func(Event) {})
-			var lost *GPULostError
+			var lost *ClusterError
 			got := ""
 			switch {
-			case errors.As(err, &lost):
+			case asReason(err, &lost, ReasonGPUsLost):
 				got = "lost"
 			case err != nil && strings.Contains(err.Error(), "upgraded mark"):
 				got = "behind"
@@ -226,10 +226,10 @@ func TestGPUCheckWaitsForTheViewToShowTheUpgrade(t *testing.T) {
 	}
 }
 
-// The GPULostError names each node, its GPUs before and now, and why: the
+// A GPUsLost ClusterError names each node, its GPUs before and now, and why: the
 // fix of a device plugin that cannot run there, else that it cannot, else
 // the node's first problem; five nodes at most.
-func TestGPULostErrorMessage(t *testing.T) {
+func TestGPUsLostMessage(t *testing.T) {
 	const tail = "; fix the driver or the device plugin, then run the rollout again"
 	missing := gpu.Finding{Code: gpu.FindingResourceMissing, Severity: udrain.SeverityError, Message: "no nvidia.com/gpu"}
 	info := gpu.Finding{Code: gpu.FindingNotDedicated, Severity: udrain.SeverityInfo, Message: "not dedicated"}
@@ -239,20 +239,20 @@ func TestGPULostErrorMessage(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		err  *GPULostError
+		err  *ClusterError
 		want string
 	}{
-		{"the plugin's fix", &GPULostError{Grace: 5 * time.Minute, Nodes: []gpu.Loss{{Node: "n1", Resource: "nvidia.com/gpu", Before: 8, After: 0,
+		{"the plugin's fix", &ClusterError{Reason: ReasonGPUsLost, Waited: 5 * time.Minute, Losses: []gpu.Loss{{Node: "n1", Resource: "nvidia.com/gpu", Before: 8, After: 0,
 			Findings:  []gpu.Finding{missing},
 			Diagnoses: []gpu.Diagnosis{{DaemonSet: "kube-system/ok", CanRun: true}, {DaemonSet: "kube-system/nvdp", Fix: "kubectl patch ..."}}}}},
 			"1 GPU node(s) came back from the upgrade without their GPUs after 5m0s: node n1 advertises 0 nvidia.com/gpu, had 8 (device plugin kube-system/nvdp cannot run there: kubectl patch ...)" + tail},
-		{"a plugin that cannot run, without a fix", &GPULostError{Grace: time.Second, Nodes: []gpu.Loss{{Node: "n1", Resource: "nvidia.com/gpu", Before: 8, After: 4,
+		{"a plugin that cannot run, without a fix", &ClusterError{Reason: ReasonGPUsLost, Waited: time.Second, Losses: []gpu.Loss{{Node: "n1", Resource: "nvidia.com/gpu", Before: 8, After: 4,
 			Diagnoses: []gpu.Diagnosis{{DaemonSet: "kube-system/nvdp"}}}}},
 			"1 GPU node(s) came back from the upgrade without their GPUs after 1s: node n1 advertises 4 nvidia.com/gpu, had 8 (device plugin kube-system/nvdp cannot run there)" + tail},
-		{"the node's first problem", &GPULostError{Grace: time.Second, Nodes: []gpu.Loss{{Node: "n1", Resource: "nvidia.com/gpu", Before: 8, After: 0,
+		{"the node's first problem", &ClusterError{Reason: ReasonGPUsLost, Waited: time.Second, Losses: []gpu.Loss{{Node: "n1", Resource: "nvidia.com/gpu", Before: 8, After: 0,
 			Findings: []gpu.Finding{info, missing, {Code: gpu.FindingAllocatableZero, Severity: udrain.SeverityError, Message: "none allocatable"}}}}},
 			"1 GPU node(s) came back from the upgrade without their GPUs after 1s: node n1 advertises 0 nvidia.com/gpu, had 8 (no nvidia.com/gpu)" + tail},
-		{"five nodes at most", &GPULostError{Grace: time.Second, Nodes: seven},
+		{"five nodes at most", &ClusterError{Reason: ReasonGPUsLost, Waited: time.Second, Losses: seven},
 			"7 GPU node(s) came back from the upgrade without their GPUs after 1s: node n0 advertises 0 nvidia.com/gpu, had 8; node n1 advertises 0 nvidia.com/gpu, had 8; " +
 				"node n2 advertises 0 nvidia.com/gpu, had 8; node n3 advertises 0 nvidia.com/gpu, had 8; node n4 advertises 0 nvidia.com/gpu, had 8; and 2 more" + tail},
 	} {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -43,34 +42,6 @@ func (r *HealthReport) waiting() []string {
 	}
 	return out
 }
-
-// NotHealthyError reports a WaitHealthy that ended before the groups were
-// healthy; Report says what was still missing. It unwraps to the
-// context's error (context.DeadlineExceeded for a deadline).
-type NotHealthyError struct {
-	// Domains are the domains waited for, as named; empty for every
-	// domain.
-	Domains []string
-	// Waited is how long WaitHealthy waited.
-	Waited time.Duration
-	Report *HealthReport
-	Err    error
-}
-
-func (e *NotHealthyError) Error() string {
-	what := "the groups of every domain"
-	switch len(e.Domains) {
-	case 0:
-	case 1:
-		what = "domain " + e.Domains[0]
-	default:
-		what = "domains " + strings.Join(e.Domains, ", ")
-	}
-	return fmt.Sprintf("%s not healthy after %s (%v): %s", what, e.Waited.Round(time.Millisecond), e.Err,
-		strings.Join(abbreviate(e.Report.waiting(), 10), "; "))
-}
-
-func (e *NotHealthyError) Unwrap() error { return e.Err }
 
 // Health reports, without waiting, the health of the groups with a pod on
 // the named domains (every domain when none is named), of the budgets over
@@ -115,7 +86,7 @@ func (d *Drainer) healthNow(ctx context.Context, v *view, domains []string) (*He
 // report: groups that appear while it waits (another drain's replacements,
 // Pending) are waited for too, so a report returned without an error is
 // healthy. It changes nothing. A deadline or cancel of ctx ends the wait
-// with a *NotHealthyError saying what was still missing. An empty name
+// with a *RetryError (ReasonNotHealthy) saying what was still missing. An empty name
 // among domains is a *udrain.ConfigError, before any request.
 func (d *Drainer) WaitHealthy(ctx context.Context, domains ...string) (*HealthReport, error) {
 	if slices.Contains(domains, "") {
@@ -132,7 +103,7 @@ func (d *Drainer) WaitHealthy(ctx context.Context, domains ...string) (*HealthRe
 		d.events.emit(callSinkFrom(ctx), e)
 	}
 	notHealthy := func(r *HealthReport, err error) error {
-		return &NotHealthyError{Domains: domains, Waited: d.s.Clock.Since(start), Report: r, Err: err}
+		return &RetryError{Reason: ReasonNotHealthy, Domains: domains, Waited: d.s.Clock.Since(start), Report: r, Err: err}
 	}
 	// Each round waits for what is not healthy now; groups that appear
 	// meanwhile (another drain's replacements, Pending) are seen by the

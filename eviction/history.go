@@ -188,7 +188,7 @@ func (r *rollout) guardHistory(ctx context.Context) (context.Context, func()) {
 
 // causeOf turns a *DomainError that ended in the cancel of ctx into one
 // that says why ctx was cancelled, when the cause is a T: the rollout
-// stopped because its Lease was lost (*LockLostError) or its history
+// stopped because its Lease was lost (*RetryError, ReasonLockLost) or its history
 // changed (*HistoryChangedError), not because it was "canceled".
 func causeOf[T error](ctx context.Context, err error) error {
 	var cause T

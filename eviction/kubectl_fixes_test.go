@@ -369,32 +369,7 @@ func TestDrainStopsWhenDiscoveryFails(t *testing.T) {
 // group that will not come back (it waited until its timeout).
 func TestRolloutForgetsTheGroupsOfADeletedNamespace(t *testing.T) {
 	ctx := testContext(t)
-	const doomedNS = "doomed"
-	objs := lwsCluster(2, 1, 2)
-	for w := range 2 {
-		objs = append(objs, kube.LWSPod("gone", 0, w, 2, kube.InNamespace(doomedNS), kube.OnNode("node-1-1"), kube.WithUID(types.UID(fmt.Sprintf("gone-%d", w))), kube.OwnedByStatefulSets))
-	}
-	pdb := kube.LeaderPDB("gone", 1, 1)
-	pdb.Namespace = doomedNS
-	objs = append(objs, pdb)
-	fc := newFakeCluster(t, objs...)
-	var once sync.Once
-	fc.client.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		if a.GetSubresource() != "eviction" || a.GetNamespace() != doomedNS {
-			return false, nil, nil
-		}
-		// The namespace controller deletes its pods a moment later.
-		once.Do(func() {
-			tr := fc.client.Tracker()
-			go func() {
-				time.Sleep(50 * time.Millisecond)
-				for _, name := range []string{"gone-0", "gone-0-1"} {
-					_ = tr.Delete(podsGVR, doomedNS, name)
-				}
-			}()
-		})
-		return nsTerminatingReactor(a)
-	})
+	fc := doomedNamespaceCluster(t, 50*time.Millisecond)
 	d, err := New(fc.client, Options{Backoff: wait.Backoff{Duration: 20 * time.Millisecond, Factor: 1, Steps: 1 << 30}})
 	if err != nil {
 		t.Fatal(err)
@@ -413,4 +388,79 @@ func TestRolloutForgetsTheGroupsOfADeletedNamespace(t *testing.T) {
 	if got := sorted(fc.evicted()); !slices.Equal(got, []string{"inference/llm-0", "inference/llm-0-1", "inference/llm-1", "inference/llm-1-1"}) {
 		t.Errorf("evicted %v, want the two groups of the rollout and nothing of the deleted namespace", got)
 	}
+}
+
+// A namespace the drain's preflight finds being deleted (its dry-run
+// eviction refused NamespaceTerminating) is noted for recovery even when
+// no later event says so: its pods may be gone before their eviction is
+// sent, which reports nothing, and recovery must not wait for their
+// groups (TestRolloutForgetsTheGroupsOfADeletedNamespace failed so under
+// make stress: the dry run started the namespace's deletion, the pods were
+// gone before phase 1 reached them, and recovery waited 20 s for the
+// group). Here no observer sees the drain's events: only the preflight
+// can note it.
+func TestPreflightNotesANamespaceBeingDeleted(t *testing.T) {
+	ctx := testContext(t)
+	fc := doomedNamespaceCluster(t, 0)
+	d, err := New(fc.client, Options{Backoff: wait.Backoff{Duration: 20 * time.Millisecond, Factor: 1, Steps: 1 << 30}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := d.startView(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Stop()
+	snap, err := v.planSnapshot(ctx, "ud-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := newPlan("ud-1", snap, d.s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var deleted deletedNamespaces
+	if _, err := d.execute(ctx, v, plan, "r", nil, &deleted); err != nil {
+		t.Fatalf("drain: %v", err)
+	}
+	if !deleted.set[doomedNS] {
+		t.Errorf("namespaces noted being deleted: %v, want %s (its dry-run eviction said so)", deleted.set, doomedNS)
+	}
+}
+
+// doomedNS is the namespace doomedNamespaceCluster deletes.
+const doomedNS = "doomed"
+
+// doomedNamespaceCluster is lwsCluster(2, 1, 2) with a group of namespace
+// doomedNS (a leader and a worker on node-1-1, a budget over the leader)
+// being deleted: every eviction there, dry run or not, is refused 403
+// NamespaceTerminating, and after the first one the namespace controller
+// deletes its pods, after delay.
+func doomedNamespaceCluster(t *testing.T, delay time.Duration) *fakeCluster {
+	t.Helper()
+	objs := lwsCluster(2, 1, 2)
+	for w := range 2 {
+		objs = append(objs, kube.LWSPod("gone", 0, w, 2, kube.InNamespace(doomedNS), kube.OnNode("node-1-1"), kube.WithUID(types.UID(fmt.Sprintf("gone-%d", w))), kube.OwnedByStatefulSets))
+	}
+	pdb := kube.LeaderPDB("gone", 1, 1)
+	pdb.Namespace = doomedNS
+	objs = append(objs, pdb)
+	fc := newFakeCluster(t, objs...)
+	var once sync.Once
+	fc.client.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "eviction" || a.GetNamespace() != doomedNS {
+			return false, nil, nil
+		}
+		once.Do(func() {
+			tr := fc.client.Tracker()
+			go func() {
+				time.Sleep(delay)
+				for _, name := range []string{"gone-0", "gone-0-1"} {
+					_ = tr.Delete(podsGVR, doomedNS, name)
+				}
+			}()
+		})
+		return nsTerminatingReactor(a)
+	})
+	return fc
 }

@@ -77,7 +77,7 @@ func (d *Drainer) listDaemonSets(ctx context.Context) ([]appsv1.DaemonSet, error
 // hands each item to each. Every page is a request of the Drainer's own
 // (bounded): an API server that does not serve one within ConnectTimeout
 // (refused, no answer, 5xx or 429 every time) ends the list with an
-// *UnreachableError; a refusal for lack of permission is a
+// *RetryError (ReasonUnreachable); a refusal for lack of permission is a
 // *PermissionError. what names the list in other errors.
 func (d *Drainer) eachListed(ctx context.Context, what string, list func(context.Context, metav1.ListOptions) (runtime.Object, error), each func(runtime.Object)) error {
 	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
@@ -93,15 +93,14 @@ func (d *Drainer) eachListed(ctx context.Context, what string, list func(context
 		each(obj)
 		return nil
 	})
-	var unreachable *UnreachableError
 	switch {
 	case err == nil:
 		return nil
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case apierrors.IsForbidden(err), apierrors.IsUnauthorized(err):
-		return &PermissionError{Err: err}
-	case errors.As(err, &unreachable):
+		return &PermissionError{Reason: ReasonForbidden, Err: err}
+	case errors.Is(err, &RetryError{Reason: ReasonUnreachable}):
 		return err
 	}
 	return fmt.Errorf("listing %s: %w", what, err)

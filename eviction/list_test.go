@@ -35,21 +35,21 @@ type listed struct {
 }
 
 // errorShape names the type an error of a Reader's list is, with the
-// server problem of an *UnreachableError: what a caller tells apart.
+// server problem of a *RetryError (ReasonUnreachable): what a caller tells apart.
 func errorShape(err error) string {
 	var (
-		ue *UnreachableError
+		ue *RetryError
 		pe *PermissionError
-		ns *NotSyncedError
+		ns *RetryError
 	)
 	switch {
 	case err == nil:
 		return ""
-	case errors.As(err, &ue):
+	case asReason(err, &ue, ReasonUnreachable):
 		return "Unreachable " + string(ue.Problem) + " " + ue.Server
 	case errors.As(err, &pe):
 		return "Permission"
-	case errors.As(err, &ns):
+	case asReason(err, &ns, ReasonNotSynced):
 		return "NotSynced"
 	}
 	return "other: " + err.Error()
@@ -81,7 +81,7 @@ func pagedNodes(names ...string) k8stesting.ReactionFunc {
 
 // The Reader lists the cluster's nodes and DaemonSets, in pages of its
 // own or through the caller's informers, ordered by name, and reports a
-// server that refuses, fails or throttles as an *UnreachableError and a
+// server that refuses, fails or throttles as a *RetryError (ReasonUnreachable) and a
 // refusal for lack of permission as a *PermissionError, as its other
 // calls do.
 func TestReaderNodesAndDaemonSets(t *testing.T) {

@@ -37,61 +37,6 @@ type rolloutLock struct {
 	Duration        time.Duration
 }
 
-// LockedError reports a rollout whose Lease another holder has renewed
-// within its duration: that rollout runs now. Nothing was changed.
-type LockedError struct {
-	// ID is the rollout's.
-	ID string
-	// Namespace and Lease name the rollout's Lease.
-	Namespace, Lease string
-	// Holder is the identity of the holder (RolloutOptions.LockIdentity).
-	Holder string
-	// RenewedAt is when the holder last renewed the Lease; it is free once
-	// Duration has passed since then.
-	RenewedAt time.Time
-	// Duration is how long the Lease holds without a renewal.
-	Duration time.Duration
-}
-
-func (e *LockedError) Error() string {
-	return fmt.Sprintf("rollout %s is running elsewhere: Lease %s/%s is held by %q, renewed at %s (it expires %s after its last renewal); wait for that rollout to end, or stop it; nothing was changed",
-		e.ID, e.Namespace, e.Lease, e.Holder, e.RenewedAt.UTC().Format(time.RFC3339), e.Duration)
-}
-
-// LockNamespaceError reports that the namespace of the rollout's Lease
-// does not exist (and RolloutOptions.LockNamespaceMustExist is set, or
-// it could not be created). Nothing was changed: create the namespace, or
-// choose another (RolloutOptions.LockNamespace).
-type LockNamespaceError struct {
-	// Namespace and Lease name the rollout's Lease.
-	Namespace, Lease string
-	// Err is the API server's answer.
-	Err error
-}
-
-func (e *LockNamespaceError) Error() string {
-	return fmt.Sprintf("taking the rollout's Lease %s/%s: the namespace does not exist: %v", e.Namespace, e.Lease, e.Err)
-}
-
-func (e *LockNamespaceError) Unwrap() error { return e.Err }
-
-// LockLostError reports a rollout that lost its Lease while it ran (it
-// could not renew it in time, or another holder took it over); the
-// rollout stopped.
-type LockLostError struct {
-	// ID is the rollout's; Namespace and Lease name its Lease.
-	ID, Namespace, Lease string
-	// Err says how it was lost: another holder took it over (named), or
-	// the error of the last renewal that failed.
-	Err error
-}
-
-func (e *LockLostError) Error() string {
-	return fmt.Sprintf("rollout %s lost its Lease %s/%s and stopped: %v", e.ID, e.Namespace, e.Lease, e.Err)
-}
-
-func (e *LockLostError) Unwrap() error { return e.Err }
-
 // lockName is the Lease name of a rollout: "udrain-rollout-<id>" when that
 // is a valid name, else with the ID lowered and a hash of it.
 func lockName(id string) string { return lease.Name("udrain-rollout-", id) }
@@ -130,7 +75,7 @@ type heldLock struct {
 	held *lease.Held
 }
 
-// acquireLock takes the rollout's Lease, or returns a *LockedError when
+// acquireLock takes the rollout's Lease, or returns a *RetryError (ReasonLocked) when
 // another holder has it. It reports a LockAcquired event.
 func (d *Drainer) acquireLock(ctx context.Context, id string, cfg rolloutLock) (*heldLock, error) {
 	name := lockName(id)
@@ -142,7 +87,7 @@ func (d *Drainer) acquireLock(ctx context.Context, id string, cfg rolloutLock) (
 		Read:            d.bounded,
 	}).Acquire(ctx)
 	if err != nil {
-		return nil, lockError(id, cfg, name, err)
+		return nil, lockError(id, cfg, name, err, d.s.Clock.Now())
 	}
 	h := &heldLock{d: d, sink: callSinkFrom(ctx), cfg: cfg, id: id, name: name, held: held}
 	h.report(EventLockAcquired, nil, fmt.Sprintf("holding Lease %s/%s as %s", cfg.Namespace, h.name, cfg.Identity))
@@ -155,21 +100,23 @@ func (h *heldLock) report(t EventType, err error, msg string) {
 }
 
 // lockError is the error of a rollout that could not take its Lease: a
-// *LockedError naming the holder, a *LockNamespaceError, a
-// *PermissionError naming the lock's Role, or the request's error.
-func lockError(id string, cfg rolloutLock, name string, err error) error {
+// *RetryError (ReasonLocked) naming the holder, a *ClusterError
+// (ReasonNoLockNamespace), a *PermissionError naming the lock's Role, or
+// the request's error.
+func lockError(id string, cfg rolloutLock, name string, err error, now time.Time) error {
 	if he := (*lease.HeldError)(nil); errors.As(err, &he) {
-		return &LockedError{ID: id, Namespace: he.Namespace, Lease: he.Name, Holder: he.Holder, RenewedAt: he.RenewedAt, Duration: he.Duration}
+		return &RetryError{Reason: ReasonLocked, ID: id, Namespace: he.Namespace, Lease: he.Name, Holder: he.Holder, RenewedAt: he.RenewedAt, LockDuration: he.Duration,
+			RetryAfter: max(0, he.RenewedAt.Add(he.Duration).Sub(now))}
 	}
 	if apierrors.IsNotFound(err) {
-		return &LockNamespaceError{Namespace: cfg.Namespace, Lease: name, Err: err}
+		return &ClusterError{Reason: ReasonNoLockNamespace, Namespace: cfg.Namespace, Lease: name, Err: err}
 	}
 	if apierrors.IsForbidden(err) && forbiddenResource(err) == "namespaces" {
-		return &PermissionError{Err: err, Role: lockRole(cfg.Namespace) + ", and a ClusterRole that may create namespaces (or create namespace " +
+		return &PermissionError{Reason: ReasonForbidden, Err: err, Role: lockRole(cfg.Namespace) + ", and a ClusterRole that may create namespaces (or create namespace " +
 			cfg.Namespace + " beforehand, as deploy/namespace does, or set RolloutOptions.LockNamespaceMustExist and another LockNamespace)"}
 	}
 	if apierrors.IsForbidden(err) && !strings.Contains(err.Error(), "being terminated") {
-		return &PermissionError{Err: err, Role: lockRole(cfg.Namespace)}
+		return &PermissionError{Reason: ReasonForbidden, Err: err, Role: lockRole(cfg.Namespace)}
 	}
 	return fmt.Errorf("taking the rollout's Lease %s/%s: %w", cfg.Namespace, name, err)
 }
@@ -194,10 +141,10 @@ func lockRole(namespace string) string {
 }
 
 // keep renews the Lease until ctx ends; when it is lost, it reports a
-// LockLost event and calls lost with a *LockLostError.
+// LockLost event and calls lost with a *RetryError (ReasonLockLost).
 func (h *heldLock) keep(ctx context.Context, lost func(error)) {
 	h.held.Keep(ctx, func(le *lease.LostError) {
-		err := &LockLostError{ID: h.id, Namespace: h.cfg.Namespace, Lease: h.name, Err: le.Err}
+		err := &RetryError{Reason: ReasonLockLost, ID: h.id, Namespace: h.cfg.Namespace, Lease: h.name, Err: le.Err}
 		h.report(EventLockLost, err, "the rollout's Lease is lost; the rollout stops")
 		lost(err)
 	})

@@ -61,9 +61,9 @@ func TestRolloutLockRefusesASecondRollout(t *testing.T) {
 	second, _ := New(fc.client, Options{Backoff: slowBackoff})
 	start := time.Now()
 	_, err := second.Rollout(ctx, RolloutOptions{ID: "kubelet-1.37", LockIdentity: "second"})
-	var le *LockedError
-	if !errors.As(err, &le) || le.Holder != "first" || le.Lease != "udrain-rollout-kubelet-1.37" || le.RenewedAt.IsZero() {
-		t.Fatalf("second rollout: %v, want a *LockedError naming holder first", err)
+	var le *RetryError
+	if !asReason(err, &le, ReasonLocked) || le.Holder != "first" || le.Lease != "udrain-rollout-kubelet-1.37" || le.RenewedAt.IsZero() {
+		t.Fatalf("second rollout: %v, want a *RetryError (ReasonLocked) naming holder first", err)
 	}
 	if took := time.Since(start); took > time.Second {
 		t.Errorf("the second rollout took %s to fail, want at once", took)
@@ -81,7 +81,7 @@ func TestRolloutLockRefusesASecondRollout(t *testing.T) {
 }
 
 // A rollout that cannot renew its Lease (another holder took it) stops
-// with a *LockLostError in its DomainError, not as an interrupt.
+// with a *RetryError (ReasonLockLost) in its DomainError, not as an interrupt.
 func TestRolloutStopsWhenItLosesItsLease(t *testing.T) {
 	ctx := testContext(t)
 	fc := newFakeCluster(t, lwsCluster(1, 1, 2)...)
@@ -100,10 +100,10 @@ func TestRolloutStopsWhenItLosesItsLease(t *testing.T) {
 	})
 	d, _ := New(fc.client, Options{Backoff: slowBackoff})
 	_, err := d.Rollout(ctx, RolloutOptions{ID: "r", LockDuration: 3 * time.Second})
-	var lost *LockLostError
+	var lost *RetryError
 	var de *DomainError
-	if !errors.As(err, &lost) || !errors.As(err, &de) || errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), `another holder took it over (held by "another-replica"`) {
-		t.Fatalf("err = %v, want a DomainError with a *LockLostError (not context.Canceled) naming the holder", err)
+	if !asReason(err, &lost, ReasonLockLost) || !errors.As(err, &de) || errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), `another holder took it over (held by "another-replica"`) {
+		t.Fatalf("err = %v, want a DomainError with a *RetryError (ReasonLockLost) (not context.Canceled) naming the holder", err)
 	}
 	if renewals == 0 {
 		t.Error("the Lease was never renewed")
@@ -163,7 +163,7 @@ func TestRolloutLockForbidden(t *testing.T) {
 
 // By default (LockNamespaceMustExist unset), a rollout on a cluster without the Lease's
 // namespace creates it (labelled as udrain's) and runs; without it, it
-// stops at once with a *LockNamespaceError naming the namespace.
+// stops at once with a *ClusterError (ReasonNoLockNamespace) naming the namespace.
 func TestRolloutCreatesTheLockNamespace(t *testing.T) {
 	for _, create := range []bool{false, true} {
 		t.Run(fmt.Sprint(create), func(t *testing.T) {
@@ -182,10 +182,10 @@ func TestRolloutCreatesTheLockNamespace(t *testing.T) {
 			switch {
 			case create && (err != nil || nsErr != nil || ns.Labels["app.kubernetes.io/managed-by"] != "udrain"):
 				t.Errorf("err = %v, namespace %v (%v); want the rollout done in a namespace it made", err, ns, nsErr)
-			case !create && (!errors.As(err, new(*LockNamespaceError)) || nsErr == nil):
-				t.Errorf("err = %v, namespace error %v; want a *LockNamespaceError, and no namespace made", err, nsErr)
+			case !create && (!errors.Is(err, &ClusterError{Reason: ReasonNoLockNamespace}) || nsErr == nil):
+				t.Errorf("err = %v, namespace error %v; want a *ClusterError, ReasonNoLockNamespace, and no namespace made", err, nsErr)
 			}
-			if lne := (*LockNamespaceError)(nil); !create && errors.As(err, &lne) && (lne.Namespace != DefaultLockNamespace || !strings.Contains(err.Error(), "the namespace does not exist")) {
+			if lne := (*ClusterError)(nil); !create && asReason(err, &lne, ReasonNoLockNamespace) && (lne.Namespace != DefaultLockNamespace || !strings.Contains(err.Error(), "the namespace does not exist")) {
 				t.Errorf("err = %v: want it to name the namespace %s, which does not exist", err, DefaultLockNamespace)
 			}
 		})
@@ -255,9 +255,9 @@ func TestLeaseKeptOnTheClock(t *testing.T) {
 			if i < 2 {
 				t.Fatalf("lost %s after the last renewal (%v), want kept until 30 s", at, err)
 			}
-			var le *LockLostError
-			if !errors.As(err, &le) || le.Lease != "udrain-rollout-r" || !apierrors.IsServiceUnavailable(err) {
-				t.Fatalf("lost: %v, want a *LockLostError naming the Lease, with the renewal's error", err)
+			var le *RetryError
+			if !asReason(err, &le, ReasonLockLost) || le.Lease != "udrain-rollout-r" || !apierrors.IsServiceUnavailable(err) {
+				t.Fatalf("lost: %v, want a *RetryError (ReasonLockLost) naming the Lease, with the renewal's error", err)
 			}
 			// Both events are timed by the clock.
 			checkLockEvents(t, events, []Event{
@@ -314,9 +314,10 @@ func checkLockEvents(t *testing.T, events chan Event, want []Event) {
 }
 
 // lockError turns what the Lease's Acquire returns into the rollout's
-// errors: the holder's Lease into a *LockedError with the rollout's ID, a
-// namespace that does not exist into a *LockNamespaceError, Forbidden
-// into a *PermissionError naming the lock's Role.
+// errors: the holder's Lease into a *RetryError (ReasonLocked) with the
+// rollout's ID and the time until it expires, a namespace that does not
+// exist into a *ClusterError (ReasonNoLockNamespace), Forbidden into a
+// *PermissionError naming the lock's Role.
 func TestLockError(t *testing.T) {
 	renewed := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
 	leases := schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
@@ -331,16 +332,16 @@ func TestLockError(t *testing.T) {
 		message string
 	}{
 		{"held", &lease.HeldError{Namespace: "platform", Name: "udrain-rollout-r", Holder: "other", RenewedAt: renewed, Duration: 30 * time.Second},
-			&LockedError{ID: "r", Namespace: "platform", Lease: "udrain-rollout-r", Holder: "other", RenewedAt: renewed, Duration: 30 * time.Second},
+			&RetryError{Reason: ReasonLocked, ID: "r", Namespace: "platform", Lease: "udrain-rollout-r", Holder: "other", RenewedAt: renewed, LockDuration: 30 * time.Second, RetryAfter: 20 * time.Second},
 			`rollout r is running elsewhere: Lease platform/udrain-rollout-r is held by "other", renewed at 2026-12-01T08:00:00Z (it expires 30s after its last renewal); wait for that rollout to end, or stop it; nothing was changed`},
-		{"no namespace", notFound, &LockNamespaceError{Namespace: "platform", Lease: "udrain-rollout-r", Err: notFound},
+		{"no namespace", notFound, &ClusterError{Reason: ReasonNoLockNamespace, Namespace: "platform", Lease: "udrain-rollout-r", Err: notFound},
 			`taking the rollout's Lease platform/udrain-rollout-r: the namespace does not exist: namespaces "platform" not found`},
-		{"forbidden", forbidden, &PermissionError{Err: forbidden, Role: "a copy of the Role udrain-rollout-lock in namespace platform"}, ""},
+		{"forbidden", forbidden, &PermissionError{Reason: ReasonForbidden, Err: forbidden, Role: "a copy of the Role udrain-rollout-lock in namespace platform"}, ""},
 		{"namespace terminating", terminating, nil, "taking the rollout's Lease platform/udrain-rollout-r: " + terminating.Error()},
 		{"other", other, nil, "taking the rollout's Lease platform/udrain-rollout-r: etcd is down"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := lockError("r", rolloutLock{Namespace: "platform"}, "udrain-rollout-r", tc.err)
+			got := lockError("r", rolloutLock{Namespace: "platform"}, "udrain-rollout-r", tc.err, renewed.Add(10*time.Second))
 			if tc.want != nil {
 				if diff := cmp.Diff(tc.want, got); diff != "" {
 					t.Errorf("lockError (-want +got):\n%s", diff)

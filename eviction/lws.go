@@ -93,10 +93,6 @@ func decodeLWS(obj any) (*lwsObject, error) {
 	return &o, nil
 }
 
-// FindingLWSUnread: the audit could not read the LeaderWorkerSets (RBAC),
-// so their specs are not checked.
-const FindingLWSUnread topology.FindingCode = "LWSUnread"
-
 // leaderWorkerSets lists the LeaderWorkerSets (of Options.Namespace, or
 // all), from the caller's informer or through the REST client, in pages;
 // none when the API does not serve them.
@@ -163,11 +159,11 @@ func (d *Drainer) auditLeaderWorkerSets(ctx context.Context, layout *topology.La
 	case errors.Is(err, errNoRESTClient):
 		return nil
 	case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
-		return []topology.Finding{{Code: FindingLWSUnread, Severity: udrain.SeverityInfo,
+		return []topology.Finding{{Code: topology.FindingLWSUnread, Severity: udrain.SeverityInfo,
 			Message: fmt.Sprintf("the LeaderWorkerSets were not read (forbidden), so their specs are not checked; grant list on %s", LeaderWorkerSetResource.GroupResource())}}
 	case err != nil:
 		klog.FromContext(ctx).V(1).Info("Cannot read the LeaderWorkerSets; their specs are not checked", "err", err)
-		return []topology.Finding{{Code: FindingLWSUnread, Severity: udrain.SeverityInfo,
+		return []topology.Finding{{Code: topology.FindingLWSUnread, Severity: udrain.SeverityInfo,
 			Message: fmt.Sprintf("the LeaderWorkerSets were not read (%v), so their specs are not checked", err)}}
 	}
 	specs := make([]topology.LWSSpec, len(objs))

@@ -11,12 +11,12 @@ import (
 
 // The marks a rollout leaves on the nodes of its domains, read back.
 
-// cordonedByOther returns an *InProgressError when a node of the domain
+// cordonedByOther returns a *RetryError (ReasonInProgress) when a node of the domain
 // carries another rollout's (or a drain's) cordon mark.
 func cordonedByOther(nodes []corev1.Node, dom topology.Domain, id string) error {
 	for _, n := range domainNodes(nodes, dom) {
 		if by := n.Annotations[udrain.CordonedByAnnotation]; by != "" && by != id {
-			return &InProgressError{Domain: dom.Name, Node: n.Name, By: by, ID: id}
+			return &RetryError{Reason: ReasonInProgress, Domain: dom.Name, Node: n.Name, By: by, ID: id}
 		}
 	}
 	return nil

@@ -149,7 +149,7 @@ func (ex *execution) cordon(ctx context.Context, dryRun bool) error {
 	// A cordon refused for want of permission, before any node was
 	// cordoned, changed nothing: the drain's first change.
 	if err != nil && (apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)) && !slices.Contains(outcome, cordoned) {
-		err = &PermissionError{Err: err}
+		err = &PermissionError{Reason: ReasonForbidden, Err: err}
 	}
 	// Reported in the plan's order, whatever the order of the answers;
 	// nodes cordoned before an error are reported too.

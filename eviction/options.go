@@ -28,7 +28,7 @@ const (
 	// at once.
 	DefaultConcurrency = 32
 	// DefaultConnectTimeout is how long a call waits for an API server that
-	// cannot be reached before it fails with an *UnreachableError.
+	// cannot be reached before it fails with a *RetryError (ReasonUnreachable).
 	DefaultConnectTimeout = 15 * time.Second
 	// DefaultRequestTimeout bounds each write udrain makes (an eviction, a
 	// node patch, a Lease update) when Options.RequestTimeout is zero.
@@ -177,7 +177,7 @@ type Options struct {
 	// ConnectTimeout bounds how long a call waits for its informers to
 	// list the cluster while the API server cannot be reached (connection
 	// refused, DNS, TLS, timeouts); the call then fails with an
-	// *UnreachableError naming the server. Zero means
+	// *RetryError (ReasonUnreachable) naming the server. Zero means
 	// DefaultConnectTimeout. A deadline in the context bounds every wait
 	// as well.
 	ConnectTimeout time.Duration
@@ -195,7 +195,7 @@ type Options struct {
 	// that drops) would hold it, and the call, forever. A write that runs
 	// out of it is retried like a refused connection; after
 	// unansweredWrites of one object in a row, the call fails with an
-	// *UnreachableError (ServerNoAnswer). Zero means
+	// *RetryError (ReasonUnreachable, ServerNoAnswer). Zero means
 	// DefaultRequestTimeout; negative, no bound (the clientset's own
 	// rest.Config.Timeout, if any, still applies).
 	RequestTimeout time.Duration

@@ -80,11 +80,6 @@ type ScheduledDomain struct {
 	HeldBy *Hold `json:"heldBy,omitempty"`
 }
 
-// FindingParallelLimited: a rollout asked for more domains at once
-// (RolloutOptions.Parallel) than its budgets and the upgraded room allow;
-// it runs as many as they allow. A warning.
-const FindingParallelLimited topology.FindingCode = "ParallelLimited"
-
 // demand is what a domain's drain takes: the units it charges to each
 // budget (those of its phase-1 pods), and the pods it evicts, its groups'
 // and the others, for the room they need elsewhere.

@@ -14,6 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/internal/testkit/kube"
 	"github.com/udrain/udrain/topology"
 )
@@ -25,27 +28,15 @@ import (
 // 9 ordinary pods a node (18,000).
 func parallelFleet() (*Snapshot, []string) {
 	const domains, perDomain, groups, size = 20, 100, 250, 8
-	snap := &Snapshot{}
-	var order []string
-	node := func(d, i int) string { return fmt.Sprintf("n-%d-%d", d, i) }
-	for d := 0; d <= domains; d++ {
-		name := fmt.Sprintf("ud-%d", d)
-		if d == domains {
-			name = "spare"
-		}
-		order = append(order, name)
-		for i := range perDomain {
-			n := testNode(node(d, i), name)
-			n.Status.Allocatable = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8"), corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourcePods: resource.MustParse("110")}
-			snap.Nodes = append(snap.Nodes, *n)
-		}
-	}
+	snap, order := gpuFleetNodes(domains, 1, perDomain)
+	order[domains] = "spare"
+	relabelDomain(snap, "spare-0", "spare")
 	one := resource.MustParse("1")
 	for g := range groups {
 		w, i := g/domains, g%domains
 		lws := fmt.Sprintf("llm%d", w)
 		for m := range size {
-			p := kube.LWSPod(lws, i, m, size, kube.OnNode(node(i, (w*size+m)%perDomain)))
+			p := kube.LWSPod(lws, i, m, size, kube.OnNode(fleetNode(i, (w*size+m)%perDomain)))
 			p.Spec.Containers = []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{"nvidia.com/gpu": one}}}}
 			snap.Pods = append(snap.Pods, p)
 		}
@@ -61,13 +52,45 @@ func parallelFleet() (*Snapshot, []string) {
 		for i := range perDomain {
 			for k := range 9 {
 				p := readyPod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: fmt.Sprintf("web-%d-%d-%d", d, i, k), UID: types.UID(fmt.Sprintf("web-%d-%d-%d", d, i, k)),
-					OwnerReferences: ownedBy("ReplicaSet", "web")}, Spec: corev1.PodSpec{NodeName: node(d, i),
+					OwnerReferences: ownedBy("ReplicaSet", "web")}, Spec: corev1.PodSpec{NodeName: fleetNode(d, i),
 					Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: cpu}}}}}})
 				snap.Pods = append(snap.Pods, p)
 			}
 		}
 	}
 	return snap, order
+}
+
+// gpuFleetNodes is a fleet's nodes: domains ud-0 … of perDomain 8-GPU
+// nodes (n-<domain>-<i>), then spares spare-0 … as large, in that order.
+func gpuFleetNodes(domains, spares, perDomain int) (*Snapshot, []string) {
+	snap := &Snapshot{}
+	var order []string
+	for d := range domains + spares {
+		name := fmt.Sprintf("ud-%d", d)
+		if d >= domains {
+			name = fmt.Sprintf("spare-%d", d-domains)
+		}
+		order = append(order, name)
+		for i := range perDomain {
+			n := testNode(fleetNode(d, i), name)
+			n.Status.Allocatable = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8"), corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourcePods: resource.MustParse("110")}
+			snap.Nodes = append(snap.Nodes, *n)
+		}
+	}
+	return snap, order
+}
+
+// fleetNode names node i of domain d of gpuFleetNodes.
+func fleetNode(d, i int) string { return fmt.Sprintf("n-%d-%d", d, i) }
+
+// relabelDomain moves the nodes of domain from to domain to.
+func relabelDomain(snap *Snapshot, from, to string) {
+	for i := range snap.Nodes {
+		if snap.Nodes[i].Labels[topology.DefaultDomainLabel] == from {
+			snap.Nodes[i].Labels[topology.DefaultDomainLabel] = to
+		}
+	}
 }
 
 // BenchmarkParallelDecision is the decision a rollout with parallel
@@ -95,8 +118,9 @@ func BenchmarkParallelDecision(b *testing.B) {
 		a.sim.noRoom = true
 		var flights []*flight
 		for _, d := range flying {
-			a.sim.setState(a.sim.domains[d.domain], simDraining)
-			flights = append(flights, &flight{demand: d})
+			f := &flight{demand: d}
+			a.fly(f)
+			flights = append(flights, f)
 		}
 		a.reserve(flights)
 		var pending []*demand
@@ -174,5 +198,61 @@ func samplePeakHeap(peak *uint64) func() {
 	return func() {
 		close(done)
 		wg.Wait()
+	}
+}
+
+// BenchmarkFleetRolloutStatus is the rollout's status over the fleet of
+// parallelFleet (2,100 nodes, 20,000 pods) held in udrain's own slim
+// cache, part-way: the spare and three domains upgraded, two in flight
+// (cordoned, draining), fifteen pending. A rollout with parallel domains reads it
+// as each domain ends, and `udrain rollout status` at each refresh.
+// peak-MiB is the highest Go heap seen while it runs, base-MiB the live
+// heap before it (the cache and the fleet).
+//
+//	go test -run '^$' -bench BenchmarkFleetRolloutStatus -benchmem -benchtime 3x ./eviction/
+func BenchmarkFleetRolloutStatus(b *testing.B) {
+	snap, order := parallelFleet()
+	const id = "fleet"
+	at := time.Date(2026, 12, 6, 6, 0, 0, 0, time.UTC)
+	for i := range snap.Nodes {
+		n := &snap.Nodes[i]
+		if n.Annotations == nil {
+			n.Annotations = map[string]string{}
+		}
+		switch n.Labels[topology.DefaultDomainLabel] {
+		case "spare", "ud-0", "ud-1", "ud-2":
+			n.Annotations[udrain.UpgradedByAnnotation] = id
+			n.Annotations[udrain.UpgradedAtAnnotation] = at.Format(time.RFC3339Nano)
+			at = at.Add(time.Second)
+		case "ud-3", "ud-4":
+			n.Annotations[udrain.CordonedByAnnotation] = id
+			n.Spec.Unschedulable = true
+		}
+	}
+	in := fleetInformers(b, snap, fleetCaches[1].transform())
+	snap = nil
+	d := fleetDrainer(b, in)
+	base := heapInUse()
+	var peak uint64
+	var st *RolloutStatus
+	b.ReportAllocs()
+	for b.Loop() {
+		runtime.GC()
+		stop := samplePeakHeap(&peak)
+		var err error
+		st, err = d.RolloutStatus(b.Context(), RolloutOptions{ID: id, Domains: order, NoLock: true})
+		stop()
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(base)/(1<<20), "base-MiB")
+	b.ReportMetric(float64(peak)/(1<<20), "peak-MiB")
+	states := map[DomainState]int{}
+	for _, p := range st.Domains {
+		states[p.State]++
+	}
+	if want := map[DomainState]int{StateDone: 4, StateDraining: 2, StatePending: 15}; !cmp.Equal(states, want) {
+		b.Errorf("domains by state %v, want %v", states, want)
 	}
 }

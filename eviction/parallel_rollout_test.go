@@ -141,7 +141,7 @@ func TestParallelRolloutKeepsToTheBudget(t *testing.T) {
 			}
 			// More asked than allowed is a cap, said in a warning.
 			limited := slices.ContainsFunc(res.Findings, func(f topology.Finding) bool {
-				return f.Code == FindingParallelLimited && f.Severity == udrain.SeverityWarning && strings.Contains(f.Message, "3 domains at once asked for, but the budgets and the upgraded room allow at most 2")
+				return f.Code == topology.FindingParallelLimited && f.Severity == udrain.SeverityWarning && strings.Contains(f.Message, "3 domains at once asked for, but the budgets and the upgraded room allow at most 2")
 			})
 			if want := tc.parallel == 3; limited != want {
 				t.Errorf("a ParallelLimited warning: %v, want %v; findings %+v", limited, want, res.Findings)

@@ -8,6 +8,8 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -404,3 +406,98 @@ var (
 	_ = health.BudgetRef{}
 	_ = types.NamespacedName{}
 )
+
+// exclusiveFleet is issue 35's fleet as the harness deploys it: domains
+// of 100 8-GPU nodes, the last spares empty and upgraded; per domain one
+// group of each of 12 workloads (8 pods of 4 GPUs, two a node), each
+// exclusive within its workload on the domain key (LeaderWorkerSet's
+// exclusive topology, scoped to the workload): a domain holds at most one
+// group of a workload. Each workload's budget allows 4 groups down.
+func exclusiveFleet(domains, spares int) (*Snapshot, []string) {
+	const perDomain, workloads, size = 100, 12, 8
+	const groupKey = "leaderworkerset.sigs.k8s.io/group-key"
+	snap, order := gpuFleetNodes(domains, spares, perDomain)
+	four := resource.MustParse("4")
+	for w := range workloads {
+		lws := fmt.Sprintf("llm%d", w)
+		for d := range domains {
+			key := fmt.Sprintf("%s-%d", lws, d)
+			for m := range size {
+				p := readyPod(kube.LWSPod(lws, d, m, size, kube.OnNode(fleetNode(d, w*4+m/2))))
+				p.Labels[groupKey] = key
+				p.Spec.Containers = []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{"nvidia.com/gpu": four}}}}
+				p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+					LabelSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+						{Key: groupKey, Operator: metav1.LabelSelectorOpExists},
+						{Key: groupKey, Operator: metav1.LabelSelectorOpNotIn, Values: []string{key}},
+						{Key: topology.LWSNameLabel, Operator: metav1.LabelSelectorOpIn, Values: []string{lws}},
+					}},
+					TopologyKey: topology.DefaultDomainLabel,
+				}}}}
+				snap.Pods = append(snap.Pods, p)
+			}
+		}
+		mu := intstr.FromInt32(4)
+		pdb := kube.LeaderPDB(lws, domains, 4)
+		pdb.Spec.MinAvailable, pdb.Spec.MaxUnavailable = nil, &mu
+		snap.PDBs = append(snap.PDBs, *pdb)
+	}
+	return snap, order
+}
+
+// With a domain in flight whose drain has not evicted anything yet, the
+// admission takes its groups' pods off it (they leave, evicted yet or
+// not): once it is done, it is empty upgraded room. A domain whose groups
+// find no upgraded room now, but would there once the flight is done, is
+// held back by room, not started with its groups Pending through its
+// drain and upgrade (issue 35's fleet started three such domains beside
+// the first: their groups were down five minutes). With room for two
+// domains' groups (two spares), the second starts at once.
+func TestAdmissionCountsAFlightsDomainEmpty(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		spares  int
+		started []string
+		held    string
+	}{
+		{"one spare", 1, nil, "ud-1"},
+		{"two spares", 2, []string{"ud-1"}, "ud-2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			snap, order := exclusiveFleet(6, tc.spares)
+			layout, err := topology.BuildLayout(snap.Nodes, topology.LayoutOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			upgraded := map[string]bool{}
+			for _, name := range order[6:] {
+				upgraded[name] = true
+			}
+			in := destinationInput{nodes: snap.Nodes, pods: snap.Pods, layout: layout, order: order, upgraded: upgraded, steering: SteerAuto, known: newRequestCache()}
+			a := newAdmission(in, snap.PDBs, nil)
+			a.sim.noRoom = true
+			f := &flight{demand: a.demandOn("ud-0")}
+			a.fly(f)
+			a.reserve([]*flight{f})
+			var pending []*demand
+			for _, name := range order[1:6] {
+				pending = append(pending, a.demandOn(name))
+			}
+			admitted, holds := a.next(pending, []*flight{f}, 0, false)
+			var started []string
+			for _, ad := range admitted {
+				started = append(started, ad.demand.domain)
+				if len(ad.back) > 0 {
+					t.Errorf("%s started with %d groups waiting, Pending, for its own upgrade", ad.demand.domain, len(ad.back))
+				}
+			}
+			if diff := cmp.Diff(tc.started, started); diff != "" {
+				t.Errorf("domains started beside ud-0 (-want +got):\n%s", diff)
+			}
+			if len(holds) == 0 || holds[0].Domain != tc.held || holds[0].Reason != HoldRoom {
+				t.Fatalf("holds %v, want %s held first by room", holds, tc.held)
+			}
+			t.Logf("%s: %s", holds[0].Domain, holds[0].Message)
+		})
+	}
+}

@@ -2,9 +2,10 @@ package eviction
 
 import (
 	"fmt"
-	appsv1 "k8s.io/api/apps/v1"
 	"sort"
 	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -115,10 +116,10 @@ type PodReason struct {
 
 // Skip reasons udrain adds where kubectl has no text.
 const (
-	ReasonMirrorPod       = "mirror pod (managed by the kubelet, not by the API server)"
-	ReasonDeletedLongAgo  = "DeletionTimestamp older than --skip-wait-for-delete-timeout"
-	ReasonSkippedByFilter = "skipped by an additional filter"
-	ReasonUpgradeStepPod  = "a pod of the rollout's own upgrade step (label " + udrain.UpgradeStepLabel + ")"
+	reasonMirrorPod       = "mirror pod (managed by the kubelet, not by the API server)"
+	reasonDeletedLongAgo  = "DeletionTimestamp older than --skip-wait-for-delete-timeout"
+	reasonSkippedByFilter = "skipped by an additional filter"
+	reasonUpgradeStepPod  = "a pod of the rollout's own upgrade step (label " + udrain.UpgradeStepLabel + ")"
 )
 
 // AffectedGroup is a group that loses pods when the domain drains: its
@@ -170,9 +171,10 @@ func (p *Plan) Pods() []PlannedPod {
 	return append(append(out, p.Phase1...), p.Phase2...)
 }
 
-// Err returns why the plan cannot be executed: a *RefusedPodsError when
+// Err returns why the plan cannot be executed: a *ClusterError
+// (ReasonRefusedPods) when
 // kubectl's filters refuse pods, a *topology.ContractError for error
-// findings (unless violations are allowed), or a *MultiplePDBsError when a
+// findings (unless violations are allowed), or a *ClusterError (ReasonMultiplePDBs) when a
 // phase-1 pod is selected by several PDBs. Nil means it can run.
 func (p *Plan) Err() error {
 	if len(p.Refused) > 0 {
@@ -180,11 +182,11 @@ func (p *Plan) Err() error {
 		for _, r := range p.Refused {
 			byMsg[r.Reason] = append(byMsg[r.Reason], r.String())
 		}
-		return &RefusedPodsError{Pods: p.Refused, Messages: kubectlErrors(byMsg)}
+		return &ClusterError{Reason: ReasonRefusedPods, Pods: p.Refused, Messages: kubectlErrors(byMsg)}
 	}
 	for _, pod := range p.Phase1 {
 		if len(pod.PDBs) > 1 {
-			return &MultiplePDBsError{Pod: pod.PodRef, PDBs: pod.PDBs}
+			return &ClusterError{Reason: ReasonMultiplePDBs, Pod: pod.PodRef, PDBs: pod.PDBs}
 		}
 	}
 	if !p.AllowViolations {
@@ -416,13 +418,13 @@ func skipReason(p *corev1.Pod, st drain.PodDeleteStatus, s *settings, now time.T
 	case st.Message != "":
 		return st.Message
 	case s.filters.skipDeleted(p, now).Reason == drain.PodDeleteStatusTypeSkip:
-		return ReasonDeletedLongAgo
+		return reasonDeletedLongAgo
 	case mirrorPod(p).Reason == drain.PodDeleteStatusTypeSkip:
-		return ReasonMirrorPod
+		return reasonMirrorPod
 	case upgradeStepPod(p).Reason == drain.PodDeleteStatusTypeSkip:
-		return ReasonUpgradeStepPod
+		return reasonUpgradeStepPod
 	default:
-		return ReasonSkippedByFilter
+		return reasonSkippedByFilter
 	}
 }
 

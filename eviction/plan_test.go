@@ -2,11 +2,12 @@ package eviction
 
 import (
 	"errors"
-	appsv1 "k8s.io/api/apps/v1"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
 
 	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/health"
@@ -106,7 +107,7 @@ func TestPlan(t *testing.T) {
 			want: summary{
 				Phase1:  []string{"inference/llm-0"},
 				Phase2:  []string{"inference/llm-0-2", "inference/llm-0-1"},
-				Skipped: []PodReason{{PodRef: topology.PodRef{Namespace: "udrain-upgrade", Name: "upgrade-node-1-1-x", Node: "node-1-1"}, Reason: ReasonUpgradeStepPod}},
+				Skipped: []PodReason{{PodRef: topology.PodRef{Namespace: "udrain-upgrade", Name: "upgrade-node-1-1-x", Node: "node-1-1"}, Reason: reasonUpgradeStepPod}},
 				Groups:  []string{"inference/llm-0"},
 			},
 		},
@@ -121,10 +122,10 @@ func TestPlan(t *testing.T) {
 			want: summary{
 				Phase1:  []string{"inference/llm-0"},
 				Phase2:  []string{"inference/llm-0-2", "inference/llm-0-1"},
-				Skipped: []PodReason{{PodRef: topology.PodRef{Namespace: "kube-system", Name: "static-node-1-1", Node: "node-1-1"}, Reason: ReasonMirrorPod}},
+				Skipped: []PodReason{{PodRef: topology.PodRef{Namespace: "kube-system", Name: "static-node-1-1", Node: "node-1-1"}, Reason: reasonMirrorPod}},
 				Refused: []PodReason{
-					{PodRef: topology.PodRef{Namespace: "kube-system", Name: "plugin-a", Node: "node-1-1"}, Reason: MsgDaemonSetFatal},
-					{PodRef: topology.PodRef{Namespace: "web", Name: "cache-0", Node: "node-1-2"}, Reason: MsgLocalStorageFatal},
+					{PodRef: topology.PodRef{Namespace: "kube-system", Name: "plugin-a", Node: "node-1-1"}, Reason: msgDaemonSetFatal},
+					{PodRef: topology.PodRef{Namespace: "web", Name: "cache-0", Node: "node-1-2"}, Reason: msgLocalStorageFatal},
 				},
 				Groups: []string{"inference/llm-0"},
 			},
@@ -139,7 +140,7 @@ func TestPlan(t *testing.T) {
 			want: summary{
 				Phase1:  []string{"inference/llm-0"},
 				Phase2:  []string{"inference/llm-0-2", "inference/llm-0-1", "web/cache-0"},
-				Skipped: []PodReason{{PodRef: topology.PodRef{Namespace: "kube-system", Name: "plugin-a", Node: "node-1-1"}, Reason: MsgDaemonSetWarning}},
+				Skipped: []PodReason{{PodRef: topology.PodRef{Namespace: "kube-system", Name: "plugin-a", Node: "node-1-1"}, Reason: msgDaemonSetWarning}},
 				// kubectl drops the local-storage warning when a later filter
 				// passes the pod; udrain keeps that behaviour.
 				Warnings: []string{"ignoring DaemonSet-managed Pods: kube-system/plugin-a"},

@@ -16,7 +16,10 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/kubectl/pkg/drain"
+	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/clusterinformers"
 	"github.com/udrain/udrain/internal/clusterview"
 	"github.com/udrain/udrain/internal/podcache"
@@ -240,32 +243,7 @@ func TestInformersAddThePodIndex(t *testing.T) {
 // a workload in one domain while another holds none (spread), a native
 // PodGroup's gang, Pending members, DaemonSet and ordinary pods.
 func TestPlanOfADomainReadsWhatEveryPodWouldSay(t *testing.T) {
-	snap := benchFleet(60, 10) // 6 domains of 10 nodes
-	var extra []corev1.Pod
-	ready := corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
-	lws := func(ns, workload string, group, worker int, node string) corev1.Pod {
-		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s-%d-%d", workload, group, worker), UID: types.UID(fmt.Sprintf("%s-%s-%d-%d", ns, workload, group, worker)),
-			Labels:      map[string]string{topology.LWSNameLabel: workload, topology.LWSGroupIndexLabel: strconv.Itoa(group), topology.LWSWorkerIndexLabel: strconv.Itoa(worker)},
-			Annotations: map[string]string{topology.LWSSizeAnnotation: "2"}, OwnerReferences: ownedBy("StatefulSet", workload)},
-			Spec: corev1.PodSpec{NodeName: node}, Status: ready}
-	}
-	// Pack: a group of ud-1 with its worker in ud-2.
-	extra = append(extra, lws("odd", "split", 0, 0, "node-10"), lws("odd", "split", 0, 1, "node-20"))
-	// Spread: two groups of "crowded" in ud-1, its third in ud-3, none
-	// elsewhere; a fourth group Pending.
-	extra = append(extra, lws("odd", "crowded", 0, 0, "node-11"), lws("odd", "crowded", 0, 1, "node-11"),
-		lws("odd", "crowded", 1, 0, "node-12"), lws("odd", "crowded", 1, 1, "node-12"),
-		lws("odd", "crowded", 2, 0, "node-30"), lws("odd", "crowded", 2, 1, "node-30"),
-		lws("odd", "crowded", 3, 0, ""), lws("odd", "crowded", 3, 1, ""))
-	// A native PodGroup's gang over ud-1 and ud-4.
-	gang := "gang"
-	for i, node := range []string{"node-13", "node-14", "node-40"} {
-		extra = append(extra, corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "batch", Name: fmt.Sprintf("gang-%d", i), UID: types.UID(fmt.Sprintf("gang-%d", i)), OwnerReferences: ownedBy("ReplicaSet", "gang")},
-			Spec: corev1.PodSpec{NodeName: node, SchedulingGroup: &corev1.PodSchedulingGroup{PodGroupName: &gang}}, Status: ready})
-	}
-	for i := range extra {
-		snap.Pods = append(snap.Pods, &extra[i])
-	}
+	snap := oddFleet()
 	for _, c := range fleetCaches {
 		t.Run("cache="+c.name, func(t *testing.T) {
 			d := fleetDrainer(t, fleetInformers(t, snap, c.transform()))
@@ -309,6 +287,118 @@ func TestPlanOfADomainReadsWhatEveryPodWouldSay(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A rollout's status over informers with the pod index reads the groups'
+// pods and, for each pending domain, the pods its plan reads
+// (view.groupSnapshot, view.domainSnapshot): it must be the status read
+// from every pod (informers without the index), over whole pods and
+// slimPods, with domains upgraded, cordoned and pending, on oddFleet, whose
+// groups reach across domains.
+func TestRolloutStatusFromGroupPodsIsStatusFromEveryPod(t *testing.T) {
+	snap := oddFleet()
+	const id = "odd"
+	at := time.Date(2026, 12, 6, 6, 0, 0, 0, time.UTC)
+	for i := range snap.Nodes {
+		n := &snap.Nodes[i]
+		n.Annotations = map[string]string{}
+		switch n.Labels[topology.DefaultDomainLabel] {
+		case "ud-0":
+			n.Annotations[udrain.UpgradedByAnnotation] = id
+			n.Annotations[udrain.UpgradedAtAnnotation] = at.Format(time.RFC3339Nano)
+		case "ud-2":
+			n.Annotations[udrain.CordonedByAnnotation] = id
+			n.Spec.Unschedulable = true
+		}
+	}
+	domains := []string{"ud-0", "ud-1", "ud-2", "ud-3", "ud-4", "ud-5"}
+	opts := RolloutOptions{ID: id, Domains: domains, NoLock: true}
+	clock := clocktesting.NewFakeClock(at.Add(time.Minute))
+	read := func(t *testing.T, in *clusterinformers.Set) *RolloutStatus {
+		t.Helper()
+		d, err := New(fake.NewClientset(), Options{Informers: in, Clock: clock, Helper: &drain.Helper{GracePeriodSeconds: -1, IgnoreAllDaemonSets: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := d.RolloutStatus(testContext(t), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	// Every pod: informers without udrain's pod index.
+	every := fleetInformers(t, snap, clusterview.StripForCache)
+	pods := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	for _, p := range snap.Pods {
+		addTransformed(t, pods, clusterview.StripForCache, p)
+	}
+	every.Pods = storeInformer{pods}
+	want := read(t, every)
+	states := map[DomainState]int{}
+	for _, p := range want.Domains {
+		states[p.State]++
+	}
+	if diff := cmp.Diff(map[DomainState]int{StateDone: 1, StateDraining: 1, StatePending: 4}, states); diff != "" {
+		t.Fatalf("domains by state from every pod (-want +got):\n%s", diff)
+	}
+	members := 0
+	for _, g := range topology.FindGroups(snap.Pods, topology.Groupers(nil)...) {
+		members += len(g.Members)
+	}
+	if members == len(snap.Pods) {
+		t.Fatalf("every pod of the fixture is in a group: the status would read every pod anyway")
+	}
+	for _, c := range fleetCaches {
+		t.Run("cache="+c.name, func(t *testing.T) {
+			in := fleetInformers(t, snap, c.transform())
+			v, err := fleetDrainer(t, in).startView(testContext(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			groupPods, ok := v.GroupPods(nil)
+			v.Stop()
+			if !ok || len(groupPods) != members {
+				t.Errorf("the groups' pods: %d of %d (ok %v), want the %d members of groups", len(groupPods), len(snap.Pods), ok, members)
+			}
+			if diff := cmp.Diff(want, read(t, in)); diff != "" {
+				t.Errorf("status from the groups' pods (-every pod +the groups'):\n%s", diff)
+			}
+		})
+	}
+}
+
+// oddFleet is benchFleet's 6 domains of 10 nodes with what makes a plan
+// read beyond its domain: a group packed badly (a member in another
+// domain), two groups of a workload in one domain while another holds none
+// (spread), a native PodGroup's gang over two domains, Pending members.
+func oddFleet() *Snapshot {
+	snap := benchFleet(60, 10) // 6 domains of 10 nodes
+	var extra []corev1.Pod
+	ready := corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
+	lws := func(ns, workload string, group, worker int, node string) corev1.Pod {
+		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s-%d-%d", workload, group, worker), UID: types.UID(fmt.Sprintf("%s-%s-%d-%d", ns, workload, group, worker)),
+			Labels:      map[string]string{topology.LWSNameLabel: workload, topology.LWSGroupIndexLabel: strconv.Itoa(group), topology.LWSWorkerIndexLabel: strconv.Itoa(worker)},
+			Annotations: map[string]string{topology.LWSSizeAnnotation: "2"}, OwnerReferences: ownedBy("StatefulSet", workload)},
+			Spec: corev1.PodSpec{NodeName: node}, Status: ready}
+	}
+	// Pack: a group of ud-1 with its worker in ud-2.
+	extra = append(extra, lws("odd", "split", 0, 0, "node-10"), lws("odd", "split", 0, 1, "node-20"))
+	// Spread: two groups of "crowded" in ud-1, its third in ud-3, none
+	// elsewhere; a fourth group Pending.
+	extra = append(extra, lws("odd", "crowded", 0, 0, "node-11"), lws("odd", "crowded", 0, 1, "node-11"),
+		lws("odd", "crowded", 1, 0, "node-12"), lws("odd", "crowded", 1, 1, "node-12"),
+		lws("odd", "crowded", 2, 0, "node-30"), lws("odd", "crowded", 2, 1, "node-30"),
+		lws("odd", "crowded", 3, 0, ""), lws("odd", "crowded", 3, 1, ""))
+	// A native PodGroup's gang over ud-1 and ud-4.
+	gang := "gang"
+	for i, node := range []string{"node-13", "node-14", "node-40"} {
+		extra = append(extra, corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "batch", Name: fmt.Sprintf("gang-%d", i), UID: types.UID(fmt.Sprintf("gang-%d", i)), OwnerReferences: ownedBy("ReplicaSet", "gang")},
+			Spec: corev1.PodSpec{NodeName: node, SchedulingGroup: &corev1.PodSchedulingGroup{PodGroupName: &gang}}, Status: ready})
+	}
+	for i := range extra {
+		snap.Pods = append(snap.Pods, &extra[i])
+	}
+	return snap
 }
 
 // slimOf is pod as udrain's own (slim) cache holds it.

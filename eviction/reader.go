@@ -99,7 +99,7 @@ func (r *Reader) Health(ctx context.Context, domains ...string) (*HealthReport, 
 // domain (every domain when none is named) healthy, and returns that
 // report, as Drainer.WaitHealthy does. It is bounded by ctx only: give ctx
 // a deadline (context.WithTimeout) to give up after a while; the wait then
-// ends with a *NotHealthyError saying what was still missing, which
+// ends with a *RetryError (ReasonNotHealthy) saying what was still missing, which
 // unwraps to context.DeadlineExceeded. What it waits for goes to
 // Options.OnEvent (EventWaitingRecovery) whenever it changes.
 func (r *Reader) WaitHealthy(ctx context.Context, domains ...string) (*HealthReport, error) {
@@ -129,7 +129,7 @@ func (r *Reader) RolloutStatus(ctx context.Context, opts RolloutOptions) (*Rollo
 // Options.Namespace: through Options.Informers when set, else
 // listed in pages of its own (no informer, no watch). An API server that
 // does not serve a page within Options.ConnectTimeout is an
-// *UnreachableError; a refusal for lack of permission a *PermissionError.
+// *RetryError (ReasonUnreachable); a refusal for lack of permission a *PermissionError.
 func (r *Reader) Nodes(ctx context.Context) ([]corev1.Node, error) {
 	return r.d.listNodes(ctx)
 }

@@ -133,8 +133,8 @@ func TestReaderReadsAsADrainerWhereEveryPodCounts(t *testing.T) {
 			ctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 			defer cancel()
 			h, err := r.WaitHealthy(ctx, "ud-2")
-			var nh *NotHealthyError
-			if !errors.As(err, &nh) || !errors.Is(err, context.DeadlineExceeded) {
+			var nh *RetryError
+			if !asReason(err, &nh, ReasonNotHealthy) || !errors.Is(err, context.DeadlineExceeded) {
 				return nil, err
 			}
 			return h, nil

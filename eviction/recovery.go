@@ -42,9 +42,9 @@ type wantedGroup struct {
 	namespaceDeleted bool
 }
 
-// deletedNamespaces notes, from a drain's events, the namespaces found
-// being deleted (an answer RequestNamespaceTerminating), for
-// recoveryTarget.forgetDeletedNamespaces. Safe for the drain's
+// deletedNamespaces notes, from a drain's events and its preflight, the
+// namespaces found being deleted (an answer RequestNamespaceTerminating),
+// for recoveryTarget.forgetDeletedNamespaces. Safe for the drain's
 // concurrent events.
 type deletedNamespaces struct {
 	mu  sync.Mutex
@@ -55,12 +55,18 @@ func (d *deletedNamespaces) note(e Event) {
 	if e.Request != RequestNamespaceTerminating || e.Pod == nil {
 		return
 	}
+	d.add(e.Pod.Namespace)
+}
+
+// add notes namespace ns being deleted: the drain's preflight found it so
+// (its pods may be gone before their eviction, which then says nothing).
+func (d *deletedNamespaces) add(ns string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.set == nil {
 		d.set = map[string]bool{}
 	}
-	d.set[e.Pod.Namespace] = true
+	d.set[ns] = true
 }
 
 // forgetDeletedNamespaces marks the groups of the namespaces d noted: once
@@ -323,7 +329,7 @@ func (d *Drainer) waitRecovered(ctx context.Context, v *view, t recoveryTarget, 
 }
 
 // waitRecoveredOrStuck is waitRecovered that also stops, with a
-// *StuckError, once a member has waited stuckAfter (negative: never) for a
+// *ClusterError (ReasonStuck), once a member has waited stuckAfter (negative: never) for a
 // reason that does not clear by itself (health.Stuck).
 func (d *Drainer) waitRecoveredOrStuck(ctx context.Context, v *view, t recoveryTarget, emit func(Event), timeout, stuckAfter time.Duration) (*DomainHealth, error) {
 	logger := klog.FromContext(ctx).WithValues("domain", t.domain)

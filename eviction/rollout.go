@@ -71,7 +71,7 @@ type RolloutOptions struct {
 	// RecoveryTimeout bounds the wait for a domain's groups to be healthy
 	// again; zero means no limit.
 	RecoveryTimeout time.Duration
-	// StuckAfter stops a domain's recovery with a *StuckError once a
+	// StuckAfter stops a domain's recovery with a *ClusterError (ReasonStuck) once a
 	// member of its groups has waited that long for a reason that does
 	// not clear by itself (health.Stuck: ImagePullBackOff, ErrImagePull,
 	// CreateContainerConfigError, …), or has stayed ContainerCreating
@@ -87,7 +87,7 @@ type RolloutOptions struct {
 	// domain's GPU nodes advertise their GPUs again (on by default: a
 	// node that advertised GPUs before the drain and advertises fewer
 	// once GPUCheckGrace has passed stops the rollout before the domain
-	// is uncordoned, with a *GPULostError).
+	// is uncordoned, with a *ClusterError (ReasonGPUsLost)).
 	SkipGPUCheck bool
 	// GPUCheckGrace is how long the check waits for the GPUs to come
 	// back; zero means DefaultGPUGrace.
@@ -97,7 +97,7 @@ type RolloutOptions struct {
 	// LockNamespace, renewed while the rollout runs, released when it
 	// returns, and taken over only once it has expired: a second rollout
 	// with the same ID (another process, a second replica of a
-	// controller) fails at once with a *LockedError naming the holder.
+	// controller) fails at once with a *RetryError (ReasonLocked) naming the holder.
 	// It is on by default; dry runs take none. Turn it off where
 	// something else already serialises rollouts (a controller's own
 	// leader election).
@@ -107,7 +107,7 @@ type RolloutOptions struct {
 	// they all take the same Lease.
 	LockNamespace string
 	// LockNamespaceMustExist makes a missing LockNamespace an error (a
-	// *LockNamespaceError) instead of creating it. By default (false) the
+	// *ClusterError, ReasonNoLockNamespace) instead of creating it. By default (false) the
 	// rollout creates it (labelled app.kubernetes.io/managed-by=udrain,
 	// Pod Security "restricted") when it does not exist, so that a first
 	// rollout on a new cluster needs no preparation; that needs the right
@@ -145,7 +145,7 @@ type RolloutOptions struct {
 	// (as one domain at a time does: it waits on its budgets' 429s).
 	// A number above what the budgets and room allow is a cap, not a
 	// promise: PlanRollout and the rollout's findings say so
-	// (FindingParallelLimited). Negative numbers but ParallelAuto are a
+	// (topology.FindingParallelLimited). Negative numbers but ParallelAuto are a
 	// *udrain.ConfigError.
 	Parallel int
 	// StatusInterval is how often WatchRolloutStatus looks again; zero
@@ -312,7 +312,7 @@ type RolloutPlan struct {
 	// upgraded already: the rollout skips their drain.
 	Upgraded []string `json:"upgraded,omitempty"`
 	// Findings are the contract's findings over Domains, then those of
-	// the destinations (FindingDisruptedAgain, FindingNoRoom).
+	// the destinations (topology.FindingDisruptedAgain, topology.FindingNoRoom).
 	Findings []topology.Finding `json:"findings,omitempty"`
 	// Destinations say where each group each domain's drain evicts can
 	// go once evicted (see GroupDestination).

@@ -177,7 +177,7 @@ func (s *domainRun) drainDomain(ctx context.Context) error {
 			s.down.observe(e)
 		}
 	}
-	drained, err := s.r.d.execute(ctx, s.r.v, s.plan, s.r.id, observe)
+	drained, err := s.r.d.execute(ctx, s.r.v, s.plan, s.r.id, observe, &deleted)
 	s.out.Drain, s.drain = drained, drained
 	s.target.forgetDeletedNamespaces(&deleted)
 	if err == nil && s.down != nil {
@@ -331,8 +331,7 @@ func (s *domainRun) recover(ctx context.Context) error {
 	}
 	if err != nil {
 		e := &DomainError{ID: s.r.id, Domain: s.out.Domain, Stage: StageRecovery, Health: h, Err: err}
-		var stuck *StuckError
-		if ctx.Err() == nil && !errors.As(err, &stuck) {
+		if ctx.Err() == nil && !errors.Is(err, &ClusterError{Reason: ReasonStuck}) {
 			e.Timeout = s.r.opts.RecoveryTimeout
 		}
 		return e

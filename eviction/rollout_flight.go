@@ -212,17 +212,26 @@ func (r *rollout) admission(snap *Snapshot, layout *topology.Layout, flying []*d
 		if f.demand == nil {
 			f.demand = &demand{domain: s.out.Domain}
 		}
-		if sd := a.sim.domains[f.name()]; sd != nil {
-			if f.recovering {
-				a.sim.setState(sd, simUpgraded)
-			} else {
-				a.sim.setState(sd, simDraining)
-			}
-		}
+		a.fly(f)
 		flights = append(flights, f)
 	}
 	a.reserve(flights)
 	return a, flights, in.upgraded
+}
+
+// fly puts flight f in the simulation: a domain recovering is upgraded;
+// one draining is closed and empty of what its drain takes away (vacate),
+// whose room reserve then takes.
+func (a *admission) fly(f *flight) {
+	sd := a.sim.domains[f.name()]
+	switch {
+	case sd == nil:
+	case f.recovering:
+		a.sim.setState(sd, simUpgraded)
+	default:
+		a.sim.setState(sd, simDraining)
+		a.sim.vacate(sd)
+	}
 }
 
 // reportHold reports the first domain held back, when it or its reason

@@ -364,14 +364,14 @@ func (r *rollout) order(snap *Snapshot, domains []string) ([]string, error) {
 
 // hold keeps the rollout's Lease while it runs: the returned context is
 // cancelled when the Lease is lost, and release gives the Lease up and
-// turns a cancel caused by its loss into a *LockLostError.
+// turns a cancel caused by its loss into a *RetryError (ReasonLockLost).
 func (r *rollout) hold(ctx context.Context, held *heldLock) (context.Context, func(error) error) {
 	r.logger.V(2).Info("Holding the rollout's Lease", "lease", r.opts.lock.Namespace+"/"+held.name, "identity", r.opts.lock.Identity)
 	ctx, cancel := context.WithCancelCause(ctx)
 	go held.keep(ctx, cancel)
 	return ctx, func(err error) error {
 		// A lost Lease stopped the rollout: say so, not "canceled".
-		err = causeOf[*LockLostError](ctx, err)
+		err = causeOf[*RetryError](ctx, err)
 		cancel(nil)
 		rctx, stop := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer stop()

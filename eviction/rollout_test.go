@@ -579,17 +579,17 @@ func TestHealthAndWaitHealthy(t *testing.T) {
 	log.waitFor(t, "WaitingRecovery", func(e Event) bool { return e.Type == EventWaitingRecovery })
 	clk.Step(300 * time.Millisecond)
 	short.pass()
-	var nh *NotHealthyError
-	if err := <-waited; !errors.As(err, &nh) || !errors.Is(err, context.DeadlineExceeded) || nh.Report.Healthy || !strings.Contains(nh.Error(), "llm-1") {
-		t.Errorf("WaitHealthy = %v, want *NotHealthyError naming llm-1 that unwraps to DeadlineExceeded", err)
+	var nh *RetryError
+	if err := <-waited; !asReason(err, &nh, ReasonNotHealthy) || !errors.Is(err, context.DeadlineExceeded) || nh.Report.Healthy || !strings.Contains(nh.Error(), "llm-1") {
+		t.Errorf("WaitHealthy = %v, want *RetryError (ReasonNotHealthy) naming llm-1 that unwraps to DeadlineExceeded", err)
 	} else {
 		// What it waited for and how long, as fields (a command line
 		// words its own timeout from them) and in the message.
 		if diff := cmp.Diff([]string{"ud-2"}, nh.Domains); diff != "" || nh.Waited != 300*time.Millisecond {
-			t.Errorf("NotHealthyError Domains (-want +got):\n%sWaited %v, want 300ms", diff, nh.Waited)
+			t.Errorf("NotHealthy RetryError Domains (-want +got):\n%sWaited %v, want 300ms", diff, nh.Waited)
 		}
 		if !strings.HasPrefix(nh.Error(), "domain ud-2 not healthy after ") {
-			t.Errorf("NotHealthyError = %q, want it to start with the domain and the time waited", nh.Error())
+			t.Errorf("NotHealthy RetryError = %q, want it to start with the domain and the time waited", nh.Error())
 		}
 	}
 	done := make(chan error, 1)
@@ -677,9 +677,9 @@ func TestRolloutRefusesADomainAnotherRolloutHolds(t *testing.T) {
 	before := len(fc.mutations())
 	d, _ := New(fc.client, Options{})
 	_, err := d.Rollout(ctx, RolloutOptions{ID: "kubelet-1.37"})
-	var ip *InProgressError
-	if !errors.As(err, &ip) || ip.By != "kernel-6.12" || ip.Node != "node-2-1" {
-		t.Fatalf("err = %v, want *InProgressError naming kernel-6.12 on node-2-1", err)
+	var ip *RetryError
+	if !asReason(err, &ip, ReasonInProgress) || ip.By != "kernel-6.12" || ip.Node != "node-2-1" {
+		t.Fatalf("err = %v, want *RetryError (ReasonInProgress) naming kernel-6.12 on node-2-1", err)
 	}
 	if got := fc.mutations()[before:]; len(got) != 0 {
 		t.Errorf("the refused rollout changed the cluster: %v", got)

@@ -24,7 +24,7 @@ import (
 // an API server that refuses connections, never answers, trickles its
 // answers or fails every request with 500 or 429, every entry point of a
 // Drainer returns within Options.ConnectTimeout (the caller's context has
-// no deadline) with an *UnreachableError that says how the server failed,
+// no deadline) with a *RetryError (ReasonUnreachable) that says how the server failed,
 // and no request that would change anything reaches the server. The calls
 // to one server start at once, one server after the other, so the table
 // takes about five ConnectTimeouts: the 55 calls at once, with the race
@@ -104,9 +104,9 @@ func TestSickAPIServerLibrary(t *testing.T) {
 			t.Run(s.Name+"/"+c.name, func(t *testing.T) {
 				o := outcomes[i][j]
 				t.Logf("after %s: %v", o.took.Round(10*time.Millisecond), o.err)
-				var ue *UnreachableError
-				if !errors.As(o.err, &ue) {
-					t.Fatalf("err = %v (%T), want an *UnreachableError", o.err, o.err)
+				var ue *RetryError
+				if !asReason(o.err, &ue, ReasonUnreachable) {
+					t.Fatalf("err = %v (%T), want a *RetryError (ReasonUnreachable)", o.err, o.err)
 				}
 				if ue.Problem != problems[s.Name] {
 					t.Errorf("problem %q, want %q", ue.Problem, problems[s.Name])
@@ -130,7 +130,7 @@ func TestSickAPIServerLibrary(t *testing.T) {
 // cluster (a black hole from then on) holds no write forever: each
 // eviction and node patch is bounded by Options.RequestTimeout, retried,
 // and after unansweredWrites in a row the drain fails with an
-// *UnreachableError naming the write, in a DomainError of the stage it
+// *RetryError (ReasonUnreachable) naming the write, in a DomainError of the stage it
 // stopped in. The caller's context has no deadline; before, the drain
 // waited for the first write's answer forever.
 func TestWritesTheServerLeavesUnanswered(t *testing.T) {
@@ -186,10 +186,10 @@ func TestWritesTheServerLeavesUnanswered(t *testing.T) {
 			case <-time.After(30 * time.Second):
 				t.Fatal("the drain still waits for the server after 30s")
 			}
-			var ue *UnreachableError
+			var ue *RetryError
 			var de *DomainError
-			if !errors.As(err, &ue) || ue.Problem != kubeclient.ServerNoAnswer || ue.Write != tc.wantWrite || !errors.As(err, &de) || de.Stage != tc.wantStage {
-				t.Fatalf("err = %v; want an UnreachableError (NoAnswer) of %q at %s", err, tc.wantWrite, tc.wantStage)
+			if !asReason(err, &ue, ReasonUnreachable) || ue.Problem != kubeclient.ServerNoAnswer || ue.Write != tc.wantWrite || !errors.As(err, &de) || de.Stage != tc.wantStage {
+				t.Fatalf("err = %v; want an Unreachable RetryError (NoAnswer) of %q at %s", err, tc.wantWrite, tc.wantStage)
 			}
 			switch {
 			case tc.wantWrite == "" && !strings.Contains(err.Error(), "did not answer (nothing was changed"):
@@ -205,5 +205,20 @@ func TestWritesTheServerLeavesUnanswered(t *testing.T) {
 				t.Errorf("%d attempts, want at least %d", n, unansweredWrites)
 			}
 		})
+	}
+}
+
+// The probe of a view's wait starts after probeAfter, or an eighth of a
+// shorter ConnectTimeout: it has most of the timeout for its answer.
+func TestProbeDelay(t *testing.T) {
+	for _, tc := range []struct{ connect, want time.Duration }{
+		{DefaultConnectTimeout, probeAfter},
+		{8 * time.Second, time.Second},
+		{2 * time.Second, 250 * time.Millisecond},
+		{100 * time.Millisecond, 12500 * time.Microsecond},
+	} {
+		if got := probeDelay(tc.connect); got != tc.want {
+			t.Errorf("probeDelay(%s) = %s, want %s", tc.connect, got, tc.want)
+		}
 	}
 }

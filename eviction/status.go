@@ -14,6 +14,7 @@ import (
 	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/health"
 	"github.com/udrain/udrain/internal/lease"
+	"github.com/udrain/udrain/internal/podcache"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -200,7 +201,12 @@ func (d *Drainer) RolloutStatus(ctx context.Context, opts RolloutOptions) (*Roll
 // read; finished are the domains the running rollout itself knows
 // recovered (the cluster cannot show that of the last one).
 func (d *Drainer) statusFrom(ctx context.Context, v *view, ro RolloutOptions, st *RolloutStatus, lockKnown bool, finished map[string]bool) error {
-	snap, err := v.snapshot(ctx)
+	// The groups' pods, not every pod: each pending domain's plan reads
+	// the pods of its own (statusReader.domain).
+	// One memo for the whole status: a group's pods are materialized once
+	// for the groups, the plans and the health of every domain.
+	memo := podcache.NewMemo()
+	snap, full, err := v.groupSnapshot(ctx, memo)
 	if err != nil {
 		return err
 	}
@@ -217,7 +223,7 @@ func (d *Drainer) statusFrom(ctx context.Context, v *view, ro RolloutOptions, st
 	if err != nil {
 		return err
 	}
-	s := statusReader{ctx: ctx, d: d, v: v, id: ro.ID, snap: snap, layout: layout, running: st.Running, lockKnown: lockKnown, finished: finished}
+	s := statusReader{ctx: ctx, d: d, v: v, id: ro.ID, snap: snap, full: full, memo: memo, layout: layout, running: st.Running, lockKnown: lockKnown, finished: finished}
 	s.groups = topology.FindGroups(snap.Pods, groupersFor(d.s, snap)...)
 	s.groupers = groupersFor(d.s, snap)
 	s.pdbs = topology.NewPDBIndex(snap.PDBs)
@@ -267,11 +273,15 @@ func (o RolloutOptions) forStatus() (RolloutOptions, error) {
 
 // statusReader infers each domain's progress from one snapshot.
 type statusReader struct {
-	ctx      context.Context
-	d        *Drainer
-	v        *view
-	id       string
+	ctx context.Context
+	d   *Drainer
+	v   *view
+	id  string
+	// snap holds every node, and every pod if full, else the groups'
+	// pods (view.groupSnapshot).
 	snap     *Snapshot
+	full     bool
+	memo     *podcache.Memo
 	layout   *topology.Layout
 	groups   []topology.Group
 	groupers []topology.Grouper
@@ -304,9 +314,11 @@ func (s *statusReader) domain(name string, t recoveryTarget) (DomainProgress, er
 	}
 	upgraded := upgradedBy(s.snap.Nodes, dom, s.id)
 	var plan *Plan
+	var local *Snapshot // the pods a plan of the domain reads
 	if !upgraded {
+		local = s.v.domainSnapshot(s.snap, s.full, dom.Nodes, nil)
 		var err error
-		if plan, err = newPlan(name, s.snap, s.d.s); err != nil {
+		if plan, err = newPlan(name, local, s.d.s); err != nil {
 			return p, err
 		}
 		p.Pods, p.Blockers = len(plan.Phase1)+len(plan.Phase2), plan.Blockers
@@ -319,7 +331,7 @@ func (s *statusReader) domain(name string, t recoveryTarget) (DomainProgress, er
 	if active {
 		t.addStranded(s.groups, s.pdbs, s.layout, s.snap.Nodes)
 	}
-	h := s.v.evaluate(t, s.groupers, s.snap.Now).Unhealthy()
+	h := s.v.evaluateWith(t, s.groupers, s.snap.Now, s.memo).Unhealthy()
 	p.Down, p.Budgets = h.Groups, h.Budgets
 	switch {
 	case upgraded && p.Cordoned > 0:
@@ -341,7 +353,7 @@ func (s *statusReader) domain(name string, t recoveryTarget) (DomainProgress, er
 		p.State, p.Stage = StateUpgrading, StageUpgrade
 	default:
 		p.State = StatePending
-		p.Updating = s.updating(dom)
+		p.Updating = s.updating(local.Pods, dom)
 	}
 	if p.Stage != "" && s.lockKnown && !s.running {
 		p.State = StateStopped
@@ -433,7 +445,7 @@ func (d *Drainer) readRolloutLock(ctx context.Context, namespace, id string, now
 	case apierrors.IsNotFound(err):
 		return nil
 	case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
-		return &PermissionError{Err: err, Role: lockRole(namespace)}
+		return &PermissionError{Reason: ReasonForbidden, Err: err, Role: lockRole(namespace)}
 	case err != nil:
 		return err
 	}

@@ -278,7 +278,7 @@ func TestRecoveryStopsOnMembersThatCannotStart(t *testing.T) {
 		reason  string // the containers' waiting reason
 		phase   corev1.PodPhase
 		events  []corev1.Event // warning events of each pod, as the kubelet writes them
-		stuck   string         // the StuckError's text; empty: none
+		stuck   string         // the Stuck ClusterError's text; empty: none
 		timeout time.Duration
 	}{
 		{name: "ImagePullBackOff", reason: "ImagePullBackOff", stuck: "2 pod(s) of group " + testNS + "/llm-0 cannot start: ImagePullBackOff (llm-0, llm-0-1)", timeout: 30 * time.Second},
@@ -368,15 +368,15 @@ func TestRecoveryStopsOnMembersThatCannotStart(t *testing.T) {
 				}
 			}
 			took := time.Since(start)
-			var stuck *StuckError
+			var stuck *ClusterError
 			var de *DomainError
 			switch {
-			case tc.stuck != "" && (!errors.As(err, &stuck) || !errors.As(err, &de) || de.Stage != StageRecovery || len(stuck.Pods) != 2 || took > 10*time.Second):
-				t.Errorf("after %s: err = %v, want a StuckError of the 2 pods at Recovery within 10s (its recovery timeout: %s)", took, err, tc.timeout)
+			case tc.stuck != "" && (!asReason(err, &stuck, ReasonStuck) || !errors.As(err, &de) || de.Stage != StageRecovery || len(stuck.Members) != 2 || took > 10*time.Second):
+				t.Errorf("after %s: err = %v, want a Stuck ClusterError of the 2 pods at Recovery within 10s (its recovery timeout: %s)", took, err, tc.timeout)
 			case tc.stuck != "" && !strings.Contains(err.Error(), tc.stuck):
 				t.Errorf("message %q does not say which pods cannot start and why (%q)", err, tc.stuck)
-			case tc.stuck == "" && (errors.As(err, &stuck) || !errors.As(err, &de) || !errors.Is(err, context.DeadlineExceeded)):
-				t.Errorf("err = %v, want the recovery timeout, not a StuckError", err)
+			case tc.stuck == "" && (asReason(err, &stuck, ReasonStuck) || !errors.As(err, &de) || !errors.Is(err, context.DeadlineExceeded)):
+				t.Errorf("err = %v, want the recovery timeout, not a Stuck ClusterError", err)
 			}
 		})
 	}

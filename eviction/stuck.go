@@ -37,7 +37,7 @@ type startingMember struct {
 	reason, message string
 }
 
-// check records the stuck members of h and returns a *StuckError, naming
+// check records the stuck members of h and returns a *ClusterError (ReasonStuck), naming
 // every stuck member, once one of them has been stuck for the watch's time.
 // A member ContainerCreating for that long has its warning events read
 // (once per the watch's time): a volume or sandbox failure makes it stuck.
@@ -86,7 +86,7 @@ func (w *stuckWatch) check(ctx context.Context, domain string, h *DomainHealth, 
 		return nil
 	}
 	// Once one is due, every stuck member is named: they share a cause.
-	return &StuckError{Domain: domain, Pods: all, After: w.after}
+	return &ClusterError{Reason: ReasonStuck, Domain: domain, Members: all, Waited: w.after}
 }
 
 // startingFor returns what the watch knows of a member starting (not

@@ -56,7 +56,7 @@ func (d *Drainer) startView(ctx context.Context) (*view, error) {
 
 // sharedView reads through the caller's informers: it adds event handlers
 // for the time of the call and starts no list or watch. Informers that do
-// not sync within ConnectTimeout are a *NotSyncedError.
+// not sync within ConnectTimeout are a *RetryError (ReasonNotSynced).
 func (d *Drainer) sharedView(ctx context.Context) (*view, error) {
 	in := d.s.Informers
 	v := &view{d: d}
@@ -67,7 +67,7 @@ func (d *Drainer) sharedView(ctx context.Context) (*view, error) {
 	var refused *clusterview.HandlerError
 	switch {
 	case errors.As(err, &notSynced):
-		return nil, &NotSyncedError{Waited: notSynced.Waited}
+		return nil, &RetryError{Reason: ReasonNotSynced, Waited: notSynced.Waited}
 	case errors.As(err, &refused):
 		return nil, fmt.Errorf("watching the informers of Options.Informers: %w", refused.Err)
 	case err != nil:
@@ -101,7 +101,7 @@ func (v *view) planSnapshot(ctx context.Context, domain string) (*Snapshot, erro
 	if err != nil {
 		return v.snapshotOf(ctx, nodes, v.AllPods())
 	}
-	pods, ok := v.PlanPods(dom.Nodes)
+	pods, ok := v.PlanPods(dom.Nodes, nil)
 	if !ok {
 		pods = v.AllPods()
 	}
@@ -110,6 +110,38 @@ func (v *view) planSnapshot(ctx context.Context, domain string) (*Snapshot, erro
 		snap.layout = layout
 	}
 	return snap, err
+}
+
+// groupSnapshot returns the cluster state with, of the pods, only those
+// of groups (clusterview.View.GroupPods) when the pod index allows it;
+// full reports that it holds every pod instead; the groups' pods are
+// materialized through memo. At a fleet's size the
+// groups' pods are a third of the cluster's, or less, and a look at the
+// whole rollout (its status) then materializes no other pod at once.
+func (v *view) groupSnapshot(ctx context.Context, memo *podcache.Memo) (snap *Snapshot, full bool, err error) {
+	pods, ok := v.GroupPods(memo)
+	if !ok {
+		snap, err = v.snapshot(ctx)
+		return snap, true, err
+	}
+	snap, err = v.snapshotOf(ctx, v.NodeList(), pods)
+	return snap, false, err
+}
+
+// domainSnapshot returns snap with the pods a plan of the domain of nodes
+// reads (clusterview.View.PlanPods, through memo) instead of its own,
+// unless snap is full (holds every pod) or the index does not allow it.
+func (v *view) domainSnapshot(snap *Snapshot, full bool, nodes []string, memo *podcache.Memo) *Snapshot {
+	if full {
+		return snap
+	}
+	pods, ok := v.PlanPods(nodes, memo)
+	if !ok {
+		pods = v.AllPods()
+	}
+	ds := *snap
+	ds.Pods = pods
+	return &ds
 }
 
 func (v *view) snapshotOf(ctx context.Context, nodes []corev1.Node, pods []*corev1.Pod) (*Snapshot, error) {

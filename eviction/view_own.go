@@ -68,7 +68,7 @@ func (d *Drainer) startOwnView(parent context.Context) (*ownStart, error) {
 // with a 5xx or 429) end the wait too, with their last error: the
 // reflectors would retry them forever.
 func (w *ownStart) wait() (*view, error) {
-	probeTimer := time.NewTimer(probeAfter)
+	probeTimer := time.NewTimer(probeDelay(w.d.s.ConnectTimeout))
 	defer probeTimer.Stop()
 	connectTimer := time.NewTimer(w.d.s.ConnectTimeout)
 	defer connectTimer.Stop()
@@ -87,7 +87,7 @@ func (w *ownStart) wait() (*view, error) {
 		case err := <-w.starting.Problems():
 			if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
 				go w.v.Stop()
-				return nil, &PermissionError{Err: err}
+				return nil, &PermissionError{Reason: ReasonForbidden, Err: err}
 			}
 			w.lastListErr = err
 			w.startProbe()
@@ -121,7 +121,7 @@ func (w *ownStart) fail(err error) (*view, error) {
 	if ue := unreachableError(w.d.server(), err, time.Since(w.starting.Started())); ue != nil {
 		return nil, ue
 	}
-	return nil, &UnreachableError{Server: w.d.server(), Problem: kubeclient.ServerUnreachable, Waited: time.Since(w.starting.Started()).Round(time.Millisecond), Err: err}
+	return nil, &RetryError{Reason: ReasonUnreachable, Server: w.d.server(), Problem: kubeclient.ServerUnreachable, Waited: time.Since(w.starting.Started()).Round(time.Millisecond), Err: err}
 }
 
 // notSynced ends the wait when the caller's context ended first: a
@@ -137,15 +137,25 @@ func (w *ownStart) notSynced() (*view, error) {
 		}
 		if w.probing && !w.answered {
 			// Neither the lists nor the probe got an answer.
-			return nil, &UnreachableError{Server: w.d.server(), Problem: kubeclient.ServerNoAnswer, Waited: time.Since(w.starting.Started()).Round(time.Millisecond), Err: w.parent.Err()}
+			return nil, &RetryError{Reason: ReasonUnreachable, Server: w.d.server(), Problem: kubeclient.ServerNoAnswer, Waited: time.Since(w.starting.Started()).Round(time.Millisecond), Err: w.parent.Err()}
 		}
 	}
 	return nil, w.parent.Err()
 }
 
 // probeAfter is how long a view waits for its lists before it probes the
-// API server (if no list failed before).
+// API server (if no list failed before), at most: see probeDelay.
 const probeAfter = time.Second
+
+// probeDelay is how long a view waits for its lists before it probes the
+// API server: probeAfter, or an eighth of a shorter connect timeout, so
+// that the probe has most of it to get its answer. With a fixed second of
+// a 2 s ConnectTimeout, a loaded machine (the race detector on one CPU,
+// eleven calls at once) did not see a 429's answer to the probe within the
+// second left, and the server was said not to answer at all.
+func probeDelay(connect time.Duration) time.Duration {
+	return min(probeAfter, connect/8)
+}
 
 // probeUntil asks the API server for its version, once a second, until it
 // answers (nil), the deadline passes or ctx ends (the last error).
@@ -201,7 +211,7 @@ func (d *Drainer) server() string {
 
 // bounded runs a request of the Drainer's own (not through a view) within
 // ConnectTimeout, and reports an API server that does not serve it as an
-// *UnreachableError. client-go retries a 429 or 503 with Retry-After by
+// *RetryError (ReasonUnreachable). client-go retries a 429 or 503 with Retry-After by
 // itself until the request's context ends, which hides the answer: the
 // request gets three quarters of the time, and when it runs out, one
 // request that is not retried (probe) says, in the last quarter, whether

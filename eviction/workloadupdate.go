@@ -51,7 +51,7 @@ type WorkloadUpdates struct {
 	// Ignore starts each domain without reading its workloads.
 	Ignore bool
 	// Timeout bounds one domain's wait: once it has waited that long, the
-	// rollout stops with a *WorkloadUpdateError (in a *DomainError of
+	// rollout stops with a *RetryError (ReasonWorkloadUpdating, in a *DomainError of
 	// StagePlan). Zero means no limit.
 	Timeout time.Duration
 	// Interval is how often the workloads are read again while the domain
@@ -105,23 +105,6 @@ func (u WorkloadUpdate) String() string {
 	return s
 }
 
-// WorkloadUpdateError is a domain that waited WorkloadUpdates.Timeout for
-// the updates of workloads with a group on it.
-type WorkloadUpdateError struct {
-	Domain  string
-	Updates []WorkloadUpdate
-	Waited  time.Duration
-}
-
-func (e *WorkloadUpdateError) Error() string {
-	parts := make([]string, len(e.Updates))
-	for i, u := range e.Updates {
-		parts[i] = u.String()
-	}
-	return fmt.Sprintf("domain %s not started after waiting %s for workloads with a group on it to finish their own update (it deletes groups through no budget): %s",
-		e.Domain, e.Waited.Round(time.Millisecond), strings.Join(parts, "; "))
-}
-
 // waitForWorkloadUpdates is what rollout id calls before it cordons
 // domain: it returns once no workload with a group on the domain rolls out
 // an update of its own (see WorkloadUpdates), at once when none does or
@@ -164,7 +147,7 @@ func (d *Drainer) waitForWorkloadUpdates(ctx context.Context, v *view, domain, i
 		}
 		waited = true
 		if wu.Timeout > 0 && clk.Since(start) >= wu.Timeout {
-			return &WorkloadUpdateError{Domain: domain, Updates: updates, Waited: clk.Since(start)}
+			return &RetryError{Reason: ReasonWorkloadUpdating, Domain: domain, Updates: updates, Waited: clk.Since(start)}
 		}
 		select {
 		case <-ctx.Done():
@@ -207,7 +190,7 @@ func workloadsOn(v *view, s *settings, domain string) []workloadRef {
 	if err != nil {
 		return nil
 	}
-	pods, ok := v.PlanPods(dom.Nodes)
+	pods, ok := v.PlanPods(dom.Nodes, nil)
 	if !ok {
 		pods = v.AllPods()
 	}
@@ -295,9 +278,10 @@ func (o *lwsObject) update() (WorkloadUpdate, bool) {
 	return u, updating || u.Unobserved
 }
 
-// updating (of a rollout status) returns the workloads with a pod on dom that roll out an update
-// of their own, reading each once per status.
-func (s *statusReader) updating(dom topology.Domain) []WorkloadUpdate {
+// updating (of a rollout status) returns the workloads with a pod among
+// pods on dom that roll out an update of their own, reading each once per
+// status.
+func (s *statusReader) updating(pods []*corev1.Pod, dom topology.Domain) []WorkloadUpdate {
 	if s.d.s.WorkloadUpdates.Ignore {
 		return nil
 	}
@@ -305,7 +289,7 @@ func (s *statusReader) updating(dom topology.Domain) []WorkloadUpdate {
 		s.updates = map[workloadRef]*WorkloadUpdate{}
 	}
 	var out []WorkloadUpdate
-	for _, ref := range lwsOf(s.snap.Pods, dom.Nodes) {
+	for _, ref := range lwsOf(pods, dom.Nodes) {
 		u, seen := s.updates[ref]
 		if !seen {
 			updates, _ := s.d.workloadUpdates(s.ctx, []workloadRef{ref})

@@ -150,7 +150,7 @@ func TestRolloutWaitsForWorkloadUpdates(t *testing.T) {
 
 // TestWorkloadUpdatesIgnoredOrTimedOut: with Ignore nothing is read; with
 // a Timeout, a domain whose workload keeps updating stops the rollout with
-// a *WorkloadUpdateError before anything is cordoned or evicted.
+// a *RetryError (ReasonWorkloadUpdating) before anything is cordoned or evicted.
 func TestWorkloadUpdatesIgnoredOrTimedOut(t *testing.T) {
 	ctx := testContext(t)
 	fc := newFakeCluster(t, lwsCluster(1, 1, 2)...)
@@ -175,10 +175,10 @@ func TestWorkloadUpdatesIgnoredOrTimedOut(t *testing.T) {
 	}
 	d.s.readLWS = lws.read
 	_, err = d.Rollout(ctx, RolloutOptions{ID: "r", NoLock: true})
-	var wu *WorkloadUpdateError
+	var wu *RetryError
 	var de *DomainError
-	if !errors.As(err, &wu) || !errors.As(err, &de) || de.Stage != StagePlan || wu.Domain != "ud-1" || len(wu.Updates) != 1 {
-		t.Fatalf("rollout: %v, want a *DomainError of stage plan wrapping a *WorkloadUpdateError for ud-1", err)
+	if !asReason(err, &wu, ReasonWorkloadUpdating) || !errors.As(err, &de) || de.Stage != StagePlan || wu.Domain != "ud-1" || len(wu.Updates) != 1 {
+		t.Fatalf("rollout: %v, want a *DomainError of stage plan wrapping a *RetryError (ReasonWorkloadUpdating) for ud-1", err)
 	}
 	if !strings.Contains(err.Error(), "not started after waiting") || !strings.Contains(err.Error(), "LeaderWorkerSet inference/llm rolls out an update") {
 		t.Errorf("message %q", err)

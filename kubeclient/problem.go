@@ -12,7 +12,7 @@ import (
 )
 
 // ServerProblem says how an API server failed a client (eviction's
-// UnreachableError carries it).
+// RetryError with ReasonUnreachable carries it).
 type ServerProblem string
 
 // The ways an API server fails.
@@ -43,7 +43,7 @@ const (
 // a pod gone), a server problem is retried (an eviction, a node patch),
 // and anything else stops the write at once. Callers that make requests
 // of their own before calling a Drainer (the CLI lists nodes) use it to
-// report the same eviction.UnreachableError.
+// report the same eviction.RetryError (ReasonUnreachable).
 func ServerProblemOf(err error) (ServerProblem, int) {
 	if err == nil {
 		return "", 0

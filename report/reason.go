@@ -15,11 +15,13 @@ import (
 //     was started after the cancel; the same call again resumes;
 //   - ReasonUsage for a *udrain.ConfigError or a
 //     *topology.UnknownDomainError: the configuration must change;
-//   - ReasonBlocked for an *eviction.BlockedError: a PodDisruptionBudget
-//     still refused evictions when the time ran out; retrying once its
-//     groups are healthy usually succeeds;
+//   - ReasonBlocked for an *eviction.RetryError with ReasonBlocked,
+//     anywhere in err's tree: a PodDisruptionBudget still refused
+//     evictions when the time ran out; retrying once its groups are
+//     healthy usually succeeds;
 //   - ReasonContractViolation for a *topology.ContractError, an
-//     *eviction.MultiplePDBsError or a *topology.UnlabeledNodesError;
+//     *eviction.ClusterError with ReasonMultiplePDBs or a
+//     *topology.UnlabeledNodesError;
 //   - ReasonError for any other error, "" for nil.
 //
 // The order matters: a drain interrupted while a budget blocked it is
@@ -32,9 +34,9 @@ func ReasonOf(err error) string {
 		return ReasonInterrupted
 	case errors.As(err, new(*udrain.ConfigError)), errors.As(err, new(*topology.UnknownDomainError)):
 		return ReasonUsage
-	case errors.As(err, new(*eviction.BlockedError)):
+	case errors.Is(err, &eviction.RetryError{Reason: eviction.ReasonBlocked}):
 		return ReasonBlocked
-	case errors.As(err, new(*topology.ContractError)), errors.As(err, new(*eviction.MultiplePDBsError)), errors.As(err, new(*topology.UnlabeledNodesError)):
+	case errors.As(err, new(*topology.ContractError)), errors.Is(err, &eviction.ClusterError{Reason: eviction.ReasonMultiplePDBs}), errors.As(err, new(*topology.UnlabeledNodesError)):
 		return ReasonContractViolation
 	}
 	return ReasonError

@@ -34,7 +34,7 @@ func TestNewAuditReport(t *testing.T) {
 	findings := []topology.Finding{
 		{Code: topology.FindingPack, Severity: udrain.SeverityError, Message: "spans"},
 		{Code: topology.FindingProtectedWorker, Severity: udrain.SeverityWarning, Message: "worker"},
-		{Code: eviction.FindingDisruptedAgain, Severity: udrain.SeverityWarning, Message: "again"},
+		{Code: topology.FindingDisruptedAgain, Severity: udrain.SeverityWarning, Message: "again"},
 	}
 	plan := &eviction.RolloutPlan{}
 	for name, tc := range map[string]struct {

@@ -45,7 +45,7 @@ func TestTables(t *testing.T) {
 		st.ID, st.Time = "r1", at
 		return report.RolloutStatusReport{NoLock: noLock, Status: &st}
 	}
-	finding := topology.Finding{Code: eviction.FindingDisruptedAgain, Severity: udrain.SeverityWarning, Namespace: "inference", Group: "llama-0", Domains: []string{"ud-1"}, Message: "it will be disrupted again"}
+	finding := topology.Finding{Code: topology.FindingDisruptedAgain, Severity: udrain.SeverityWarning, Namespace: "inference", Group: "llama-0", Domains: []string{"ud-1"}, Message: "it will be disrupted again"}
 	for _, tc := range []struct {
 		name string
 		doc  report.Document

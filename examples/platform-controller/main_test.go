@@ -195,15 +195,16 @@ func TestUpgradeFailureStopsTheRollout(t *testing.T) {
 // TestBlockedEvictionBecomesAWarningEvent: a budget that allows nothing
 // blocks the leader's eviction; the pod gets a Warning event naming the
 // PDB, and the drain gives up at --drain-timeout with a DomainError in
-// phase 1 that unwraps to context.DeadlineExceeded and the BlockedError;
+// phase 1 that unwraps to context.DeadlineExceeded and a RetryError with
+// ReasonBlocked;
 // the log says where it stopped and which budget blocked.
 func TestBlockedEvictionBecomesAWarningEvent(t *testing.T) {
 	client := exampletest.FakeCluster(exampletest.ClusterOptions{Allowed: 0})
 	log, err := runController(t, client, "--target-version", "1.37.2", "--drain-timeout", "300ms")
 	var stop *eviction.DomainError
-	var blocked *eviction.BlockedError
-	if !errors.As(err, &stop) || !errors.As(err, &blocked) || !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("error %v, want a DomainError unwrapping to a BlockedError and context.DeadlineExceeded", err)
+	var blocked *eviction.RetryError
+	if !errors.As(err, &stop) || !errors.As(err, &blocked) || blocked.Reason != eviction.ReasonBlocked || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("error %v, want a DomainError unwrapping to a Blocked RetryError and context.DeadlineExceeded", err)
 	}
 	if stop.Domain != "ud-1" || stop.Stage != eviction.StagePhase1 || stop.Timeout != 300*time.Millisecond || blocked.Block.PDB != "llm-leaders" {
 		t.Errorf("stopped in %s at %s after %s, blocked by %s; want ud-1, %s, 300ms, llm-leaders", stop.Domain, stop.Stage, stop.Timeout, blocked.Block.PDB, eviction.StagePhase1)

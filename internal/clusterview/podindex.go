@@ -1,6 +1,7 @@
 package clusterview
 
 import (
+	"slices"
 	"strings"
 	"sync"
 
@@ -202,7 +203,7 @@ func indexedRequirement(sel *metav1.LabelSelector) (key, value string, ok bool) 
 // from every pod: the other pods touch none of its groups, budgets or
 // findings. ok is false without the index or with groupers of the
 // caller's own (the index knows only the default groupers).
-func (v *View) PlanPods(nodes []string) (pods []*corev1.Pod, ok bool) {
+func (v *View) PlanPods(nodes []string, memo *podcache.Memo) (pods []*corev1.Pod, ok bool) {
 	if v.groupIndex == nil || v.cfg.CustomGroupers {
 		return nil, false
 	}
@@ -215,7 +216,7 @@ func (v *View) PlanPods(nodes []string) (pods []*corev1.Pod, ok bool) {
 		for _, o := range objs {
 			if !seen[o] && v.inScope(podcache.NamespaceOf(o)) {
 				seen[o] = true
-				p := podcache.AsPod(o)
+				p := memo.Pod(o)
 				pods = append(pods, p)
 				added = append(added, p)
 			}
@@ -260,6 +261,32 @@ func (v *View) PlanPods(nodes []string) (pods []*corev1.Pod, ok bool) {
 	for ns, gs := range otherKinds {
 		if len(gs) > 1 {
 			add(v.PodObjectsIn(ns))
+		}
+	}
+	return pods, true
+}
+
+// GroupPods returns the cached pods in scope that belong to a group:
+// with the pod index, those indexed under a group, in the order of their
+// groups' keys. The other pods (a Deployment's, a DaemonSet's) form no
+// group, so grouping these gives the groups of every pod. ok is false
+// without the index or with groupers of the caller's own (the index knows
+// only the default groupers): then the caller reads every pod. Slim pods
+// are materialized through memo (nil: each anew).
+func (v *View) GroupPods(memo *podcache.Memo) (pods []*corev1.Pod, ok bool) {
+	if v.groupIndex == nil || v.cfg.CustomGroupers {
+		return nil, false
+	}
+	keys := v.groupIndex.ListIndexFuncValues(PodIndexName)
+	slices.Sort(keys)
+	for _, k := range keys {
+		if !strings.HasPrefix(k, "group:") {
+			continue
+		}
+		for _, o := range v.objectsByPodIndex(k) {
+			if v.inScope(podcache.NamespaceOf(o)) {
+				pods = append(pods, memo.Pod(o))
+			}
 		}
 	}
 	return pods, true

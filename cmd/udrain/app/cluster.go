@@ -57,7 +57,7 @@ func (f *domainFlags) layoutOptions() topology.LayoutOptions {
 }
 
 // connectTimeout is how long a command waits for an API server that does
-// not serve it before it fails with an *eviction.UnreachableError:
+// not serve it before it fails with an *eviction.RetryError (ReasonUnreachable):
 // eviction.DefaultConnectTimeout, or the command's --timeout if shorter
 // (zero: none given).
 func connectTimeout(timeout time.Duration) time.Duration {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/internal/errtree"
 	"github.com/udrain/udrain/readiness"
 	"github.com/udrain/udrain/report"
 	"github.com/udrain/udrain/topology"
@@ -91,15 +92,15 @@ func errorInfo(err error) *report.ErrorInfo {
 // udrain"), cmdPath the command's ("udrain drain").
 func hint(err error, program, cmdPath string) string {
 	var (
-		blocked   *eviction.BlockedError
 		contract  *topology.ContractError
-		refused   *eviction.RefusedPodsError
 		unlabeled *topology.UnlabeledNodesError
 		stopped   *eviction.DomainError
-		held      *eviction.InProgressError
-		lockNS    *eviction.LockNamespaceError
-		updating  *eviction.WorkloadUpdateError
 	)
+	held, isHeld := retryError(err, eviction.ReasonInProgress)
+	lockNS, isLockNS := clusterError(err, eviction.ReasonNoLockNamespace)
+	_, isUpdating := retryError(err, eviction.ReasonWorkloadUpdating)
+	_, isBlocked := retryError(err, eviction.ReasonBlocked)
+	_, isRefused := clusterError(err, eviction.ReasonRefusedPods)
 	// release is how to give back the nodes of a domain that stopped
 	// cordoned, instead of resuming it.
 	release := func() string {
@@ -111,19 +112,19 @@ func hint(err error, program, cmdPath string) string {
 	switch {
 	case errors.Is(err, context.Canceled):
 		return "interrupted: nothing new was started after the signal; run the same command again to resume" + release()
-	case errors.As(err, &updating):
+	case isUpdating:
 		return "nothing of the domain was touched: wait for the workloads' updates to finish (or fix what holds them), then run the same command again (a longer --workload-update-timeout, or --ignore-workload-updates to start domains regardless)"
-	case errors.As(err, &lockNS):
+	case isLockNS:
 		return fmt.Sprintf("create it ('kubectl create namespace %s'), or choose another with --lock-namespace", lockNS.Namespace)
-	case errors.As(err, &held):
+	case isHeld:
 		return fmt.Sprintf("resume %q first (the command that started it, with --id %s), or release the domain with '%s uncordon %s' and run this command again", held.By, held.By, program, held.Domain)
-	case errors.As(err, &blocked):
+	case isBlocked:
 		return fmt.Sprintf("a PodDisruptionBudget still refuses evictions; wait until its groups are healthy ('%s wait-healthy') and run the same command again", program) + release()
 	case errors.As(err, &contract) && cmdPath == program+" audit":
 		return "each finding says what to fix"
 	case errors.As(err, &contract):
 		return fmt.Sprintf("'%s audit' lists every finding; fix the placement, or pass --allow-violations to drain anyway", program)
-	case errors.As(err, &refused):
+	case isRefused:
 		return "pass the flag the message names (as with kubectl drain), or remove those pods first"
 	case errors.As(err, &unlabeled):
 		return "or pass --unlabeled=skip (leave them out) or --unlabeled=own-domain (one domain per node)"
@@ -139,4 +140,14 @@ func hint(err error, program, cmdPath string) string {
 		return fmt.Sprintf("See '%s --help' for usage.", cmdPath)
 	}
 	return ""
+}
+
+// retryError is the *eviction.RetryError with reason r in err's tree.
+func retryError(err error, r eviction.ErrorReason) (*eviction.RetryError, bool) {
+	return errtree.Find(err, func(e *eviction.RetryError) bool { return e.Reason == r })
+}
+
+// clusterError is the *eviction.ClusterError with reason r in err's tree.
+func clusterError(err error, r eviction.ErrorReason) (*eviction.ClusterError, bool) {
+	return errtree.Find(err, func(e *eviction.ClusterError) bool { return e.Reason == r })
 }

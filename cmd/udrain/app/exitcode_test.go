@@ -33,7 +33,9 @@ func TestExitCode(t *testing.T) {
 		{"config", &udrain.ConfigError{Field: "eviction.Options.Concurrency"}, ExitUsage},
 		{"readiness env", &readiness.EnvError{Name: "LWS_GROUP_SIZE"}, ExitUsage},
 		{"readiness env as a usage error", &UsageError{Err: &readiness.EnvError{Name: "LWS_GROUP_SIZE"}}, ExitUsage},
-		{"blocked", &eviction.BlockedError{}, ExitBlocked},
+		{"blocked", &eviction.RetryError{Reason: eviction.ReasonBlocked}, ExitBlocked},
+		{"multiple PDBs in a domain", &eviction.DomainError{Domain: "ud-1", Stage: eviction.StagePhase1, Err: &eviction.ClusterError{Reason: eviction.ReasonMultiplePDBs}}, ExitContract},
+		{"locked", &eviction.RetryError{Reason: eviction.ReasonLocked}, ExitError},
 		{"contract", &topology.ContractError{}, ExitContract},
 		{"canceled", context.Canceled, ExitInterrupted},
 		{"usage interrupted", &UsageError{Err: context.Canceled}, ExitInterrupted},
@@ -188,7 +190,7 @@ func TestStopsNameCommandsNotLibraryCalls(t *testing.T) {
 // The advice the command line gives for a stop comes from the error's
 // fields: which domain, whether its nodes stay cordoned, who holds it.
 func TestHintFromStopFields(t *testing.T) {
-	held := &eviction.InProgressError{Domain: "ud-1", Node: "n1", By: "maint-42", ID: "udrain-abc"}
+	held := &eviction.RetryError{Reason: eviction.ReasonInProgress, Domain: "ud-1", Node: "n1", By: "maint-42", ID: "udrain-abc"}
 	for _, tc := range []struct {
 		name    string
 		err     error
@@ -222,8 +224,13 @@ func TestHintFromStopFields(t *testing.T) {
 			Block: &eviction.BlockInfo{BudgetRef: health.BudgetRef{Namespace: "ns", PDB: "llm"}}},
 		want: []string{"'udrain wait-healthy'", "'udrain uncordon ud-2'"},
 	}, {
+		name: "blocked by a budget, stopped by an unreachable server",
+		err: &eviction.DomainError{Domain: "ud-2", Stage: eviction.StagePhase1, Err: &eviction.RetryError{Reason: eviction.ReasonUnreachable, Err: errors.New("connection refused")},
+			Block: &eviction.BlockInfo{BudgetRef: health.BudgetRef{Namespace: "ns", PDB: "llm"}}},
+		want: []string{"'udrain wait-healthy'", "'udrain uncordon ud-2'"},
+	}, {
 		name: "the Lease's namespace is missing",
-		err:  fmt.Errorf("rollout: %w", &eviction.LockNamespaceError{Namespace: "udrain-system", Lease: "udrain-rollout-x", Err: errors.New("not found")}),
+		err:  fmt.Errorf("rollout: %w", &eviction.ClusterError{Reason: eviction.ReasonNoLockNamespace, Namespace: "udrain-system", Lease: "udrain-rollout-x", Err: errors.New("not found")}),
 		want: []string{"'kubectl create namespace udrain-system'", "--lock-namespace"},
 	}, {
 		name:    "refused at plan: nothing to release",

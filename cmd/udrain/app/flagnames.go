@@ -125,7 +125,7 @@ var fieldFlags = map[string]string{
 // library, the flag (and value) that applies it on the command line: the
 // finding's message names the setting as Go code does.
 var findingFlags = map[topology.FindingCode]string{
-	eviction.FindingDisruptedAgain: "--steering " + string(eviction.SteerStrict),
+	topology.FindingDisruptedAgain: "--steering " + string(eviction.SteerStrict),
 }
 
 // findingAdvice is what the command line adds to a finding's message:
