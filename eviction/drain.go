@@ -216,10 +216,10 @@ type execution struct {
 	callbacks     *kubectlCallbacks
 }
 
-// openBlock is a block in progress: its record, and the pods still
-// waiting (the record keeps every pod that waited).
+// openBlock is a block in progress: its record to be (Until not set yet),
+// and the pods still waiting (the record keeps every pod that waited).
 type openBlock struct {
-	rec     BlockRecord
+	rec     BlockInfo
 	waiting []topology.PodRef
 }
 

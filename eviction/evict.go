@@ -211,7 +211,7 @@ func (ex *execution) block(p PlannedPod, phase Stage, apiErr error) *BlockInfo {
 	ob := ex.blocks[key]
 	opened := ob == nil
 	if opened {
-		ob = &openBlock{rec: BlockRecord{BudgetRef: info.BudgetRef, Since: now}}
+		ob = &openBlock{rec: BlockInfo{BudgetRef: info.BudgetRef, Since: now}}
 		ex.blocks[key] = ob
 	}
 	if !slices.Contains(ob.rec.Pods, p.PodRef) {
@@ -251,7 +251,7 @@ func (ex *execution) unblock(p PlannedPod, info *BlockInfo, phase Stage) {
 	if ob := ex.blocks[key]; ob != nil {
 		ob.waiting = slices.DeleteFunc(ob.waiting, func(r topology.PodRef) bool { return r == p.PodRef })
 		if len(ob.waiting) == 0 {
-			ob.rec.Duration = udrain.Seconds(now.Sub(ob.rec.Since))
+			ob.rec.Until, ob.rec.Duration = now, udrain.Seconds(now.Sub(ob.rec.Since))
 			ex.res.Blocks = append(ex.res.Blocks, ob.rec)
 			delete(ex.blocks, key)
 			ex.log.Info("PodDisruptionBudget no longer blocks", "pdb", key, "blockedFor", ob.rec.Duration.Duration().Round(time.Millisecond))
@@ -277,7 +277,7 @@ func (ex *execution) closeBlocks() {
 	sort.Strings(keys)
 	for _, k := range keys {
 		rec := ex.blocks[k].rec
-		rec.Duration = udrain.Seconds(now.Sub(rec.Since))
+		rec.Until, rec.Duration = now, udrain.Seconds(now.Sub(rec.Since))
 		ex.res.Blocks = append(ex.res.Blocks, rec)
 	}
 	ex.blocks = map[string]*openBlock{}

@@ -145,8 +145,9 @@ func TestBlockedPhase1HoldsPhase2UntilBudgetFrees(t *testing.T) {
 		t.Errorf("want one Unblocked event, got %d", len(log.ofType(EventUnblocked)))
 	}
 	if len(res.Blocks) != 1 || res.Blocks[0].PDB != "llm-leaders" || res.Blocks[0].Duration <= 0 ||
+		!res.Blocks[0].Until.Equal(res.Blocks[0].Since.Add(res.Blocks[0].Duration.Duration())) ||
 		!cmp.Equal(res.Blocks[0].Pods, []topology.PodRef{leader}) {
-		t.Errorf("blocks = %+v, want one block of llm-leaders with the leader that waited", res.Blocks)
+		t.Errorf("blocks = %+v, want one record of llm-leaders, until its since plus its duration, with the leader that waited", res.Blocks)
 	}
 }
 

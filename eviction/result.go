@@ -19,13 +19,22 @@ import (
 // object is omitted; a duration is a udrain.Seconds (a number of seconds, written
 // even when 0) in a field whose name ends in "Seconds"; times are RFC 3339.
 
-// BlockInfo describes a PodDisruptionBudget that refuses evictions now.
+// BlockInfo is a PodDisruptionBudget refusing a domain's evictions: now
+// (an event's or a DomainError's block), or, once its Until is set, a
+// stretch of time it did (Result.Blocks, Summary.LongestBlock).
+//
+// A block that lasts has the budget's counts, the pods waiting on it, the
+// API server's message and the pods it does not count healthy. A block's
+// record (Until set) has the budget, Since, the pods that waited on it
+// during the block, Until and Duration; its other fields are empty.
 type BlockInfo struct {
 	health.BudgetRef
 	// The budget's status counts, as udrain's watch sees them.
 	health.BudgetCounts
+	// Since is when the budget first refused one of the domain's pods.
 	Since time.Time `json:"since"`
-	// Pods are the pods waiting on it.
+	// Pods are the pods waiting on it; in a record, every pod that waited
+	// on it during the block.
 	Pods []topology.PodRef `json:"pods,omitempty"`
 	// Message is the API server's explanation, if it gave one.
 	Message string `json:"message,omitempty"`
@@ -34,6 +43,11 @@ type BlockInfo struct {
 	// node: why it allows no disruption. At most maxBlockPods; a group down
 	// on a node gone offline shows here with NodeNotReady.
 	Unhealthy []health.BudgetPod `json:"unhealthy,omitempty"`
+	// Until is, in a record, when the block ended: its last waiting pod
+	// was let go, or the drain ended. Zero while the block lasts.
+	Until time.Time `json:"-"`
+	// Duration is, in a record, Until - Since; 0 while the block lasts.
+	Duration udrain.Seconds `json:"-"`
 }
 
 // maxBlockPods bounds BlockInfo.Unhealthy.
@@ -41,8 +55,12 @@ const maxBlockPods = 10
 
 // String returns e.g. "PodDisruptionBudget ns/leaders allows 0
 // disruption(s): 2 healthy, 2 needed, 3 expected; not healthy: ns/llm-1
-// on node gpu-7 (NotReady)".
+// on node gpu-7 (NotReady)"; for a record, "PodDisruptionBudget
+// ns/leaders refused evictions for 1m30s (2 pod(s) waited)".
 func (b BlockInfo) String() string {
+	if !b.Until.IsZero() {
+		return fmt.Sprintf("PodDisruptionBudget %s/%s refused evictions for %s (%d pod(s) waited)", b.Namespace, b.PDB, b.Duration, len(b.Pods))
+	}
 	s := fmt.Sprintf("PodDisruptionBudget %s/%s %s", b.Namespace, b.PDB, b.BudgetCounts)
 	if len(b.Unhealthy) > 0 {
 		parts := make([]string, len(b.Unhealthy))
@@ -52,15 +70,6 @@ func (b BlockInfo) String() string {
 		s += "; not healthy: " + strings.Join(parts, ", ")
 	}
 	return s
-}
-
-// BlockRecord is one stretch of time a PDB refused a domain's evictions.
-type BlockRecord struct {
-	health.BudgetRef
-	Since time.Time `json:"since"`
-	// Pods are the pods that waited on the budget during the block.
-	Pods     []topology.PodRef `json:"pods,omitempty"`
-	Duration udrain.Seconds    `json:"durationSeconds"`
 }
 
 // Result is what draining one domain did.
@@ -85,7 +94,9 @@ type Result struct {
 	// start to its last eviction.
 	Phase1Duration udrain.Seconds `json:"-"`
 	Phase2Duration udrain.Seconds `json:"-"`
-	Blocks         []BlockRecord  `json:"blocks,omitempty"`
+	// Blocks are the records of the times a PDB refused the domain's
+	// evictions (BlockInfo with Until set), in the order they ended.
+	Blocks []BlockInfo `json:"blocks,omitempty"`
 	// GroupsDisrupted are the groups that lost pods in this drain (a pod
 	// evicted, or found terminating and waited for), in the order their
 	// first pod went.
@@ -122,9 +133,9 @@ type Summary struct {
 	// LongestDowntime is, in a rollout, the group that was down longest
 	// (see GroupDowntime); nil if none was disrupted.
 	LongestDowntime *GroupDowntime `json:"longestDowntime,omitempty"`
-	// LongestBlock is the longest time a PDB refused evictions (the first
-	// of the longest); nil if none did.
-	LongestBlock *BlockRecord   `json:"longestBlock,omitempty"`
+	// LongestBlock is the record of the longest time a PDB refused
+	// evictions (the first of the longest); nil if none did.
+	LongestBlock *BlockInfo     `json:"longestBlock,omitempty"`
 	Duration     udrain.Seconds `json:"durationSeconds"`
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/udrain/udrain"
+	"github.com/udrain/udrain/health"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -20,7 +21,7 @@ type resultJSON struct {
 	NodesGone       []string            `json:"nodesGone,omitempty"`
 	Phase1          phaseJSON           `json:"phase1"`
 	Phase2          phaseJSON           `json:"phase2"`
-	Blocks          []BlockRecord       `json:"blocks,omitempty"`
+	Blocks          []BlockInfo         `json:"blocks,omitempty"`
 	GroupsDisrupted []topology.GroupID  `json:"groupsDisrupted,omitempty"`
 	DryRunOutcomes  []dryRunOutcomeJSON `json:"dryRunOutcomes,omitempty"`
 	Completed       bool                `json:"completed"`
@@ -125,4 +126,44 @@ func stageOfPhase(n int) (Stage, error) {
 		return StagePhase2, nil
 	}
 	return "", fmt.Errorf("phase %d: a drain has phases 1 and 2", n)
+}
+
+// blockRecordJSON is a block's record in JSON (BlockInfo with Until set),
+// as udrain 0.1's BlockRecord wrote it: its end is since plus the
+// duration.
+type blockRecordJSON struct {
+	health.BudgetRef
+	Since    time.Time         `json:"since"`
+	Pods     []topology.PodRef `json:"pods,omitempty"`
+	Duration udrain.Seconds    `json:"durationSeconds"`
+}
+
+// MarshalJSON writes a block that lasts with its fields' tags, and a
+// block's record (Until set) as the budget, "since", "pods" and
+// "durationSeconds".
+func (b BlockInfo) MarshalJSON() ([]byte, error) {
+	if b.Until.IsZero() {
+		type live BlockInfo
+		return json.Marshal(live(b))
+	}
+	return json.Marshal(blockRecordJSON{BudgetRef: b.BudgetRef, Since: b.Since, Pods: b.Pods, Duration: b.Duration})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes: an object with
+// "durationSeconds" is a record, whose Until is since plus the duration.
+func (b *BlockInfo) UnmarshalJSON(data []byte) error {
+	type live BlockInfo
+	var w struct {
+		live
+		Duration *udrain.Seconds `json:"durationSeconds"`
+	}
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	*b = BlockInfo(w.live)
+	if w.Duration != nil {
+		b.Duration = *w.Duration
+		b.Until = b.Since.Add(b.Duration.Duration())
+	}
+	return nil
 }

@@ -835,20 +835,21 @@ func TestRecoveryWaitCoalescesEvents(t *testing.T) {
 }
 
 func TestRolloutSummaryLongestBlock(t *testing.T) {
-	rec := func(pdb string, d time.Duration) BlockRecord {
-		return BlockRecord{BudgetRef: health.BudgetRef{Namespace: "ns", PDB: pdb}, Duration: udrain.Seconds(d)}
+	t0 := time.Date(2026, 7, 1, 10, 0, 0, 0, time.UTC)
+	rec := func(pdb string, d time.Duration) BlockInfo {
+		return BlockInfo{BudgetRef: health.BudgetRef{Namespace: "ns", PDB: pdb}, Since: t0, Until: t0.Add(d), Duration: udrain.Seconds(d)}
 	}
 	tests := []struct {
 		name    string
 		domains []DomainOutcome
-		want    *BlockRecord
+		want    *BlockInfo
 	}{
 		{"nothing drained", []DomainOutcome{{Domain: "a", Status: StateSkipped}}, nil},
 		{"no block", []DomainOutcome{{Domain: "a", Drain: &Result{}}}, nil},
-		{"a block of no time counts", []DomainOutcome{{Domain: "a", Drain: &Result{Blocks: []BlockRecord{rec("p", 0)}}}}, ptrTo(rec("p", 0))},
+		{"a block of no time counts", []DomainOutcome{{Domain: "a", Drain: &Result{Blocks: []BlockInfo{rec("p", 0)}}}}, ptrTo(rec("p", 0))},
 		{"longest over domains, first of equals", []DomainOutcome{
-			{Domain: "a", Drain: &Result{Blocks: []BlockRecord{rec("p", time.Second), rec("q", 3*time.Second)}}},
-			{Domain: "b", Drain: &Result{Blocks: []BlockRecord{rec("r", 3*time.Second)}}},
+			{Domain: "a", Drain: &Result{Blocks: []BlockInfo{rec("p", time.Second), rec("q", 3*time.Second)}}},
+			{Domain: "b", Drain: &Result{Blocks: []BlockInfo{rec("r", 3*time.Second)}}},
 		}, ptrTo(rec("q", 3*time.Second))},
 	}
 	for _, tt := range tests {

@@ -22,10 +22,11 @@ func TestResultDurationsOnTheWire(t *testing.T) {
 	t0 := time.Date(2026, 7, 1, 10, 0, 0, 0, time.UTC)
 	t1 := t0.Add(90 * time.Second)
 	g := topology.GroupID{Kind: topology.KindLeaderWorkerSet, Namespace: "ns", Name: "llm"}
-	block := BlockRecord{BudgetRef: health.BudgetRef{Namespace: "ns", PDB: "leaders"}, Since: t0, Pods: []topology.PodRef{{Namespace: "ns", Name: "llm-0"}}, Duration: udrain.Seconds(1500 * time.Millisecond)}
+	block := BlockInfo{BudgetRef: health.BudgetRef{Namespace: "ns", PDB: "leaders"}, Since: t0, Pods: []topology.PodRef{{Namespace: "ns", Name: "llm-0"}},
+		Until: t0.Add(1500 * time.Millisecond), Duration: udrain.Seconds(1500 * time.Millisecond)}
 	down := GroupDowntime{Group: g, From: "ud-1", To: "ud-2", Evicted: t0, Healthy: &t1, Downtime: udrain.Seconds(90 * time.Second)}
 	drain := Result{ID: "r1", Domain: "ud-1", Pods: PodCounts{Phase1Total: 1, Phase1Evicted: 1}, Phase1Duration: udrain.Seconds(time.Second),
-		Blocks: []BlockRecord{block}, Completed: true, Started: t0, Duration: udrain.Seconds(90 * time.Minute)}
+		Blocks: []BlockInfo{block}, Completed: true, Started: t0, Duration: udrain.Seconds(90 * time.Minute)}
 	for _, tc := range []struct {
 		v any
 		// seconds are the wire names of its durations, in order, with
@@ -150,5 +151,52 @@ func TestResultJSON(t *testing.T) {
 	var r Result
 	if err := json.Unmarshal([]byte(`{"dryRunOutcomes":[{"pod":{"namespace":"ns","name":"llm-0"},"phase":3,"verdict":"WouldEvict","message":""}]}`), &r); err == nil {
 		t.Errorf("phase 3 read as %+v, want an error", r.DryRunPods)
+	}
+}
+
+// TestBlockInfoJSON pins BlockInfo's two forms on the wire: a block that
+// lasts with its counts and no duration (as in an event or a dry run's
+// outcome), and a block's record (Until set) as udrain 0.1's BlockRecord
+// wrote it, its end carried by the duration; and reads both back.
+func TestBlockInfoJSON(t *testing.T) {
+	t0 := time.Date(2026, 7, 1, 10, 0, 0, 0, time.UTC)
+	ref := health.BudgetRef{Namespace: "ns", PDB: "leaders"}
+	pods := []topology.PodRef{{Namespace: "ns", Name: "llm-0"}}
+	for _, tc := range []struct {
+		name string
+		b    BlockInfo
+		want string
+	}{
+		{"lasting", BlockInfo{BudgetRef: ref, BudgetCounts: health.BudgetCounts{CurrentHealthy: 2, DesiredHealthy: 2, ExpectedPods: 3}, Since: t0, Pods: pods, Message: "would violate",
+			Unhealthy: []health.BudgetPod{{Pod: topology.PodRef{Namespace: "ns", Name: "llm-1"}, Node: "gpu-7", NodeNotReady: true}}},
+			`{"namespace":"ns","pdb":"leaders","disruptionsAllowed":0,"currentHealthy":2,"desiredHealthy":2,"expectedPods":3,"since":"2026-07-01T10:00:00Z",` +
+				`"pods":[{"namespace":"ns","name":"llm-0"}],"message":"would violate","unhealthy":[{"pod":{"namespace":"ns","name":"llm-1"},"node":"gpu-7","nodeNotReady":true}]}`},
+		{"record", BlockInfo{BudgetRef: ref, Since: t0, Pods: pods, Until: t0.Add(90 * time.Second), Duration: udrain.Seconds(90 * time.Second)},
+			`{"namespace":"ns","pdb":"leaders","since":"2026-07-01T10:00:00Z","pods":[{"namespace":"ns","name":"llm-0"}],"durationSeconds":90}`},
+		{"record of no time", BlockInfo{BudgetRef: ref, Since: t0, Until: t0},
+			`{"namespace":"ns","pdb":"leaders","since":"2026-07-01T10:00:00Z","durationSeconds":0}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkWire(t, tc.b, tc.want)
+		})
+	}
+}
+
+func TestBlockInfoString(t *testing.T) {
+	t0 := time.Date(2026, 7, 1, 10, 0, 0, 0, time.UTC)
+	ref := health.BudgetRef{Namespace: "ns", PDB: "leaders"}
+	for _, tc := range []struct {
+		b    BlockInfo
+		want string
+	}{
+		{BlockInfo{BudgetRef: ref, BudgetCounts: health.BudgetCounts{CurrentHealthy: 2, DesiredHealthy: 2, ExpectedPods: 3}, Since: t0,
+			Unhealthy: []health.BudgetPod{{Pod: topology.PodRef{Namespace: "ns", Name: "llm-1"}, Node: "gpu-7", NodeNotReady: true}}},
+			"PodDisruptionBudget ns/leaders allows 0 disruption(s): 2 healthy, 2 needed, 3 expected; not healthy: ns/llm-1 on node gpu-7 (NotReady)"},
+		{BlockInfo{BudgetRef: ref, Since: t0, Pods: []topology.PodRef{{Namespace: "ns", Name: "llm-0"}, {Namespace: "ns", Name: "llm-2"}}, Until: t0.Add(90 * time.Second), Duration: udrain.Seconds(90 * time.Second)},
+			"PodDisruptionBudget ns/leaders refused evictions for 1m30s (2 pod(s) waited)"},
+	} {
+		if got := tc.b.String(); got != tc.want {
+			t.Errorf("String() = %q, want %q", got, tc.want)
+		}
 	}
 }
