@@ -113,12 +113,18 @@ func cannotStartDrill(t *testing.T, id, annotation string, want ...string) {
 		t.Fatalf("rollout: %v; want a Stuck ClusterError in the recovery of %s", err, first)
 	}
 	t.Logf("stopped after %s: %v", took.Round(time.Millisecond), err)
-	if len(stuck.Members) == 0 || len(stuck.Members) > s.lws.Size {
-		t.Errorf("%d pods named stuck, want 1 to the group's %d: %v", len(stuck.Members), s.lws.Size, err)
+	var stuckPods []string
+	for _, g := range stuck.Groups {
+		for _, m := range g.Problems {
+			stuckPods = append(stuckPods, m.Name)
+		}
 	}
-	for _, p := range stuck.Members {
-		if !strings.Contains(err.Error(), p.Pod) {
-			t.Errorf("the error does not name %s: %v", p.Pod, err)
+	if len(stuckPods) == 0 || len(stuckPods) > s.lws.Size {
+		t.Errorf("%d pods named stuck, want 1 to the group's %d: %v", len(stuckPods), s.lws.Size, err)
+	}
+	for _, p := range stuckPods {
+		if !strings.Contains(err.Error(), p) {
+			t.Errorf("the error does not name %s: %v", p, err)
 		}
 	}
 	for _, w := range append(want, "cannot start") {
@@ -143,8 +149,8 @@ func cannotStartDrill(t *testing.T, id, annotation string, want ...string) {
 			t.Fatal(err)
 		}
 	}
-	for _, p := range stuck.Members {
-		if err := s.tt.Client.CoreV1().Pods(s.tt.Name).Delete(ctx, p.Pod, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	for _, p := range stuckPods {
+		if err := s.tt.Client.CoreV1().Pods(s.tt.Name).Delete(ctx, p, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			t.Fatal(err)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/udrain/udrain/gpu"
+	"github.com/udrain/udrain/health"
 	"github.com/udrain/udrain/kubeclient"
 	"github.com/udrain/udrain/topology"
 )
@@ -32,7 +33,7 @@ const (
 	// The domain stays cordoned; run the rollout again once the nodes are
 	// fixed and it goes on.
 	ReasonGPUsLost ErrorReason = "GPUsLost"
-	// ReasonStuck: members of the domain's groups (ClusterError.Members)
+	// ReasonStuck: members of the domain's groups (ClusterError.Groups)
 	// have waited RolloutOptions.StuckAfter (ClusterError.Waited) for a
 	// reason that needs somebody to act (the image cannot be pulled, the
 	// container or its volume cannot be created). The domain is upgraded
@@ -129,9 +130,15 @@ type ClusterError struct {
 	// Losses are the nodes that lost GPUs, with package gpu's findings
 	// and the device plugin DaemonSets' diagnoses (ReasonGPUsLost).
 	Losses []gpu.Loss
-	// Members are the members that cannot start by themselves
-	// (ReasonStuck).
-	Members []StuckPod
+	// Groups are the domain's groups with members that cannot start by
+	// themselves, as the recovery last judged them (package health), each
+	// with only those members in Problems (ReasonStuck). A member whose
+	// container waits for a reason that does not clear by itself
+	// (health.Stuck) has it in Waiting; a member stuck ContainerCreating
+	// has in Waiting the reason of the warning event that says why
+	// (FailedAttachVolume, FailedMount, FailedMapVolume,
+	// FailedCreatePodSandBox), and that event's message in Detail.
+	Groups []health.GroupStatus
 	// Waited is how long the GPU check waited (ReasonGPUsLost), or
 	// RolloutOptions.StuckAfter (ReasonStuck).
 	Waited time.Duration
@@ -155,7 +162,7 @@ func (e *ClusterError) Error() string {
 	case ReasonGPUsLost:
 		return gpusLostMessage(e.Losses, e.Waited)
 	case ReasonStuck:
-		return stuckMessage(e.Members, e.Waited)
+		return stuckMessage(e.Groups, e.Waited)
 	case ReasonNoLockNamespace:
 		return fmt.Sprintf("taking the rollout's Lease %s/%s: the namespace does not exist: %v", e.Namespace, e.Lease, e.Err)
 	}
@@ -380,28 +387,29 @@ func (e *RetryError) Is(target error) bool {
 	return ok && (t.Reason == "" || t.Reason == e.Reason)
 }
 
-// stuckMessage names the stuck members by group and reason.
-func stuckMessage(members []StuckPod, after time.Duration) string {
-	type key struct {
-		group  topology.GroupID
-		reason string
-	}
-	var order []key
-	pods := map[key][]string{}
-	messages := map[key]string{}
-	for _, p := range members {
-		k := key{p.Group, p.Reason}
-		if _, ok := pods[k]; !ok {
-			order = append(order, k)
-			messages[k] = p.Message
+// stuckMessage names the stuck members by group and reason, with the
+// warning event's message of those stuck ContainerCreating.
+func stuckMessage(groups []health.GroupStatus, after time.Duration) string {
+	var parts []string
+	for _, g := range groups {
+		var reasons []string
+		pods := map[string][]string{}
+		messages := map[string]string{}
+		for _, m := range g.Problems {
+			if _, ok := pods[m.Waiting]; !ok {
+				reasons = append(reasons, m.Waiting)
+				if !health.Stuck(m.Waiting) {
+					messages[m.Waiting] = m.Detail
+				}
+			}
+			pods[m.Waiting] = append(pods[m.Waiting], m.Name)
 		}
-		pods[k] = append(pods[k], p.Pod)
-	}
-	parts := make([]string, len(order))
-	for i, k := range order {
-		parts[i] = fmt.Sprintf("%d pod(s) of group %s cannot start: %s (%s)", len(pods[k]), k.group, k.reason, strings.Join(abbreviate(pods[k], 5), ", "))
-		if m := messages[k]; m != "" {
-			parts[i] += ": " + m
+		for _, r := range reasons {
+			part := fmt.Sprintf("%d pod(s) of group %s cannot start: %s (%s)", len(pods[r]), g.ID, r, strings.Join(abbreviate(pods[r], 5), ", "))
+			if m := messages[r]; m != "" {
+				part += ": " + m
+			}
+			parts = append(parts, part)
 		}
 	}
 	return fmt.Sprintf("%s (the first for %s or longer)", strings.Join(parts, "; "), after)

@@ -63,11 +63,16 @@ func TestErrorGroups(t *testing.T) {
 		{"GPUs lost", &ClusterError{Reason: ReasonGPUsLost, Domain: "ud-1", Waited: 5 * time.Minute, Losses: []gpu.Loss{{Node: "n1", Resource: "nvidia.com/gpu", Before: 8}}},
 			cluster, ReasonGPUsLost,
 			"1 GPU node(s) came back from the upgrade without their GPUs after 5m0s: node n1 advertises 0 nvidia.com/gpu, had 8; fix the driver or the device plugin, then run the rollout again"},
-		{"stuck", &ClusterError{Reason: ReasonStuck, Domain: "ud-1", Waited: 2 * time.Minute, Members: []StuckPod{
-			{Group: group, Pod: "llm-0", Reason: "ImagePullBackOff"}, {Group: group, Pod: "llm-0-1", Reason: "ImagePullBackOff"},
-			{Group: group, Pod: "llm-0-2", Reason: "FailedMount", Message: "MountVolume.SetUp failed"}}},
+		{"stuck", &ClusterError{Reason: ReasonStuck, Domain: "ud-1", Waited: 2 * time.Minute, Groups: []health.GroupStatus{
+			{ID: group, Problems: []health.MemberStatus{
+				{Name: "llm-0", Reason: health.ReasonMemberNotRunning, Detail: "container vllm waiting: ImagePullBackOff", Waiting: "ImagePullBackOff"},
+				{Name: "llm-0-1", Reason: health.ReasonMemberNotRunning, Detail: "container vllm waiting: ImagePullBackOff", Waiting: "ImagePullBackOff"},
+				{Name: "llm-0-2", Reason: health.ReasonMemberNotRunning, Detail: "MountVolume.SetUp failed", Waiting: "FailedMount"}}},
+			{ID: topology.GroupID{Namespace: "ns", Name: "llm-1"}, Problems: []health.MemberStatus{
+				{Name: "llm-1-1", Reason: health.ReasonMemberNotRunning, Detail: "container vllm waiting: ErrImagePull", Waiting: "ErrImagePull"}}}}},
 			cluster, ReasonStuck,
-			"2 pod(s) of group ns/llm-0 cannot start: ImagePullBackOff (llm-0, llm-0-1); 1 pod(s) of group ns/llm-0 cannot start: FailedMount (llm-0-2): MountVolume.SetUp failed (the first for 2m0s or longer)"},
+			"2 pod(s) of group ns/llm-0 cannot start: ImagePullBackOff (llm-0, llm-0-1); 1 pod(s) of group ns/llm-0 cannot start: FailedMount (llm-0-2): MountVolume.SetUp failed; " +
+				"1 pod(s) of group ns/llm-1 cannot start: ErrImagePull (llm-1-1) (the first for 2m0s or longer)"},
 		{"no lock namespace", &ClusterError{Reason: ReasonNoLockNamespace, Namespace: "udrain-system", Lease: "udrain-rollout-r", Err: errors.New(`namespaces "udrain-system" not found`)},
 			cluster, ReasonNoLockNamespace,
 			`taking the rollout's Lease udrain-system/udrain-rollout-r: the namespace does not exist: namespaces "udrain-system" not found`},

@@ -162,20 +162,3 @@ func abbreviate(s []string, max int) []string {
 	}
 	return append(s[:max:max], fmt.Sprintf("and %d more", len(s)-max))
 }
-
-// StuckPod is a member of a recovering group that cannot start by itself:
-// its container waits for a reason that does not clear by itself
-// (health.Stuck), or it stays ContainerCreating while its latest warning
-// event says its volume cannot be attached or mounted or its sandbox
-// cannot be made (CSI or CNI failure: FailedAttachVolume, FailedMount,
-// FailedMapVolume, FailedCreatePodSandBox).
-type StuckPod struct {
-	Group  topology.GroupID `json:"group"`
-	Pod    string           `json:"pod"`
-	Node   string           `json:"node,omitempty"`
-	Reason string           `json:"reason"`
-	// Message is the warning event's message, for a pod found stuck by
-	// its events ("MountVolume.SetUp failed for volume …").
-	Message string    `json:"message,omitempty"`
-	Since   time.Time `json:"since"`
-}

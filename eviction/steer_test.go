@@ -370,9 +370,23 @@ func TestRecoveryStopsOnMembersThatCannotStart(t *testing.T) {
 			took := time.Since(start)
 			var stuck *ClusterError
 			var de *DomainError
+			// The stuck members, by group, with the reason each waits for.
+			var members []string
+			if asReason(err, &stuck, ReasonStuck) {
+				for _, g := range stuck.Groups {
+					for _, m := range g.Problems {
+						members = append(members, g.ID.String()+"/"+m.Name+" "+m.Waiting)
+					}
+				}
+			}
+			waits := tc.reason
+			if len(tc.events) > 0 {
+				waits = tc.events[0].Reason
+			}
+			wantMembers := []string{testNS + "/llm-0/llm-0 " + waits, testNS + "/llm-0/llm-0-1 " + waits}
 			switch {
-			case tc.stuck != "" && (!asReason(err, &stuck, ReasonStuck) || !errors.As(err, &de) || de.Stage != StageRecovery || len(stuck.Members) != 2 || took > 10*time.Second):
-				t.Errorf("after %s: err = %v, want a Stuck ClusterError of the 2 pods at Recovery within 10s (its recovery timeout: %s)", took, err, tc.timeout)
+			case tc.stuck != "" && (!asReason(err, &stuck, ReasonStuck) || !errors.As(err, &de) || de.Stage != StageRecovery || !cmp.Equal(members, wantMembers) || took > 10*time.Second):
+				t.Errorf("after %s: err = %v (members %q), want a Stuck ClusterError of the 2 pods %q at Recovery within 10s (its recovery timeout: %s)", took, err, members, wantMembers, tc.timeout)
 			case tc.stuck != "" && !strings.Contains(err.Error(), tc.stuck):
 				t.Errorf("message %q does not say which pods cannot start and why (%q)", err, tc.stuck)
 			case tc.stuck == "" && (asReason(err, &stuck, ReasonStuck) || !errors.As(err, &de) || !errors.Is(err, context.DeadlineExceeded)):

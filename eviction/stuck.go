@@ -46,15 +46,20 @@ func (w *stuckWatch) check(ctx context.Context, domain string, h *DomainHealth, 
 		return nil
 	}
 	seen := map[types.UID]bool{}
-	var all []StuckPod
+	var stuck []health.GroupStatus
 	due := false
 	w.first = time.Time{}
-	record := func(p StuckPod) {
-		all = append(all, p)
-		if now.Sub(p.Since) >= w.after {
+	record := func(g health.GroupStatus, m health.MemberStatus, since time.Time) {
+		if n := len(stuck); n == 0 || stuck[n-1].ID != g.ID {
+			g.Problems = nil
+			stuck = append(stuck, g)
+		}
+		last := &stuck[len(stuck)-1]
+		last.Problems = append(last.Problems, m)
+		if now.Sub(since) >= w.after {
 			due = true
-		} else if w.first.IsZero() || p.Since.Before(w.first) {
-			w.first = p.Since
+		} else if w.first.IsZero() || since.Before(w.first) {
+			w.first = since
 		}
 	}
 	for _, g := range h.Groups {
@@ -68,7 +73,7 @@ func (w *stuckWatch) check(ctx context.Context, domain string, h *DomainHealth, 
 				if !ok {
 					since, w.since[m.UID] = now, now
 				}
-				record(StuckPod{Group: g.ID, Pod: m.Name, Node: m.Node, Reason: m.Waiting, Since: since})
+				record(g, m, since)
 				continue
 			}
 			if m.Reason != health.ReasonMemberNotRunning || m.Node == "" || m.Waiting != "" || w.starting == nil {
@@ -77,7 +82,8 @@ func (w *stuckWatch) check(ctx context.Context, domain string, h *DomainHealth, 
 			seen[m.UID] = true
 			if s := w.startingFor(ctx, g.ID.Namespace, m, now); s.reason != "" {
 				// Due at once: it has been starting for the watch's time.
-				record(StuckPod{Group: g.ID, Pod: m.Name, Node: m.Node, Reason: s.reason, Message: s.message, Since: s.since})
+				m.Waiting, m.Detail = s.reason, s.message
+				record(g, m, s.since)
 			}
 		}
 	}
@@ -86,7 +92,7 @@ func (w *stuckWatch) check(ctx context.Context, domain string, h *DomainHealth, 
 		return nil
 	}
 	// Once one is due, every stuck member is named: they share a cause.
-	return &ClusterError{Reason: ReasonStuck, Domain: domain, Members: all, Waited: w.after}
+	return &ClusterError{Reason: ReasonStuck, Domain: domain, Groups: stuck, Waited: w.after}
 }
 
 // startingFor returns what the watch knows of a member starting (not

@@ -96,7 +96,10 @@ type MemberStatus struct {
 	Detail string `json:"detail,omitempty"`
 	// Waiting is the reason its first waiting container (init containers
 	// first) gives, past starting up: "ImagePullBackOff",
-	// "CrashLoopBackOff". Empty when none waits. See Stuck.
+	// "CrashLoopBackOff". Empty when none waits. See Stuck. (A member that
+	// eviction finds stuck ContainerCreating, in a ClusterError of reason
+	// Stuck, has here the reason of the warning event that says why,
+	// "FailedMount", and that event's message in Detail.)
 	Waiting string `json:"waiting,omitempty"`
 }
 
