@@ -326,7 +326,7 @@ func TestLWSAuditNamesTheField(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := r.Audit(ctx, eviction.RolloutOptions{})
+	a, err := r.Audit(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

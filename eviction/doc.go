@@ -13,7 +13,7 @@
 //     point, for callers that change nothing (a status page, a report, a
 //     script waiting for health): Snapshot, Health, WaitHealthy,
 //     PlanRollout and RolloutStatus, with the Drainer's results, and
-//     Audit (the placement contract and a rollout's destinations), from
+//     Audit (the placement contract over every domain), from
 //     options that hold only what reading needs (domain label, namespace,
 //     informers, connect timeout, clock, events). It sends no write
 //     request, every pod counts in the plans it reads (as with kubectl's

@@ -18,7 +18,7 @@ import (
 // (RolloutStatus), exactly as a Drainer's methods of the same names do,
 // lists the cluster's nodes and DaemonSets alone (Nodes, DaemonSets, for a
 // report of nodes or GPUs that needs no pods), and audits the placement
-// contract with a rollout's destinations (Audit); it sends no write
+// contract over every domain (Audit); it sends no write
 // request: it has no method that changes the cluster,
 // and no option about evicting. A caller that only reads (a status page,
 // a report, a script waiting for health) needs no drain settings to get

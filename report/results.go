@@ -2,6 +2,7 @@ package report
 
 import (
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/udrain/udrain/bootstrap"
@@ -20,16 +21,28 @@ func DurationSeconds(d time.Duration) float64 {
 	return float64(d.Round(time.Millisecond)) / float64(time.Second)
 }
 
-// NewAuditReport is the AuditReport of an audit (eviction.Reader.Audit):
-// its findings, counted by severity, and why the rollout was not simulated
-// when it was not.
-func NewAuditReport(a *eviction.AuditResult) AuditReport {
-	r := topology.Report{Findings: a.Findings}
-	doc := AuditReport{TypeMeta: NewTypeMeta(KindAuditReport), LabelKey: a.LabelKey, Domains: a.Domains, Groups: a.Groups, PDBs: a.PDBs,
-		Errors: len(r.Errors()), Warnings: len(r.Warnings()), Findings: a.Findings, Rollout: a.Rollout}
-	if a.RolloutErr != nil {
-		doc.RolloutProblem = a.RolloutErr.Error()
+// NewAuditReport is the AuditReport of an audit: the contract over every
+// domain (eviction.Reader.Audit's report: its label, domains, counts and
+// findings), then where the groups of a rollout over every domain could go
+// (plan, from PlanRollout: its Destinations, and its FindingDisruptedAgain,
+// FindingNoRoom and FindingParallelLimited findings, its contract findings
+// being the audit's already), the findings counted by severity. A plan
+// that could not be made (nil) is planErr, the document's RolloutProblem.
+func NewAuditReport(audit topology.Report, plan *eviction.RolloutPlan, planErr error) AuditReport {
+	doc := AuditReport{TypeMeta: NewTypeMeta(KindAuditReport), LabelKey: audit.LabelKey, Domains: audit.Domains, Groups: audit.Groups, PDBs: audit.PDBs,
+		Findings: slices.Clone(audit.Findings), Rollout: plan}
+	if plan == nil && planErr != nil {
+		doc.RolloutProblem = planErr.Error()
 	}
+	if plan != nil {
+		for _, f := range plan.Findings {
+			if f.Code == topology.FindingDisruptedAgain || f.Code == topology.FindingNoRoom || f.Code == topology.FindingParallelLimited {
+				doc.Findings = append(doc.Findings, f)
+			}
+		}
+	}
+	r := topology.Report{Findings: doc.Findings}
+	doc.Errors, doc.Warnings = len(r.Errors()), len(r.Warnings())
 	return doc
 }
 

@@ -34,22 +34,32 @@ func TestNewAuditReport(t *testing.T) {
 	findings := []topology.Finding{
 		{Code: topology.FindingPack, Severity: udrain.SeverityError, Message: "spans"},
 		{Code: topology.FindingProtectedWorker, Severity: udrain.SeverityWarning, Message: "worker"},
-		{Code: topology.FindingDisruptedAgain, Severity: udrain.SeverityWarning, Message: "again"},
 	}
+	again := topology.Finding{Code: topology.FindingDisruptedAgain, Severity: udrain.SeverityWarning, Message: "again"}
+	noRoom := topology.Finding{Code: topology.FindingNoRoom, Severity: udrain.SeverityError, Message: "no room"}
+	limited := topology.Finding{Code: topology.FindingParallelLimited, Severity: udrain.SeverityWarning, Message: "limited"}
 	plan := &eviction.RolloutPlan{}
+	// The plan's contract findings are the audit's over its domains: not
+	// counted twice.
+	destinations := &eviction.RolloutPlan{Findings: []topology.Finding{findings[0], again, noRoom, limited}}
+	meta := report.NewTypeMeta(report.KindAuditReport)
 	for name, tc := range map[string]struct {
-		audit eviction.AuditResult
-		want  report.AuditReport
+		audit   topology.Report
+		plan    *eviction.RolloutPlan
+		planErr error
+		want    report.AuditReport
 	}{
-		"clean": {eviction.AuditResult{LabelKey: "ud", Domains: []string{"ud-1", "ud-2"}, Groups: 3, PDBs: 2, Rollout: plan},
-			report.AuditReport{TypeMeta: report.NewTypeMeta(report.KindAuditReport), LabelKey: "ud", Domains: []string{"ud-1", "ud-2"}, Groups: 3, PDBs: 2, Rollout: plan}},
-		"findings counted by severity": {eviction.AuditResult{LabelKey: "ud", Findings: findings, Rollout: plan},
-			report.AuditReport{TypeMeta: report.NewTypeMeta(report.KindAuditReport), LabelKey: "ud", Errors: 1, Warnings: 2, Findings: findings, Rollout: plan}},
-		"no rollout simulated": {eviction.AuditResult{LabelKey: "ud", RolloutErr: errors.New("ud-1 is held")},
-			report.AuditReport{TypeMeta: report.NewTypeMeta(report.KindAuditReport), LabelKey: "ud", RolloutProblem: "ud-1 is held"}},
+		"clean": {topology.Report{LabelKey: "ud", Domains: []string{"ud-1", "ud-2"}, Groups: 3, PDBs: 2}, plan, nil,
+			report.AuditReport{TypeMeta: meta, LabelKey: "ud", Domains: []string{"ud-1", "ud-2"}, Groups: 3, PDBs: 2, Rollout: plan}},
+		"findings counted by severity": {topology.Report{LabelKey: "ud", Findings: findings}, plan, nil,
+			report.AuditReport{TypeMeta: meta, LabelKey: "ud", Errors: 1, Warnings: 1, Findings: findings, Rollout: plan}},
+		"the rollout's destination findings after the contract's": {topology.Report{LabelKey: "ud", Findings: findings}, destinations, nil,
+			report.AuditReport{TypeMeta: meta, LabelKey: "ud", Errors: 2, Warnings: 3, Findings: []topology.Finding{findings[0], findings[1], again, noRoom, limited}, Rollout: destinations}},
+		"no rollout simulated": {topology.Report{LabelKey: "ud", Findings: findings}, nil, errors.New("ud-1 is held"),
+			report.AuditReport{TypeMeta: meta, LabelKey: "ud", Errors: 1, Warnings: 1, Findings: findings, RolloutProblem: "ud-1 is held"}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, report.NewAuditReport(&tc.audit)); diff != "" {
+			if diff := cmp.Diff(tc.want, report.NewAuditReport(tc.audit, tc.plan, tc.planErr)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})

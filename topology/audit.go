@@ -2,6 +2,7 @@ package topology
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -72,8 +73,17 @@ type AuditInput struct {
 	PDBIndex *PDBIndex
 }
 
-// Report is the result of an audit.
+// Report is the result of an audit: what it looked at, and what it found.
 type Report struct {
+	// LabelKey is the node label the layout's domains come from; Domains
+	// are the domains audited (AuditInput.Only when set, else every
+	// domain of the layout, in natural order).
+	LabelKey string   `json:"labelKey,omitempty"`
+	Domains  []string `json:"domains,omitempty"`
+	// Groups and PDBs count the groups and PodDisruptionBudgets the audit
+	// was given (AuditInput.Groups, PDBs).
+	Groups   int       `json:"groups"`
+	PDBs     int       `json:"pdbs"`
 	Findings []Finding `json:"findings"`
 }
 
@@ -126,7 +136,13 @@ func (e *ContractError) Error() string {
 // that tolerates every taint (so ignores a cordon). Findings come in a
 // deterministic order.
 func Audit(in AuditInput) Report {
-	var r Report
+	r := Report{Domains: slices.Clone(in.Only), Groups: len(in.Groups), PDBs: len(in.PDBs)}
+	if in.Layout != nil {
+		r.LabelKey = in.Layout.LabelKey
+		if len(in.Only) == 0 {
+			r.Domains = in.Layout.Names()
+		}
+	}
 	idx := in.PDBIndex
 	if idx == nil {
 		idx = NewPDBIndex(in.PDBs)

@@ -561,3 +561,38 @@ func TestAuditOnlyReportsTheDomainsAsked(t *testing.T) {
 		t.Errorf("findings = %+v, want only the unprotected leader in ud-b", r.Findings)
 	}
 }
+
+// TestAuditSaysWhatItLookedAt: a report names the layout's label, the
+// domains audited (those asked, or every one) and counts the groups and
+// PDBs it was given.
+func TestAuditSaysWhatItLookedAt(t *testing.T) {
+	nodes := []corev1.Node{node("a1", "ud-a"), node("b1", "ud-b"), node("c1", "ud-c")}
+	pods := []corev1.Pod{
+		lws("inf", "w", "0", "0", "a1", "1"), lws("inf", "w", "1", "0", "b1", "1"), lws("inf", "w", "2", "0", "c1", "1"),
+	}
+	l, err := BuildLayout(nodes, LayoutOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ptrs := PodPointers(pods)
+	pdbs := []policyv1.PodDisruptionBudget{{ObjectMeta: metav1.ObjectMeta{Namespace: "inf", Name: "other"}}}
+	type seen struct {
+		LabelKey     string
+		Domains      []string
+		Groups, PDBs int
+	}
+	for name, tc := range map[string]struct {
+		only []string
+		want seen
+	}{
+		"every domain":      {nil, seen{DefaultDomainLabel, []string{"ud-a", "ud-b", "ud-c"}, 3, 1}},
+		"the domains asked": {[]string{"ud-b"}, seen{DefaultDomainLabel, []string{"ud-b"}, 3, 1}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := Audit(AuditInput{Layout: l, Groups: FindGroups(ptrs), PDBs: pdbs, Pods: ptrs, Only: tc.only})
+			if diff := cmp.Diff(tc.want, seen{r.LabelKey, r.Domains, r.Groups, r.PDBs}); diff != "" {
+				t.Errorf("report (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

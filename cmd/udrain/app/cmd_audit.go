@@ -7,6 +7,7 @@ import (
 
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/report"
+	"github.com/udrain/udrain/topology"
 )
 
 func newAuditCommand(o *options) *cobra.Command {
@@ -63,15 +64,19 @@ Error is found (or nodes lack the domain label), 0 otherwise.`,
 			if err != nil {
 				return err
 			}
-			a, err := rd.Audit(o.quietContext(cmd.Context()), ro)
+			ctx := o.quietContext(cmd.Context())
+			audit, err := rd.Audit(ctx)
 			if err != nil {
 				return err
 			}
-			doc := report.NewAuditReport(a)
+			// A rollout that cannot be planned (a domain held by a rollout
+			// in progress, say) is the report's rolloutProblem.
+			plan, planErr := rd.PlanRollout(ctx, ro)
+			doc := report.NewAuditReport(audit, plan, planErr)
 			if err := out.print(o.streams.Out, doc); err != nil {
 				return err
 			}
-			if err := a.Err(); err != nil {
+			if err := (topology.Report{Findings: doc.Findings}).Err(); err != nil {
 				return &reportedError{err: err, summary: fmt.Sprintf("placement contract violated: %s, %s",
 					plural(doc.Errors, "error", "errors"), plural(doc.Warnings, "warning", "warnings"))}
 			}
