@@ -19,7 +19,7 @@ var sharedNames = map[string]string{
 	"Options":               "the options of the package's entry points (controller-runtime's convention)",
 	"New":                   "the package's constructor",
 	"Result":                "what the package's main call returns (bootstrap's wait, eviction's drain); metrics' is the result label of the eviction requests it counts",
-	"Summary":               "a summary of the package's subject: eviction's of a run, gpu's of a fleet's GPUs",
+	"Summary":               "a summary of the package's subject: report's of a drain or rollout run, gpu's of a fleet's GPUs",
 	"Report":                "what a check of the package found: readiness's of a group's members, topology's of the contract audit",
 	"Reason":                "why a status is what it is, in the package's own vocabulary (health: a group's, readiness: a member check's)",
 	"ReasonOf":              "the Reason of an error, in the package's vocabulary (readiness: a member check's, report: a document's error)",

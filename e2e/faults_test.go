@@ -22,6 +22,7 @@ import (
 	"github.com/udrain/udrain/e2e/fixture"
 	"github.com/udrain/udrain/e2e/testbed"
 	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/report"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -106,7 +107,7 @@ func TestRolloutSurvivesAPIServerRestart(t *testing.T) {
 	// expires, 2 minutes after the eviction. udrain then finds the domain
 	// recovered (it discounts the same pod) and the next domain's first
 	// eviction is refused that long: correct, but slow.
-	if b := res.Summary().LongestBlock; b != nil {
+	if b := report.SummarizeRollout(res).LongestBlock; b != nil {
 		t.Logf("PodDisruptionBudget %s/%s blocked the rollout for %s (see the comment above)", b.Namespace, b.PDB, b.Duration.Duration().Round(time.Second))
 	}
 	// The outage hit phase 1 of the second domain: its eviction was retried.
@@ -130,7 +131,7 @@ func TestRolloutSurvivesAPIServerRestart(t *testing.T) {
 	if got, want := len(o.Evicted), s.lws.Groups*s.lws.Size; got != want {
 		t.Errorf("%d pods evicted, want %d (each original pod once)", got, want)
 	}
-	if sum := res.Summary(); sum.DomainsDone != 3 || sum.Phase1Evicted != 3 || sum.Phase2Evicted != 9 {
+	if sum := report.SummarizeRollout(res); sum.DomainsDone != 3 || sum.Phase1Evicted != 3 || sum.Phase2Evicted != 9 {
 		t.Errorf("summary %+v, want 3 domains done, 3 pods evicted in phase 1 and 9 in phase 2", sum)
 	}
 	checkUpgradedAndUncordoned(t, s, "e2e-restart")

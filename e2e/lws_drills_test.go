@@ -25,6 +25,7 @@ import (
 
 	"github.com/udrain/udrain/e2e/fixture"
 	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/report"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -79,7 +80,7 @@ func TestLWSRolloutOverDomainsWithSpare(t *testing.T) {
 			for _, msg := range p.onPending {
 				t.Error(msg)
 			}
-			sum := res.Summary()
+			sum := report.SummarizeRollout(res)
 			if sum.DomainsDone != s.nodes.UDs || sum.GroupsDisrupted != s.real.Replicas || sum.GroupsDisruptedAgain != 0 {
 				t.Errorf("summary %+v: want %d domains done, %d groups disrupted, none again", sum, s.nodes.UDs, s.real.Replicas)
 			}
@@ -158,7 +159,7 @@ func TestLWSPhase2FindsMembersGone(t *testing.T) {
 	if blocked := len(events.ofType(eviction.EventBlocked)); blocked == 0 {
 		t.Errorf("no eviction was refused by the budget: the second leader of a domain was not held back")
 	}
-	sum := res.Summary()
+	sum := report.SummarizeRollout(res)
 	if sum.GroupsDisrupted != s.real.Replicas || sum.GroupsDisruptedAgain != 0 {
 		t.Errorf("summary %+v: want %d groups disrupted, none again", sum, s.real.Replicas)
 	}

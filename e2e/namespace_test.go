@@ -18,6 +18,7 @@ import (
 	"github.com/udrain/udrain/e2e/fixture"
 	"github.com/udrain/udrain/e2e/testbed"
 	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/report"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -177,7 +178,7 @@ func TestRolloutGoesOnWhenANamespaceIsDeleted(t *testing.T) {
 
 	o := checkWholeRollout(t, s, start, "rollout with a namespace deleted under it")
 	checkUpgradedAndUncordoned(t, s, "e2e-namespace-deleted")
-	if sum := res.Summary(); sum.DomainsDone != 3 {
+	if sum := report.SummarizeRollout(res); sum.DomainsDone != 3 {
 		t.Errorf("summary %+v, want 3 domains done", sum)
 	}
 	var gone time.Duration

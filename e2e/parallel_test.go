@@ -18,6 +18,7 @@ import (
 	"github.com/udrain/udrain/e2e/fixture"
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/readiness/gate"
+	"github.com/udrain/udrain/report"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -178,7 +179,7 @@ func (pb *parallelBed) run(t *testing.T, id string, parallel int, allowed int) (
 	if blocked := events.ofType(eviction.EventBlocked); len(blocked) > 0 {
 		t.Errorf("%d evictions met a spent budget (Blocked), want none: the rollout holds a domain back before its cordon; first: %s", len(blocked), blocked[0].Message)
 	}
-	if sum := res.Summary(); sum.DomainsDone != 4 || sum.GroupsDisruptedAgain != 0 {
+	if sum := report.SummarizeRollout(res); sum.DomainsDone != 4 || sum.GroupsDisruptedAgain != 0 {
 		t.Errorf("summary %+v: want 4 domains done, no group disrupted again", sum)
 	}
 	pb.checkUpgradedAndUncordoned(t, id)
@@ -461,7 +462,7 @@ func TestParallelRolloutResumesSeveralDomains(t *testing.T) {
 	if blocked := resumed.ofType(eviction.EventBlocked); len(blocked) > 0 {
 		t.Errorf("%d evictions met a spent budget in the resumed run, want none", len(blocked))
 	}
-	if sum := res.Summary(); sum.DomainsDone != 4 {
+	if sum := report.SummarizeRollout(res); sum.DomainsDone != 4 {
 		t.Errorf("resumed summary %+v: want 4 domains done", sum)
 	}
 	pb.checkUpgradedAndUncordoned(t, opts.ID)

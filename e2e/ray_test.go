@@ -17,6 +17,7 @@ import (
 	"github.com/udrain/udrain/e2e/fixture"
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/readiness/gate"
+	"github.com/udrain/udrain/report"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -207,7 +208,7 @@ func TestKubeRayAuditPlanAndRollout(t *testing.T) {
 	if got, want := len(o.Evicted), s.ray.Clusters*s.ray.Size(); got != want {
 		t.Errorf("%d pods evicted, want %d (each original pod once)", got, want)
 	}
-	if tot := res.Summary(); tot.DomainsDone != 3 || tot.Phase1Evicted != 3 || tot.Phase2Evicted != 6 || tot.GroupsDisrupted != 3 {
+	if tot := report.SummarizeRollout(res); tot.DomainsDone != 3 || tot.Phase1Evicted != 3 || tot.Phase2Evicted != 6 || tot.GroupsDisrupted != 3 {
 		t.Errorf("totals %+v, want 3 domains, 3 heads in phase 1, 6 hosts in phase 2, 3 groups disrupted", tot)
 	}
 	for _, p := range waitedForKubeRay(t, s, original, start) {

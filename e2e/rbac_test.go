@@ -32,6 +32,7 @@ import (
 	"github.com/udrain/udrain/e2e/testbed"
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/readiness/gate"
+	"github.com/udrain/udrain/report"
 )
 
 // The roles the repository ships, read from their files so that the test
@@ -92,7 +93,7 @@ func TestLeastPrivilege(t *testing.T) {
 	if err != nil {
 		t.Fatalf("rollout as the udrain ServiceAccount bound to %s: %v", drainerRoleFile, err)
 	}
-	if sum := res.Summary(); sum.DomainsDone != s.nodes.UDs || sum.Phase1Evicted != s.lws.Groups {
+	if sum := report.SummarizeRollout(res); sum.DomainsDone != s.nodes.UDs || sum.Phase1Evicted != s.lws.Groups {
 		t.Errorf("summary %+v, want %d domains done and %d leaders evicted", sum, s.nodes.UDs, s.lws.Groups)
 	}
 	// Health counts Pending groups of workloads placed anywhere in the

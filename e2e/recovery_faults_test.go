@@ -26,6 +26,7 @@ import (
 	"github.com/udrain/udrain/e2e/fixture"
 	"github.com/udrain/udrain/e2e/testbed"
 	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/report"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -306,7 +307,7 @@ func checkFaultedRollout(t *testing.T, s *scenario, res *eviction.RolloutResult,
 			t.Errorf("the eviction of uid %s was accepted %d times", uid, n)
 		}
 	}
-	if sum := res.Summary(); sum.DomainsDone != s.nodes.UDs || sum.Phase1Evicted != s.lws.Groups || sum.Phase2Evicted != s.lws.Groups*(s.lws.Size-1) {
+	if sum := report.SummarizeRollout(res); sum.DomainsDone != s.nodes.UDs || sum.Phase1Evicted != s.lws.Groups || sum.Phase2Evicted != s.lws.Groups*(s.lws.Size-1) {
 		t.Errorf("summary %+v, want %d domains done, %d pods evicted in phase 1 and %d in phase 2", sum, s.nodes.UDs, s.lws.Groups, s.lws.Groups*(s.lws.Size-1))
 	}
 	checkUpgradedAndUncordoned(t, s, id)

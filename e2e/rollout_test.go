@@ -10,6 +10,7 @@ import (
 
 	"github.com/udrain/udrain/e2e/fixture"
 	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/report"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -41,7 +42,7 @@ func TestRolloutDisruptsEachGroupOnce(t *testing.T) {
 	}
 	t.Logf("rollout took %s", time.Since(start).Round(time.Millisecond))
 	checkWholeRollout(t, s, start, "udrain rollout")
-	sum := res.Summary()
+	sum := report.SummarizeRollout(res)
 	if sum.DomainsDone != 3 || sum.Phase1Evicted != 3 || sum.Phase2Evicted != 9 || sum.GroupsDisrupted != 3 {
 		t.Errorf("summary %+v, want 3 domains done, 3 pods evicted in phase 1 and 9 in phase 2, 3 groups disrupted", sum)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/udrain/udrain/e2e/fixture"
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/readiness/gate"
+	"github.com/udrain/udrain/report"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -66,7 +67,7 @@ func TestSteeredRolloutMovesEachGroupOnce(t *testing.T) {
 		if len(order) == 0 || order[0].Domain != s.nodes.UD(3) {
 			t.Errorf("first domain %v, want the spare %s", order, s.nodes.UD(3))
 		}
-		sum := res.Summary()
+		sum := report.SummarizeRollout(res)
 		if sum.GroupsDisruptedAgain != 0 || sum.GroupsDisrupted != s.lws.Groups {
 			t.Errorf("summary: %d groups disrupted, %d again; want %d, 0", sum.GroupsDisrupted, sum.GroupsDisruptedAgain, s.lws.Groups)
 		}

@@ -25,6 +25,7 @@ import (
 	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/cmd/udrain/app"
 	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/report"
 	"github.com/udrain/udrain/topology"
 	"github.com/udrain/udrain/upgrade"
 )
@@ -140,7 +141,7 @@ func TestRolloutJobTemplateStep(t *testing.T) {
 	}
 	t.Logf("rollout took %s", time.Since(start).Round(time.Millisecond))
 	checkWholeRollout(t, s, start, "rollout with the Job step")
-	if sum := res.Summary(); sum.DomainsDone != 3 || sum.GroupsDisrupted != 3 {
+	if sum := report.SummarizeRollout(res); sum.DomainsDone != 3 || sum.GroupsDisrupted != 3 {
 		t.Errorf("summary %+v, want 3 domains done and 3 groups disrupted", sum)
 	}
 	checkUpgradedAndUncordoned(t, s, "e2e-job")
@@ -169,7 +170,7 @@ func TestRolloutJobTemplateStep(t *testing.T) {
 	if err != nil {
 		t.Fatalf("rollout again: %v", err)
 	}
-	if sum := res.Summary(); sum.DomainsSkipped != 3 {
+	if sum := report.SummarizeRollout(res); sum.DomainsSkipped != 3 {
 		t.Errorf("rollout again: summary %+v, want 3 domains skipped", sum)
 	}
 	if _, again := rec.counts(); again != jobs {
@@ -546,7 +547,7 @@ func TestRolloutJobStepFailsThenResumes(t *testing.T) {
 		t.Fatalf("rollout resumed: %v", err)
 	}
 	t.Logf("both runs took %s", time.Since(start).Round(time.Millisecond))
-	if sum := res.Summary(); sum.DomainsDone != 3 {
+	if sum := report.SummarizeRollout(res); sum.DomainsDone != 3 {
 		t.Errorf("resumed: summary %+v, want 3 domains done", sum)
 	}
 	checkWholeRollout(t, s, start, "rollout with a failed Job step, resumed")

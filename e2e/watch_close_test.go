@@ -11,6 +11,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/report"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -68,7 +69,7 @@ func TestRolloutSurvivesWatchesTheServerCloses(t *testing.T) {
 	}
 	took := time.Since(start)
 	t.Logf("rollout took %s", took.Round(time.Millisecond))
-	if sum := res.Summary(); sum.DomainsDone != 3 {
+	if sum := report.SummarizeRollout(res); sum.DomainsDone != 3 {
 		t.Errorf("summary %+v, want 3 domains done", sum)
 	}
 	checkWholeRollout(t, s, start, "udrain rollout over watches the server closes")

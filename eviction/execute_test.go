@@ -208,8 +208,8 @@ func testBlockedPastTimeout(t *testing.T, patch time.Duration) {
 	if len(fc.evicted()) != 0 {
 		t.Errorf("evicted %v although blocked", fc.evicted())
 	}
-	if b := res.Summary().LongestBlock; b == nil || b.PDB != "llm-leaders" || b.Duration <= 0 {
-		t.Errorf("longest block = %+v", b)
+	if len(res.Blocks) != 1 || res.Blocks[0].PDB != "llm-leaders" || res.Blocks[0].Duration <= 0 || res.Blocks[0].Until.IsZero() {
+		t.Errorf("blocks = %+v, want the record of llm-leaders's block", res.Blocks)
 	}
 	if res.Completed {
 		t.Error("a drain that timed out says Completed")

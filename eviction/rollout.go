@@ -231,36 +231,25 @@ type RolloutResult struct {
 	Duration  udrain.Seconds `json:"durationSeconds"`
 }
 
-// Summary sums up the rollout.
-func (r *RolloutResult) Summary() Summary {
-	s := Summary{DomainsTotal: len(r.Domains), Duration: r.Duration}
+// tally counts the domains done (or dry-run) and skipped, and the
+// distinct groups disrupted: the RolloutDone event's message (the whole
+// account is report.SummarizeRollout's).
+func (r *RolloutResult) tally() (done, skipped, groups int) {
 	seen := map[topology.GroupID]bool{}
 	for _, d := range r.Domains {
 		switch d.Status {
 		case StateSkipped:
-			s.DomainsSkipped++
+			skipped++
 		case StateDone, StateDryRun:
-			s.DomainsDone++
+			done++
 		}
 		if d.Drain != nil {
-			again := map[topology.GroupID]bool{}
 			for _, g := range d.Drain.GroupsDisrupted {
-				again[g] = seen[g]
-			}
-			s.add(d.Drain, seen)
-			for _, a := range again {
-				if a {
-					s.GroupsDisruptedAgain++
-				}
-			}
-		}
-		for i := range d.Groups {
-			if g := d.Groups[i]; s.LongestDowntime == nil || g.Downtime > s.LongestDowntime.Downtime {
-				s.LongestDowntime = &g
+				seen[g] = true
 			}
 		}
 	}
-	return s
+	return done, skipped, len(seen)
 }
 
 // Rollout drains, upgrades and recovers every domain in turn: plan, execute,

@@ -248,10 +248,10 @@ func (r *rollout) run(ctx context.Context) (err error) {
 	}
 	r.res.Completed = true
 	r.res.Status = r.status(ctx, false)
-	s := r.res.Summary()
-	r.logger.Info("Rollout done", "domainsDone", s.DomainsDone, "domainsSkipped", s.DomainsSkipped, "groupsDisrupted", s.GroupsDisrupted)
+	done, skipped, groups := r.res.tally()
+	r.logger.Info("Rollout done", "domainsDone", done, "domainsSkipped", skipped, "groupsDisrupted", groups)
 	r.emit(Event{Type: EventRolloutDone, Status: r.res.Status, Message: fmt.Sprintf("%d domain(s) done, %d skipped, %d group(s) disrupted",
-		s.DomainsDone, s.DomainsSkipped, s.GroupsDisrupted)})
+		done, skipped, groups)})
 	return nil
 }
 

@@ -35,8 +35,6 @@ func TestResultDurationsOnTheWire(t *testing.T) {
 	}{
 		{block, [][2]string{{"durationSeconds", "1.5"}}},
 		{drain, [][2]string{{"durationSeconds", "5400"}}},
-		{Summary{DomainsDone: 1, DomainsTotal: 1, Phase1Evicted: 1, LongestDowntime: &down, LongestBlock: &block, Duration: udrain.Seconds(2 * time.Second)},
-			[][2]string{{"durationSeconds", "2"}}},
 		{DomainOutcome{Domain: "ud-1", Status: StateDone, Drain: &drain, Groups: []GroupDowntime{down},
 			Upgrade: udrain.Seconds(1500 * time.Millisecond), Recovery: udrain.Seconds(90 * time.Minute), Duration: udrain.Seconds(time.Nanosecond)},
 			[][2]string{{"upgradeSeconds", "1.5"}, {"recoverySeconds", "5400"}, {"durationSeconds", "0.000000001"}}},

@@ -184,9 +184,9 @@ type DrainReport struct {
 	// before a plan was made).
 	Plan *eviction.Plan `json:"plan,omitempty"`
 	// Result is package eviction's result of the drain; Summary its
-	// summary (Result.Summary).
+	// summary (SummarizeDrain).
 	Result  *eviction.Result `json:"result"`
-	Summary eviction.Summary `json:"summary"`
+	Summary Summary          `json:"summary"`
 	// Error is why the drain failed; absent when it did not.
 	Error *ErrorInfo `json:"error,omitempty"`
 }
@@ -203,9 +203,9 @@ type RolloutReport struct {
 	// LabelKey is the node label the domains come from.
 	LabelKey string `json:"labelKey"`
 	// Result is package eviction's result of the rollout; Summary its
-	// summary (RolloutResult.Summary).
+	// summary (SummarizeRollout).
 	Result  *eviction.RolloutResult `json:"result"`
-	Summary eviction.Summary        `json:"summary"`
+	Summary Summary                 `json:"summary"`
 	// Error is why the rollout failed; absent when it did not.
 	Error *ErrorInfo `json:"error,omitempty"`
 }

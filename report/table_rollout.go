@@ -73,7 +73,7 @@ func writeRolloutDomains(w io.Writer, domains []eviction.DomainOutcome) error {
 			continue
 		}
 		longest := "-"
-		if b := d.Drain.Summary().LongestBlock; b != nil {
+		if b := SummarizeDrain(d.Drain).LongestBlock; b != nil {
 			longest = fmt.Sprintf("%s %s/%s", FormatDuration(b.Duration.Duration()), b.Namespace, b.PDB)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%d/%d\t%d\t%s\t%s\t%s\t%s\n", d.Domain, d.Status,

@@ -158,7 +158,7 @@ func writePodReasons(w io.Writer, pods []eviction.PodReason) error {
 }
 
 // writeSummary prints the summary lines shared by drain and rollout.
-func writeSummary(w io.Writer, s eviction.Summary, rollout bool) {
+func writeSummary(w io.Writer, s Summary, rollout bool) {
 	if rollout {
 		fmt.Fprintf(w, "Domains: %d done, %d skipped (done by an earlier run), %d in all\n", s.DomainsDone, s.DomainsSkipped, s.DomainsTotal)
 	}

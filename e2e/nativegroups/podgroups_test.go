@@ -13,6 +13,7 @@ import (
 
 	"github.com/udrain/udrain/e2e/fixture"
 	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/report"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -144,7 +145,7 @@ func TestRolloutTakesGroupsFromPodGroups(t *testing.T) {
 	}
 
 	tl, res := rollout("e2e-podgroups", eviction.Options{})
-	if tot := res.Summary(); tot.DomainsDone != 3 || tot.Phase1Evicted != 0 || tot.Phase2Evicted != 6 || tot.GroupsDisrupted != 3 {
+	if tot := report.SummarizeRollout(res); tot.DomainsDone != 3 || tot.Phase1Evicted != 0 || tot.Phase2Evicted != 6 || tot.GroupsDisrupted != 3 {
 		t.Errorf("totals %+v, want 3 domains, 6 pods in phase 2, 3 groups disrupted", tot)
 	}
 	if want := len(g.Domains) - 1; tl.MinHealthy < want {

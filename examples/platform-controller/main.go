@@ -26,6 +26,7 @@ import (
 
 	"github.com/udrain/udrain/clusterinformers"
 	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/report"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -125,7 +126,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, newClients newCli
 		return err
 	}
 	if res != nil {
-		sum := res.Summary()
+		sum := report.SummarizeRollout(res)
 		kv := []any{"id", res.ID, "domainsDone", sum.DomainsDone, "domainsSkipped", sum.DomainsSkipped,
 			"phase1Evicted", sum.Phase1Evicted, "phase2Evicted", sum.Phase2Evicted, "groupsDisrupted", sum.GroupsDisrupted, "duration", res.Duration.Duration()}
 		if b := sum.LongestBlock; b != nil {

@@ -52,7 +52,7 @@ violation.`,
 			if res == nil {
 				return err
 			}
-			doc := report.DrainReport{TypeMeta: report.NewTypeMeta(report.KindDrainResult), Plan: plan, Result: res, Summary: res.Summary(), Error: errorInfo(err)}
+			doc := report.DrainReport{TypeMeta: report.NewTypeMeta(report.KindDrainResult), Plan: plan, Result: res, Summary: report.SummarizeDrain(res), Error: errorInfo(err)}
 			if perr := out.print(o.streams.Out, doc); perr != nil {
 				return perr
 			}

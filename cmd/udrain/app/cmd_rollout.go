@@ -190,7 +190,7 @@ again to resume). --dry-run and "udrain audit --parallel" show the schedule.
 				return err
 			}
 			doc := report.RolloutReport{TypeMeta: report.NewTypeMeta(report.KindRolloutResult), UpgradeCommand: uf.command, UpgradeStep: stepName, LabelKey: df.label,
-				Result: res, Summary: res.Summary(), Error: errorInfo(err)}
+				Result: res, Summary: report.SummarizeRollout(res), Error: errorInfo(err)}
 			if perr := out.print(o.streams.Out, doc); perr != nil {
 				return perr
 			}

@@ -111,7 +111,7 @@ func TestGoldenRolloutDowntime(t *testing.T) {
 			Upgrade: udrain.Seconds(time.Minute), Recovery: udrain.Seconds(2 * time.Minute), Duration: udrain.Seconds(3 * time.Minute)},
 	}}
 	var b strings.Builder
-	if err := (report.RolloutReport{Result: res, Summary: res.Summary()}).WriteTable(&b, report.TableOptions{}); err != nil {
+	if err := (report.RolloutReport{Result: res, Summary: report.SummarizeRollout(res)}).WriteTable(&b, report.TableOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "rollout-downtime.table", b.String())

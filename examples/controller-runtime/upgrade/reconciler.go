@@ -21,6 +21,7 @@ import (
 
 	"github.com/udrain/udrain/clusterinformers"
 	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/report"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -209,7 +210,7 @@ func finish(s *Status, res *eviction.RolloutResult, err error) {
 	}
 	switch {
 	case err == nil:
-		sum := res.Summary()
+		sum := report.SummarizeRollout(res)
 		s.Phase = PhaseSucceeded
 		s.set(ConditionSucceeded, metav1.ConditionTrue, "RolloutDone", fmt.Sprintf("%d domain(s) upgraded, %d skipped (done before), %d group(s) disrupted, in %s",
 			sum.DomainsDone, sum.DomainsSkipped, sum.GroupsDisrupted, res.Duration.Duration().Round(time.Millisecond)))

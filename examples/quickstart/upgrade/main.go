@@ -105,7 +105,7 @@ func run(ctx context.Context, client kubernetes.Interface, id string, domains []
 	if err != nil {
 		return err // a *eviction.DomainError says where and why it stopped
 	}
-	sum := res.Summary()
+	sum := report.SummarizeRollout(res)
 	fmt.Fprintf(out, "rolled %d domains (%d skipped), %d groups disrupted\n", sum.DomainsDone, sum.DomainsSkipped, sum.GroupsDisrupted)
 	return nil
 }
