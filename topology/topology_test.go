@@ -546,7 +546,10 @@ func TestPDBIndexMatchesBruteForce(t *testing.T) {
 	}
 }
 
-func TestAuditOnlyReportsTheDomainsAsked(t *testing.T) {
+// threeLeaders is a layout of three domains, ud-a to ud-c, with the
+// leader of a group of workload w in each, and its pods.
+func threeLeaders(t *testing.T) (*Layout, []*corev1.Pod) {
+	t.Helper()
 	nodes := []corev1.Node{node("a1", "ud-a"), node("b1", "ud-b"), node("c1", "ud-c")}
 	pods := []corev1.Pod{
 		lws("inf", "w", "0", "0", "a1", "1"), lws("inf", "w", "1", "0", "b1", "1"), lws("inf", "w", "2", "0", "c1", "1"),
@@ -555,7 +558,11 @@ func TestAuditOnlyReportsTheDomainsAsked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ptrs := PodPointers(pods)
+	return l, PodPointers(pods)
+}
+
+func TestAuditOnlyReportsTheDomainsAsked(t *testing.T) {
+	l, ptrs := threeLeaders(t)
 	r := Audit(AuditInput{Layout: l, Groups: FindGroups(ptrs), Pods: ptrs, Only: []string{"ud-b"}})
 	if len(r.Findings) != 1 || r.Findings[0].Code != FindingUnprotectedLeader || r.Findings[0].Group != "w-1" {
 		t.Errorf("findings = %+v, want only the unprotected leader in ud-b", r.Findings)
@@ -566,15 +573,7 @@ func TestAuditOnlyReportsTheDomainsAsked(t *testing.T) {
 // domains audited (those asked, or every one) and counts the groups and
 // PDBs it was given.
 func TestAuditSaysWhatItLookedAt(t *testing.T) {
-	nodes := []corev1.Node{node("a1", "ud-a"), node("b1", "ud-b"), node("c1", "ud-c")}
-	pods := []corev1.Pod{
-		lws("inf", "w", "0", "0", "a1", "1"), lws("inf", "w", "1", "0", "b1", "1"), lws("inf", "w", "2", "0", "c1", "1"),
-	}
-	l, err := BuildLayout(nodes, LayoutOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ptrs := PodPointers(pods)
+	l, ptrs := threeLeaders(t)
 	pdbs := []policyv1.PodDisruptionBudget{{ObjectMeta: metav1.ObjectMeta{Namespace: "inf", Name: "other"}}}
 	type seen struct {
 		LabelKey     string
