@@ -326,7 +326,7 @@ func TestParallelDomainsWithinTheBudget(t *testing.T) {
 					t.Errorf("the plan said %d domains at once, want 2 (schedule %+v)", res.MaxInFlight, res.Schedule)
 				}
 				held := events.ofType(eviction.EventDomainHeld)
-				if len(held) == 0 || held[0].Hold == nil || held[0].Hold.Reason != eviction.HoldBudget || held[0].Hold.Budget == nil || held[0].Hold.Budget.PDB != pb.s.real.PDBName() {
+				if len(held) == 0 || held[0].Hold == nil || held[0].Hold.Reason != eviction.BlockBudget || held[0].Hold.PDB != pb.s.real.PDBName() {
 					t.Errorf("DomainHeld events %v, want the first to name the budget %s", held, pb.s.real.PDBName())
 				}
 			})

@@ -204,7 +204,7 @@ func parallelLimited(limit, peak, domains int, sched []ScheduledDomain) (topolog
 	}
 	var why, held []string
 	for _, s := range sched {
-		if h := s.HeldBy; h != nil && h.Reason != HoldLimit {
+		if h := s.HeldBy; h != nil && h.Reason != BlockLimit {
 			held = append(held, s.Domain)
 			if len(why) < 3 && !slices.Contains(why, h.Message) {
 				why = append(why, h.Message)

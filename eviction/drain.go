@@ -328,7 +328,7 @@ func (ex *execution) stopped(cause error, timeout time.Duration) error {
 		}
 	}
 	if longest != nil {
-		info := BlockInfo{BudgetRef: longest.rec.BudgetRef, Since: longest.rec.Since, Pods: slices.Clone(longest.waiting)}
+		info := BlockInfo{Reason: BlockRefused, BudgetRef: longest.rec.BudgetRef, Since: longest.rec.Since, Pods: slices.Clone(longest.waiting)}
 		ex.budgetCounts(&info)
 		e.Block = &info
 	}

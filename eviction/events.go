@@ -199,8 +199,9 @@ type Event struct {
 	// RolloutDone of a rollout that is not a dry run: a controller can
 	// copy it into the status of its own resource.
 	Status *RolloutStatus `json:"status,omitempty"`
-	// Hold is why the domain of a DomainHeld event cannot start yet.
-	Hold *Hold `json:"hold,omitempty"`
+	// Hold is why the domain of a DomainHeld event cannot start yet: a
+	// BlockInfo of BlockBudget, BlockRoom or BlockLimit.
+	Hold *BlockInfo `json:"hold,omitempty"`
 	// Message is a human sentence about the event.
 	Message string `json:"message,omitempty"`
 	// Err is the error of Retrying, EvictionFailed, DrainStopped and

@@ -134,7 +134,7 @@ func (ex *execution) deleteOptions(p PlannedPod, dryRun bool) metav1.DeleteOptio
 
 // blockInfo reads the budget that refuses p from the watch cache.
 func (ex *execution) blockInfo(p PlannedPod, apiErr error) BlockInfo {
-	info := BlockInfo{BudgetRef: health.BudgetRef{Namespace: p.Namespace}}
+	info := BlockInfo{Reason: BlockRefused, BudgetRef: health.BudgetRef{Namespace: p.Namespace}}
 	if len(p.PDBs) > 0 {
 		info.PDB = p.PDBs[0]
 	}
@@ -211,7 +211,7 @@ func (ex *execution) block(p PlannedPod, phase Stage, apiErr error) *BlockInfo {
 	ob := ex.blocks[key]
 	opened := ob == nil
 	if opened {
-		ob = &openBlock{rec: BlockInfo{BudgetRef: info.BudgetRef, Since: now}}
+		ob = &openBlock{rec: BlockInfo{Reason: BlockRefused, BudgetRef: info.BudgetRef, Since: now}}
 		ex.blocks[key] = ob
 	}
 	if !slices.Contains(ob.rec.Pods, p.PodRef) {

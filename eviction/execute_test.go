@@ -112,7 +112,7 @@ func TestBlockedPhase1HoldsPhase2UntilBudgetFrees(t *testing.T) {
 	}()
 	blocked := log.waitFor(t, "Blocked", func(e Event) bool { return e.Type == EventBlocked })
 	leader := topology.PodRef{Namespace: testNS, Name: "llm-0", UID: "g0-w0", Node: "node-1-1"}
-	want := &BlockInfo{BudgetRef: health.BudgetRef{Namespace: testNS, PDB: "llm-leaders"}, BudgetCounts: health.BudgetCounts{DisruptionsAllowed: 0, CurrentHealthy: 2, DesiredHealthy: 2, ExpectedPods: 3},
+	want := &BlockInfo{Reason: BlockRefused, BudgetRef: health.BudgetRef{Namespace: testNS, PDB: "llm-leaders"}, BudgetCounts: health.BudgetCounts{DisruptionsAllowed: 0, CurrentHealthy: 2, DesiredHealthy: 2, ExpectedPods: 3},
 		Pods: []topology.PodRef{leader}, Message: "The disruption budget llm-leaders needs 2 healthy pods and has 2 currently"}
 	if diff := cmp.Diff(want, blocked.Block, cmpIgnoreSince); diff != "" {
 		t.Errorf("block info (-want +got):\n%s", diff)
@@ -144,7 +144,7 @@ func TestBlockedPhase1HoldsPhase2UntilBudgetFrees(t *testing.T) {
 	if len(log.ofType(EventUnblocked)) != 1 {
 		t.Errorf("want one Unblocked event, got %d", len(log.ofType(EventUnblocked)))
 	}
-	if len(res.Blocks) != 1 || res.Blocks[0].PDB != "llm-leaders" || res.Blocks[0].Duration <= 0 ||
+	if len(res.Blocks) != 1 || res.Blocks[0].PDB != "llm-leaders" || res.Blocks[0].Reason != BlockRefused || res.Blocks[0].Duration <= 0 ||
 		!res.Blocks[0].Until.Equal(res.Blocks[0].Since.Add(res.Blocks[0].Duration.Duration())) ||
 		!cmp.Equal(res.Blocks[0].Pods, []topology.PodRef{leader}) {
 		t.Errorf("blocks = %+v, want one record of llm-leaders, until its since plus its duration, with the leader that waited", res.Blocks)

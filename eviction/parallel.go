@@ -20,51 +20,6 @@ import (
 // allow, with no fixed limit.
 const ParallelAuto = -1
 
-// HoldReason says why a rollout does not start a domain yet.
-type HoldReason string
-
-// The reasons a rollout holds a domain back.
-const (
-	// HoldBudget: a PodDisruptionBudget over the groups the domain's
-	// drain evicts would allow, by its spec, fewer groups down than those
-	// down now, those of the domains in flight and the domain's own.
-	HoldBudget HoldReason = "Budget"
-	// HoldRoom: a group the domain's drain evicts would find no room in
-	// an upgraded domain while the domains in flight are closed, and
-	// would land on a domain not upgraded yet (to be disrupted again).
-	HoldRoom HoldReason = "Room"
-	// HoldLimit: RolloutOptions.Parallel domains are in flight.
-	HoldLimit HoldReason = "Limit"
-)
-
-// Hold is why a rollout with parallel domains does not start a domain
-// yet. It starts it once the reason clears: a domain in flight finishes
-// (or its groups recover), or what is down elsewhere recovers.
-type Hold struct {
-	Domain string     `json:"domain"`
-	Reason HoldReason `json:"reason"`
-	// Budget is the budget that holds it (HoldBudget).
-	Budget *health.BudgetRef `json:"budget,omitempty"`
-	// Rule is what the budget's spec promises over the groups (or pods
-	// of no group) udrain sees it select, e.g. "maxUnavailable 2" or
-	// "minAvailable 3 of 4".
-	Rule string `json:"rule,omitempty"`
-	// Allowed is how many of them may be down at once by Rule; Down
-	// counts those down now or evicted by the domains in flight; Needed
-	// those the domain's drain would add.
-	Allowed int `json:"allowed,omitempty"`
-	Down    int `json:"down,omitempty"`
-	Needed  int `json:"needed,omitempty"`
-	// Group is the group that would find no upgraded room (HoldRoom),
-	// and To the domain not upgraded yet it would land on.
-	Group *topology.GroupID `json:"group,omitempty"`
-	To    string            `json:"to,omitempty"`
-	// InFlight are the domains in flight when it was held.
-	InFlight []string `json:"inFlight,omitempty"`
-	// Message says the same in a sentence.
-	Message string `json:"message"`
-}
-
 // ScheduledDomain is when a rollout with parallel domains starts a
 // domain, as its plan simulates it: domains in flight are taken to end in
 // the order they started.
@@ -76,8 +31,9 @@ type ScheduledDomain struct {
 	// With are the domains in flight when it starts.
 	With []string `json:"with,omitempty"`
 	// HeldBy is why it could not start at an earlier domain's end, if it
-	// could not.
-	HeldBy *Hold `json:"heldBy,omitempty"`
+	// could not: a hold (BlockInfo of BlockBudget, BlockRoom or
+	// BlockLimit).
+	HeldBy *BlockInfo `json:"heldBy,omitempty"`
 }
 
 // demand is what a domain's drain takes: the units it charges to each
@@ -249,8 +205,8 @@ func movable(p *corev1.Pod) bool {
 // once the flights end: then it undoes the start and returns why. It
 // returns d as started: the destinations, the groups that wait for d
 // itself, and whether upgraded room takes every pod it evicts.
-func (a *admission) roomHold(d *demand, flights []*flight, check bool) (*Hold, admitted) {
-	var hold *Hold
+func (a *admission) roomHold(d *demand, flights []*flight, check bool) (*BlockInfo, admitted) {
+	var hold *BlockInfo
 	ad := admitted{demand: d}
 	a.sim.trial(func() bool {
 		var roomy bool
@@ -279,7 +235,7 @@ func (a *admission) roomHold(d *demand, flights []*flight, check bool) (*Hold, a
 				continue
 			}
 			id := g.id
-			hold = &Hold{Domain: d.domain, Reason: HoldRoom, Group: &id, InFlight: flightNames(flights),
+			hold = &BlockInfo{Domain: d.domain, Reason: BlockRoom, Group: &id, InFlight: flightNames(flights),
 				Message: fmt.Sprintf("group %s, evicted from %s now, would %s: an upgraded domain has room for it once %s %s done",
 					id, d.domain, how, strings.Join(flightNames(flights), ", "), isAre(len(flights)))}
 			for _, dest := range dests {
@@ -354,9 +310,9 @@ type admitted struct {
 // nothing is in flight (one domain at a time, in order, as a rollout
 // without Parallel does). The started domains are started in the
 // simulation; holds says why each pending domain not started waits.
-func (a *admission) next(pending []*demand, flights []*flight, limit int, serial bool) ([]admitted, []*Hold) {
+func (a *admission) next(pending []*demand, flights []*flight, limit int, serial bool) ([]admitted, []*BlockInfo) {
 	var out []admitted
-	var holds []*Hold
+	var holds []*BlockInfo
 	if len(pending) == 0 {
 		return nil, nil
 	}
@@ -370,7 +326,7 @@ func (a *admission) next(pending []*demand, flights []*flight, limit int, serial
 	all := slices.Clone(flights)
 	for _, d := range pending {
 		if limit > 0 && len(all) >= limit {
-			holds = append(holds, &Hold{Domain: d.domain, Reason: HoldLimit, InFlight: flightNames(all), Allowed: limit,
+			holds = append(holds, &BlockInfo{Domain: d.domain, Reason: BlockLimit, InFlight: flightNames(all), Allowed: limit,
 				Message: fmt.Sprintf("%d domain(s) in flight, the most the rollout runs at once (%s)", len(all), strings.Join(flightNames(all), ", "))})
 			continue
 		}
@@ -390,7 +346,7 @@ func (a *admission) next(pending []*demand, flights []*flight, limit int, serial
 		_, ad := a.roomHold(pending[0], nil, false)
 		ad.forced = true
 		out = append(out, ad)
-		holds = slices.DeleteFunc(holds, func(h *Hold) bool { return h.Domain == pending[0].domain })
+		holds = slices.DeleteFunc(holds, func(h *BlockInfo) bool { return h.Domain == pending[0].domain })
 	}
 	return out, holds
 }
@@ -412,7 +368,7 @@ func (a *admission) schedule(in destinationInput, limit int, serial bool) ([]Sch
 	var sched []ScheduledDomain
 	var dests []GroupDestination
 	var flights []*flight
-	held := map[string]*Hold{}
+	held := map[string]*BlockInfo{}
 	roomy := map[string]bool{}
 	after, peak := "", 0
 	for len(pending) > 0 || len(flights) > 0 {

@@ -72,7 +72,7 @@ func (b *budgetCount) onePerUnit() bool { return b.pods == len(b.units) }
 // spec, or nil. A unit counts as down when it is down now, or belongs to
 // a flight (but to one recovering, only while it is not healthy again or
 // not seen).
-func (a *admission) budgetHold(d *demand, flights []*flight) *Hold {
+func (a *admission) budgetHold(d *demand, flights []*flight) *BlockInfo {
 	refs := make([]health.BudgetRef, 0, len(d.units))
 	for ref := range d.units {
 		refs = append(refs, ref)
@@ -121,7 +121,7 @@ func (a *admission) budgetHold(d *demand, flights []*flight) *Hold {
 			continue
 		}
 		r := ref
-		h := &Hold{Domain: d.domain, Reason: HoldBudget, Budget: &r, Rule: rule, Allowed: allowed, Down: downNow, Needed: need, InFlight: flightNames(flights)}
+		h := &BlockInfo{Domain: d.domain, Reason: BlockBudget, BudgetRef: r, Rule: rule, Allowed: allowed, Down: downNow, Needed: need, InFlight: flightNames(flights)}
 		h.Message = fmt.Sprintf("PodDisruptionBudget %s allows %d down (%s); %d down now or in the domains in flight, and %s would add %d", ref, allowed, rule, downNow, d.domain, need)
 		return h
 	}

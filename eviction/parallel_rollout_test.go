@@ -170,9 +170,9 @@ func TestParallelRolloutKeepsToTheBudget(t *testing.T) {
 				switch {
 				case e.Hold == nil:
 					t.Errorf("DomainHeld without a Hold: %+v", e)
-				case e.Hold.Reason == HoldBudget && e.Hold.Budget != nil && e.Hold.Budget.PDB == "llm-leaders" && e.Hold.Allowed == int(tc.maxUnavailable):
+				case e.Hold.Reason == BlockBudget && e.Hold.PDB == "llm-leaders" && e.Hold.Allowed == int(tc.maxUnavailable):
 					budget++
-				case e.Hold.Reason == HoldLimit && tc.parallel > 0:
+				case e.Hold.Reason == BlockLimit && tc.parallel > 0:
 				default:
 					t.Errorf("DomainHeld %+v, want the budget llm-leaders (or the limit)", e.Hold)
 				}

@@ -106,12 +106,12 @@ func admissionOf(t *testing.T, objs []runtime.Object, order []string, upgraded .
 	return a, demands
 }
 
-func holdSummary(hs []*Hold) []string {
+func holdSummary(hs []*BlockInfo) []string {
 	var out []string
 	for _, h := range hs {
 		s := h.Domain + ":" + string(h.Reason)
-		if h.Budget != nil {
-			s += fmt.Sprintf(" %s %s allowed %d down %d needed %d", h.Budget, h.Rule, h.Allowed, h.Down, h.Needed)
+		if h.PDB != "" {
+			s += fmt.Sprintf(" %s %s allowed %d down %d needed %d", h.BudgetRef, h.Rule, h.Allowed, h.Down, h.Needed)
 		}
 		if h.Group != nil {
 			s += " " + h.Group.Name
@@ -494,7 +494,7 @@ func TestAdmissionCountsAFlightsDomainEmpty(t *testing.T) {
 			if diff := cmp.Diff(tc.started, started); diff != "" {
 				t.Errorf("domains started beside ud-0 (-want +got):\n%s", diff)
 			}
-			if len(holds) == 0 || holds[0].Domain != tc.held || holds[0].Reason != HoldRoom {
+			if len(holds) == 0 || holds[0].Domain != tc.held || holds[0].Reason != BlockRoom {
 				t.Fatalf("holds %v, want %s held first by room", holds, tc.held)
 			}
 			t.Logf("%s: %s", holds[0].Domain, holds[0].Message)

@@ -138,20 +138,65 @@ type blockRecordJSON struct {
 	Duration udrain.Seconds    `json:"durationSeconds"`
 }
 
-// MarshalJSON writes a block that lasts with its fields' tags, and a
-// block's record (Until set) as the budget, "since", "pods" and
-// "durationSeconds".
+// holdJSON is a hold in JSON (BlockInfo of BlockBudget, BlockRoom or
+// BlockLimit), as udrain 0.1's Hold wrote it.
+type holdJSON struct {
+	Domain   string            `json:"domain"`
+	Reason   BlockReason       `json:"reason"`
+	Budget   *health.BudgetRef `json:"budget,omitempty"`
+	Rule     string            `json:"rule,omitempty"`
+	Allowed  int               `json:"allowed,omitempty"`
+	Down     int               `json:"down,omitempty"`
+	Needed   int               `json:"needed,omitempty"`
+	Group    *topology.GroupID `json:"group,omitempty"`
+	To       string            `json:"to,omitempty"`
+	InFlight []string          `json:"inFlight,omitempty"`
+	Message  string            `json:"message"`
+}
+
+// MarshalJSON writes a refusal that lasts with its fields' tags (no
+// reason: every block of a drain is a refusal); a block's record (Until
+// set) as the budget, "since", "pods" and "durationSeconds"; and a hold
+// as the domain, "reason", "budget" (an object) and the hold's fields.
 func (b BlockInfo) MarshalJSON() ([]byte, error) {
-	if b.Until.IsZero() {
+	switch {
+	case b.Held():
+		h := holdJSON{Domain: b.Domain, Reason: b.Reason, Rule: b.Rule, Allowed: b.Allowed, Down: b.Down, Needed: b.Needed,
+			Group: b.Group, To: b.To, InFlight: b.InFlight, Message: b.Message}
+		if b.BudgetRef != (health.BudgetRef{}) {
+			h.Budget = &b.BudgetRef
+		}
+		return json.Marshal(h)
+	case b.Until.IsZero():
 		type live BlockInfo
 		return json.Marshal(live(b))
 	}
 	return json.Marshal(blockRecordJSON{BudgetRef: b.BudgetRef, Since: b.Since, Pods: b.Pods, Duration: b.Duration})
 }
 
-// UnmarshalJSON reads what MarshalJSON writes: an object with
-// "durationSeconds" is a record, whose Until is since plus the duration.
+// UnmarshalJSON reads what MarshalJSON writes: an object with a hold's
+// "reason" is a hold; one with "durationSeconds" a record, whose Until is
+// since plus the duration; any other a refusal that lasts. Refusals and
+// records read back with Reason BlockRefused.
 func (b *BlockInfo) UnmarshalJSON(data []byte) error {
+	var probe struct {
+		Reason BlockReason `json:"reason"`
+	}
+	if err := json.Unmarshal(data, &probe); err != nil {
+		return err
+	}
+	if held := (BlockInfo{Reason: probe.Reason}); held.Held() {
+		var h holdJSON
+		if err := json.Unmarshal(data, &h); err != nil {
+			return err
+		}
+		*b = BlockInfo{Reason: h.Reason, Domain: h.Domain, Rule: h.Rule, Allowed: h.Allowed, Down: h.Down, Needed: h.Needed,
+			Group: h.Group, To: h.To, InFlight: h.InFlight, Message: h.Message}
+		if h.Budget != nil {
+			b.BudgetRef = *h.Budget
+		}
+		return nil
+	}
 	type live BlockInfo
 	var w struct {
 		live
@@ -161,6 +206,7 @@ func (b *BlockInfo) UnmarshalJSON(data []byte) error {
 		return err
 	}
 	*b = BlockInfo(w.live)
+	b.Reason = BlockRefused
 	if w.Duration != nil {
 		b.Duration = *w.Duration
 		b.Until = b.Since.Add(b.Duration.Duration())

@@ -182,7 +182,7 @@ func (r *rollout) admit(ctx context.Context, pending []int, flying []*domainRun)
 		starts = append(starts, start{idx: byName[ad.demand.domain], demand: ad.demand, roomy: ad.roomy})
 	}
 	for _, h := range holds {
-		if h.Reason == HoldBudget {
+		if h.Reason == BlockBudget {
 			held = true
 		}
 	}
@@ -236,7 +236,7 @@ func (a *admission) fly(f *flight) {
 
 // reportHold reports the first domain held back, when it or its reason
 // changed since the last report.
-func (r *rollout) reportHold(holds []*Hold) {
+func (r *rollout) reportHold(holds []*BlockInfo) {
 	if len(holds) == 0 {
 		r.held = ""
 		return

@@ -22,7 +22,7 @@ func TestResultDurationsOnTheWire(t *testing.T) {
 	t0 := time.Date(2026, 7, 1, 10, 0, 0, 0, time.UTC)
 	t1 := t0.Add(90 * time.Second)
 	g := topology.GroupID{Kind: topology.KindLeaderWorkerSet, Namespace: "ns", Name: "llm"}
-	block := BlockInfo{BudgetRef: health.BudgetRef{Namespace: "ns", PDB: "leaders"}, Since: t0, Pods: []topology.PodRef{{Namespace: "ns", Name: "llm-0"}},
+	block := BlockInfo{Reason: BlockRefused, BudgetRef: health.BudgetRef{Namespace: "ns", PDB: "leaders"}, Since: t0, Pods: []topology.PodRef{{Namespace: "ns", Name: "llm-0"}},
 		Until: t0.Add(1500 * time.Millisecond), Duration: udrain.Seconds(1500 * time.Millisecond)}
 	down := GroupDowntime{Group: g, From: "ud-1", To: "ud-2", Evicted: t0, Healthy: &t1, Downtime: udrain.Seconds(90 * time.Second)}
 	drain := Result{ID: "r1", Domain: "ud-1", Pods: PodCounts{Phase1Total: 1, Phase1Evicted: 1}, Phase1Duration: udrain.Seconds(time.Second),
@@ -152,10 +152,11 @@ func TestResultJSON(t *testing.T) {
 	}
 }
 
-// TestBlockInfoJSON pins BlockInfo's two forms on the wire: a block that
-// lasts with its counts and no duration (as in an event or a dry run's
-// outcome), and a block's record (Until set) as udrain 0.1's BlockRecord
-// wrote it, its end carried by the duration; and reads both back.
+// TestBlockInfoJSON pins BlockInfo's three forms on the wire: a refusal
+// that lasts with its counts and no duration or reason (as in an event or
+// a dry run's outcome), a block's record (Until set) as udrain 0.1's
+// BlockRecord wrote it, its end carried by the duration, and a hold as
+// udrain 0.1's Hold wrote it; and reads each back.
 func TestBlockInfoJSON(t *testing.T) {
 	t0 := time.Date(2026, 7, 1, 10, 0, 0, 0, time.UTC)
 	ref := health.BudgetRef{Namespace: "ns", PDB: "leaders"}
@@ -165,14 +166,24 @@ func TestBlockInfoJSON(t *testing.T) {
 		b    BlockInfo
 		want string
 	}{
-		{"lasting", BlockInfo{BudgetRef: ref, BudgetCounts: health.BudgetCounts{CurrentHealthy: 2, DesiredHealthy: 2, ExpectedPods: 3}, Since: t0, Pods: pods, Message: "would violate",
+		{"lasting", BlockInfo{Reason: BlockRefused, BudgetRef: ref, BudgetCounts: health.BudgetCounts{CurrentHealthy: 2, DesiredHealthy: 2, ExpectedPods: 3}, Since: t0, Pods: pods, Message: "would violate",
 			Unhealthy: []health.BudgetPod{{Pod: topology.PodRef{Namespace: "ns", Name: "llm-1"}, Node: "gpu-7", NodeNotReady: true}}},
 			`{"namespace":"ns","pdb":"leaders","disruptionsAllowed":0,"currentHealthy":2,"desiredHealthy":2,"expectedPods":3,"since":"2026-07-01T10:00:00Z",` +
 				`"pods":[{"namespace":"ns","name":"llm-0"}],"message":"would violate","unhealthy":[{"pod":{"namespace":"ns","name":"llm-1"},"node":"gpu-7","nodeNotReady":true}]}`},
-		{"record", BlockInfo{BudgetRef: ref, Since: t0, Pods: pods, Until: t0.Add(90 * time.Second), Duration: udrain.Seconds(90 * time.Second)},
+		{"record", BlockInfo{Reason: BlockRefused, BudgetRef: ref, Since: t0, Pods: pods, Until: t0.Add(90 * time.Second), Duration: udrain.Seconds(90 * time.Second)},
 			`{"namespace":"ns","pdb":"leaders","since":"2026-07-01T10:00:00Z","pods":[{"namespace":"ns","name":"llm-0"}],"durationSeconds":90}`},
-		{"record of no time", BlockInfo{BudgetRef: ref, Since: t0, Until: t0},
+		{"record of no time", BlockInfo{Reason: BlockRefused, BudgetRef: ref, Since: t0, Until: t0},
 			`{"namespace":"ns","pdb":"leaders","since":"2026-07-01T10:00:00Z","durationSeconds":0}`},
+		// A hold as udrain 0.1's Hold wrote it (the budget an object).
+		{"hold by a budget", BlockInfo{Reason: BlockBudget, Domain: "ud-3", BudgetRef: ref, Rule: "maxUnavailable 2", Allowed: 2, Down: 2, Needed: 1, InFlight: []string{"ud-1", "ud-2"},
+			Message: "PodDisruptionBudget ns/leaders allows 2 down"},
+			`{"domain":"ud-3","reason":"Budget","budget":{"namespace":"ns","pdb":"leaders"},"rule":"maxUnavailable 2","allowed":2,"down":2,"needed":1,` +
+				`"inFlight":["ud-1","ud-2"],"message":"PodDisruptionBudget ns/leaders allows 2 down"}`},
+		{"hold by room", BlockInfo{Reason: BlockRoom, Domain: "ud-3", Group: &topology.GroupID{Kind: topology.KindLeaderWorkerSet, Namespace: "ns", Name: "llm-0"}, To: "ud-4",
+			InFlight: []string{"ud-1"}, Message: "no room"},
+			`{"domain":"ud-3","reason":"Room","group":{"kind":"LeaderWorkerSet","namespace":"ns","name":"llm-0"},"to":"ud-4","inFlight":["ud-1"],"message":"no room"}`},
+		{"hold by the limit", BlockInfo{Reason: BlockLimit, Domain: "ud-3", Allowed: 2, Message: "2 domains in flight"},
+			`{"domain":"ud-3","reason":"Limit","allowed":2,"message":"2 domains in flight"}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			checkWire(t, tc.b, tc.want)
@@ -192,6 +203,7 @@ func TestBlockInfoString(t *testing.T) {
 			"PodDisruptionBudget ns/leaders allows 0 disruption(s): 2 healthy, 2 needed, 3 expected; not healthy: ns/llm-1 on node gpu-7 (NotReady)"},
 		{BlockInfo{BudgetRef: ref, Since: t0, Pods: []topology.PodRef{{Namespace: "ns", Name: "llm-0"}, {Namespace: "ns", Name: "llm-2"}}, Until: t0.Add(90 * time.Second), Duration: udrain.Seconds(90 * time.Second)},
 			"PodDisruptionBudget ns/leaders refused evictions for 1m30s (2 pod(s) waited)"},
+		{BlockInfo{Reason: BlockLimit, Domain: "ud-3", Allowed: 2, Message: "2 domains in flight (the limit)"}, "2 domains in flight (the limit)"},
 	} {
 		if got := tc.b.String(); got != tc.want {
 			t.Errorf("String() = %q, want %q", got, tc.want)

@@ -183,7 +183,7 @@ func TestLiveProgressParallelDomains(t *testing.T) {
 	p.Event(context.Background(), eviction.Event{Time: clk.Now(), Type: eviction.EventPhaseStarted, Domain: "ud-1", Stage: eviction.StagePhase2,
 		Progress: eviction.PodCounts{Phase1Total: 1, Phase1Evicted: 1, Phase2Total: 3}})
 	p.Event(context.Background(), eviction.Event{Time: clk.Now(), Type: eviction.EventUpgradeStarted, Domain: "ud-2"})
-	held := &eviction.Hold{Domain: "ud-3", Reason: eviction.HoldBudget, Message: "PodDisruptionBudget inference/llm-leaders allows 2 down"}
+	held := &eviction.BlockInfo{Domain: "ud-3", Reason: eviction.BlockBudget, Message: "PodDisruptionBudget inference/llm-leaders allows 2 down"}
 	p.Event(context.Background(), eviction.Event{Time: clk.Now(), Type: eviction.EventDomainHeld, Domain: "ud-3", Hold: held, Message: held.Message})
 	want := "udrain  2 domains in flight  elapsed 0s\n" +
 		"  domain ud-1 (1/3)  phase 2  evicting\n" +

@@ -18,7 +18,7 @@ var summaryT0 = time.Date(2026, 7, 1, 10, 0, 0, 0, time.UTC)
 
 // record is the record of a block of budget pdb that lasted d.
 func record(pdb string, d time.Duration) eviction.BlockInfo {
-	return eviction.BlockInfo{BudgetRef: health.BudgetRef{Namespace: "ns", PDB: pdb}, Since: summaryT0, Until: summaryT0.Add(d), Duration: udrain.Seconds(d)}
+	return eviction.BlockInfo{Reason: eviction.BlockRefused, BudgetRef: health.BudgetRef{Namespace: "ns", PDB: pdb}, Since: summaryT0, Until: summaryT0.Add(d), Duration: udrain.Seconds(d)}
 }
 
 func TestSummarizeRolloutLongestBlock(t *testing.T) {

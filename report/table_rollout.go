@@ -112,15 +112,15 @@ func writeSchedule(w io.Writer, o TableOptions, parallel, most int, sched []evic
 }
 
 // holdText says in a few words why a domain was held back.
-func holdText(h *eviction.Hold) string {
+func holdText(h *eviction.BlockInfo) string {
 	switch {
 	case h == nil:
 		return "-"
-	case h.Reason == eviction.HoldBudget && h.Budget != nil:
-		return fmt.Sprintf("budget %s (%s: %d down, %d more)", h.Budget, h.Rule, h.Down, h.Needed)
-	case h.Reason == eviction.HoldRoom && h.Group != nil:
+	case h.Reason == eviction.BlockBudget && h.PDB != "":
+		return fmt.Sprintf("budget %s (%s: %d down, %d more)", h.BudgetRef, h.Rule, h.Down, h.Needed)
+	case h.Reason == eviction.BlockRoom && h.Group != nil:
 		return fmt.Sprintf("room for group %s", h.Group)
-	case h.Reason == eviction.HoldLimit:
+	case h.Reason == eviction.BlockLimit:
 		return fmt.Sprintf("the limit (%d)", h.Allowed)
 	}
 	return string(h.Reason)

@@ -86,8 +86,8 @@ func TestTables(t *testing.T) {
 		{"a parallel rollout's schedule", report.AuditReport{LabelKey: "zone", Domains: []string{"ud-1", "ud-2", "ud-3"}, Rollout: &eviction.RolloutPlan{
 			Steering: eviction.SteerPreferUpgraded, Domains: []string{"ud-1", "ud-2", "ud-3"}, Parallel: eviction.ParallelAuto, MaxInFlight: 2,
 			Schedule: []eviction.ScheduledDomain{{Domain: "ud-1"}, {Domain: "ud-2", With: []string{"ud-1"}},
-				{Domain: "ud-3", After: "ud-1", With: []string{"ud-2"}, HeldBy: &eviction.Hold{Reason: eviction.HoldBudget,
-					Budget: &health.BudgetRef{Namespace: "inference", PDB: "llama-leaders"}, Rule: "maxUnavailable 2", Allowed: 2, Down: 2, Needed: 1}}}}}, report.TableOptions{},
+				{Domain: "ud-3", After: "ud-1", With: []string{"ud-2"}, HeldBy: &eviction.BlockInfo{Reason: eviction.BlockBudget,
+					BudgetRef: health.BudgetRef{Namespace: "inference", PDB: "llama-leaders"}, Rule: "maxUnavailable 2", Allowed: 2, Down: 2, Needed: 1}}}}}, report.TableOptions{},
 			"Audited 3 domains (label zone), 0 groups and 0 PodDisruptionBudgets.\n" +
 				"A rollout over every domain (steering PreferUpgraded) would take them in the order ud-1, ud-2, ud-3.\n\n" +
 				"Domains at once (eviction.RolloutOptions.Parallel auto): at most 2, as the budgets and the upgraded room allow (simulated before anything is touched):\n" +

@@ -24,8 +24,8 @@ type InFlight struct {
 	// Held counts the DomainHeld events by reason (sent when the domain
 	// held back or the reason changes); HeldExamples are the first few
 	// distinct messages.
-	Held         map[eviction.HoldReason]int `json:"held,omitempty"`
-	HeldExamples []string                    `json:"heldExamples,omitempty"`
+	Held         map[eviction.BlockReason]int `json:"held,omitempty"`
+	HeldExamples []string                     `json:"heldExamples,omitempty"`
 }
 
 // edge is a domain entering (+1) or leaving (−1) a state at a moment.
@@ -53,7 +53,7 @@ func CountInFlight(events []eviction.Event) InFlight {
 				continue
 			}
 			if out.Held == nil {
-				out.Held = map[eviction.HoldReason]int{}
+				out.Held = map[eviction.BlockReason]int{}
 			}
 			out.Held[e.Hold.Reason]++
 			msg := e.Domain + ": " + e.Message

@@ -17,7 +17,7 @@ func TestCountInFlight(t *testing.T) {
 		return eviction.Event{Time: at(s), Type: typ, Domain: domain}
 	}
 	held := eviction.Event{Time: at(5), Type: eviction.EventDomainHeld, Domain: "ud2", Message: "room",
-		Hold: &eviction.Hold{Domain: "ud2", Reason: eviction.HoldRoom}}
+		Hold: &eviction.BlockInfo{Domain: "ud2", Reason: eviction.BlockRoom}}
 	for _, tc := range []struct {
 		name   string
 		events []eviction.Event
@@ -42,7 +42,7 @@ func TestCountInFlight(t *testing.T) {
 			// in flight: 1 for 6 s, 2 for 4 s, 1 for 10 s: 24 / 20;
 			// closed: ud0 0-6, ud1 6-16: 16 s of 20.
 			want: InFlight{Most: 2, Mean: 1.2, MostClosed: 1, MeanClosed: 0.8,
-				Held: map[eviction.HoldReason]int{eviction.HoldRoom: 1}, HeldExamples: []string{"ud2: room"}},
+				Held: map[eviction.BlockReason]int{eviction.BlockRoom: 1}, HeldExamples: []string{"ud2: room"}},
 		},
 		{
 			name: "a domain upgraded by an earlier run still recovers",

@@ -46,7 +46,7 @@ func fleetRun(mode FleetMode, ordinary int, sf Safety, pending int, ratio float6
 func TestWriteMarkdown(t *testing.T) {
 	parallel := fleetRun(FleetParallel, 14000, Safety{Groups: 250, Disruptions: 250, DisruptedOnce: 250}, 0, 0.5)
 	parallel.Udrain.Wall = 8 * time.Minute
-	parallel.InFlight = &InFlight{Most: 4, Mean: 2.5, MostClosed: 3, MeanClosed: 2, Held: map[eviction.HoldReason]int{eviction.HoldRoom: 12, eviction.HoldBudget: 3},
+	parallel.InFlight = &InFlight{Most: 4, Mean: 2.5, MostClosed: 3, MeanClosed: 2, Held: map[eviction.BlockReason]int{eviction.BlockRoom: 12, eviction.BlockBudget: 3},
 		HeldExamples: []string{"ud3: room for llm-0/1"}}
 	once := Safety{Groups: 3, Disruptions: 3, DisruptedOnce: 3}
 	twice := Safety{Groups: 3, Disruptions: 4, DisruptedOnce: 2, DisruptedMore: 1, MaxDisruptions: 2, MinMargin: -1, MinMarginRaw: -1}
