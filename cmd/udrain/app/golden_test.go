@@ -1,6 +1,7 @@
 package app
 
 import (
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -70,8 +71,10 @@ func TestGoldenVersion(t *testing.T) {
 	if r.code != ExitOK {
 		t.Fatalf("exit code %d: %s", r.code, r.stderr)
 	}
-	got := strings.NewReplacer(runtime.Version(), "GOVERSION", runtime.GOOS+"/"+runtime.GOARCH, "PLATFORM").Replace(r.stdout)
-	golden(t, "version.json", normalize(got, [2]string{`"version": "[^"]*"`, `"version": "VERSION"`}))
+	golden(t, "version.json", normalize(r.stdout,
+		[2]string{regexp.QuoteMeta(runtime.Version()), "GOVERSION"},
+		[2]string{regexp.QuoteMeta(runtime.GOOS + "/" + runtime.GOARCH), "PLATFORM"},
+		[2]string{`"version": "[^"]*"`, `"version": "VERSION"`}))
 }
 
 // TestGoldenWaitServer checks the WaitServerResult kind, failed: nothing
