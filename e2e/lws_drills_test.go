@@ -518,7 +518,7 @@ type updateRun struct {
 	// evictedDuring are the pods udrain evicted (accepted) inside the
 	// window; status is the next domain's progress read during the wait.
 	evictedDuring []string
-	status        *eviction.DomainProgress
+	status        *eviction.RolloutDomain
 }
 
 // updateWindow is when LWS's update ran, as its status showed it to a

@@ -178,35 +178,17 @@ const (
 	OrderGiven RolloutOrder = "Given"
 )
 
-// DomainOutcome is what a rollout did in one domain.
-type DomainOutcome struct {
-	Domain string `json:"domain"`
-	// Status is where the rollout left the domain: StateDone,
-	// StateSkipped, StateDryRun, StateFailed, StateInterrupted or
-	// StatePending.
-	Status DomainState `json:"status"`
-	// Plan is the domain's plan (nil when skipped or not reached).
-	Plan *Plan `json:"plan,omitempty"`
-	// Drain is the drain's result (nil when skipped or not reached).
-	Drain *Result `json:"drain,omitempty"`
-	// Recovery is the health of the domain's groups when recovery ended.
-	Health *DomainHealth `json:"health,omitempty"`
-	// Groups are the groups the domain's drain disrupted, each with its
-	// downtime: from its first pod's eviction until it was healthy again,
-	// wherever it runs now.
-	Groups   []GroupDowntime `json:"groups,omitempty"`
-	Upgrade  udrain.Seconds  `json:"upgradeSeconds"`
-	Recovery udrain.Seconds  `json:"recoverySeconds"`
-	Duration udrain.Seconds  `json:"durationSeconds"`
-}
-
-// RolloutResult is what a rollout did: an outcome for every domain it was
-// asked for, in order.
+// RolloutResult is what a rollout did: every domain it was asked for, in
+// the order it took them, as it left each.
 type RolloutResult struct {
 	ID string `json:"id"`
 	// DryRun is "client" or "server" for dry runs, empty otherwise.
-	DryRun  string          `json:"dryRun,omitempty"`
-	Domains []DomainOutcome `json:"domains"`
+	DryRun string `json:"dryRun,omitempty"`
+	// Domains are the rollout's domains in the order it takes them, each
+	// with its State, its plan, drain, health, downtimes and durations,
+	// and, with Parallel other than 1, when the plan's simulation
+	// started it (After, With, HeldBy).
+	Domains []RolloutDomain `json:"domains"`
 	// Findings are the contract warnings (and allowed errors) found before
 	// the rollout started.
 	Findings []topology.Finding `json:"findings,omitempty"`
@@ -215,11 +197,11 @@ type RolloutResult struct {
 	// rollout found it before anything was touched; the groups disrupted
 	// again or without room are in Findings too.
 	Destinations []GroupDestination `json:"destinations,omitempty"`
-	// Parallel, MaxInFlight and Schedule are those of the rollout's plan
-	// (see RolloutPlan), from the same simulation.
-	Parallel    int               `json:"parallel"`
-	MaxInFlight int               `json:"maxInFlight"`
-	Schedule    []ScheduledDomain `json:"schedule,omitempty"`
+	// Parallel and MaxInFlight are those of the rollout's plan (see
+	// RolloutPlan), from the same simulation as the Domains' After, With
+	// and HeldBy.
+	Parallel    int `json:"parallel"`
+	MaxInFlight int `json:"maxInFlight"`
 	// Status is the rollout's status when it returned (as
 	// Drainer.RolloutStatus reads it, Running false), for a controller to
 	// copy into its resource's status; nil for dry runs, and for a
@@ -236,7 +218,7 @@ func (r *RolloutResult) Summary() Summary {
 	s := Summary{DomainsTotal: len(r.Domains), Duration: r.Duration}
 	seen := map[topology.GroupID]bool{}
 	for _, d := range r.Domains {
-		switch d.Status {
+		switch d.State {
 		case StateSkipped:
 			s.DomainsSkipped++
 		case StateDone, StateDryRun:
@@ -306,11 +288,12 @@ type RolloutPlan struct {
 	Order RolloutOrder `json:"order"`
 	// Steering is how it keeps evicted pods off pending domains.
 	Steering Steering `json:"steering"`
-	// Domains are the rollout's domains, in the order it takes them.
-	Domains []string `json:"domains"`
-	// Upgraded are the domains of Domains that a run with the same ID
-	// upgraded already: the rollout skips their drain.
-	Upgraded []string `json:"upgraded,omitempty"`
+	// Domains are the rollout's domains, in the order it takes them:
+	// State Skipped for those a run with the same ID upgraded already
+	// (the rollout skips their drain), Pending for the others; with
+	// Parallel other than 1, each Pending one says when the rollout
+	// starts it (After, With) and what holds it back until then (HeldBy).
+	Domains []RolloutDomain `json:"domains"`
 	// Findings are the contract's findings over Domains, then those of
 	// the destinations (topology.FindingDisruptedAgain, topology.FindingNoRoom).
 	Findings []topology.Finding `json:"findings,omitempty"`
@@ -324,9 +307,6 @@ type RolloutPlan struct {
 	// simulation (domains in flight taken to end in the order they
 	// started).
 	MaxInFlight int `json:"maxInFlight"`
-	// Schedule says, for a rollout with Parallel other than 1, when each
-	// domain not upgraded yet starts and what holds it back until then.
-	Schedule []ScheduledDomain `json:"schedule,omitempty"`
 }
 
 // PlanRollout looks at the cluster as Rollout(ctx, opts) would before it
@@ -359,11 +339,11 @@ func (d *Drainer) PlanRollout(ctx context.Context, opts RolloutOptions) (*Rollou
 	if err != nil && !errors.As(err, new(*topology.ContractError)) {
 		return nil, err
 	}
-	p := &RolloutPlan{ID: opts.ID, Order: opts.Order, Steering: opts.Steering, Domains: r.domains,
-		Findings: r.res.Findings, Destinations: r.res.Destinations, Parallel: opts.Parallel, MaxInFlight: r.res.MaxInFlight, Schedule: r.res.Schedule}
-	for _, name := range r.domains {
-		if upgradedBy(r.nodes, mustDomain(r.layout, name), r.id) {
-			p.Upgraded = append(p.Upgraded, name)
+	p := &RolloutPlan{ID: opts.ID, Order: opts.Order, Steering: opts.Steering, Domains: r.res.Domains,
+		Findings: r.res.Findings, Destinations: r.res.Destinations, Parallel: opts.Parallel, MaxInFlight: r.res.MaxInFlight}
+	for i := range p.Domains {
+		if upgradedBy(r.nodes, mustDomain(r.layout, p.Domains[i].Domain), r.id) {
+			p.Domains[i].State = StateSkipped
 		}
 	}
 	return p, err

@@ -271,7 +271,7 @@ func TestRolloutCancelledInPhase2ResumesWithoutEvictingOutsideItsPlans(t *testin
 		t.Fatalf("run 2: %v", err)
 	}
 	collect(res2)
-	if res2.Domains[0].Status != StateSkipped || res2.Domains[1].Status != StateDone {
+	if res2.Domains[0].State != StateSkipped || res2.Domains[1].State != StateDone {
 		t.Errorf("run 2 domains: %+v", res2.Domains)
 	}
 	inPlan := map[types.UID]bool{}
@@ -840,13 +840,13 @@ func TestRolloutSummaryLongestBlock(t *testing.T) {
 	}
 	tests := []struct {
 		name    string
-		domains []DomainOutcome
+		domains []RolloutDomain
 		want    *BlockRecord
 	}{
-		{"nothing drained", []DomainOutcome{{Domain: "a", Status: StateSkipped}}, nil},
-		{"no block", []DomainOutcome{{Domain: "a", Drain: &Result{}}}, nil},
-		{"a block of no time counts", []DomainOutcome{{Domain: "a", Drain: &Result{Blocks: []BlockRecord{rec("p", 0)}}}}, ptrTo(rec("p", 0))},
-		{"longest over domains, first of equals", []DomainOutcome{
+		{"nothing drained", []RolloutDomain{{Domain: "a", State: StateSkipped}}, nil},
+		{"no block", []RolloutDomain{{Domain: "a", Drain: &Result{}}}, nil},
+		{"a block of no time counts", []RolloutDomain{{Domain: "a", Drain: &Result{Blocks: []BlockRecord{rec("p", 0)}}}}, ptrTo(rec("p", 0))},
+		{"longest over domains, first of equals", []RolloutDomain{
 			{Domain: "a", Drain: &Result{Blocks: []BlockRecord{rec("p", time.Second), rec("q", 3*time.Second)}}},
 			{Domain: "b", Drain: &Result{Blocks: []BlockRecord{rec("r", 3*time.Second)}}},
 		}, ptrTo(rec("q", 3*time.Second))},

@@ -36,10 +36,10 @@ func TestResultDurationsOnTheWire(t *testing.T) {
 		{drain, [][2]string{{"durationSeconds", "5400"}}},
 		{Summary{DomainsDone: 1, DomainsTotal: 1, Phase1Evicted: 1, LongestDowntime: &down, LongestBlock: &block, Duration: udrain.Seconds(2 * time.Second)},
 			[][2]string{{"durationSeconds", "2"}}},
-		{DomainOutcome{Domain: "ud-1", Status: StateDone, Drain: &drain, Groups: []GroupDowntime{down},
+		{RolloutDomain{Domain: "ud-1", State: StateDone, Drain: &drain, Groups: []GroupDowntime{down},
 			Upgrade: udrain.Seconds(1500 * time.Millisecond), Recovery: udrain.Seconds(90 * time.Minute), Duration: udrain.Seconds(time.Nanosecond)},
 			[][2]string{{"upgradeSeconds", "1.5"}, {"recoverySeconds", "5400"}, {"durationSeconds", "0.000000001"}}},
-		{RolloutResult{ID: "r1", Domains: []DomainOutcome{{Domain: "ud-1", Status: StateDone, Duration: udrain.Seconds(time.Second)}}, Completed: true,
+		{RolloutResult{ID: "r1", Domains: []RolloutDomain{{Domain: "ud-1", State: StateDone, Duration: udrain.Seconds(time.Second)}}, Completed: true,
 			Started: t0, Duration: udrain.Seconds(3 * time.Minute)}, [][2]string{{"durationSeconds", "180"}}},
 		{down, [][2]string{{"downtimeSeconds", "90"}}},
 	} {
@@ -150,5 +150,34 @@ func TestResultJSON(t *testing.T) {
 	var r Result
 	if err := json.Unmarshal([]byte(`{"dryRunOutcomes":[{"pod":{"namespace":"ns","name":"llm-0"},"phase":3,"verdict":"WouldEvict","message":""}]}`), &r); err == nil {
 		t.Errorf("phase 3 read as %+v, want an error", r.DryRunPods)
+	}
+}
+
+// TestRolloutDomainJSON pins a RolloutDomain's JSON in each of its uses:
+// a plan's, a status's and a result's domain carry only their own fields.
+func TestRolloutDomainJSON(t *testing.T) {
+	t0 := time.Date(2026, 7, 1, 10, 0, 0, 0, time.UTC)
+	hold := &Hold{Domain: "ud-3", Reason: HoldLimit, Allowed: 2, InFlight: []string{"ud-1", "ud-2"}, Message: "2 domains in flight"}
+	for _, tc := range []struct {
+		name string
+		d    RolloutDomain
+		want string
+	}{
+		{"a plan's, upgraded already", RolloutDomain{Domain: "ud-1", State: StateSkipped}, `{"domain":"ud-1","state":"Skipped"}`},
+		{"a plan's, scheduled", RolloutDomain{Domain: "ud-3", State: StatePending, After: "ud-1", With: []string{"ud-2"}, HeldBy: hold},
+			`{"domain":"ud-3","state":"Pending","after":"ud-1","with":["ud-2"],` +
+				`"heldBy":{"domain":"ud-3","reason":"Limit","allowed":2,"inFlight":["ud-1","ud-2"],"message":"2 domains in flight"}}`},
+		{"a status's", RolloutDomain{Domain: "ud-1", State: StateDone, Since: &t0, Nodes: 3, Upgraded: 3},
+			`{"domain":"ud-1","state":"Done","since":"2026-07-01T10:00:00Z","nodes":3,"upgraded":3}`},
+		{"a status's, pending", RolloutDomain{Domain: "ud-2", State: StatePending, Nodes: 2, Pods: 4},
+			`{"domain":"ud-2","state":"Pending","nodes":2,"pods":4}`},
+		{"a result's, not reached", RolloutDomain{Domain: "ud-2", State: StatePending}, `{"domain":"ud-2","state":"Pending"}`},
+		{"a result's, done", RolloutDomain{Domain: "ud-1", State: StateDone, After: "ud-9", Health: &DomainHealth{Domain: "ud-1", Healthy: true},
+			Upgrade: udrain.Seconds(time.Second), Recovery: udrain.Seconds(2 * time.Second), Duration: udrain.Seconds(4 * time.Second)},
+			`{"domain":"ud-1","state":"Done","after":"ud-9","health":{"domain":"ud-1","healthy":true},"upgradeSeconds":1,"recoverySeconds":2,"durationSeconds":4}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkWire(t, tc.d, tc.want)
+		})
 	}
 }

@@ -36,7 +36,7 @@ const DefaultWorkloadUpdateInterval = 2 * time.Second
 // update deletes groups through no budget; a domain drained meanwhile
 // would take down groups the budget counts as healthy while the update
 // takes down others: the rollout does not make that worse, it waits, says
-// so (EventWorkloadUpdating, DomainProgress.Updating in the rollout's
+// so (EventWorkloadUpdating, RolloutDomain.Updating in the rollout's
 // status), and goes on once the updates are done (EventWorkloadUpdated).
 // An update that starts after the domain's cordon is not waited for.
 //
