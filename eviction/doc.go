@@ -40,8 +40,9 @@
 // the nodes upgraded, uncordons, and waits until the domain's groups are
 // healthy and their budgets' status has caught up (package health decides
 // both), before the next domain. Before it cordons a domain, it waits while
-// a LeaderWorkerSet with a group on it rolls out its own update (whose
-// deletions no budget stops; Options.WorkloadUpdates, read without LWS's
+// a LeaderWorkerSet with a group on it rolls out its own update, whose
+// deletions no budget stops (RolloutOptions.IgnoreWorkloadUpdates,
+// WorkloadUpdateTimeout and WorkloadUpdateInterval; LWS is read without its
 // Go module: workloadupdate.go, lws.go). Run again with the same ID after a
 // crash or cancel, it continues from the cluster's state and never evicts a
 // pod its plan did not name.

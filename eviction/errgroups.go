@@ -99,7 +99,7 @@ const (
 	// before running this one again.
 	ReasonInProgress ErrorReason = "InProgress"
 	// ReasonWorkloadUpdating: a domain that waited
-	// RolloutOptions.WorkloadUpdates' Timeout (RetryError.Waited) for the
+	// RolloutOptions.WorkloadUpdateTimeout (RetryError.Waited) for the
 	// updates of workloads with a group on it (RetryError.Updates).
 	// Nothing of the domain was touched.
 	ReasonWorkloadUpdating ErrorReason = "WorkloadUpdating"

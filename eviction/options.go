@@ -182,13 +182,6 @@ type Options struct {
 	// as well.
 	ConnectTimeout time.Duration
 
-	// WorkloadUpdates says whether and how long a rollout waits, before it
-	// cordons a domain, for the workloads on it that roll out an update of
-	// their own (a LeaderWorkerSet's rolling update deletes groups through
-	// no budget); the zero value waits without a limit. See
-	// WorkloadUpdates.
-	WorkloadUpdates WorkloadUpdates
-
 	// RequestTimeout bounds each write udrain makes itself (an eviction, a
 	// node patch, a Lease update): an API server that accepts the request
 	// and never answers (a black hole: a dead load balancer, a firewall
@@ -273,7 +266,7 @@ func (o Options) checkValues(h *drain.Helper) error {
 	case o.Backoff != (wait.Backoff{}) && o.Backoff.Duration <= 0:
 		return configError("Options.Backoff.Duration", "%v is not positive; set the first retry delay, or leave Backoff zero for the default", o.Backoff.Duration)
 	}
-	return o.WorkloadUpdates.check()
+	return nil
 }
 
 // parseHelper reads the helper's pod selector and dry-run strategy.
@@ -333,9 +326,6 @@ func (s *settings) setDefaults() {
 	}
 	if o.BudgetRecheck == 0 {
 		s.BudgetRecheck = DefaultBudgetRecheck
-	}
-	if o.WorkloadUpdates.Interval == 0 {
-		s.WorkloadUpdates.Interval = DefaultWorkloadUpdateInterval
 	}
 	if o.Backoff == (wait.Backoff{}) {
 		s.Backoff = DefaultBackoff()
