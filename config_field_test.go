@@ -214,8 +214,10 @@ func TestConfigErrorFieldsFollowTheConvention(t *testing.T) {
 			return status("", eviction.RolloutOptions{LockNamespace: "Not_A_Namespace"})
 		}},
 
-		// eviction: the Reader's options, its constructor and methods.
+		// eviction: the read-only Drainer's options, its constructor and
+		// methods; its write methods name its constructor.
 		{"eviction.NewReader(client)", func() error { _, err := eviction.NewReader(nil, eviction.Options{}); return err }},
+		{"eviction.NewReader(client)", func() error { _, err := reader.Uncordon(ctx, "ud-1"); return err }},
 		{"eviction.Options.DomainLabel", func() error { return newReader(eviction.Options{DomainLabel: "not a key!"}) }},
 		{"eviction.Options.Namespace", func() error { return newReader(eviction.Options{Namespace: "Not_A_Namespace"}) }},
 		{"eviction.Options.ConnectTimeout", func() error { return newReader(eviction.Options{ConnectTimeout: -1}) }},
@@ -223,8 +225,8 @@ func TestConfigErrorFieldsFollowTheConvention(t *testing.T) {
 		{"eviction.Options.Informers.Pods", func() error {
 			return newReader(eviction.Options{Informers: &clusterinformers.Set{Nodes: cache.NewSharedIndexInformer(nil, &corev1.Node{}, 0, nil)}})
 		}},
-		{"eviction.Reader.Health(domains)", func() error { _, err := reader.Health(ctx, ""); return err }},
-		{"eviction.Reader.WaitHealthy(domains)", func() error { _, err := reader.WaitHealthy(ctx, "ud-1", ""); return err }},
+		{"eviction.Drainer.Health(domains)", func() error { _, err := reader.Health(ctx, ""); return err }},
+		{"eviction.Drainer.WaitHealthy(domains)", func() error { _, err := reader.WaitHealthy(ctx, "ud-1", ""); return err }},
 		{"eviction.RolloutOptions.ID", func() error {
 			_, err := reader.RolloutStatus(ctx, eviction.RolloutOptions{ID: "not an ID!"})
 			return err

@@ -382,11 +382,14 @@ func (s *settings) dryRunName() string {
 // over them and reports their health. It keeps no state between calls but
 // the serialisation of OnEvent, and is safe for concurrent use: a
 // controller builds one and calls it as often as it likes. A caller that
-// only reads needs no drain settings: see Reader.
+// only reads needs no drain settings: NewReader returns a read-only
+// Drainer, whose write methods return a *udrain.ConfigError.
 type Drainer struct {
 	client kubernetes.Interface
 	s      *settings
 	events *emitter
+	// readOnly: made by NewReader; see writable.
+	readOnly bool
 }
 
 // New returns a Drainer, or a *udrain.ConfigError for invalid options.

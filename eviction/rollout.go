@@ -315,8 +315,13 @@ func (r *RolloutResult) Summary() Summary {
 // say which domain a Pending pod came from, so a group that is down
 // elsewhere for another reason is waited for too, unless every pod of its
 // namespace is gone (its workload was deleted). With a dry-run strategy it
-// plans and dry-runs each domain and changes nothing.
+// plans and dry-runs each domain and changes nothing. A Drainer from
+// NewReader returns a *udrain.ConfigError instead, before any request
+// (PlanRollout is its preview).
 func (d *Drainer) Rollout(ctx context.Context, opts RolloutOptions) (*RolloutResult, error) {
+	if err := d.writable("Rollout"); err != nil {
+		return nil, err
+	}
 	opts, err := opts.settle(d.s)
 	if err != nil {
 		return nil, err

@@ -116,9 +116,6 @@ var fieldFlags = map[string]string{
 	"upgrade.WebhookOptions.URL":            "--upgrade-webhook",
 	"upgrade.WebhookOptions.Header":         "--upgrade-webhook-header",
 	"upgrade.WebhookOptions.AttemptTimeout": "--upgrade-timeout",
-	// eviction's Reader (domains, audit, wait-healthy, rollout status)
-	"eviction.Reader.Health(domains)":      "DOMAIN",
-	"eviction.Reader.WaitHealthy(domains)": "DOMAIN",
 }
 
 // findingFlags names, for the findings whose remedy is a setting of the
