@@ -39,26 +39,26 @@ func (a *AuditResult) Err() error { return topology.Report{Findings: a.Findings}
 // go. Options that cannot work are a *udrain.ConfigError before any
 // request; a rollout that cannot be planned is AuditResult.RolloutErr, not an
 // error.
-func (r *Reader) Audit(ctx context.Context, opts RolloutOptions) (*AuditResult, error) {
+func (d *Drainer) Audit(ctx context.Context, opts RolloutOptions) (*AuditResult, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	s, err := r.Snapshot(ctx)
+	s, err := d.Snapshot(ctx)
 	if err != nil {
 		return nil, err
 	}
-	layout, err := topology.BuildLayout(s.Nodes, r.d.s.layoutOptions())
+	layout, err := topology.BuildLayout(s.Nodes, d.s.layoutOptions())
 	if err != nil {
 		return nil, err
 	}
-	groups := topology.FindGroups(s.Pods, groupersFor(r.d.s, s)...)
+	groups := topology.FindGroups(s.Pods, groupersFor(d.s, s)...)
 	pdbs := topology.NewPDBIndex(s.PDBs)
 	a := &AuditResult{LabelKey: layout.LabelKey, Domains: layout.Names(), Groups: len(groups), PDBs: len(s.PDBs),
 		Findings: topology.Audit(topology.AuditInput{Layout: layout, Groups: groups, PDBs: s.PDBs, PDBIndex: pdbs, Pods: s.Pods}).Findings}
 	// The LeaderWorkerSets' own specs (one list of them), whether or not
 	// their pods exist yet.
-	a.Findings = append(a.Findings, r.d.auditLeaderWorkerSets(ctx, layout, pdbs)...)
-	if a.Rollout, err = r.PlanRollout(ctx, opts); a.Rollout == nil {
+	a.Findings = append(a.Findings, d.auditLeaderWorkerSets(ctx, layout, pdbs)...)
+	if a.Rollout, err = d.PlanRollout(ctx, opts); a.Rollout == nil {
 		a.RolloutErr = err
 		return a, nil
 	}

@@ -107,7 +107,7 @@ type RolloutDomain struct {
 	Budgets []health.BudgetStatus `json:"budgets,omitempty"`
 	// Updating (status) are the workloads on a Pending domain that roll
 	// out an update of their own: the rollout waits for them
-	// (WorkloadUpdates).
+	// (RolloutOptions.IgnoreWorkloadUpdates).
 	Updating []WorkloadUpdate `json:"updating,omitempty"`
 
 	// After, With and HeldBy (plan and result, with Parallel other than

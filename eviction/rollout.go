@@ -92,6 +92,39 @@ type RolloutOptions struct {
 	// GPUCheckGrace is how long the check waits for the GPUs to come
 	// back; zero means DefaultGPUGrace.
 	GPUCheckGrace time.Duration
+	// IgnoreWorkloadUpdates starts each domain without reading its
+	// workloads. By default (false), before it cordons a domain, the
+	// rollout waits while a workload with a group on the domain rolls out
+	// an update of its own: a LeaderWorkerSet whose status says
+	// UpdateInProgress, or whose latest spec its controller has not looked
+	// at yet (status.observedGeneration behind metadata.generation). Its
+	// rolling update deletes groups through no budget; a domain drained
+	// meanwhile would take down groups the budget counts as healthy while
+	// the update takes down others: the rollout does not make that worse,
+	// it waits, says so (EventWorkloadUpdating, RolloutDomain.Updating in
+	// the rollout's status), and goes on once the updates are done
+	// (EventWorkloadUpdated). An update that starts after the domain's
+	// cordon is not waited for.
+	//
+	// The LeaderWorkerSets are read from Options.Informers'
+	// LeaderWorkerSets when the Drainer has one (no request), else with
+	// one GET each (LeaderWorkerSetResource, through the clientset's REST
+	// client: udrain does not import LWS's Go module) per domain and per
+	// WorkloadUpdateInterval while it waits. One whose GET is refused
+	// (RBAC) is reported in an EventWorkloadUpdating's message and not
+	// waited for; one that does not exist (pods that only carry LWS's
+	// labels) is not either. RolloutStatus reads the same updates into
+	// RolloutDomain.Updating unless IgnoreWorkloadUpdates is set.
+	IgnoreWorkloadUpdates bool
+	// WorkloadUpdateTimeout bounds one domain's wait for its workloads'
+	// updates: once it has waited that long, the rollout stops with a
+	// *RetryError (ReasonWorkloadUpdating, in a *DomainError of
+	// StagePlan), nothing of the domain touched. Zero means no limit.
+	WorkloadUpdateTimeout time.Duration
+	// WorkloadUpdateInterval is how often the workloads are read again
+	// while a domain waits for their updates; zero means
+	// DefaultWorkloadUpdateInterval.
+	WorkloadUpdateInterval time.Duration
 	// NoLock runs the rollout without its lock. The lock is a
 	// coordination.k8s.io Lease named after the rollout's ID, in
 	// LockNamespace, renewed while the rollout runs, released when it
@@ -264,8 +297,13 @@ func (r *RolloutResult) Summary() Summary {
 // say which domain a Pending pod came from, so a group that is down
 // elsewhere for another reason is waited for too, unless every pod of its
 // namespace is gone (its workload was deleted). With a dry-run strategy it
-// plans and dry-runs each domain and changes nothing.
+// plans and dry-runs each domain and changes nothing. A Drainer from
+// NewReader returns a *udrain.ConfigError instead, before any request
+// (PlanRollout is its preview).
 func (d *Drainer) Rollout(ctx context.Context, opts RolloutOptions) (*RolloutResult, error) {
+	if err := d.writable("Rollout"); err != nil {
+		return nil, err
+	}
 	opts, err := opts.settle(d.s)
 	if err != nil {
 		return nil, err
@@ -391,6 +429,14 @@ func (o RolloutOptions) withDefaults() (RolloutOptions, error) {
 	}
 	if o.GPUCheckGrace < 0 {
 		return o, configError("RolloutOptions.GPUCheckGrace", "%v is negative; use 0 for the default (%v)", o.GPUCheckGrace, DefaultGPUGrace)
+	}
+	switch {
+	case o.WorkloadUpdateTimeout < 0:
+		return o, configError("RolloutOptions.WorkloadUpdateTimeout", "%v is negative; use 0 for no limit", o.WorkloadUpdateTimeout)
+	case o.WorkloadUpdateInterval < 0:
+		return o, configError("RolloutOptions.WorkloadUpdateInterval", "%v is negative; use 0 for the default (%v)", o.WorkloadUpdateInterval, DefaultWorkloadUpdateInterval)
+	case o.WorkloadUpdateInterval == 0:
+		o.WorkloadUpdateInterval = DefaultWorkloadUpdateInterval
 	}
 	seen := map[string]bool{}
 	for _, name := range o.Domains {

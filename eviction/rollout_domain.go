@@ -81,7 +81,7 @@ func (s *domainRun) run(ctx context.Context) error {
 	s.start = clk.Now()
 	defer func() { s.out.Duration = udrain.Seconds(clk.Since(s.start)) }()
 	s.emit(Event{Type: EventDomainStarted})
-	if err := s.r.d.waitForWorkloadUpdates(ctx, s.r.v, s.out.Domain, s.r.id, s.emit); err != nil {
+	if err := s.r.d.waitForWorkloadUpdates(ctx, s.r.v, s.out.Domain, s.r.opts, s.emit); err != nil {
 		return s.stop(StagePlan, err)
 	}
 	if err := s.prepare(ctx); err != nil {

@@ -181,3 +181,30 @@ func TestRolloutDomainJSON(t *testing.T) {
 		})
 	}
 }
+
+// TestPlannedPodJSON pins the JSON of a plan's pods: those it skips or
+// refuses carry their reason, as udrain 0.1's PodReason wrote them; those
+// it evicts carry none (the key is left out), as before.
+func TestPlannedPodJSON(t *testing.T) {
+	group := topology.GroupID{Kind: topology.KindLeaderWorkerSet, Namespace: "ns", Name: "llm-0"}
+	for _, tc := range []struct {
+		name string
+		pods []PlannedPod
+		want string
+	}{
+		{"skipped and refused", []PlannedPod{
+			{PodRef: topology.PodRef{Namespace: "kube-system", Name: "agent-a", UID: "u1", Node: "n1"}, Reason: "ignoring DaemonSet-managed Pods"},
+			{PodRef: topology.PodRef{Namespace: "ns", Name: "debug", UID: "u2", Node: "n2"}, Reason: "cannot delete Pods that declare no controller (use --force to override)"},
+		}, `[{"namespace":"kube-system","name":"agent-a","uid":"u1","node":"n1","reason":"ignoring DaemonSet-managed Pods"},` +
+			`{"namespace":"ns","name":"debug","uid":"u2","node":"n2","reason":"cannot delete Pods that declare no controller (use --force to override)"}]`},
+		{"evicted", []PlannedPod{
+			{PodRef: topology.PodRef{Namespace: "ns", Name: "llm-0", UID: "u3", Node: "n1"}, PDBs: []string{"llm"}, Group: &group, Leader: true},
+			{PodRef: topology.PodRef{Namespace: "ns", Name: "cache", UID: "u4", Node: "n1"}, Warning: "deleting Pods with local storage"},
+		}, `[{"namespace":"ns","name":"llm-0","uid":"u3","node":"n1","pdbs":["llm"],"group":{"kind":"LeaderWorkerSet","namespace":"ns","name":"llm-0"},"leader":true},` +
+			`{"namespace":"ns","name":"cache","uid":"u4","node":"n1","warning":"deleting Pods with local storage"}]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkWire(t, tc.pods, tc.want)
+		})
+	}
+}

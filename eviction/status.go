@@ -83,9 +83,9 @@ type RolloutStatus struct {
 // opts.NoLock; a Lease it may not read is a *PermissionError. Of opts it
 // reads what says which rollout and where: ID, Domains and Order (those
 // of the rollout, so that the domains are listed in the order it takes
-// them), NoLock and LockNamespace. A bad option is a *udrain.ConfigError
-// naming it, an unknown domain a *topology.UnknownDomainError, before any
-// request.
+// them), NoLock, LockNamespace and IgnoreWorkloadUpdates. A bad option is
+// a *udrain.ConfigError naming it, an unknown domain a
+// *topology.UnknownDomainError, before any request.
 func (d *Drainer) RolloutStatus(ctx context.Context, opts RolloutOptions) (*RolloutStatus, error) {
 	ro, err := opts.forStatus()
 	if err != nil {
@@ -136,7 +136,7 @@ func (d *Drainer) statusFrom(ctx context.Context, v *view, ro RolloutOptions, st
 	if err != nil {
 		return err
 	}
-	s := statusReader{ctx: ctx, d: d, v: v, id: ro.ID, snap: snap, full: full, memo: memo, layout: layout, running: st.Running, lockKnown: lockKnown, finished: finished}
+	s := statusReader{ctx: ctx, d: d, v: v, id: ro.ID, snap: snap, full: full, memo: memo, layout: layout, running: st.Running, lockKnown: lockKnown, finished: finished, ignoreUpdates: ro.IgnoreWorkloadUpdates}
 	s.groups = topology.FindGroups(snap.Pods, groupersFor(d.s, snap)...)
 	s.groupers = groupersFor(d.s, snap)
 	s.pdbs = topology.NewPDBIndex(snap.PDBs)
@@ -207,8 +207,10 @@ type statusReader struct {
 	// finished: the domains the rollout reading its own status knows
 	// recovered.
 	finished map[string]bool
-	// updates are the workload updates read, one read each per status.
-	updates map[workloadRef]*WorkloadUpdate
+	// updates are the workload updates read, one read each per status;
+	// none with ignoreUpdates (RolloutOptions.IgnoreWorkloadUpdates).
+	updates       map[workloadRef]*WorkloadUpdate
+	ignoreUpdates bool
 }
 
 // domain infers the progress of one domain; t is its health target (its

@@ -32,8 +32,8 @@
 // binary from its release stamps and its build info, as "udrain version"
 // does; NewDomainList, NewAuditReport, NewGPUSummary and
 // NewWaitServerResult build those documents from the library's results
-// (nodes, their topology.Layout and eviction.Reader.Health;
-// eviction.Reader.Audit; gpu.Summarize; bootstrap.WaitForServer) as udrain
+// (nodes, their topology.Layout and eviction.Drainer.Health;
+// eviction.Drainer.Audit; gpu.Summarize; bootstrap.WaitForServer) as udrain
 // does, and DurationSeconds is a
 // duration in the documents' float64 Seconds fields; ReasonOf classifies an error of the module as ErrorInfo.Reason,
 // the class a script acts on (exit codes 2, 3, 4, 130 and 1 on udrain's

@@ -20,7 +20,7 @@ func DurationSeconds(d time.Duration) float64 {
 	return float64(d.Round(time.Millisecond)) / float64(time.Second)
 }
 
-// NewAuditReport is the AuditReport of an audit (eviction.Reader.Audit):
+// NewAuditReport is the AuditReport of an audit (eviction.Drainer.Audit):
 // its findings, counted by severity, and why the rollout was not simulated
 // when it was not.
 func NewAuditReport(a *eviction.AuditResult) AuditReport {
