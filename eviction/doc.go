@@ -64,7 +64,9 @@
 //     given the call's context (Options.OnEvent, serialised per Drainer;
 //     DrainOptions.OnEvent and RolloutOptions.OnEvent, serialised per
 //     call, for sinks that write to the API server; Event.String is the
-//     event's progress line) carry the drain's
+//     event's progress line, and report.NewProgress(os.Stderr, ...).Event
+//     is a ready-made hook that shows a drain or rollout as udrain's
+//     command line does) carry the drain's
 //     or rollout's ID, a sequence number, a dry-run mark, the pod
 //     (namespace, name, UID, node) and its phase, the blocking budget, and
 //     what recovery waits for.
