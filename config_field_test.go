@@ -196,6 +196,8 @@ func TestConfigErrorFieldsFollowTheConvention(t *testing.T) {
 		{"eviction.RolloutOptions.ID", func() error { return rollout(eviction.RolloutOptions{ID: "not an ID!"}) }},
 		{"eviction.RolloutOptions.RecoveryTimeout", func() error { return rollout(eviction.RolloutOptions{RecoveryTimeout: -1}) }},
 		{"eviction.RolloutOptions.GPUCheckGrace", func() error { return rollout(eviction.RolloutOptions{GPUCheckGrace: -1}) }},
+		{"eviction.RolloutOptions.WorkloadUpdateTimeout", func() error { return rollout(eviction.RolloutOptions{WorkloadUpdateTimeout: -1}) }},
+		{"eviction.RolloutOptions.WorkloadUpdateInterval", func() error { return rollout(eviction.RolloutOptions{WorkloadUpdateInterval: -1}) }},
 		{"eviction.RolloutOptions.Domains", func() error { return rollout(eviction.RolloutOptions{Domains: []string{"ud-1", "ud-1"}}) }},
 		{"eviction.RolloutOptions.Order", func() error { return rollout(eviction.RolloutOptions{Order: "random"}) }},
 		{"eviction.RolloutOptions.Steering", func() error { return rollout(eviction.RolloutOptions{Steering: "sideways"}) }},
@@ -212,8 +214,10 @@ func TestConfigErrorFieldsFollowTheConvention(t *testing.T) {
 			return status("", eviction.RolloutOptions{LockNamespace: "Not_A_Namespace"})
 		}},
 
-		// eviction: the Reader's options, its constructor and methods.
+		// eviction: the read-only Drainer's options, its constructor and
+		// methods; its write methods name its constructor.
 		{"eviction.NewReader(client)", func() error { _, err := eviction.NewReader(nil, eviction.Options{}); return err }},
+		{"eviction.NewReader(client)", func() error { _, err := reader.Uncordon(ctx, "ud-1"); return err }},
 		{"eviction.Options.DomainLabel", func() error { return newReader(eviction.Options{DomainLabel: "not a key!"}) }},
 		{"eviction.Options.Namespace", func() error { return newReader(eviction.Options{Namespace: "Not_A_Namespace"}) }},
 		{"eviction.Options.ConnectTimeout", func() error { return newReader(eviction.Options{ConnectTimeout: -1}) }},
@@ -221,8 +225,8 @@ func TestConfigErrorFieldsFollowTheConvention(t *testing.T) {
 		{"eviction.Options.Informers.Pods", func() error {
 			return newReader(eviction.Options{Informers: &clusterinformers.Set{Nodes: cache.NewSharedIndexInformer(nil, &corev1.Node{}, 0, nil)}})
 		}},
-		{"eviction.Reader.Health(domains)", func() error { _, err := reader.Health(ctx, ""); return err }},
-		{"eviction.Reader.WaitHealthy(domains)", func() error { _, err := reader.WaitHealthy(ctx, "ud-1", ""); return err }},
+		{"eviction.Drainer.Health(domains)", func() error { _, err := reader.Health(ctx, ""); return err }},
+		{"eviction.Drainer.WaitHealthy(domains)", func() error { _, err := reader.WaitHealthy(ctx, "ud-1", ""); return err }},
 		{"eviction.RolloutOptions.ID", func() error {
 			_, err := reader.RolloutStatus(ctx, eviction.RolloutOptions{ID: "not an ID!"})
 			return err
@@ -513,7 +517,7 @@ func TestFieldProblemRefusesWhatDoesNotExist(t *testing.T) {
 		"eviction.Drainer.Drain(domain)":        "",
 		"bootstrap.WaitForServer(target)":       "",
 		"eviction.Options.Concurency":           "names a field Concurency that does not exist",
-		"eviction.Options.WorkloadUpdates.Name": "names a field Name that does not exist",
+		"upgrade.Options.Job.Name":              "names a field Name that does not exist",
 		"eviction.Option.Concurrency":           "names a type Option that package eviction does not have",
 		"eviction.New(clientset)":               "names an argument clientset that New does not have",
 		"eviction.Drainer.Drain(name)":          "names an argument name that Drainer.Drain does not have",

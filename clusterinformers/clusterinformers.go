@@ -55,7 +55,7 @@ type EventInformer interface {
 // controller-runtime cache for a typed or unstructured LeaderWorkerSet;
 // its store may hold any object that converts to unstructured. With it, a
 // rollout reads the LeaderWorkerSets on a domain from it (see
-// Options.WorkloadUpdates); without it, it GETs them.
+// eviction.RolloutOptions.IgnoreWorkloadUpdates); without it, it GETs them.
 type Set struct {
 	Nodes                Informer
 	Pods                 Informer

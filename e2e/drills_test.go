@@ -136,8 +136,8 @@ func cannotStartDrill(t *testing.T, id, annotation string, want ...string) {
 		t.Errorf("stopped after %s, want well within the 3m recovery timeout", took)
 	}
 	for _, dom := range res.Domains[1:] {
-		if dom.Status != eviction.StatePending {
-			t.Errorf("domain %s: %s after the stop, want Pending (untouched)", dom.Domain, dom.Status)
+		if dom.State != eviction.StatePending {
+			t.Errorf("domain %s: %s after the stop, want Pending (untouched)", dom.Domain, dom.State)
 		}
 	}
 

@@ -142,8 +142,8 @@ func etcdRestoreDrill(t *testing.T, etcdutlFlags []string, gateStops bool) {
 		t.Fatalf("first run: %v; want a *DomainError of %s with a *HistoryChangedError", err, second)
 	}
 	t.Logf("first run stopped at %s: %v", de.Stage, err)
-	if res1 == nil || len(res1.Domains) != 3 || res1.Domains[0].Status != eviction.StateDone || res1.Domains[1].Status != eviction.StateFailed ||
-		res1.Domains[2].Status != eviction.StatePending {
+	if res1 == nil || len(res1.Domains) != 3 || res1.Domains[0].State != eviction.StateDone || res1.Domains[1].State != eviction.StateFailed ||
+		res1.Domains[2].State != eviction.StatePending {
 		t.Errorf("first run: domains %s; want the first done, %s failed, the last pending", outcomes(res1), second)
 	}
 	if stoppedAfter > 30*time.Second {
@@ -200,8 +200,8 @@ func etcdRestoreDrill(t *testing.T, etcdutlFlags []string, gateStops bool) {
 	}
 	t.Logf("the run after the restore took %s", time.Since(resume).Round(time.Millisecond))
 	for i, dom := range res2.Domains {
-		if dom.Status != eviction.StateDone {
-			t.Errorf("the run after the restore: domain %d %s is %s, want done (none is marked upgraded any more)", i, dom.Domain, dom.Status)
+		if dom.State != eviction.StateDone {
+			t.Errorf("the run after the restore: domain %d %s is %s, want done (none is marked upgraded any more)", i, dom.Domain, dom.State)
 		}
 	}
 	s.waitHealthy(t, time.Minute)

@@ -173,8 +173,8 @@ func TestRolloutResumesAfterCancelInPhase2(t *testing.T) {
 			err, second, opts.ID, eviction.StagePhase2, eviction.StageWaitGone)
 	}
 	t.Logf("first run stopped at %s with %d pod(s) pending", stopped.Stage, len(stopped.Pending))
-	if res1 == nil || len(res1.Domains) != 3 || res1.Domains[0].Status != eviction.StateDone || res1.Domains[1].Status != eviction.StateInterrupted ||
-		res1.Domains[1].Plan == nil || res1.Domains[2].Status != eviction.StatePending {
+	if res1 == nil || len(res1.Domains) != 3 || res1.Domains[0].State != eviction.StateDone || res1.Domains[1].State != eviction.StateInterrupted ||
+		res1.Domains[1].Plan == nil || res1.Domains[2].State != eviction.StatePending {
 		t.Fatalf("first run stopped with domains %s; want %s done, %s interrupted after its plan, %s pending", outcomes(res1), s.nodes.UD(0), second, s.nodes.UD(2))
 	}
 
@@ -188,8 +188,8 @@ func TestRolloutResumesAfterCancelInPhase2(t *testing.T) {
 
 	// No domain drained twice: the second run skips the first domain and
 	// touches none of its nodes or pods.
-	if len(res2.Domains) != 3 || res2.Domains[0].Status != eviction.StateSkipped || res2.Domains[1].Status != eviction.StateDone ||
-		res2.Domains[2].Status != eviction.StateDone {
+	if len(res2.Domains) != 3 || res2.Domains[0].State != eviction.StateSkipped || res2.Domains[1].State != eviction.StateDone ||
+		res2.Domains[2].State != eviction.StateDone {
 		t.Errorf("second run: domains %s; want %s skipped, the others drained", outcomes(res2), s.nodes.UD(0))
 	}
 	for _, e := range again.all() {
@@ -584,7 +584,7 @@ func outcomes(res *eviction.RolloutResult) string {
 	}
 	var parts []string
 	for _, d := range res.Domains {
-		parts = append(parts, fmt.Sprintf("%s{%s, planned %t}", d.Domain, d.Status, d.Plan != nil))
+		parts = append(parts, fmt.Sprintf("%s{%s, planned %t}", d.Domain, d.State, d.Plan != nil))
 	}
 	return "[" + strings.Join(parts, " ") + "]"
 }

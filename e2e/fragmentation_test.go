@@ -124,7 +124,7 @@ func TestRecoveryStopsOnFragmentedGPUs(t *testing.T) {
 	if free := freeGPUs(t, s, first); !slices.Equal(free, []int64{2, 2}) {
 		t.Errorf("free GPUs per node of %s: %v, want [2 2] (fragmented)", first, free)
 	}
-	if got := []eviction.DomainState{res.Domains[0].Status, res.Domains[1].Status, res.Domains[2].Status}; !slices.Equal(got,
+	if got := []eviction.DomainState{res.Domains[0].State, res.Domains[1].State, res.Domains[2].State}; !slices.Equal(got,
 		[]eviction.DomainState{eviction.StateFailed, eviction.StatePending, eviction.StatePending}) {
 		t.Errorf("domains %v, want the first Failed and the others Pending", got)
 	}
@@ -145,7 +145,7 @@ func TestRecoveryStopsOnFragmentedGPUs(t *testing.T) {
 	}
 	var statuses []eviction.DomainState
 	for _, dom := range res.Domains {
-		statuses = append(statuses, dom.Status)
+		statuses = append(statuses, dom.State)
 	}
 	if !slices.Equal(statuses, []eviction.DomainState{eviction.StateSkipped, eviction.StateDone, eviction.StateDone}) {
 		t.Errorf("resumed rollout: domains %v, want %s skipped, the others done", statuses, first)

@@ -86,7 +86,7 @@ kubectl patch node "$n" --subresource=status --type=merge -p '{"status":{"alloca
 	}
 	var statuses []eviction.DomainState
 	for _, d := range rep.Result.Domains {
-		statuses = append(statuses, d.Status)
+		statuses = append(statuses, d.State)
 	}
 	if want := []eviction.DomainState{eviction.StateFailed, eviction.StatePending, eviction.StatePending}; !slices.Equal(statuses, want) {
 		t.Errorf("first run's domains: %v, want %v", statuses, want)
@@ -124,7 +124,7 @@ kubectl patch node "$n" --subresource=status --type=merge -p '{"status":{"alloca
 	}
 	statuses = statuses[:0]
 	for _, d := range rep.Result.Domains {
-		statuses = append(statuses, d.Status)
+		statuses = append(statuses, d.State)
 	}
 	if want := []eviction.DomainState{eviction.StateSkipped, eviction.StateDone, eviction.StateDone}; !slices.Equal(statuses, want) {
 		t.Errorf("second run's domains: %v, want %v", statuses, want)

@@ -70,8 +70,8 @@ func TestRolloutLockDrill(t *testing.T) {
 			loser.code, rep.Error, app.ExitError, holder.cmd.Process.Pid, loser.stderr())
 	}
 	for _, d := range rep.Result.Domains {
-		if d.Status != eviction.StatePending || d.Drain != nil {
-			t.Errorf("the refused rollout touched domain %s: %s", d.Domain, d.Status)
+		if d.State != eviction.StatePending || d.Drain != nil {
+			t.Errorf("the refused rollout touched domain %s: %s", d.Domain, d.State)
 		}
 	}
 	t.Logf("two rollouts %s at once: pid %d holds the Lease, pid %d refused after %s: %s", id, holder.cmd.Process.Pid,
@@ -138,7 +138,7 @@ func TestRolloutLockDrill(t *testing.T) {
 	}
 	statuses := make([]eviction.DomainState, len(r.Result.Domains))
 	for i, d := range r.Result.Domains {
-		statuses[i] = d.Status
+		statuses[i] = d.State
 	}
 	if want := []eviction.DomainState{eviction.StateSkipped, eviction.StateDone, eviction.StateDone}; !slices.Equal(statuses, want) {
 		t.Errorf("the resumed rollout's domains: %v, want %v", statuses, want)

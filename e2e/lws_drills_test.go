@@ -456,7 +456,7 @@ func (ct *countingTransport) RoundTrip(req *http.Request) (*http.Response, error
 // the domain), evicts nothing until LWS's status says the update is done
 // or the update has moved every group off the domain (udrain's steering
 // keeps recreated groups off the pending domains), then goes on; the
-// independent recording shows never fewer than 2 of 3 groups healthy. With the wait turned off (WorkloadUpdates.Ignore), the
+// independent recording shows never fewer than 2 of 3 groups healthy. With the wait turned off (RolloutOptions.IgnoreWorkloadUpdates), the
 // same run evicts while LWS's update runs: the drill fails.
 func TestLWSUpdateDuringRollout(t *testing.T) {
 	t.Parallel()
@@ -519,7 +519,7 @@ type updateRun struct {
 	// evictedDuring are the pods udrain evicted (accepted) inside the
 	// window; status is the next domain's progress read during the wait.
 	evictedDuring []string
-	status        *eviction.DomainProgress
+	status        *eviction.RolloutDomain
 }
 
 // updateWindow is when LWS's update ran, as its status showed it to a
@@ -609,9 +609,9 @@ func runUpdateDuringRollout(t *testing.T, ignore bool) updateRun {
 			})
 		}
 	}
-	d := hookedDrainer(t, s, "udrain-events.txt", r.events, eviction.Options{WorkloadUpdates: eviction.WorkloadUpdates{Ignore: ignore}}, hook)
+	d := hookedDrainer(t, s, "udrain-events.txt", r.events, eviction.Options{}, hook)
 	start := time.Now()
-	res, err := d.Rollout(ctx, eviction.RolloutOptions{ID: id, Domains: order, Order: eviction.OrderGiven, RecoveryTimeout: 3 * time.Minute,
+	res, err := d.Rollout(ctx, eviction.RolloutOptions{ID: id, Domains: order, Order: eviction.OrderGiven, RecoveryTimeout: 3 * time.Minute, IgnoreWorkloadUpdates: ignore,
 		Upgrade: func(ctx context.Context, _ topology.Domain) error { return sleepCtx(ctx, upgradeStep) }})
 	if err != nil {
 		t.Fatalf("rollout: %v", err)

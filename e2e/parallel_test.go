@@ -323,7 +323,7 @@ func TestParallelDomainsWithinTheBudget(t *testing.T) {
 					t.Errorf("the node watch saw %d domains cordoned at once (%v), want 2", most, at)
 				}
 				if res.MaxInFlight != 2 {
-					t.Errorf("the plan said %d domains at once, want 2 (schedule %+v)", res.MaxInFlight, res.Schedule)
+					t.Errorf("the plan said %d domains at once, want 2 (domains %+v)", res.MaxInFlight, res.Domains)
 				}
 				held := events.ofType(eviction.EventDomainHeld)
 				if len(held) == 0 || held[0].Hold == nil || held[0].Hold.Reason != eviction.BlockBudget || held[0].Hold.PDB != pb.s.real.PDBName() {
@@ -394,7 +394,7 @@ func TestParallelRolloutResumesSeveralDomains(t *testing.T) {
 	}
 	var interrupted []string
 	for _, o := range res.Domains {
-		if o.Status == eviction.StateInterrupted {
+		if o.State == eviction.StateInterrupted {
 			interrupted = append(interrupted, o.Domain)
 		}
 	}

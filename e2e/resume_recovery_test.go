@@ -72,7 +72,7 @@ func TestResumeWaitsForUnscheduledGroups(t *testing.T) {
 	if err == nil {
 		h := res.Domains[0].Health
 		t.Errorf("second run returned done with domain %s %s and health %+v, while its drained group is Pending (no scheduler): recovery did not wait for it",
-			dom, res.Domains[0].Status, h)
+			dom, res.Domains[0].State, h)
 	} else if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("second run: %v, want it still waiting for the Pending group when the test's deadline ends", err)
 	}

@@ -47,8 +47,8 @@ func TestRolloutDisruptsEachGroupOnce(t *testing.T) {
 		t.Errorf("summary %+v, want 3 domains done, 3 pods evicted in phase 1 and 9 in phase 2, 3 groups disrupted", sum)
 	}
 	for _, dom := range res.Domains {
-		if dom.Status != eviction.StateDone || dom.Health == nil || !dom.Health.Healthy {
-			t.Errorf("domain %s: status %s, health %+v; want Done and healthy", dom.Domain, dom.Status, dom.Health)
+		if dom.State != eviction.StateDone || dom.Health == nil || !dom.Health.Healthy {
+			t.Errorf("domain %s: status %s, health %+v; want Done and healthy", dom.Domain, dom.State, dom.Health)
 		}
 	}
 	checkUpgradedAndUncordoned(t, s, "e2e")

@@ -15,17 +15,17 @@ import (
 // evicts could go is PlanRollout's (its Destinations and its
 // topology.FindingDisruptedAgain, FindingNoRoom and FindingParallelLimited
 // findings); report.NewAuditReport puts the two together.
-func (r *Reader) Audit(ctx context.Context) (topology.Report, error) {
-	s, err := r.Snapshot(ctx)
+func (d *Drainer) Audit(ctx context.Context) (topology.Report, error) {
+	s, err := d.Snapshot(ctx)
 	if err != nil {
 		return topology.Report{}, err
 	}
-	layout, err := topology.BuildLayout(s.Nodes, r.d.s.layoutOptions())
+	layout, err := topology.BuildLayout(s.Nodes, d.s.layoutOptions())
 	if err != nil {
 		return topology.Report{}, err
 	}
 	pdbs := topology.NewPDBIndex(s.PDBs)
-	rep := topology.Audit(topology.AuditInput{Layout: layout, Groups: topology.FindGroups(s.Pods, groupersFor(r.d.s, s)...), PDBs: s.PDBs, PDBIndex: pdbs, Pods: s.Pods})
-	rep.Findings = append(rep.Findings, r.d.auditLeaderWorkerSets(ctx, layout, pdbs)...)
+	rep := topology.Audit(topology.AuditInput{Layout: layout, Groups: topology.FindGroups(s.Pods, groupersFor(d.s, s)...), PDBs: s.PDBs, PDBIndex: pdbs, Pods: s.Pods})
+	rep.Findings = append(rep.Findings, d.auditLeaderWorkerSets(ctx, layout, pdbs)...)
 	return rep, nil
 }

@@ -1,6 +1,7 @@
 package eviction
 
 import (
+	"context"
 	"strings"
 	"sync"
 	"testing"
@@ -12,10 +13,19 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
-// attemptCounter counts the real (not dry-run) eviction requests per pod.
+// attemptCounter counts the real (not dry-run) eviction requests per pod,
+// and when each was made.
 type attemptCounter struct {
 	mu sync.Mutex
 	n  map[string]int
+	at map[string][]time.Time
+}
+
+// times returns when name's eviction requests were made.
+func (c *attemptCounter) times(name string) []time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]time.Time(nil), c.at[name]...)
 }
 
 func (c *attemptCounter) of(name string) int {
@@ -42,12 +52,14 @@ func TestBudgetRefusedEvictionWaitsForItsBudget(t *testing.T) {
 		// hold is how long the budget stays spent before it frees (0: it
 		// never frees in the test).
 		hold time.Duration
-		// wantAttempts is the leader's eviction requests when the drain
-		// is done (or after hold when it never frees), at most.
+		// minAttempts and maxAttempts bound the leader's eviction
+		// requests when the drain is done. When the budget never frees,
+		// the test waits for minAttempts requests instead and checks
+		// their spacing (maxAttempts unused).
 		minAttempts, maxAttempts int
 	}{
 		{name: "spent budget freed on the watch: one refusal, one eviction", recheck: time.Hour, hold: 600 * time.Millisecond, minAttempts: 2, maxAttempts: 2},
-		{name: "spent budget that stays spent: retried every BudgetRecheck, not on the backoff", recheck: 150 * time.Millisecond, hold: 0, minAttempts: 3, maxAttempts: 7},
+		{name: "spent budget that stays spent: retried every BudgetRecheck, not on the backoff", recheck: 150 * time.Millisecond, hold: 0, minAttempts: 4},
 		{name: "refused while the watch allowed: retried on the backoff", recheck: time.Hour, allowed: 1, refuseFirst: true, minAttempts: 2, maxAttempts: 2},
 	}
 	for _, tt := range tests {
@@ -55,13 +67,14 @@ func TestBudgetRefusedEvictionWaitsForItsBudget(t *testing.T) {
 			ctx := testContext(t)
 			fc := newFakeCluster(t, lwsCluster(2, 1, 2)...)
 			fc.setBudget(ctx, tt.allowed, 2)
-			c := &attemptCounter{n: map[string]int{}}
+			c := &attemptCounter{n: map[string]int{}, at: map[string][]time.Time{}}
 			fc.onEvict = func(ns, name string, dryRun bool) error {
 				if dryRun {
 					return nil
 				}
 				c.mu.Lock()
 				c.n[name]++
+				c.at[name] = append(c.at[name], time.Now())
 				first := c.n[name] == 1
 				c.mu.Unlock()
 				if tt.refuseFirst && first && name == "llm-0" {
@@ -86,10 +99,24 @@ func TestBudgetRefusedEvictionWaitsForItsBudget(t *testing.T) {
 			if tt.allowed == 0 {
 				log.waitFor(t, "Blocked", func(e Event) bool { return e.Type == EventBlocked })
 				if tt.hold == 0 {
-					time.Sleep(time.Second)
-					if got := c.of("llm-0"); got < tt.minAttempts || got > tt.maxAttempts {
-						t.Errorf("%d eviction requests for the leader in 1s with BudgetRecheck %v and a %v backoff, want %d to %d",
-							got, tt.recheck, fast.Duration, tt.minAttempts, tt.maxAttempts)
+					// Retried, again and again, each retry at least
+					// BudgetRecheck after the one before: a timer
+					// fires no earlier than its delay, however loaded
+					// the machine, and the 10ms backoff would make the
+					// gaps shorter. (How many retries fit in a second
+					// of wall time is the machine's business.)
+					if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+						return c.of("llm-0") >= tt.minAttempts, nil
+					}); err != nil {
+						t.Fatalf("%d eviction requests for the leader within 20s with BudgetRecheck %v, want %d: not retried",
+							c.of("llm-0"), tt.recheck, tt.minAttempts)
+					}
+					at := c.times("llm-0")
+					for i := 1; i < len(at); i++ {
+						if gap := at[i].Sub(at[i-1]); gap < tt.recheck {
+							t.Errorf("eviction request %d for the leader %v after the one before, want at least BudgetRecheck %v (not the %v backoff)",
+								i+1, gap, tt.recheck, fast.Duration)
+						}
 					}
 					fc.setBudget(ctx, 1, 2)
 					if err := <-done; err != nil {

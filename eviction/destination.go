@@ -145,7 +145,7 @@ func destinationFindings(dests []GroupDestination, steering Steering) []topology
 }
 
 // planDestinations fills RolloutResult.Destinations, and with
-// parallel domains the schedule, from the first look at the cluster, in
+// parallel domains the schedule (the Domains' After, With and HeldBy), from the first look at the cluster, in
 // the rollout's order, and adds their findings to RolloutResult.Findings.
 // With SteerStrict, a group that finds no room at all stops the rollout
 // before anything is touched (a *topology.ContractError), unless
@@ -177,7 +177,12 @@ func (r *rollout) planDestinations(snap *Snapshot) error {
 		}
 	}
 	if !r.opts.serial() {
-		r.res.Schedule = sched
+		for _, s := range sched {
+			if i := slices.IndexFunc(r.res.Domains, func(d RolloutDomain) bool { return d.Domain == s.Domain }); i >= 0 {
+				d := &r.res.Domains[i]
+				d.After, d.With, d.HeldBy = s.After, s.With, s.HeldBy
+			}
+		}
 	}
 	found := destinationFindings(r.res.Destinations, r.opts.Steering)
 	if f, ok := parallelLimited(r.opts.limit(), peak, len(in.plans), sched); ok {
@@ -198,7 +203,7 @@ func (r *rollout) planDestinations(snap *Snapshot) error {
 // parallelLimited is the finding of a rollout asked for limit domains at
 // once (of domains to drain) whose schedule never has more than peak in
 // flight: what held its domains back, each reason once.
-func parallelLimited(limit, peak, domains int, sched []ScheduledDomain) (topology.Finding, bool) {
+func parallelLimited(limit, peak, domains int, sched []RolloutDomain) (topology.Finding, bool) {
 	if limit <= 1 || peak >= min(limit, domains) {
 		return topology.Finding{}, false
 	}

@@ -320,6 +320,15 @@ func TestRolloutChecksDestinations(t *testing.T) {
 	})
 }
 
+// pendingDomains are a plan's domains, each Pending.
+func pendingDomains(names ...string) []RolloutDomain {
+	out := make([]RolloutDomain, len(names))
+	for i, n := range names {
+		out[i] = RolloutDomain{Domain: n, State: StatePending}
+	}
+	return out
+}
+
 // TestPlanRollout: a rollout's plan, made without touching anything, has
 // the order, the destinations and the findings the rollout would act on,
 // and the contract's error with them; bad options and unknown domains get
@@ -343,13 +352,13 @@ func TestPlanRollout(t *testing.T) {
 			// The spare ud-3 first: llm-0 (whose own node lost GPUs) finds
 			// it upgraded, llm-1 comes back to its own domain.
 			name: "defaults", opts: RolloutOptions{ID: "r1"},
-			want: &RolloutPlan{ID: "r1", Parallel: 1, MaxInFlight: 1, Order: OrderSpareFirst, Steering: SteerAuto, Domains: []string{"ud-3", "ud-1", "ud-2"},
+			want: &RolloutPlan{ID: "r1", Parallel: 1, MaxInFlight: 1, Order: OrderSpareFirst, Steering: SteerAuto, Domains: pendingDomains("ud-3", "ud-1", "ud-2"),
 				Destinations: []GroupDestination{dest(0, "ud-1", "ud-3", DestinationUpgraded, 1), dest(1, "ud-2", "ud-2", DestinationOwnDomain, 0)}},
 		},
 		{
 			// The spare last: llm-0 can only go to ud-3 before its turn.
 			name: "given order", opts: RolloutOptions{ID: "r1", Domains: all},
-			want: &RolloutPlan{ID: "r1", Parallel: 1, MaxInFlight: 1, Order: OrderGiven, Steering: SteerAuto, Domains: all,
+			want: &RolloutPlan{ID: "r1", Parallel: 1, MaxInFlight: 1, Order: OrderGiven, Steering: SteerAuto, Domains: pendingDomains(all...),
 				Destinations: []GroupDestination{dest(0, "ud-1", "ud-3", DestinationDisruptedAgain, 1), dest(1, "ud-2", "ud-2", DestinationOwnDomain, 0),
 					dest(0, "ud-3", "ud-3", DestinationOwnDomain, 0)}},
 			wantCodes: []topology.FindingCode{topology.FindingDisruptedAgain},
@@ -358,7 +367,7 @@ func TestPlanRollout(t *testing.T) {
 			// Strict keeps llm-0 off the pending ud-3 and its own node has
 			// no room: the plan says so, with the error Rollout stops on.
 			name: "strict without room", opts: RolloutOptions{ID: "r1", Domains: all, Steering: SteerStrict},
-			want: &RolloutPlan{ID: "r1", Parallel: 1, MaxInFlight: 1, Order: OrderGiven, Steering: SteerStrict, Domains: all,
+			want: &RolloutPlan{ID: "r1", Parallel: 1, MaxInFlight: 1, Order: OrderGiven, Steering: SteerStrict, Domains: pendingDomains(all...),
 				Destinations: []GroupDestination{dest(0, "ud-1", "", DestinationNoRoom, 0), dest(1, "ud-2", "ud-2", DestinationOwnDomain, 0)}},
 			wantCodes: []topology.FindingCode{topology.FindingNoRoom},
 			wantErr:   "placement contract violated (1 finding(s)); NoRoom: group inference/llm-0, evicted from ud-1, finds no room anywhere",
@@ -368,7 +377,7 @@ func TestPlanRollout(t *testing.T) {
 			// udrain's own pod cache keeps the tolerations, so the plan
 			// is the defaults' (without them no node would take llm-0).
 			name: "tainted GPU nodes, keyed tolerations", opts: RolloutOptions{ID: "r1"}, tainted: true,
-			want: &RolloutPlan{ID: "r1", Parallel: 1, MaxInFlight: 1, Order: OrderSpareFirst, Steering: SteerAuto, Domains: []string{"ud-3", "ud-1", "ud-2"},
+			want: &RolloutPlan{ID: "r1", Parallel: 1, MaxInFlight: 1, Order: OrderSpareFirst, Steering: SteerAuto, Domains: pendingDomains("ud-3", "ud-1", "ud-2"),
 				Destinations: []GroupDestination{dest(0, "ud-1", "ud-3", DestinationUpgraded, 1), dest(1, "ud-2", "ud-2", DestinationOwnDomain, 0)}},
 		},
 		{name: "unknown domain", opts: RolloutOptions{Domains: []string{"ud-9"}}, wantErr: `ud-9`},

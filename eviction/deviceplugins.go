@@ -19,8 +19,8 @@ import (
 // returns none without an error: Summarize then reports the GPU nodes that
 // do not advertise their resource without the device plugin's diagnosis.
 // Other errors are DaemonSets's.
-func (r *Reader) DevicePlugins(ctx context.Context) ([]appsv1.DaemonSet, error) {
-	all, err := r.DaemonSets(ctx)
+func (d *Drainer) DevicePlugins(ctx context.Context) ([]appsv1.DaemonSet, error) {
+	all, err := d.DaemonSets(ctx)
 	var denied *PermissionError
 	if errors.As(err, &denied) && apierrors.IsForbidden(denied.Err) {
 		klog.FromContext(ctx).Info("Cannot list DaemonSets; GPU nodes without their resource are reported without the device plugin's diagnosis (grant list on daemonsets.apps to get it)", "err", denied.Err)

@@ -18,7 +18,7 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// The Reader's DevicePlugins are the DaemonSets package gpu takes for
+// A read-only Drainer's DevicePlugins are the DaemonSets package gpu takes for
 // device plugins; a refusal to list DaemonSets is logged and leaves none,
 // other errors are returned.
 func TestReaderDevicePlugins(t *testing.T) {

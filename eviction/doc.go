@@ -8,17 +8,19 @@
 //
 //   - New(client, Options) returns a Drainer: it plans, drains, uncordons,
 //     rolls out, and reads (Snapshot, Health, WaitHealthy, WaitRecovered,
-//     PlanRollout, RolloutStatus) under its drain settings.
-//   - NewReader(client, Options) returns a Reader, the read-only entry
-//     point, for callers that change nothing (a status page, a report, a
-//     script waiting for health): Snapshot, Health, WaitHealthy,
-//     PlanRollout and RolloutStatus, with the Drainer's results, and
-//     Audit (the placement contract over every domain), from
-//     options that hold only what reading needs (domain label, namespace,
-//     informers, connect timeout, clock, events). It sends no write
-//     request, every pod counts in the plans it reads (as with kubectl's
-//     Force, IgnoreAllDaemonSets and DeleteEmptyDirData), and its
-//     WaitHealthy is bounded by the context's deadline.
+//     PlanRollout, RolloutStatus, WatchRolloutStatus; Audit, the placement
+//     contract over every domain; Nodes, DaemonSets and
+//     DevicePlugins alone, for a report of nodes or GPUs that needs no
+//     pods) under its drain settings.
+//   - NewReader(client, Options) returns a read-only Drainer, for callers
+//     that change nothing (a status page, a report, a script waiting for
+//     health): its read methods are the Drainer's, from options that hold
+//     only what reading needs (domain label, namespace, informers, connect
+//     timeout, clock, events), and every pod counts in the plans it reads
+//     (as with kubectl's Force, IgnoreAllDaemonSets and
+//     DeleteEmptyDirData); its write methods (Drain, Execute, Uncordon,
+//     Rollout) return a *udrain.ConfigError before any request, so it
+//     sends no write request.
 //
 // # The drain of one domain
 //
@@ -40,8 +42,9 @@
 // the nodes upgraded, uncordons, and waits until the domain's groups are
 // healthy and their budgets' status has caught up (package health decides
 // both), before the next domain. Before it cordons a domain, it waits while
-// a LeaderWorkerSet with a group on it rolls out its own update (whose
-// deletions no budget stops; Options.WorkloadUpdates, read without LWS's
+// a LeaderWorkerSet with a group on it rolls out its own update, whose
+// deletions no budget stops (RolloutOptions.IgnoreWorkloadUpdates,
+// WorkloadUpdateTimeout and WorkloadUpdateInterval; LWS is read without its
 // Go module: workloadupdate.go, lws.go). Run again with the same ID after a
 // crash or cancel, it continues from the cluster's state and never evicts a
 // pod its plan did not name.
@@ -61,7 +64,9 @@
 //     given the call's context (Options.OnEvent, serialised per Drainer;
 //     DrainOptions.OnEvent and RolloutOptions.OnEvent, serialised per
 //     call, for sinks that write to the API server; Event.String is the
-//     event's progress line) carry the drain's
+//     event's progress line, and report.NewProgress(os.Stderr, ...).Event
+//     is a ready-made hook that shows a drain or rollout as udrain's
+//     command line does) carry the drain's
 //     or rollout's ID, a sequence number, a dry-run mark, the pod
 //     (namespace, name, UID, node) and its phase, the blocking budget, and
 //     what recovery waits for.
@@ -100,7 +105,8 @@
 //
 //  1. errors.Is(err, context.Canceled): the call was cancelled; nothing new
 //     was started after it, and the same call resumes.
-//  2. *udrain.ConfigError: fix the configuration.
+//  2. *udrain.ConfigError: fix the configuration (a write method of a
+//     Drainer from NewReader is one too: Field "eviction.NewReader(client)").
 //  3. *udrain.HistoryChangedError: give up: the cluster's history went back
 //     under the call (an etcd restore); start again on the cluster as it is.
 //  4. *ClusterError (ErrorReason RefusedPods, MultiplePDBs, GPUsLost, Stuck,

@@ -102,8 +102,12 @@ func (d *Drainer) Snapshot(ctx context.Context) (*Snapshot, error) {
 // evict phase 1, then phase 2, then wait until every evicted pod is gone.
 // The nodes stay cordoned (Uncordon, or a rollout, makes them schedulable
 // again). Every error about the domain is a *DomainError; bad options or
-// an unknown domain are reported before anything changes.
+// an unknown domain are reported before anything changes, and so is a
+// Drainer from NewReader (a *udrain.ConfigError).
 func (d *Drainer) Drain(ctx context.Context, domain string, opts DrainOptions) (*Plan, *Result, error) {
+	if err := d.writable("Drain"); err != nil {
+		return nil, nil, err
+	}
 	if domain == "" {
 		return nil, nil, emptyDomainError("Drainer.Drain(domain)")
 	}
@@ -130,8 +134,12 @@ func (d *Drainer) Drain(ctx context.Context, domain string, opts DrainOptions) (
 // Execute carries out a plan made by Plan or NewPlan: cordon the domain's
 // nodes, evict phase 1, then phase 2, then wait until every evicted pod is
 // gone. It evicts only pods the plan names, by UID. A plan whose Err is
-// not nil is refused with a *DomainError before anything changes.
+// not nil is refused with a *DomainError before anything changes; a
+// Drainer from NewReader refuses every plan with a *udrain.ConfigError.
 func (d *Drainer) Execute(ctx context.Context, plan *Plan, opts DrainOptions) (*Result, error) {
+	if err := d.writable("Execute"); err != nil {
+		return nil, err
+	}
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}

@@ -100,7 +100,7 @@ const (
 	// before running this one again.
 	ReasonInProgress ErrorReason = "InProgress"
 	// ReasonWorkloadUpdating: a domain that waited
-	// RolloutOptions.WorkloadUpdates' Timeout (RetryError.Waited) for the
+	// RolloutOptions.WorkloadUpdateTimeout (RetryError.Waited) for the
 	// updates of workloads with a group on it (RetryError.Updates).
 	// Nothing of the domain was touched.
 	ReasonWorkloadUpdating ErrorReason = "WorkloadUpdating"
@@ -122,10 +122,11 @@ type ClusterError struct {
 	// (ReasonMultiplePDBs).
 	Pod  topology.PodRef
 	PDBs []string
-	// Pods are the pods kubectl drain would refuse, Messages kubectl's
+	// Pods are the pods kubectl drain would refuse (each with its
+	// Reason, as in Plan.Refused), Messages kubectl's
 	// error lines ("cannot delete Pods with local storage (use
 	// --delete-emptydir-data to override): ns/a, ns/b") (ReasonRefusedPods).
-	Pods     []PodReason
+	Pods     []PlannedPod
 	Messages []string
 	// Losses are the nodes that lost GPUs, with package gpu's findings
 	// and the device plugin DaemonSets' diagnoses (ReasonGPUsLost).

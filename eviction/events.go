@@ -182,7 +182,8 @@ type Event struct {
 	// health.
 	Health *DomainHealth `json:"health,omitempty"`
 	// Updates are the workloads on the domain that roll out an update of
-	// their own, on WorkloadUpdating (see Options.WorkloadUpdates).
+	// their own, on WorkloadUpdating (see
+	// RolloutOptions.IgnoreWorkloadUpdates).
 	Updates []WorkloadUpdate `json:"updates,omitempty"`
 	// Domains are a rollout's domains in the order it takes them, on
 	// RolloutStarted.

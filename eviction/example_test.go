@@ -143,9 +143,10 @@ func ExampleDrainer_Rollout() {
 }
 
 // A caller that only reads (a status page, a report, a script waiting
-// for health) uses a Reader: it takes no drain settings and sends no
-// write. WaitHealthy is bounded by its context's deadline.
-func ExampleReader() {
+// for health) uses a read-only Drainer: it takes no drain settings and
+// sends no write (Drain, Uncordon, Rollout return a *udrain.ConfigError).
+// WaitHealthy is bounded by its context's deadline.
+func ExampleNewReader() {
 	client := exampleClient(false)
 
 	r, err := eviction.NewReader(client, eviction.Options{DomainLabel: topology.DefaultDomainLabel})

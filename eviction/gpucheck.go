@@ -154,7 +154,7 @@ func viewNodes(v *view, dom topology.Domain) []*corev1.Node {
 
 // daemonSets returns the cluster's DaemonSets, to diagnose the nodes that
 // lost GPUs: the view's, from the caller's DaemonSet informer, or listed in
-// pages as Reader.DaemonSets lists them. When they cannot be listed (no
+// pages as Drainer.DaemonSets lists them. When they cannot be listed (no
 // permission, say) it logs so and returns nil: the losses go undiagnosed.
 func (d *Drainer) daemonSets(ctx context.Context, v *view) []*appsv1.DaemonSet {
 	if v.HasDaemonSets() {

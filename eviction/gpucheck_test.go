@@ -119,7 +119,7 @@ func TestRolloutStopsOnGPUsLostInTheUpgrade(t *testing.T) {
 	if err != nil {
 		t.Fatalf("resumed rollout: %v", err)
 	}
-	if got := []DomainState{res.Domains[0].Status, res.Domains[1].Status}; got[0] != StateSkipped || got[1] != StateDone {
+	if got := []DomainState{res.Domains[0].State, res.Domains[1].State}; got[0] != StateSkipped || got[1] != StateDone {
 		t.Errorf("resumed rollout statuses %v, want Skipped (upgraded before) and Done", got)
 	}
 }

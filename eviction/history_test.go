@@ -146,7 +146,7 @@ func TestRolloutStopsWhenItsHistoryChanges(t *testing.T) {
 					t.Errorf("the error does not say %q: %v", s, err)
 				}
 			}
-			if got := []DomainState{res.Domains[0].Status, res.Domains[1].Status, res.Domains[2].Status}; !cmp.Equal(got, []DomainState{StateDone, StateFailed, StatePending}) {
+			if got := []DomainState{res.Domains[0].State, res.Domains[1].State, res.Domains[2].State}; !cmp.Equal(got, []DomainState{StateDone, StateFailed, StatePending}) {
 				t.Errorf("domains %v, want done, failed, pending", got)
 			}
 			for _, e := range fc.evicted() {

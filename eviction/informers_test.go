@@ -69,7 +69,7 @@ func TestInformersWithoutDaemonSets(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				want := []PodReason{{PodRef: topology.PodRef{Namespace: "kube-system", Name: "plugin-a", Node: "node-1-1"}, Reason: msgDaemonSetWarning}}
+				want := []PlannedPod{{PodRef: topology.PodRef{Namespace: "kube-system", Name: "plugin-a", Node: "node-1-1"}, Reason: msgDaemonSetWarning}}
 				if diff := cmp.Diff(want, plan.Skipped); diff != "" {
 					t.Errorf("skipped (-want +got):\n%s", diff)
 				}

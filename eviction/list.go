@@ -20,7 +20,7 @@ import (
 const listPageSize = 500
 
 // listNodes returns the cluster's nodes, ordered by name: from the
-// caller's informer, or listed in pages (Uncordon and the Reader's Nodes
+// caller's informer, or listed in pages (Uncordon and Drainer.Nodes
 // need nothing else, so they start no informers).
 func (d *Drainer) listNodes(ctx context.Context) ([]corev1.Node, error) {
 	var nodes []corev1.Node

@@ -23,18 +23,18 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 )
 
-// listed is what a Reader's Nodes and DaemonSets came to.
+// listed is what a read-only Drainer's Nodes and DaemonSets came to.
 type listed struct {
 	Nodes      []string
 	DaemonSets []string
 	// NodesErr and DaemonSetsErr describe the errors (errorShape).
 	NodesErr, DaemonSetsErr string
 	// Requests are the Limit and Continue of each list request the
-	// Reader made of its own, in order.
+	// read-only Drainer made of its own, in order.
 	Requests []string
 }
 
-// errorShape names the type an error of a Reader's list is, with the
+// errorShape names the type an error of a read-only Drainer's list is, with the
 // server problem of a *RetryError (ReasonUnreachable): what a caller tells apart.
 func errorShape(err error) string {
 	var (
@@ -79,7 +79,7 @@ func pagedNodes(names ...string) k8stesting.ReactionFunc {
 	}
 }
 
-// The Reader lists the cluster's nodes and DaemonSets, in pages of its
+// A read-only Drainer lists the cluster's nodes and DaemonSets, in pages of its
 // own or through the caller's informers, ordered by name, and reports a
 // server that refuses, fails or throttles as a *RetryError (ReasonUnreachable) and a
 // refusal for lack of permission as a *PermissionError, as its other
@@ -103,7 +103,7 @@ func TestReaderNodesAndDaemonSets(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		// informers: through a factory's informers (DaemonSets unless
-		// withoutDaemonSets), started before the Reader's calls.
+		// withoutDaemonSets), started before the read-only Drainer's calls.
 		informers, withoutDaemonSets bool
 		nodes, daemonSets            k8stesting.ReactionFunc // nil: the fake's objects
 		want                         listed
@@ -150,7 +150,7 @@ func TestReaderNodesAndDaemonSets(t *testing.T) {
 					f.Shutdown()
 				})
 			}
-			// Only the Reader's own lists count, not the informers'.
+			// Only the read-only Drainer's own lists count, not the informers'.
 			var got listed
 			record := func(next k8stesting.ReactionFunc) k8stesting.ReactionFunc {
 				return func(a k8stesting.Action) (bool, runtime.Object, error) {

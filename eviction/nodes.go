@@ -218,8 +218,12 @@ func (d *Drainer) markUpgraded(ctx context.Context, emit func(Event), nodes []st
 // Uncordon makes every node of the domain schedulable again, like kubectl
 // uncordon, and removes udrain's cordon mark; it returns the nodes it
 // changed. It is how a domain held by an unfinished drain or rollout is
-// released by hand.
+// released by hand. A Drainer from NewReader returns a
+// *udrain.ConfigError instead, before any request.
 func (d *Drainer) Uncordon(ctx context.Context, domain string) ([]string, error) {
+	if err := d.writable("Uncordon"); err != nil {
+		return nil, err
+	}
 	if domain == "" {
 		return nil, emptyDomainError("Drainer.Uncordon(domain)")
 	}

@@ -211,7 +211,7 @@ func TestRolloutStoppedInItsUncordonResumes(t *testing.T) {
 	if err != nil {
 		t.Fatalf("resumed rollout: %v", err)
 	}
-	if got := []DomainState{res.Domains[0].Status, res.Domains[1].Status}; !cmp.Equal(got, []DomainState{StateSkipped, StateDone}) {
+	if got := []DomainState{res.Domains[0].State, res.Domains[1].State}; !cmp.Equal(got, []DomainState{StateSkipped, StateDone}) {
 		t.Errorf("resumed rollout: domains %v, want ud-1 skipped and ud-2 done", got)
 	}
 	if diff := cmp.Diff([]string{"ud-1", "ud-2"}, upgraded); diff != "" {

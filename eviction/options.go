@@ -182,13 +182,6 @@ type Options struct {
 	// as well.
 	ConnectTimeout time.Duration
 
-	// WorkloadUpdates says whether and how long a rollout waits, before it
-	// cordons a domain, for the workloads on it that roll out an update of
-	// their own (a LeaderWorkerSet's rolling update deletes groups through
-	// no budget); the zero value waits without a limit. See
-	// WorkloadUpdates.
-	WorkloadUpdates WorkloadUpdates
-
 	// RequestTimeout bounds each write udrain makes itself (an eviction, a
 	// node patch, a Lease update): an API server that accepts the request
 	// and never answers (a black hole: a dead load balancer, a firewall
@@ -273,7 +266,7 @@ func (o Options) checkValues(h *drain.Helper) error {
 	case o.Backoff != (wait.Backoff{}) && o.Backoff.Duration <= 0:
 		return configError("Options.Backoff.Duration", "%v is not positive; set the first retry delay, or leave Backoff zero for the default", o.Backoff.Duration)
 	}
-	return o.WorkloadUpdates.check()
+	return nil
 }
 
 // parseHelper reads the helper's pod selector and dry-run strategy.
@@ -334,9 +327,6 @@ func (s *settings) setDefaults() {
 	if o.BudgetRecheck == 0 {
 		s.BudgetRecheck = DefaultBudgetRecheck
 	}
-	if o.WorkloadUpdates.Interval == 0 {
-		s.WorkloadUpdates.Interval = DefaultWorkloadUpdateInterval
-	}
 	if o.Backoff == (wait.Backoff{}) {
 		s.Backoff = DefaultBackoff()
 		if h.EvictErrorRetryDelay > 0 {
@@ -392,11 +382,14 @@ func (s *settings) dryRunName() string {
 // over them and reports their health. It keeps no state between calls but
 // the serialisation of OnEvent, and is safe for concurrent use: a
 // controller builds one and calls it as often as it likes. A caller that
-// only reads needs no drain settings: see Reader.
+// only reads needs no drain settings: NewReader returns a read-only
+// Drainer, whose write methods return a *udrain.ConfigError.
 type Drainer struct {
 	client kubernetes.Interface
 	s      *settings
 	events *emitter
+	// readOnly: made by NewReader; see writable.
+	readOnly bool
 }
 
 // New returns a Drainer, or a *udrain.ConfigError for invalid options.

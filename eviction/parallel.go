@@ -20,22 +20,6 @@ import (
 // allow, with no fixed limit.
 const ParallelAuto = -1
 
-// ScheduledDomain is when a rollout with parallel domains starts a
-// domain, as its plan simulates it: domains in flight are taken to end in
-// the order they started.
-type ScheduledDomain struct {
-	Domain string `json:"domain"`
-	// After is the domain whose end lets it start; empty when it starts
-	// with the rollout.
-	After string `json:"after,omitempty"`
-	// With are the domains in flight when it starts.
-	With []string `json:"with,omitempty"`
-	// HeldBy is why it could not start at an earlier domain's end, if it
-	// could not: a hold (BlockInfo of BlockBudget, BlockRoom or
-	// BlockLimit).
-	HeldBy *BlockInfo `json:"heldBy,omitempty"`
-}
-
 // demand is what a domain's drain takes: the units it charges to each
 // budget (those of its phase-1 pods), and the pods it evicts, its groups'
 // and the others, for the room they need elsewhere.
@@ -354,18 +338,18 @@ func (a *admission) next(pending []*demand, flights []*flight, limit int, serial
 // schedule simulates a rollout over in.order with at most limit domains
 // in flight (0: no limit; serial: one at a time, in order), domains in
 // flight ending in the order they started: it says when each domain
-// starts, where each group its drain evicts goes, the most domains in
+// starts (in start order: Domain, After, With and HeldBy set), where each group its drain evicts goes, the most domains in
 // flight at once, and which domains find upgraded room for every pod
 // they evict when they start (roomy). plans holds the plan of each
 // domain not upgraded.
-func (a *admission) schedule(in destinationInput, limit int, serial bool) ([]ScheduledDomain, []GroupDestination, int, map[string]bool) {
+func (a *admission) schedule(in destinationInput, limit int, serial bool) ([]RolloutDomain, []GroupDestination, int, map[string]bool) {
 	var pending []*demand
 	for _, name := range in.order {
 		if plan := in.plans[name]; plan != nil && !in.upgraded[name] {
 			pending = append(pending, a.demandOfPlan(plan))
 		}
 	}
-	var sched []ScheduledDomain
+	var sched []RolloutDomain
 	var dests []GroupDestination
 	var flights []*flight
 	held := map[string]*BlockInfo{}
@@ -377,7 +361,7 @@ func (a *admission) schedule(in destinationInput, limit int, serial bool) ([]Sch
 			held[h.Domain] = h
 		}
 		for _, s := range started {
-			sched = append(sched, ScheduledDomain{Domain: s.demand.domain, After: after, With: flightNames(flights), HeldBy: held[s.demand.domain]})
+			sched = append(sched, RolloutDomain{Domain: s.demand.domain, After: after, With: flightNames(flights), HeldBy: held[s.demand.domain]})
 			flights = append(flights, &flight{demand: s.demand, back: s.back})
 			dests = append(dests, s.dests...)
 			roomy[s.demand.domain] = s.roomy

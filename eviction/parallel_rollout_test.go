@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -137,7 +138,7 @@ func TestParallelRolloutKeepsToTheBudget(t *testing.T) {
 				t.Errorf("%d domains in the upgrade step at once (order %v), want %d", gate.most, gate.order, tc.wantMost)
 			}
 			if res.MaxInFlight != tc.wantPlanned {
-				t.Errorf("plan: %d domains in flight at most, want %d (schedule %+v)", res.MaxInFlight, tc.wantPlanned, res.Schedule)
+				t.Errorf("plan: %d domains in flight at most, want %d (domains %+v)", res.MaxInFlight, tc.wantPlanned, res.Domains)
 			}
 			// More asked than allowed is a cap, said in a warning.
 			limited := slices.ContainsFunc(res.Findings, func(f topology.Finding) bool {
@@ -277,11 +278,55 @@ func errorsAs[T error](err error) bool {
 	return errors.As(err, &target)
 }
 
-// statusesOf lists the statuses of a rollout's domains, in order.
+// statusesOf lists the states of a rollout's domains, in order.
 func statusesOf(res *RolloutResult) []DomainState {
 	var out []DomainState
 	for _, o := range res.Domains {
-		out = append(out, o.Status)
+		out = append(out, o.State)
 	}
 	return out
+}
+
+// TestPlanRolloutDomains: a parallel rollout's plan lists every domain
+// in the rollout's order, Skipped for one a run with the same ID
+// upgraded already, and each Pending one with when it starts (After,
+// With) and what holds it back (HeldBy), as the plan's simulation finds
+// it; one domain at a time, it lists no schedule.
+func TestPlanRolloutDomains(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		parallel int
+		want     []string
+	}{
+		{name: "auto, two allowed", parallel: ParallelAuto, want: []string{"ud-1 Pending after - with []", "ud-2 Pending after - with [ud-1]",
+			"ud-3 Pending after ud-1 with [ud-2] held Budget", "ud-4 Skipped after - with []"}},
+		{name: "serial", parallel: 1, want: []string{"ud-1 Pending after - with []", "ud-2 Pending after - with []",
+			"ud-3 Pending after - with []", "ud-4 Skipped after - with []"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := parallelCluster(2)
+			for _, o := range objs {
+				if n, ok := o.(*corev1.Node); ok && n.Name == "node-4-1" {
+					metav1.SetMetaDataAnnotation(&n.ObjectMeta, udrain.UpgradedByAnnotation, "r1")
+				}
+			}
+			fc := newFakeCluster(t, objs...)
+			d, _ := New(fc.client, Options{Backoff: slowBackoff})
+			plan, err := d.PlanRollout(testContext(t), RolloutOptions{ID: "r1", Order: OrderGiven, Domains: []string{"ud-1", "ud-2", "ud-3", "ud-4"}, Parallel: tc.parallel})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, dom := range plan.Domains {
+				line := fmt.Sprintf("%s %s after %s with %v", dom.Domain, dom.State, orDash(dom.After), dom.With)
+				if dom.HeldBy != nil {
+					line += " held " + string(dom.HeldBy.Reason)
+				}
+				got = append(got, line)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("plan's domains (-want +got):\n%s", diff)
+			}
+		})
+	}
 }

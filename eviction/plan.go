@@ -74,9 +74,17 @@ func (s Stage) Phase() int {
 // for the stage.
 func (s Stage) phaseWords() string { return fmt.Sprintf("phase %d", s.Phase()) }
 
-// PlannedPod is a pod the plan evicts.
+// PlannedPod is a pod of a plan: one it evicts (Plan.Phase1, Phase2), or
+// one it leaves alone (Plan.Skipped) or refuses (Plan.Refused), with its
+// Reason.
 type PlannedPod struct {
 	topology.PodRef
+	// Reason, set on the pods of Plan.Skipped and Plan.Refused only, is
+	// kubectl's reason to skip the pod ("ignoring DaemonSet-managed Pods")
+	// or to refuse it ("Pods with local storage (use
+	// --delete-emptydir-data to override)"), or udrain's where kubectl
+	// has none.
+	Reason string `json:"reason,omitempty"`
 	// PDBs are the PodDisruptionBudgets that select the pod.
 	PDBs []string `json:"pdbs,omitempty"`
 	// Group is the pod's group, if any.
@@ -105,15 +113,6 @@ type PlannedPod struct {
 	DryRunBlock *BlockInfo `json:"-"`
 }
 
-// PodReason is a pod with kubectl's reason to skip it ("ignoring
-// DaemonSet-managed Pods") or to refuse it ("Pods with local storage (use
-// --delete-emptydir-data to override)"), or udrain's where kubectl has
-// none.
-type PodReason struct {
-	topology.PodRef
-	Reason string `json:"reason"`
-}
-
 // Skip reasons udrain adds where kubectl has no text.
 const (
 	reasonMirrorPod       = "mirror pod (managed by the kubelet, not by the API server)"
@@ -140,10 +139,12 @@ type Plan struct {
 	// Phase1 lists the pods some PDB selects; Phase2 the others.
 	Phase1 []PlannedPod `json:"phase1"`
 	Phase2 []PlannedPod `json:"phase2"`
-	// Skipped lists pods left alone (DaemonSet, mirror, long-deleted).
-	Skipped []PodReason `json:"skipped,omitempty"`
-	// Refused lists pods kubectl drain would refuse; Err reports them.
-	Refused []PodReason `json:"refused,omitempty"`
+	// Skipped lists pods left alone (DaemonSet, mirror, long-deleted),
+	// each with its Reason.
+	Skipped []PlannedPod `json:"skipped,omitempty"`
+	// Refused lists pods kubectl drain would refuse, each with its
+	// Reason; Err reports them.
+	Refused []PlannedPod `json:"refused,omitempty"`
 	// Warnings are kubectl drain's warnings, in its format.
 	Warnings []string `json:"warnings,omitempty"`
 	// Blockers are the PDBs that would refuse phase 1 now.
@@ -349,9 +350,9 @@ func (pl *planner) add(p *corev1.Pod) {
 			if msg == "" {
 				msg = "unexpected error"
 			}
-			plan.Refused = append(plan.Refused, PodReason{PodRef: topology.RefOf(p), Reason: msg})
+			plan.Refused = append(plan.Refused, PlannedPod{PodRef: topology.RefOf(p), Reason: msg})
 		default:
-			plan.Skipped = append(plan.Skipped, PodReason{PodRef: topology.RefOf(p), Reason: skipReason(p, st, s, pl.now)})
+			plan.Skipped = append(plan.Skipped, PlannedPod{PodRef: topology.RefOf(p), Reason: skipReason(p, st, s, pl.now)})
 		}
 		return
 	}

@@ -68,8 +68,8 @@ func TestPlan(t *testing.T) {
 
 	type summary struct {
 		Phase1, Phase2 []string
-		Skipped        []PodReason
-		Refused        []PodReason
+		Skipped        []PlannedPod
+		Refused        []PlannedPod
 		Warnings       []string
 		Blockers       []health.Blocker
 		Groups         []string
@@ -107,7 +107,7 @@ func TestPlan(t *testing.T) {
 			want: summary{
 				Phase1:  []string{"inference/llm-0"},
 				Phase2:  []string{"inference/llm-0-2", "inference/llm-0-1"},
-				Skipped: []PodReason{{PodRef: topology.PodRef{Namespace: "udrain-upgrade", Name: "upgrade-node-1-1-x", Node: "node-1-1"}, Reason: reasonUpgradeStepPod}},
+				Skipped: []PlannedPod{{PodRef: topology.PodRef{Namespace: "udrain-upgrade", Name: "upgrade-node-1-1-x", Node: "node-1-1"}, Reason: reasonUpgradeStepPod}},
 				Groups:  []string{"inference/llm-0"},
 			},
 		},
@@ -122,8 +122,8 @@ func TestPlan(t *testing.T) {
 			want: summary{
 				Phase1:  []string{"inference/llm-0"},
 				Phase2:  []string{"inference/llm-0-2", "inference/llm-0-1"},
-				Skipped: []PodReason{{PodRef: topology.PodRef{Namespace: "kube-system", Name: "static-node-1-1", Node: "node-1-1"}, Reason: reasonMirrorPod}},
-				Refused: []PodReason{
+				Skipped: []PlannedPod{{PodRef: topology.PodRef{Namespace: "kube-system", Name: "static-node-1-1", Node: "node-1-1"}, Reason: reasonMirrorPod}},
+				Refused: []PlannedPod{
 					{PodRef: topology.PodRef{Namespace: "kube-system", Name: "plugin-a", Node: "node-1-1"}, Reason: msgDaemonSetFatal},
 					{PodRef: topology.PodRef{Namespace: "web", Name: "cache-0", Node: "node-1-2"}, Reason: msgLocalStorageFatal},
 				},
@@ -140,7 +140,7 @@ func TestPlan(t *testing.T) {
 			want: summary{
 				Phase1:  []string{"inference/llm-0"},
 				Phase2:  []string{"inference/llm-0-2", "inference/llm-0-1", "web/cache-0"},
-				Skipped: []PodReason{{PodRef: topology.PodRef{Namespace: "kube-system", Name: "plugin-a", Node: "node-1-1"}, Reason: msgDaemonSetWarning}},
+				Skipped: []PlannedPod{{PodRef: topology.PodRef{Namespace: "kube-system", Name: "plugin-a", Node: "node-1-1"}, Reason: msgDaemonSetWarning}},
 				// kubectl drops the local-storage warning when a later filter
 				// passes the pod; udrain keeps that behaviour.
 				Warnings: []string{"ignoring DaemonSet-managed Pods: kube-system/plugin-a"},
@@ -226,7 +226,7 @@ func TestPlan(t *testing.T) {
 }
 
 // withoutUIDs drops the UIDs of the pods, which the table does not name.
-func withoutUIDs(pods []PodReason) []PodReason {
+func withoutUIDs(pods []PlannedPod) []PlannedPod {
 	for i := range pods {
 		pods[i].UID = ""
 	}

@@ -10,9 +10,9 @@ import (
 )
 
 // PlanRollout sends its events to RolloutOptions.OnEvent, as Rollout does,
-// besides Options.OnEvent: from a Drainer and from a Reader. The cluster
-// is TestPlanRollout's "given order": its plan has a finding, so that it
-// sends a ContractFindings event.
+// besides Options.OnEvent: from a Drainer and from a read-only one
+// (NewReader). The cluster is TestPlanRollout's "given order": its plan
+// has a finding, so that it sends a ContractFindings event.
 func TestPlanRolloutSendsEventsToRolloutOnEvent(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -25,7 +25,7 @@ func TestPlanRolloutSendsEventsToRolloutOnEvent(t *testing.T) {
 			}
 			return d.PlanRollout(ctx, ro)
 		}},
-		{"Reader", func(ctx context.Context, fc *fakeCluster, opts Options, ro RolloutOptions) (*RolloutPlan, error) {
+		{"NewReader", func(ctx context.Context, fc *fakeCluster, opts Options, ro RolloutOptions) (*RolloutPlan, error) {
 			r, err := NewReader(fc.client, opts)
 			if err != nil {
 				return nil, err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,7 +61,8 @@ func readerCluster() []runtime.Object {
 	return append(objs, agent, cached, bare, ds)
 }
 
-// readCalls are the read-only methods a Reader and a Drainer share.
+// readCalls are read methods of a Drainer, the one from New and the
+// read-only one from NewReader alike.
 type readCalls interface {
 	Snapshot(ctx context.Context) (*Snapshot, error)
 	Health(ctx context.Context, domains ...string) (*HealthReport, error)
@@ -92,7 +94,8 @@ func namesOf(s *Snapshot) snapshotNames {
 	return n
 }
 
-// A Reader reads as the CLI's read-only commands read before it existed,
+// A read-only Drainer (NewReader) reads as the CLI's read-only commands
+// read before it existed,
 // with a Drainer of fake drain settings under which every pod counts
 // (grace period -1, no dry run, Force, IgnoreAllDaemonSets,
 // DeleteEmptyDirData), and sends only reads.
@@ -105,7 +108,7 @@ func TestReaderReadsAsADrainerWhereEveryPodCounts(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		call func(context.Context, readCalls) (any, error)
-		// check, if set, says what is wrong with the Reader's result
+		// check, if set, says what is wrong with NewReader's result
 		// beyond its equality with the Drainer's.
 		check func(got any) string
 	}{
@@ -175,19 +178,19 @@ func TestReaderReadsAsADrainerWhereEveryPodCounts(t *testing.T) {
 			}
 			got, err := tc.call(ctx, r)
 			if err != nil {
-				t.Fatalf("Reader: %v", err)
+				t.Fatalf("NewReader: %v", err)
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("Reader's result differs from the Drainer's (-Drainer +Reader):\n%s", diff)
+				t.Errorf("NewReader's result differs from New's (-New +NewReader):\n%s", diff)
 			}
 			if tc.check != nil {
 				if problem := tc.check(got); problem != "" {
-					t.Errorf("Reader: %s", problem)
+					t.Errorf("NewReader: %s", problem)
 				}
 			}
 			for _, a := range rclient.Actions() {
 				if v := a.GetVerb(); v != "get" && v != "list" && v != "watch" {
-					t.Errorf("Reader sent %s %s: want only get, list and watch", v, a.GetResource().Resource)
+					t.Errorf("NewReader's Drainer sent %s %s: want only get, list and watch", v, a.GetResource().Resource)
 				}
 			}
 		})
@@ -195,7 +198,7 @@ func TestReaderReadsAsADrainerWhereEveryPodCounts(t *testing.T) {
 }
 
 // NewReader checks the fields of Options it reads as New does, and the
-// errors name the Reader's methods; it ignores the drain settings.
+// errors name the Drainer's methods; it ignores the drain settings.
 func TestReaderOptions(t *testing.T) {
 	ctx := testContext(t)
 	nodesOnly := &clusterinformers.Set{Nodes: cache.NewSharedIndexInformer(nil, &corev1.Node{}, 0, nil)}
@@ -252,8 +255,8 @@ func TestReaderOptions(t *testing.T) {
 		call func() error
 	}{
 		{"eviction.NewReader(client)", func() error { _, err := NewReader(nil, Options{}); return err }},
-		{"eviction.Reader.Health(domains)", func() error { _, err := r.Health(ctx, "ud-1", ""); return err }},
-		{"eviction.Reader.WaitHealthy(domains)", func() error { _, err := r.WaitHealthy(ctx, ""); return err }},
+		{"eviction.Drainer.Health(domains)", func() error { _, err := r.Health(ctx, "ud-1", ""); return err }},
+		{"eviction.Drainer.WaitHealthy(domains)", func() error { _, err := r.WaitHealthy(ctx, ""); return err }},
 		{"eviction.RolloutOptions.ID", func() error { _, err := r.RolloutStatus(ctx, RolloutOptions{ID: "not an ID!"}); return err }},
 		{"eviction.RolloutOptions.Order", func() error {
 			_, err := r.RolloutStatus(ctx, RolloutOptions{ID: "r1", Order: "random"})
@@ -265,5 +268,79 @@ func TestReaderOptions(t *testing.T) {
 		if err := tc.call(); !errors.As(err, &ce) || ce.Field != tc.want {
 			t.Errorf("%v, want a *udrain.ConfigError of Field %q", err, tc.want)
 		}
+	}
+}
+
+// A read-only Drainer refuses each write method with a *udrain.ConfigError
+// naming NewReader, before any request: the clientset sees nothing of the
+// call, not even a read. A Drainer from New over the same cluster does
+// write (cordon, evict, uncordon), so that the check is not empty.
+func TestReaderRefusesWrites(t *testing.T) {
+	ctx := testContext(t)
+	for _, tc := range []struct {
+		name string
+		call func(ctx context.Context, d *Drainer, plan *Plan) error
+	}{
+		{"Drain", func(ctx context.Context, d *Drainer, _ *Plan) error {
+			_, _, err := d.Drain(ctx, "ud-2", DrainOptions{})
+			return err
+		}},
+		{"Execute", func(ctx context.Context, d *Drainer, plan *Plan) error {
+			_, err := d.Execute(ctx, plan, DrainOptions{})
+			return err
+		}},
+		{"Uncordon", func(ctx context.Context, d *Drainer, _ *Plan) error {
+			_, err := d.Uncordon(ctx, "ud-1")
+			return err
+		}},
+		{"Rollout", func(ctx context.Context, d *Drainer, _ *Plan) error {
+			_, err := d.Rollout(ctx, RolloutOptions{ID: "r1", NoLock: true, RecoveryTimeout: time.Millisecond})
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fc := newFakeCluster(t, readerCluster()...)
+			r, err := NewReader(fc.client, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// ud-2 is not cordoned (ud-1 is, by r1: a drain of it
+			// under another ID is refused before any write).
+			plan, err := r.Plan(ctx, "ud-2")
+			if err != nil {
+				t.Fatalf("Plan: %v", err)
+			}
+			if len(plan.Phase1)+len(plan.Phase2) == 0 {
+				t.Fatal("the plan of ud-2 evicts nothing; the test needs pods to evict")
+			}
+			fc.client.ClearActions()
+			err = tc.call(ctx, r, plan)
+			var ce *udrain.ConfigError
+			if !errors.As(err, &ce) || ce.Field != "eviction.NewReader(client)" || !strings.Contains(ce.Problem, tc.name+" changes the cluster") {
+				t.Fatalf("%v, want a *udrain.ConfigError of Field eviction.NewReader(client) naming %s", err, tc.name)
+			}
+			if n := len(fc.client.Actions()); n != 0 {
+				t.Errorf("%s on a read-only Drainer sent %d requests, want none: %v", tc.name, n, fc.client.Actions())
+			}
+
+			// The same call from New writes: the refusal above is the
+			// read-only Drainer's, not the call's.
+			fc = newFakeCluster(t, readerCluster()...)
+			d, err := New(fc.client, Options{Helper: readHelper(), Backoff: slowBackoff})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if plan, err = d.Plan(ctx, "ud-2"); err != nil {
+				t.Fatal(err)
+			}
+			// Its outcome does not matter here, its requests do (the
+			// budget may hold an eviction: the deadline ends the wait).
+			wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			_ = tc.call(wctx, d, plan)
+			if len(fc.mutations()) == 0 {
+				t.Errorf("%s from New sent no write; the test proves nothing", tc.name)
+			}
+		})
 	}
 }

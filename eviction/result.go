@@ -51,7 +51,7 @@ const (
 // (a block's record: Result.Blocks, report.Summary.LongestBlock); or,
 // before the cordon, why a rollout with parallel domains does not start
 // the domain yet (a hold: Reason BlockBudget, BlockRoom or BlockLimit, in
-// a DomainHeld event's Hold and ScheduledDomain.HeldBy).
+// a DomainHeld event's Hold and RolloutDomain.HeldBy).
 //
 // A refusal that lasts has the budget, its counts, since when it refuses,
 // the pods waiting on it, the API server's message and the pods it does

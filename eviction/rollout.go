@@ -92,6 +92,39 @@ type RolloutOptions struct {
 	// GPUCheckGrace is how long the check waits for the GPUs to come
 	// back; zero means DefaultGPUGrace.
 	GPUCheckGrace time.Duration
+	// IgnoreWorkloadUpdates starts each domain without reading its
+	// workloads. By default (false), before it cordons a domain, the
+	// rollout waits while a workload with a group on the domain rolls out
+	// an update of its own: a LeaderWorkerSet whose status says
+	// UpdateInProgress, or whose latest spec its controller has not looked
+	// at yet (status.observedGeneration behind metadata.generation). Its
+	// rolling update deletes groups through no budget; a domain drained
+	// meanwhile would take down groups the budget counts as healthy while
+	// the update takes down others: the rollout does not make that worse,
+	// it waits, says so (EventWorkloadUpdating, RolloutDomain.Updating in
+	// the rollout's status), and goes on once the updates are done
+	// (EventWorkloadUpdated). An update that starts after the domain's
+	// cordon is not waited for.
+	//
+	// The LeaderWorkerSets are read from Options.Informers'
+	// LeaderWorkerSets when the Drainer has one (no request), else with
+	// one GET each (LeaderWorkerSetResource, through the clientset's REST
+	// client: udrain does not import LWS's Go module) per domain and per
+	// WorkloadUpdateInterval while it waits. One whose GET is refused
+	// (RBAC) is reported in an EventWorkloadUpdating's message and not
+	// waited for; one that does not exist (pods that only carry LWS's
+	// labels) is not either. RolloutStatus reads the same updates into
+	// RolloutDomain.Updating unless IgnoreWorkloadUpdates is set.
+	IgnoreWorkloadUpdates bool
+	// WorkloadUpdateTimeout bounds one domain's wait for its workloads'
+	// updates: once it has waited that long, the rollout stops with a
+	// *RetryError (ReasonWorkloadUpdating, in a *DomainError of
+	// StagePlan), nothing of the domain touched. Zero means no limit.
+	WorkloadUpdateTimeout time.Duration
+	// WorkloadUpdateInterval is how often the workloads are read again
+	// while a domain waits for their updates; zero means
+	// DefaultWorkloadUpdateInterval.
+	WorkloadUpdateInterval time.Duration
 	// NoLock runs the rollout without its lock. The lock is a
 	// coordination.k8s.io Lease named after the rollout's ID, in
 	// LockNamespace, renewed while the rollout runs, released when it
@@ -178,35 +211,17 @@ const (
 	OrderGiven RolloutOrder = "Given"
 )
 
-// DomainOutcome is what a rollout did in one domain.
-type DomainOutcome struct {
-	Domain string `json:"domain"`
-	// Status is where the rollout left the domain: StateDone,
-	// StateSkipped, StateDryRun, StateFailed, StateInterrupted or
-	// StatePending.
-	Status DomainState `json:"status"`
-	// Plan is the domain's plan (nil when skipped or not reached).
-	Plan *Plan `json:"plan,omitempty"`
-	// Drain is the drain's result (nil when skipped or not reached).
-	Drain *Result `json:"drain,omitempty"`
-	// Recovery is the health of the domain's groups when recovery ended.
-	Health *DomainHealth `json:"health,omitempty"`
-	// Groups are the groups the domain's drain disrupted, each with its
-	// downtime: from its first pod's eviction until it was healthy again,
-	// wherever it runs now.
-	Groups   []GroupDowntime `json:"groups,omitempty"`
-	Upgrade  udrain.Seconds  `json:"upgradeSeconds"`
-	Recovery udrain.Seconds  `json:"recoverySeconds"`
-	Duration udrain.Seconds  `json:"durationSeconds"`
-}
-
-// RolloutResult is what a rollout did: an outcome for every domain it was
-// asked for, in order.
+// RolloutResult is what a rollout did: every domain it was asked for, in
+// the order it took them, as it left each.
 type RolloutResult struct {
 	ID string `json:"id"`
 	// DryRun is "client" or "server" for dry runs, empty otherwise.
-	DryRun  string          `json:"dryRun,omitempty"`
-	Domains []DomainOutcome `json:"domains"`
+	DryRun string `json:"dryRun,omitempty"`
+	// Domains are the rollout's domains in the order it takes them, each
+	// with its State, its plan, drain, health, downtimes and durations,
+	// and, with Parallel other than 1, when the plan's simulation
+	// started it (After, With, HeldBy).
+	Domains []RolloutDomain `json:"domains"`
 	// Findings are the contract warnings (and allowed errors) found before
 	// the rollout started.
 	Findings []topology.Finding `json:"findings,omitempty"`
@@ -215,11 +230,11 @@ type RolloutResult struct {
 	// rollout found it before anything was touched; the groups disrupted
 	// again or without room are in Findings too.
 	Destinations []GroupDestination `json:"destinations,omitempty"`
-	// Parallel, MaxInFlight and Schedule are those of the rollout's plan
-	// (see RolloutPlan), from the same simulation.
-	Parallel    int               `json:"parallel"`
-	MaxInFlight int               `json:"maxInFlight"`
-	Schedule    []ScheduledDomain `json:"schedule,omitempty"`
+	// Parallel and MaxInFlight are those of the rollout's plan (see
+	// RolloutPlan), from the same simulation as the Domains' After, With
+	// and HeldBy.
+	Parallel    int `json:"parallel"`
+	MaxInFlight int `json:"maxInFlight"`
 	// Status is the rollout's status when it returned (as
 	// Drainer.RolloutStatus reads it, Running false), for a controller to
 	// copy into its resource's status; nil for dry runs, and for a
@@ -237,7 +252,7 @@ type RolloutResult struct {
 func (r *RolloutResult) tally() (done, skipped, groups int) {
 	seen := map[topology.GroupID]bool{}
 	for _, d := range r.Domains {
-		switch d.Status {
+		switch d.State {
 		case StateSkipped:
 			skipped++
 		case StateDone, StateDryRun:
@@ -271,8 +286,13 @@ func (r *RolloutResult) tally() (done, skipped, groups int) {
 // say which domain a Pending pod came from, so a group that is down
 // elsewhere for another reason is waited for too, unless every pod of its
 // namespace is gone (its workload was deleted). With a dry-run strategy it
-// plans and dry-runs each domain and changes nothing.
+// plans and dry-runs each domain and changes nothing. A Drainer from
+// NewReader returns a *udrain.ConfigError instead, before any request
+// (PlanRollout is its preview).
 func (d *Drainer) Rollout(ctx context.Context, opts RolloutOptions) (*RolloutResult, error) {
+	if err := d.writable("Rollout"); err != nil {
+		return nil, err
+	}
 	opts, err := opts.settle(d.s)
 	if err != nil {
 		return nil, err
@@ -295,11 +315,12 @@ type RolloutPlan struct {
 	Order RolloutOrder `json:"order"`
 	// Steering is how it keeps evicted pods off pending domains.
 	Steering Steering `json:"steering"`
-	// Domains are the rollout's domains, in the order it takes them.
-	Domains []string `json:"domains"`
-	// Upgraded are the domains of Domains that a run with the same ID
-	// upgraded already: the rollout skips their drain.
-	Upgraded []string `json:"upgraded,omitempty"`
+	// Domains are the rollout's domains, in the order it takes them:
+	// State Skipped for those a run with the same ID upgraded already
+	// (the rollout skips their drain), Pending for the others; with
+	// Parallel other than 1, each Pending one says when the rollout
+	// starts it (After, With) and what holds it back until then (HeldBy).
+	Domains []RolloutDomain `json:"domains"`
 	// Findings are the contract's findings over Domains, then those of
 	// the destinations (topology.FindingDisruptedAgain, topology.FindingNoRoom).
 	Findings []topology.Finding `json:"findings,omitempty"`
@@ -313,9 +334,6 @@ type RolloutPlan struct {
 	// simulation (domains in flight taken to end in the order they
 	// started).
 	MaxInFlight int `json:"maxInFlight"`
-	// Schedule says, for a rollout with Parallel other than 1, when each
-	// domain not upgraded yet starts and what holds it back until then.
-	Schedule []ScheduledDomain `json:"schedule,omitempty"`
 }
 
 // PlanRollout looks at the cluster as Rollout(ctx, opts) would before it
@@ -348,11 +366,11 @@ func (d *Drainer) PlanRollout(ctx context.Context, opts RolloutOptions) (*Rollou
 	if err != nil && !errors.As(err, new(*topology.ContractError)) {
 		return nil, err
 	}
-	p := &RolloutPlan{ID: opts.ID, Order: opts.Order, Steering: opts.Steering, Domains: r.domains,
-		Findings: r.res.Findings, Destinations: r.res.Destinations, Parallel: opts.Parallel, MaxInFlight: r.res.MaxInFlight, Schedule: r.res.Schedule}
-	for _, name := range r.domains {
-		if upgradedBy(r.nodes, mustDomain(r.layout, name), r.id) {
-			p.Upgraded = append(p.Upgraded, name)
+	p := &RolloutPlan{ID: opts.ID, Order: opts.Order, Steering: opts.Steering, Domains: r.res.Domains,
+		Findings: r.res.Findings, Destinations: r.res.Destinations, Parallel: opts.Parallel, MaxInFlight: r.res.MaxInFlight}
+	for i := range p.Domains {
+		if upgradedBy(r.nodes, mustDomain(r.layout, p.Domains[i].Domain), r.id) {
+			p.Domains[i].State = StateSkipped
 		}
 	}
 	return p, err
@@ -400,6 +418,14 @@ func (o RolloutOptions) withDefaults() (RolloutOptions, error) {
 	}
 	if o.GPUCheckGrace < 0 {
 		return o, configError("RolloutOptions.GPUCheckGrace", "%v is negative; use 0 for the default (%v)", o.GPUCheckGrace, DefaultGPUGrace)
+	}
+	switch {
+	case o.WorkloadUpdateTimeout < 0:
+		return o, configError("RolloutOptions.WorkloadUpdateTimeout", "%v is negative; use 0 for no limit", o.WorkloadUpdateTimeout)
+	case o.WorkloadUpdateInterval < 0:
+		return o, configError("RolloutOptions.WorkloadUpdateInterval", "%v is negative; use 0 for the default (%v)", o.WorkloadUpdateInterval, DefaultWorkloadUpdateInterval)
+	case o.WorkloadUpdateInterval == 0:
+		o.WorkloadUpdateInterval = DefaultWorkloadUpdateInterval
 	}
 	seen := map[string]bool{}
 	for _, name := range o.Domains {

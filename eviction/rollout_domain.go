@@ -25,7 +25,7 @@ type domainRun struct {
 	r *rollout
 	// out is the domain's outcome, this run's own while it runs; idx is
 	// its place in the rollout's result.
-	out    *DomainOutcome
+	out    *RolloutDomain
 	idx    int
 	demand *demand
 	// recovering: the domain is uncordoned; its recovery runs.
@@ -81,7 +81,7 @@ func (s *domainRun) run(ctx context.Context) error {
 	s.start = clk.Now()
 	defer func() { s.out.Duration = udrain.Seconds(clk.Since(s.start)) }()
 	s.emit(Event{Type: EventDomainStarted})
-	if err := s.r.d.waitForWorkloadUpdates(ctx, s.r.v, s.out.Domain, s.r.id, s.emit); err != nil {
+	if err := s.r.d.waitForWorkloadUpdates(ctx, s.r.v, s.out.Domain, s.r.opts, s.emit); err != nil {
 		return s.stop(StagePlan, err)
 	}
 	if err := s.prepare(ctx); err != nil {
@@ -101,7 +101,7 @@ func (s *domainRun) run(ctx context.Context) error {
 		if s.r.dryRun() {
 			// A dry run shows each domain's plan and what the API would
 			// say; it runs no upgrade step and changes no node.
-			s.out.Status = StateDryRun
+			s.out.State = StateDryRun
 			s.emit(Event{Type: EventDomainDone, Message: "dry run"})
 			return nil
 		}
@@ -148,7 +148,7 @@ func (s *domainRun) prepare(ctx context.Context) error {
 	s.target = targetFromPlan(plan)
 	if s.upgraded {
 		s.r.expect.addUpgraded(s.out.Domain)
-		s.out.Status = StateSkipped
+		s.out.State = StateSkipped
 		s.logger.Info("Domain already upgraded by this rollout; skipping its drain")
 		s.emit(Event{Type: EventDomainSkipped, Message: fmt.Sprintf("already upgraded by rollout %s", s.r.id)})
 		return nil
@@ -339,8 +339,8 @@ func (s *domainRun) recover(ctx context.Context) error {
 	if err := s.markRecovered(ctx); err != nil {
 		return s.stop(StageRecovery, err)
 	}
-	if s.out.Status != StateSkipped {
-		s.out.Status = StateDone
+	if s.out.State != StateSkipped {
+		s.out.State = StateDone
 	}
 	s.r.expect.addUpgraded(s.out.Domain)
 	s.r.publish(s.idx, s.out)

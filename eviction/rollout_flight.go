@@ -24,7 +24,7 @@ const readmitEvery = 5 * time.Second
 // rollout: the others in flight are interrupted where they are (cordoned
 // ones stay cordoned, for the rollout run again to resume), and it
 // returns that domain's outcome and error.
-func (r *rollout) runDomains(ctx context.Context) (*DomainOutcome, error) {
+func (r *rollout) runDomains(ctx context.Context) (*RolloutDomain, error) {
 	type end struct {
 		s   *domainRun
 		err error
@@ -38,7 +38,7 @@ func (r *rollout) runDomains(ctx context.Context) (*DomainOutcome, error) {
 		pending[i] = i
 	}
 	var flying []*domainRun
-	var failed *DomainOutcome
+	var failed *RolloutDomain
 	var failure error
 	for {
 		held := false
@@ -58,7 +58,7 @@ func (r *rollout) runDomains(ctx context.Context) (*DomainOutcome, error) {
 				// The domains do not start: the steering they need is
 				// not in place.
 				failed, failure = runs[0].out, runs[0].stop(StagePlan, err)
-				failed.Status = StateFailed
+				failed.State = StateFailed
 				r.publish(runs[0].idx, failed)
 				runs = nil
 				stop()
@@ -82,9 +82,9 @@ func (r *rollout) runDomains(ctx context.Context) (*DomainOutcome, error) {
 			flying = slices.DeleteFunc(flying, func(s *domainRun) bool { return s == e.s })
 			if e.err != nil {
 				err := causeOf[*udrain.HistoryChangedError](ctx, e.err)
-				e.s.out.Status = StateFailed
+				e.s.out.State = StateFailed
 				if runCtx.Err() != nil && errors.Is(err, runCtx.Err()) {
-					e.s.out.Status = StateInterrupted
+					e.s.out.State = StateInterrupted
 				}
 				if failure == nil {
 					failed, failure = e.s.out, err
@@ -113,7 +113,7 @@ func (r *rollout) wake() {
 }
 
 // publish records a domain's outcome in the rollout's result.
-func (r *rollout) publish(i int, out *DomainOutcome) {
+func (r *rollout) publish(i int, out *RolloutDomain) {
 	r.mu.Lock()
 	r.res.Domains[i] = *out
 	r.mu.Unlock()

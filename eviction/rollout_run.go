@@ -139,7 +139,7 @@ func (r *rollout) status(ctx context.Context, running bool) *RolloutStatus {
 	finished := map[string]bool{}
 	r.mu.Lock()
 	for _, out := range r.res.Domains {
-		finished[out.Domain] = out.Status == StateDone || out.Status == StateSkipped
+		finished[out.Domain] = out.State == StateDone || out.State == StateSkipped
 	}
 	r.mu.Unlock()
 	r.looking.Lock()
@@ -171,7 +171,7 @@ func (r *rollout) finishedShown() bool {
 		}
 	}
 	for _, out := range r.res.Domains {
-		if out.Status != StateDone {
+		if out.State != StateDone {
 			continue
 		}
 		for _, name := range mustDomain(r.layout, out.Domain).Nodes {
@@ -243,7 +243,7 @@ func (r *rollout) run(ctx context.Context) (err error) {
 		r.historyLost = errors.As(err, new(*udrain.HistoryChangedError))
 		r.logger.Info("Rollout stopped", "domain", failed.Domain, "err", err)
 		r.res.Status = r.status(ctx, false)
-		r.emit(Event{Type: EventRolloutStopped, Domain: failed.Domain, Err: err, Error: err.Error(), Status: r.res.Status, Message: string(failed.Status)})
+		r.emit(Event{Type: EventRolloutStopped, Domain: failed.Domain, Err: err, Error: err.Error(), Status: r.res.Status, Message: string(failed.State)})
 		return err
 	}
 	r.res.Completed = true
@@ -292,7 +292,7 @@ func (r *rollout) check(ctx context.Context) error {
 		}
 	}
 	for _, name := range domains {
-		r.res.Domains = append(r.res.Domains, DomainOutcome{Domain: name, Status: StatePending})
+		r.res.Domains = append(r.res.Domains, RolloutDomain{Domain: name, State: StatePending})
 	}
 	// Audit what this rollout will drain: findings about other domains
 	// (other pools, other teams' workloads) do not stop it.

@@ -85,7 +85,7 @@ func TestRolloutDrainsEachDomainOnceAndRecovers(t *testing.T) {
 		if len(d.Groups) != 1 || d.Groups[0].Healthy == nil || d.Groups[0].Downtime <= 0 || d.Groups[0].From != d.Domain || d.Groups[0].To != d.Domain {
 			t.Errorf("domain %s: group downtimes %+v, want its one group, seen healthy again after its eviction, back in its domain", d.Domain, d.Groups)
 		}
-		if d.Status == StateDone {
+		if d.State == StateDone {
 			tot.Done++
 		}
 		if d.Drain != nil {
@@ -285,7 +285,7 @@ func TestRolloutCancelledInPhase2ResumesWithoutEvictingOutsideItsPlans(t *testin
 		t.Fatalf("run 2: %v", err)
 	}
 	collect(res2)
-	if res2.Domains[0].Status != StateSkipped || res2.Domains[1].Status != StateDone {
+	if res2.Domains[0].State != StateSkipped || res2.Domains[1].State != StateDone {
 		t.Errorf("run 2 domains: %+v", res2.Domains)
 	}
 	inPlan := map[types.UID]bool{}

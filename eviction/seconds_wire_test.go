@@ -35,10 +35,10 @@ func TestResultDurationsOnTheWire(t *testing.T) {
 	}{
 		{block, [][2]string{{"durationSeconds", "1.5"}}},
 		{drain, [][2]string{{"durationSeconds", "5400"}}},
-		{DomainOutcome{Domain: "ud-1", Status: StateDone, Drain: &drain, Groups: []GroupDowntime{down},
+		{RolloutDomain{Domain: "ud-1", State: StateDone, Drain: &drain, Groups: []GroupDowntime{down},
 			Upgrade: udrain.Seconds(1500 * time.Millisecond), Recovery: udrain.Seconds(90 * time.Minute), Duration: udrain.Seconds(time.Nanosecond)},
 			[][2]string{{"upgradeSeconds", "1.5"}, {"recoverySeconds", "5400"}, {"durationSeconds", "0.000000001"}}},
-		{RolloutResult{ID: "r1", Domains: []DomainOutcome{{Domain: "ud-1", Status: StateDone, Duration: udrain.Seconds(time.Second)}}, Completed: true,
+		{RolloutResult{ID: "r1", Domains: []RolloutDomain{{Domain: "ud-1", State: StateDone, Duration: udrain.Seconds(time.Second)}}, Completed: true,
 			Started: t0, Duration: udrain.Seconds(3 * time.Minute)}, [][2]string{{"durationSeconds", "180"}}},
 		{down, [][2]string{{"downtimeSeconds", "90"}}},
 	} {
@@ -208,5 +208,61 @@ func TestBlockInfoString(t *testing.T) {
 		if got := tc.b.String(); got != tc.want {
 			t.Errorf("String() = %q, want %q", got, tc.want)
 		}
+	}
+}
+
+// TestRolloutDomainJSON pins a RolloutDomain's JSON in each of its uses:
+// a plan's, a status's and a result's domain carry only their own fields.
+func TestRolloutDomainJSON(t *testing.T) {
+	t0 := time.Date(2026, 7, 1, 10, 0, 0, 0, time.UTC)
+	hold := &BlockInfo{Domain: "ud-3", Reason: BlockLimit, Allowed: 2, InFlight: []string{"ud-1", "ud-2"}, Message: "2 domains in flight"}
+	for _, tc := range []struct {
+		name string
+		d    RolloutDomain
+		want string
+	}{
+		{"a plan's, upgraded already", RolloutDomain{Domain: "ud-1", State: StateSkipped}, `{"domain":"ud-1","state":"Skipped"}`},
+		{"a plan's, scheduled", RolloutDomain{Domain: "ud-3", State: StatePending, After: "ud-1", With: []string{"ud-2"}, HeldBy: hold},
+			`{"domain":"ud-3","state":"Pending","after":"ud-1","with":["ud-2"],` +
+				`"heldBy":{"domain":"ud-3","reason":"Limit","allowed":2,"inFlight":["ud-1","ud-2"],"message":"2 domains in flight"}}`},
+		{"a status's", RolloutDomain{Domain: "ud-1", State: StateDone, Since: &t0, Nodes: 3, Upgraded: 3},
+			`{"domain":"ud-1","state":"Done","since":"2026-07-01T10:00:00Z","nodes":3,"upgraded":3}`},
+		{"a status's, pending", RolloutDomain{Domain: "ud-2", State: StatePending, Nodes: 2, Pods: 4},
+			`{"domain":"ud-2","state":"Pending","nodes":2,"pods":4}`},
+		{"a result's, not reached", RolloutDomain{Domain: "ud-2", State: StatePending}, `{"domain":"ud-2","state":"Pending"}`},
+		{"a result's, done", RolloutDomain{Domain: "ud-1", State: StateDone, After: "ud-9", Health: &DomainHealth{Domain: "ud-1", Healthy: true},
+			Upgrade: udrain.Seconds(time.Second), Recovery: udrain.Seconds(2 * time.Second), Duration: udrain.Seconds(4 * time.Second)},
+			`{"domain":"ud-1","state":"Done","after":"ud-9","health":{"domain":"ud-1","healthy":true},"upgradeSeconds":1,"recoverySeconds":2,"durationSeconds":4}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkWire(t, tc.d, tc.want)
+		})
+	}
+}
+
+// TestPlannedPodJSON pins the JSON of a plan's pods: those it skips or
+// refuses carry their reason, as udrain 0.1's PodReason wrote them; those
+// it evicts carry none (the key is left out), as before.
+func TestPlannedPodJSON(t *testing.T) {
+	group := topology.GroupID{Kind: topology.KindLeaderWorkerSet, Namespace: "ns", Name: "llm-0"}
+	for _, tc := range []struct {
+		name string
+		pods []PlannedPod
+		want string
+	}{
+		{"skipped and refused", []PlannedPod{
+			{PodRef: topology.PodRef{Namespace: "kube-system", Name: "agent-a", UID: "u1", Node: "n1"}, Reason: "ignoring DaemonSet-managed Pods"},
+			{PodRef: topology.PodRef{Namespace: "ns", Name: "debug", UID: "u2", Node: "n2"}, Reason: "cannot delete Pods that declare no controller (use --force to override)"},
+		}, `[{"namespace":"kube-system","name":"agent-a","uid":"u1","node":"n1","reason":"ignoring DaemonSet-managed Pods"},` +
+			`{"namespace":"ns","name":"debug","uid":"u2","node":"n2","reason":"cannot delete Pods that declare no controller (use --force to override)"}]`},
+		{"evicted", []PlannedPod{
+			{PodRef: topology.PodRef{Namespace: "ns", Name: "llm-0", UID: "u3", Node: "n1"}, PDBs: []string{"llm"}, Group: &group, Leader: true},
+			{PodRef: topology.PodRef{Namespace: "ns", Name: "cache", UID: "u4", Node: "n1"}, Warning: "deleting Pods with local storage"},
+		}, `[{"namespace":"ns","name":"llm-0","uid":"u3","node":"n1","pdbs":["llm"],"group":{"kind":"LeaderWorkerSet","namespace":"ns","name":"llm-0"},"leader":true},` +
+			`{"namespace":"ns","name":"cache","uid":"u4","node":"n1","warning":"deleting Pods with local storage"}]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkWire(t, tc.pods, tc.want)
+		})
 	}
 }

@@ -61,8 +61,8 @@ func TestSickAPIServerLibrary(t *testing.T) {
 			_, err := d.RolloutStatus(ctx, RolloutOptions{ID: "r"})
 			return err
 		}},
-		{"Reader.Nodes", func(ctx context.Context, d *Drainer) error { _, err := (&Reader{d: d}).Nodes(ctx); return err }},
-		{"Reader.DaemonSets", func(ctx context.Context, d *Drainer) error { _, err := (&Reader{d: d}).DaemonSets(ctx); return err }},
+		{"Nodes", func(ctx context.Context, d *Drainer) error { _, err := d.Nodes(ctx); return err }},
+		{"DaemonSets", func(ctx context.Context, d *Drainer) error { _, err := d.DaemonSets(ctx); return err }},
 	}
 	problems := map[string]kubeclient.ServerProblem{
 		"closed port": kubeclient.ServerRefused, "black hole": kubeclient.ServerNoAnswer, "slow trickle": kubeclient.ServerNoAnswer,

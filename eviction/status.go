@@ -12,57 +12,9 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/udrain/udrain"
-	"github.com/udrain/udrain/health"
 	"github.com/udrain/udrain/internal/lease"
 	"github.com/udrain/udrain/internal/podcache"
 	"github.com/udrain/udrain/topology"
-)
-
-// DomainState is where a rollout stands in one domain: as the cluster
-// shows it (DomainProgress.State, see Drainer.RolloutStatus), or as the
-// rollout left it (DomainOutcome.Status, in its RolloutResult). A status
-// has Pending, Draining, Upgrading, Recovering, Done or Stopped; a result
-// Done, Skipped, DryRun, Failed, Interrupted or Pending.
-type DomainState string
-
-// The states of a domain in a rollout's status and result.
-const (
-	// StatePending: in a status, no node of the domain carries the
-	// rollout's cordon or upgraded mark; in a result, the rollout stopped
-	// before reaching it.
-	StatePending DomainState = "Pending"
-	// StateDraining: the rollout cordoned the domain and its plan still
-	// names pods to evict (or terminating pods to wait for).
-	StateDraining DomainState = "Draining"
-	// StateUpgrading: the rollout cordoned the domain, its plan names no
-	// pod, and no node carries the upgraded mark yet: the upgrade step
-	// runs.
-	StateUpgrading DomainState = "Upgrading"
-	// StateRecovering: the domain is marked upgraded, and some node is
-	// still cordoned by the rollout (GPU check, uncordon), or it is the
-	// domain the rollout upgraded last and the rollout still runs, or its
-	// groups (those with a pod on it and those the drain left Pending or
-	// incomplete) are not healthy.
-	StateRecovering DomainState = "Recovering"
-	// StateDone: in a status, the domain is marked upgraded, uncordoned,
-	// and not Recovering; in a result, the rollout drained, upgraded,
-	// uncordoned it and saw it recover.
-	StateDone DomainState = "Done"
-	// StateStopped: the domain would be Draining, Upgrading or
-	// Recovering, but no holder keeps the rollout's Lease: the rollout
-	// failed, was cancelled or crashed there (the cluster does not say
-	// which); DomainProgress.Stage says where. Run it again with the same
-	// ID to resume.
-	StateStopped DomainState = "Stopped"
-	// StateSkipped (a result's): an earlier run with the same ID had
-	// upgraded the domain.
-	StateSkipped DomainState = "Skipped"
-	// StateDryRun (a result's): planned and dry-run; nothing changed.
-	StateDryRun DomainState = "DryRun"
-	// StateFailed (a result's): the rollout stopped here on an error.
-	StateFailed DomainState = "Failed"
-	// StateInterrupted (a result's): the rollout was cancelled here.
-	StateInterrupted DomainState = "Interrupted"
 )
 
 // DefaultWatchInterval is how often WatchRolloutStatus looks again
@@ -96,7 +48,7 @@ type RolloutStatus struct {
 	// LockDuration is how long the Lease holds without a renewal.
 	LockDuration udrain.Seconds `json:"-"`
 	// Domains are the rollout's domains in the order it takes them.
-	Domains []DomainProgress `json:"domains"`
+	Domains []RolloutDomain `json:"domains"`
 	// Done counts the domains Done.
 	Done int `json:"done"`
 	// Completed is true when every domain is Done.
@@ -119,45 +71,6 @@ type RolloutStatus struct {
 	ETASamples     int            `json:"-"`
 }
 
-// DomainProgress is one domain of a rollout's status.
-type DomainProgress struct {
-	Domain string      `json:"domain"`
-	State  DomainState `json:"state"`
-	// Stage is the stage of a domain in progress (or Stopped in it):
-	// Phase1 or Phase2 while Draining (Phase1 while a pod under a budget
-	// remains), Upgrade while Upgrading, Uncordon or Recovery while
-	// Recovering (Uncordon while a node is still cordoned by the rollout).
-	Stage Stage `json:"stage,omitempty"`
-	// Since is when the domain was marked upgraded (udrain.UpgradedAtAnnotation,
-	// the end of its upgrade step), for Done and Recovering domains.
-	Since *time.Time `json:"since,omitempty"`
-	// NotBefore is, for a domain in progress, the last time another domain
-	// of the rollout was marked upgraded: the cordon leaves no time on the
-	// nodes, but the rollout started this domain after that one.
-	NotBefore *time.Time `json:"notBefore,omitempty"`
-	// Nodes counts the domain's nodes; Cordoned those cordoned by the
-	// rollout (udrain.CordonedByAnnotation); Upgraded those marked upgraded by it.
-	Nodes    int `json:"nodes"`
-	Cordoned int `json:"cordoned"`
-	Upgraded int `json:"upgraded"`
-	// Pods counts the pods the domain's plan names now (both phases): what
-	// is left to evict in a domain not upgraded yet.
-	Pods int `json:"pods"`
-	// Blockers are the budgets that would refuse phase 1 of the domain
-	// now (from its plan), for a domain not upgraded yet.
-	Blockers []health.Blocker `json:"blockers,omitempty"`
-	// Down are the domain's groups that are not healthy (package
-	// health's judgment): those with a pod on its nodes and, for the
-	// domain the rollout is in or upgraded last, the groups its drain left
-	// Pending or incomplete.
-	Down []health.GroupStatus `json:"down,omitempty"`
-	// Budgets are the budgets over those groups that are not healthy.
-	Budgets []health.BudgetStatus `json:"budgets,omitempty"`
-	// Updating are the workloads on a Pending domain that roll out an
-	// update of their own: the rollout waits for them (WorkloadUpdates).
-	Updating []WorkloadUpdate `json:"updating,omitempty"`
-}
-
 // RolloutStatus reads where rollout id stands from what it writes to the
 // cluster anyway, without running it: the cordon and upgraded marks of
 // the nodes (see DomainState for how each state is inferred), the pods
@@ -170,9 +83,9 @@ type DomainProgress struct {
 // opts.NoLock; a Lease it may not read is a *PermissionError. Of opts it
 // reads what says which rollout and where: ID, Domains and Order (those
 // of the rollout, so that the domains are listed in the order it takes
-// them), NoLock and LockNamespace. A bad option is a *udrain.ConfigError
-// naming it, an unknown domain a *topology.UnknownDomainError, before any
-// request.
+// them), NoLock, LockNamespace and IgnoreWorkloadUpdates. A bad option is
+// a *udrain.ConfigError naming it, an unknown domain a
+// *topology.UnknownDomainError, before any request.
 func (d *Drainer) RolloutStatus(ctx context.Context, opts RolloutOptions) (*RolloutStatus, error) {
 	ro, err := opts.forStatus()
 	if err != nil {
@@ -223,7 +136,7 @@ func (d *Drainer) statusFrom(ctx context.Context, v *view, ro RolloutOptions, st
 	if err != nil {
 		return err
 	}
-	s := statusReader{ctx: ctx, d: d, v: v, id: ro.ID, snap: snap, full: full, memo: memo, layout: layout, running: st.Running, lockKnown: lockKnown, finished: finished}
+	s := statusReader{ctx: ctx, d: d, v: v, id: ro.ID, snap: snap, full: full, memo: memo, layout: layout, running: st.Running, lockKnown: lockKnown, finished: finished, ignoreUpdates: ro.IgnoreWorkloadUpdates}
 	s.groups = topology.FindGroups(snap.Pods, groupersFor(d.s, snap)...)
 	s.groupers = groupersFor(d.s, snap)
 	s.pdbs = topology.NewPDBIndex(snap.PDBs)
@@ -294,15 +207,17 @@ type statusReader struct {
 	// finished: the domains the rollout reading its own status knows
 	// recovered.
 	finished map[string]bool
-	// updates are the workload updates read, one read each per status.
-	updates map[workloadRef]*WorkloadUpdate
+	// updates are the workload updates read, one read each per status;
+	// none with ignoreUpdates (RolloutOptions.IgnoreWorkloadUpdates).
+	updates       map[workloadRef]*WorkloadUpdate
+	ignoreUpdates bool
 }
 
 // domain infers the progress of one domain; t is its health target (its
 // groups and the budgets over them).
-func (s *statusReader) domain(name string, t recoveryTarget) (DomainProgress, error) {
+func (s *statusReader) domain(name string, t recoveryTarget) (RolloutDomain, error) {
 	dom := mustDomain(s.layout, name)
-	p := DomainProgress{Domain: name}
+	p := RolloutDomain{Domain: name}
 	for _, n := range domainNodes(s.snap.Nodes, dom) {
 		p.Nodes++
 		if n.Annotations[udrain.CordonedByAnnotation] == s.id {
@@ -365,8 +280,8 @@ func (s *statusReader) domain(name string, t recoveryTarget) (DomainProgress, er
 // them: those upgraded (in the order they were marked), then the one the
 // rollout holds cordoned (where it is, or stopped), then those whose plan
 // names no pod, then the others, each in the order given.
-func orderProgress(ps []DomainProgress) {
-	rank := func(p *DomainProgress) int {
+func orderProgress(ps []RolloutDomain) {
+	rank := func(p *RolloutDomain) int {
 		switch {
 		case p.upgraded():
 			return 0
@@ -377,7 +292,7 @@ func orderProgress(ps []DomainProgress) {
 		}
 		return 3
 	}
-	slices.SortStableFunc(ps, func(a, b DomainProgress) int {
+	slices.SortStableFunc(ps, func(a, b RolloutDomain) int {
 		if c := cmp.Compare(rank(&a), rank(&b)); c != 0 {
 			return c
 		}
@@ -386,7 +301,7 @@ func orderProgress(ps []DomainProgress) {
 }
 
 // upgraded reports whether the domain is marked upgraded by the rollout.
-func (p *DomainProgress) upgraded() bool {
+func (p *RolloutDomain) upgraded() bool {
 	return p.State == StateDone || p.Stage == StageUncordon || p.Stage == StageRecovery
 }
 

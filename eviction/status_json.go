@@ -13,7 +13,7 @@ type rolloutStatusJSON struct {
 	Time      time.Time        `json:"time"`
 	Running   bool             `json:"running"`
 	Lock      *rolloutLockJSON `json:"lock,omitempty"`
-	Domains   []DomainProgress `json:"domains"`
+	Domains   []RolloutDomain  `json:"domains"`
 	Done      int              `json:"done"`
 	Completed bool             `json:"completed"`
 	ETA       *rolloutETAJSON  `json:"eta,omitempty"`

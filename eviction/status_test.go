@@ -109,7 +109,7 @@ func (c *statusCluster) extraNode(name, domain string) *statusCluster {
 	return c
 }
 
-// progressLine is what a test checks of a DomainProgress.
+// progressLine is what a test checks of a RolloutDomain.
 type progressLine struct {
 	Domain, State, Stage string
 	Pods, Cordoned, Up   int
@@ -117,7 +117,7 @@ type progressLine struct {
 	Down                 []string
 }
 
-func linesOf(ps []DomainProgress) []progressLine {
+func linesOf(ps []RolloutDomain) []progressLine {
 	ago := func(t *time.Time) string {
 		if t == nil {
 			return ""
@@ -370,8 +370,8 @@ func TestRolloutStatusErrors(t *testing.T) {
 // wrote them when they were types of their own; and reads it back.
 func TestRolloutStatusJSON(t *testing.T) {
 	at := statusNow
-	dom := []DomainProgress{{Domain: "ud-1", State: StateDraining, Stage: StagePhase1, Pods: 2}}
-	const domJSON = `"domains":[{"domain":"ud-1","state":"Draining","stage":"Phase1","nodes":0,"cordoned":0,"upgraded":0,"pods":2}]`
+	dom := []RolloutDomain{{Domain: "ud-1", State: StateDraining, Stage: StagePhase1, Pods: 2}}
+	const domJSON = `"domains":[{"domain":"ud-1","state":"Draining","stage":"Phase1","pods":2}]`
 	for _, tc := range []struct {
 		name string
 		st   RolloutStatus
@@ -443,18 +443,18 @@ func etaOf(st *RolloutStatus) *statusETA {
 
 func TestEstimateCountsTheDomainsInFlight(t *testing.T) {
 	at := func(min int) *time.Time { v := statusNow.Add(time.Duration(min) * time.Minute); return &v }
-	done := func(min int) DomainProgress { return DomainProgress{State: StateDone, Since: at(min)} }
+	done := func(min int) RolloutDomain { return RolloutDomain{State: StateDone, Since: at(min)} }
 	for _, tc := range []struct {
 		name string
-		ps   []DomainProgress
+		ps   []RolloutDomain
 		want *statusETA
 	}{
-		{"one at a time", []DomainProgress{done(-3), done(-2), done(-1), {State: StateDraining, Stage: StagePhase1}, {State: StatePending}},
+		{"one at a time", []RolloutDomain{done(-3), done(-2), done(-1), {State: StateDraining, Stage: StagePhase1}, {State: StatePending}},
 			&statusETA{Samples: 2, DomainsLeft: 2, PerDomain: udrain.Seconds(time.Minute), At: statusNow.Add(time.Minute)}},
-		{"two at a time", []DomainProgress{done(-9), done(-8), done(-5), done(-4),
+		{"two at a time", []RolloutDomain{done(-9), done(-8), done(-5), done(-4),
 			{State: StateDraining, Stage: StagePhase2}, {State: StateUpgrading, Stage: StageUpgrade}, {State: StatePending}, {State: StatePending}},
 			&statusETA{Samples: 2, DomainsLeft: 4, PerDomain: udrain.Seconds(2 * time.Minute), At: statusNow.Add(4 * time.Minute)}},
-		{"as many marks as in flight: no ETA yet", []DomainProgress{done(-2), done(-1),
+		{"as many marks as in flight: no ETA yet", []RolloutDomain{done(-2), done(-1),
 			{State: StateDraining, Stage: StagePhase1}, {State: StateDraining, Stage: StagePhase1}, {State: StatePending}}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -41,19 +41,19 @@ func RolloutIDs(nodes []corev1.Node) []string {
 // themselves aside (the status's Time, the Lease's renewal); the first
 // status is always passed. It returns nil once a status is Completed
 // (after passing it), ctx's error when ctx ends, and the error of a read
-// or of onChange otherwise. Give the Reader Options.Informers so that
+// or of onChange otherwise. Give the Drainer Options.Informers so that
 // the whole wait reads through one watch; without them each look lists
 // the cluster again. Options that RolloutStatus refuses are a
 // *udrain.ConfigError, before any request.
-func (r *Reader) WatchRolloutStatus(ctx context.Context, opts RolloutOptions, onChange func(*RolloutStatus) error) error {
+func (d *Drainer) WatchRolloutStatus(ctx context.Context, opts RolloutOptions, onChange func(*RolloutStatus) error) error {
 	if _, err := opts.forStatus(); err != nil {
 		return err
 	}
 	interval := cmp.Or(opts.StatusInterval, DefaultWatchInterval)
-	clk := r.d.s.Clock
+	clk := d.s.Clock
 	var last string
 	for {
-		st, err := r.RolloutStatus(ctx, opts)
+		st, err := d.RolloutStatus(ctx, opts)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()

@@ -19,55 +19,14 @@ import (
 )
 
 // LeaderWorkerSetResource is the LeaderWorkerSet resource a rollout reads
-// (get; see WorkloadUpdates): a LeaderWorkerSet rolls its groups to a new
-// template by deleting their pods itself, without the Eviction API, so no
-// budget stops it.
+// (get; see RolloutOptions.IgnoreWorkloadUpdates): a LeaderWorkerSet
+// rolls its groups to a new template by deleting their pods itself,
+// without the Eviction API, so no budget stops it.
 var LeaderWorkerSetResource = schema.GroupVersionResource{Group: "leaderworkerset.x-k8s.io", Version: "v1", Resource: "leaderworkersets"}
 
 // DefaultWorkloadUpdateInterval is how often a domain that waits for
-// workloads' updates reads them again (WorkloadUpdates.Interval).
+// workloads' updates reads them again (RolloutOptions.WorkloadUpdateInterval).
 const DefaultWorkloadUpdateInterval = 2 * time.Second
-
-// WorkloadUpdates says whether and how long a rollout waits, before it
-// cordons a domain, for the workloads with a group on the domain that
-// roll out an update of their own: a LeaderWorkerSet whose status says
-// UpdateInProgress, or whose latest spec its controller has not looked at
-// yet (status.observedGeneration behind metadata.generation). Its rolling
-// update deletes groups through no budget; a domain drained meanwhile
-// would take down groups the budget counts as healthy while the update
-// takes down others: the rollout does not make that worse, it waits, says
-// so (EventWorkloadUpdating, DomainProgress.Updating in the rollout's
-// status), and goes on once the updates are done (EventWorkloadUpdated).
-// An update that starts after the domain's cordon is not waited for.
-//
-// The LeaderWorkerSets are read from Informers.LeaderWorkerSets when the
-// Drainer has one (no request), else with one GET each
-// (LeaderWorkerSetResource, through the clientset's REST client: udrain
-// does not import LWS's Go module) per domain and per Interval while it
-// waits. One whose GET is refused (RBAC) is reported in an
-// EventWorkloadUpdating's message and not waited for; one that does not
-// exist (pods that only carry LWS's labels) is not either.
-type WorkloadUpdates struct {
-	// Ignore starts each domain without reading its workloads.
-	Ignore bool
-	// Timeout bounds one domain's wait: once it has waited that long, the
-	// rollout stops with a *RetryError (ReasonWorkloadUpdating, in a *DomainError of
-	// StagePlan). Zero means no limit.
-	Timeout time.Duration
-	// Interval is how often the workloads are read again while the domain
-	// waits; zero means DefaultWorkloadUpdateInterval.
-	Interval time.Duration
-}
-
-func (w WorkloadUpdates) check() error {
-	switch {
-	case w.Timeout < 0:
-		return configError("Options.WorkloadUpdates.Timeout", "%v is negative; use 0 for no limit", w.Timeout)
-	case w.Interval < 0:
-		return configError("Options.WorkloadUpdates.Interval", "%v is negative; use 0 for the default (%v)", w.Interval, DefaultWorkloadUpdateInterval)
-	}
-	return nil
-}
 
 // WorkloadUpdate is a workload with a group on a domain that rolls out an
 // update of its own, as its status says.
@@ -105,16 +64,16 @@ func (u WorkloadUpdate) String() string {
 	return s
 }
 
-// waitForWorkloadUpdates is what rollout id calls before it cordons
+// waitForWorkloadUpdates is what rollout opts.ID calls before it cordons
 // domain: it returns once no workload with a group on the domain rolls out
-// an update of its own (see WorkloadUpdates), at once when none does or
-// the rollout upgraded the domain already (it skips it). A dry run reports
-// the updates and does not wait.
-func (d *Drainer) waitForWorkloadUpdates(ctx context.Context, v *view, domain, id string, emit func(Event)) error {
-	wu := d.s.WorkloadUpdates
-	if wu.Ignore {
+// an update of its own (see RolloutOptions.IgnoreWorkloadUpdates), at once
+// when none does or the rollout upgraded the domain already (it skips it).
+// A dry run reports the updates and does not wait.
+func (d *Drainer) waitForWorkloadUpdates(ctx context.Context, v *view, domain string, opts RolloutOptions, emit func(Event)) error {
+	if opts.IgnoreWorkloadUpdates {
 		return nil
 	}
+	id := opts.ID
 	if layout, err := topology.BuildLayout(v.NodeList(), d.s.layoutOptions()); err == nil {
 		if dom, err := layout.Domain(domain); err == nil && upgradedBy(v.NodeList(), dom, id) {
 			return nil
@@ -146,13 +105,13 @@ func (d *Drainer) waitForWorkloadUpdates(ctx context.Context, v *view, domain, i
 			return nil
 		}
 		waited = true
-		if wu.Timeout > 0 && clk.Since(start) >= wu.Timeout {
+		if opts.WorkloadUpdateTimeout > 0 && clk.Since(start) >= opts.WorkloadUpdateTimeout {
 			return &RetryError{Reason: ReasonWorkloadUpdating, Domain: domain, Updates: updates, Waited: clk.Since(start)}
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-clk.After(wu.Interval):
+		case <-clk.After(opts.WorkloadUpdateInterval):
 		}
 	}
 }
@@ -282,7 +241,7 @@ func (o *lwsObject) update() (WorkloadUpdate, bool) {
 // pods on dom that roll out an update of their own, reading each once per
 // status.
 func (s *statusReader) updating(pods []*corev1.Pod, dom topology.Domain) []WorkloadUpdate {
-	if s.d.s.WorkloadUpdates.Ignore {
+	if s.ignoreUpdates {
 		return nil
 	}
 	if s.updates == nil {

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/clusterinformers"
 	"github.com/udrain/udrain/topology"
 )
@@ -111,13 +112,13 @@ func TestRolloutWaitsForWorkloadUpdates(t *testing.T) {
 	const domains, nodesPer, size = 2, 2, 2
 	fc := newFakeCluster(t, lwsCluster(domains, nodesPer, size)...)
 	log := newEventLog()
-	d, err := New(fc.client, Options{Backoff: slowBackoff, OnEvent: log.add, WorkloadUpdates: WorkloadUpdates{Interval: 5 * time.Millisecond}})
+	d, err := New(fc.client, Options{Backoff: slowBackoff, OnEvent: log.add})
 	if err != nil {
 		t.Fatal(err)
 	}
 	lws := &fakeLWS{updating: 3}
 	d.s.readLWS = lws.read
-	_, err = d.Rollout(ctx, RolloutOptions{ID: "r", Domains: []string{"ud-1"}, NoLock: true, Upgrade: func(ctx context.Context, dom topology.Domain) error {
+	_, err = d.Rollout(ctx, RolloutOptions{ID: "r", Domains: []string{"ud-1"}, NoLock: true, WorkloadUpdateInterval: 5 * time.Millisecond, Upgrade: func(ctx context.Context, dom topology.Domain) error {
 		fc.recreateGroup(ctx, 0, size, 1, nodesPer, domains)
 		return nil
 	}})
@@ -148,33 +149,33 @@ func TestRolloutWaitsForWorkloadUpdates(t *testing.T) {
 	}
 }
 
-// TestWorkloadUpdatesIgnoredOrTimedOut: with Ignore nothing is read; with
-// a Timeout, a domain whose workload keeps updating stops the rollout with
+// TestWorkloadUpdatesIgnoredOrTimedOut: with IgnoreWorkloadUpdates nothing
+// is read; with a WorkloadUpdateTimeout, a domain whose workload keeps updating stops the rollout with
 // a *RetryError (ReasonWorkloadUpdating) before anything is cordoned or evicted.
 func TestWorkloadUpdatesIgnoredOrTimedOut(t *testing.T) {
 	ctx := testContext(t)
 	fc := newFakeCluster(t, lwsCluster(1, 1, 2)...)
-	d, err := New(fc.client, Options{Backoff: slowBackoff, WorkloadUpdates: WorkloadUpdates{Ignore: true}})
+	d, err := New(fc.client, Options{Backoff: slowBackoff})
 	if err != nil {
 		t.Fatal(err)
 	}
 	lws := &fakeLWS{updating: 1 << 30}
 	d.s.readLWS = lws.read
-	if _, err := d.Rollout(ctx, RolloutOptions{ID: "r", NoLock: true, RecoveryTimeout: time.Millisecond}); err == nil {
+	if _, err := d.Rollout(ctx, RolloutOptions{ID: "r", NoLock: true, RecoveryTimeout: time.Millisecond, IgnoreWorkloadUpdates: true}); err == nil {
 		t.Log("rollout done") // recovery may time out: the pods are not recreated; only the reads matter
 	}
 	if n := lws.count(); n != 0 {
-		t.Errorf("Ignore: %d reads of LeaderWorkerSets, want 0", n)
+		t.Errorf("IgnoreWorkloadUpdates: %d reads of LeaderWorkerSets, want 0", n)
 	}
 
 	fc = newFakeCluster(t, lwsCluster(1, 1, 2)...)
 	log := newEventLog()
-	d, err = New(fc.client, Options{Backoff: slowBackoff, OnEvent: log.add, WorkloadUpdates: WorkloadUpdates{Timeout: 30 * time.Millisecond, Interval: 5 * time.Millisecond}})
+	d, err = New(fc.client, Options{Backoff: slowBackoff, OnEvent: log.add})
 	if err != nil {
 		t.Fatal(err)
 	}
 	d.s.readLWS = lws.read
-	_, err = d.Rollout(ctx, RolloutOptions{ID: "r", NoLock: true})
+	_, err = d.Rollout(ctx, RolloutOptions{ID: "r", NoLock: true, WorkloadUpdateTimeout: 30 * time.Millisecond, WorkloadUpdateInterval: 5 * time.Millisecond})
 	var wu *RetryError
 	var de *DomainError
 	if !asReason(err, &wu, ReasonWorkloadUpdating) || !errors.As(err, &de) || de.Stage != StagePlan || wu.Domain != "ud-1" || len(wu.Updates) != 1 {
@@ -189,10 +190,21 @@ func TestWorkloadUpdatesIgnoredOrTimedOut(t *testing.T) {
 }
 
 func TestWorkloadUpdatesCheck(t *testing.T) {
-	for _, o := range []WorkloadUpdates{{Timeout: -1}, {Interval: -1}} {
-		if err := (Options{WorkloadUpdates: o}).Validate(); err == nil || !strings.Contains(err.Error(), "WorkloadUpdates") {
-			t.Errorf("%+v: %v, want a ConfigError naming WorkloadUpdates", o, err)
+	for _, tc := range []struct {
+		opts  RolloutOptions
+		field string
+	}{
+		{RolloutOptions{WorkloadUpdateTimeout: -1}, "eviction.RolloutOptions.WorkloadUpdateTimeout"},
+		{RolloutOptions{WorkloadUpdateInterval: -1}, "eviction.RolloutOptions.WorkloadUpdateInterval"},
+	} {
+		var ce *udrain.ConfigError
+		if err := tc.opts.Validate(); !errors.As(err, &ce) || ce.Field != tc.field {
+			t.Errorf("%+v: %v, want a *udrain.ConfigError naming %s", tc.opts, err, tc.field)
 		}
+	}
+	o, err := RolloutOptions{}.withDefaults()
+	if err != nil || o.WorkloadUpdateInterval != DefaultWorkloadUpdateInterval {
+		t.Errorf("zero options: interval %v, %v; want DefaultWorkloadUpdateInterval", o.WorkloadUpdateInterval, err)
 	}
 }
 
@@ -287,5 +299,19 @@ func TestRolloutStatusSaysWorkloadUpdates(t *testing.T) {
 	}
 	if n := lws.count(); n != 1 {
 		t.Errorf("%d reads of the LeaderWorkerSet, want 1", n)
+	}
+
+	// IgnoreWorkloadUpdates: the status reads none and lists none.
+	st, err = d.RolloutStatus(ctx, RolloutOptions{ID: "r", NoLock: true, IgnoreWorkloadUpdates: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range st.Domains {
+		if p.State != StatePending || len(p.Updating) != 0 {
+			t.Errorf("IgnoreWorkloadUpdates: domain %s: %s, updating %+v; want Pending with none", p.Domain, p.State, p.Updating)
+		}
+	}
+	if n := lws.count(); n != 1 {
+		t.Errorf("IgnoreWorkloadUpdates: %d reads of the LeaderWorkerSet in all, want still 1", n)
 	}
 }

@@ -32,8 +32,8 @@
 // binary from its release stamps and its build info, as "udrain version"
 // does; NewDomainList, NewAuditReport, NewGPUSummary and
 // NewWaitServerResult build those documents from the library's results
-// (nodes, their topology.Layout and eviction.Reader.Health;
-// eviction.Reader.Audit and PlanRollout; gpu.Summarize;
+// (nodes, their topology.Layout and eviction.Drainer.Health;
+// eviction.Drainer.Audit and PlanRollout; gpu.Summarize;
 // bootstrap.WaitForServer) as udrain
 // does, and DurationSeconds is a
 // duration in the documents' float64 Seconds fields; ReasonOf classifies an error of the module as ErrorInfo.Reason,

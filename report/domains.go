@@ -12,7 +12,7 @@ import (
 // NewDomainList is the DomainList of the domains of layout (built from
 // nodes): for each domain, its nodes as package gpu classifies them with
 // gopts, with their cordon and upgrade marks, its GPUs per product, and
-// its health in h (eviction.Reader.Health over every domain), as "udrain
+// its health in h (eviction.Drainer.Health over every domain), as "udrain
 // domains" lists them.
 func NewDomainList(nodes []corev1.Node, layout *topology.Layout, h *eviction.HealthReport, gopts gpu.Options) DomainList {
 	list := DomainList{TypeMeta: NewTypeMeta(KindDomainList), LabelKey: layout.LabelKey, Unlabeled: layout.Unlabeled, Unscheduled: h.Unscheduled}

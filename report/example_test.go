@@ -20,7 +20,7 @@ func ExampleRolloutReport() {
   "upgradeCommand": "./upgrade.sh",
   "labelKey": "topology.udrain.dev/upgrade-domain",
   "result": {"id": "kubelet-1.37", "completed": false, "started": "2026-07-01T10:00:00Z",
-    "domains": [{"domain": "ud-1", "status": "Done"}, {"domain": "ud-2", "status": "Failed"}]},
+    "domains": [{"domain": "ud-1", "state": "Done"}, {"domain": "ud-2", "state": "Failed"}]},
   "summary": {"domainsTotal": 2, "domainsDone": 1, "durationSeconds": 754},
   "error": {"reason": "Error", "exitCode": 1, "message": "the upgrade command for domain ud-2 exited with status 3"}
 }`)
@@ -34,7 +34,7 @@ func ExampleRolloutReport() {
 		return
 	}
 	for _, d := range r.Result.Domains {
-		fmt.Println(d.Domain, d.Status)
+		fmt.Println(d.Domain, d.State)
 	}
 	if r.Error != nil && r.Error.Reason != report.ReasonInterrupted {
 		fmt.Printf("rollout %s stopped after %s (exit code %d)\n", r.Result.ID, report.FormatDuration(r.Summary.Duration.Duration()), r.Error.ExitCode)

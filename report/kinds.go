@@ -115,7 +115,7 @@ type DomainInfo struct {
 	// GPUs add up the domain's accelerators per vendor and product.
 	GPUs []gpu.Capacity `json:"gpus,omitempty"`
 	// Health is package eviction's health of the domain: its groups and
-	// the budgets over them (Reader.Health).
+	// the budgets over them (Drainer.Health).
 	Health eviction.DomainHealth `json:"health"`
 }
 
@@ -219,7 +219,7 @@ type RolloutStatusReport struct {
 	// the rollout runs is unknown.
 	NoLock bool `json:"noLock,omitempty"`
 	// Status is package eviction's status of the rollout
-	// (Reader.RolloutStatus).
+	// (Drainer.RolloutStatus).
 	Status *eviction.RolloutStatus `json:"status"`
 }
 
@@ -238,7 +238,7 @@ type HealthReport struct {
 	TypeMeta `json:",inline"`
 	// Domain is the domain waited for, "" for every domain.
 	Domain string `json:"domain,omitempty"`
-	// Health is package eviction's report (Reader.WaitHealthy).
+	// Health is package eviction's report (Drainer.WaitHealthy).
 	Health *eviction.HealthReport `json:"health"`
 	// WaitedSeconds is how long the command waited.
 	WaitedSeconds float64 `json:"waitedSeconds"`

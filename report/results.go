@@ -22,7 +22,7 @@ func DurationSeconds(d time.Duration) float64 {
 }
 
 // NewAuditReport is the AuditReport of an audit: the contract over every
-// domain (eviction.Reader.Audit's report: its label, domains, counts and
+// domain (eviction.Drainer.Audit's report: its label, domains, counts and
 // findings), then where the groups of a rollout over every domain could go
 // (plan, from PlanRollout: its Destinations, and its FindingDisruptedAgain,
 // FindingNoRoom and FindingParallelLimited findings, its contract findings

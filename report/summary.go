@@ -51,7 +51,7 @@ func SummarizeRollout(r *eviction.RolloutResult) Summary {
 	s := Summary{DomainsTotal: len(r.Domains), Duration: r.Duration}
 	seen := map[topology.GroupID]bool{}
 	for _, d := range r.Domains {
-		switch d.Status {
+		switch d.State {
 		case eviction.StateSkipped:
 			s.DomainsSkipped++
 		case eviction.StateDone, eviction.StateDryRun:

@@ -24,13 +24,13 @@ func record(pdb string, d time.Duration) eviction.BlockInfo {
 func TestSummarizeRolloutLongestBlock(t *testing.T) {
 	tests := []struct {
 		name    string
-		domains []eviction.DomainOutcome
+		domains []eviction.RolloutDomain
 		want    *eviction.BlockInfo
 	}{
-		{"nothing drained", []eviction.DomainOutcome{{Domain: "a", Status: eviction.StateSkipped}}, nil},
-		{"no block", []eviction.DomainOutcome{{Domain: "a", Drain: &eviction.Result{}}}, nil},
-		{"a block of no time counts", []eviction.DomainOutcome{{Domain: "a", Drain: &eviction.Result{Blocks: []eviction.BlockInfo{record("p", 0)}}}}, new(record("p", 0))},
-		{"longest over domains, first of equals", []eviction.DomainOutcome{
+		{"nothing drained", []eviction.RolloutDomain{{Domain: "a", State: eviction.StateSkipped}}, nil},
+		{"no block", []eviction.RolloutDomain{{Domain: "a", Drain: &eviction.Result{}}}, nil},
+		{"a block of no time counts", []eviction.RolloutDomain{{Domain: "a", Drain: &eviction.Result{Blocks: []eviction.BlockInfo{record("p", 0)}}}}, new(record("p", 0))},
+		{"longest over domains, first of equals", []eviction.RolloutDomain{
 			{Domain: "a", Drain: &eviction.Result{Blocks: []eviction.BlockInfo{record("p", time.Second), record("q", 3*time.Second)}}},
 			{Domain: "b", Drain: &eviction.Result{Blocks: []eviction.BlockInfo{record("r", 3*time.Second)}}},
 		}, new(record("q", 3*time.Second))},
@@ -65,11 +65,11 @@ func TestSummarize(t *testing.T) {
 	if got := report.SummarizeDrain(drain2); got.DomainsDone != 0 || got.DomainsTotal != 1 {
 		t.Errorf("a drain not completed: %d of %d done, want 0 of 1", got.DomainsDone, got.DomainsTotal)
 	}
-	res := &eviction.RolloutResult{Domains: []eviction.DomainOutcome{
-		{Domain: "ud-0", Status: eviction.StateSkipped},
-		{Domain: "ud-1", Status: eviction.StateDone, Drain: drain1, Groups: []eviction.GroupDowntime{short}},
-		{Domain: "ud-2", Status: eviction.StateFailed, Drain: drain2, Groups: []eviction.GroupDowntime{long}},
-		{Domain: "ud-3", Status: eviction.StatePending},
+	res := &eviction.RolloutResult{Domains: []eviction.RolloutDomain{
+		{Domain: "ud-0", State: eviction.StateSkipped},
+		{Domain: "ud-1", State: eviction.StateDone, Drain: drain1, Groups: []eviction.GroupDowntime{short}},
+		{Domain: "ud-2", State: eviction.StateFailed, Drain: drain2, Groups: []eviction.GroupDowntime{long}},
+		{Domain: "ud-3", State: eviction.StatePending},
 	}, Duration: udrain.Seconds(5 * time.Minute)}
 	want := report.Summary{DomainsDone: 1, DomainsSkipped: 1, DomainsTotal: 4, Phase1Evicted: 2, Phase2Evicted: 5, GroupsDisrupted: 2, GroupsDisruptedAgain: 1,
 		LongestDowntime: &long, LongestBlock: new(record("p", time.Second)), Duration: udrain.Seconds(5 * time.Minute)}

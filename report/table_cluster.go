@@ -65,8 +65,12 @@ func (r AuditReport) WriteTable(w io.Writer, o TableOptions) error {
 		plural(r.Groups, "group", "groups"), plural(r.PDBs, "PodDisruptionBudget", "PodDisruptionBudgets"))
 	switch {
 	case r.Rollout != nil:
-		fmt.Fprintf(w, "A rollout over every domain (steering %s) would take them in the order %s.\n", r.Rollout.Steering, strings.Join(r.Rollout.Domains, ", "))
-		if err := writeSchedule(w, o, r.Rollout.Parallel, r.Rollout.MaxInFlight, r.Rollout.Schedule); err != nil {
+		names := make([]string, len(r.Rollout.Domains))
+		for i, d := range r.Rollout.Domains {
+			names[i] = d.Domain
+		}
+		fmt.Fprintf(w, "A rollout over every domain (steering %s) would take them in the order %s.\n", r.Rollout.Steering, strings.Join(names, ", "))
+		if err := writeSchedule(w, o, r.Rollout.Parallel, r.Rollout.MaxInFlight, r.Rollout.Domains); err != nil {
 			return err
 		}
 		if err := writeDestinations(w, r.Rollout.Destinations); err != nil {

@@ -41,7 +41,7 @@ func (r RolloutReport) WriteTable(w io.Writer, o TableOptions) error {
 		return err
 	}
 	if res.DryRun != "" {
-		if err := writeSchedule(w, o, res.Parallel, res.MaxInFlight, res.Schedule); err != nil {
+		if err := writeSchedule(w, o, res.Parallel, res.MaxInFlight, res.Domains); err != nil {
 			return err
 		}
 		if err := writeDestinations(w, res.Destinations); err != nil {
@@ -64,19 +64,19 @@ func (r RolloutReport) WriteTable(w io.Writer, o TableOptions) error {
 
 // writeRolloutDomains prints a row per domain of a rollout: its status,
 // its drain's phases, groups and longest block, and its stages' durations.
-func writeRolloutDomains(w io.Writer, domains []eviction.DomainOutcome) error {
+func writeRolloutDomains(w io.Writer, domains []eviction.RolloutDomain) error {
 	tw := newTable(w)
 	fmt.Fprintln(tw, "\nDOMAIN\tSTATUS\tPHASE 1\tPHASE 2\tGROUPS\tLONGEST BLOCK\tUPGRADE\tRECOVERY\tDURATION")
 	for _, d := range domains {
 		if d.Drain == nil {
-			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t-\t-\t-\n", d.Domain, d.Status)
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t-\t-\t-\n", d.Domain, d.State)
 			continue
 		}
 		longest := "-"
 		if b := SummarizeDrain(d.Drain).LongestBlock; b != nil {
 			longest = fmt.Sprintf("%s %s/%s", FormatDuration(b.Duration.Duration()), b.Namespace, b.PDB)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%d/%d\t%d\t%s\t%s\t%s\t%s\n", d.Domain, d.Status,
+		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%d/%d\t%d\t%s\t%s\t%s\t%s\n", d.Domain, d.State,
 			d.Drain.Pods.Phase1Evicted, d.Drain.Pods.Phase1Total, d.Drain.Pods.Phase2Evicted, d.Drain.Pods.Phase2Total, len(d.Drain.GroupsDisrupted), longest,
 			FormatDuration(d.Upgrade.Duration()), FormatDuration(d.Recovery.Duration()), FormatDuration(d.Duration.Duration()))
 	}
@@ -84,9 +84,10 @@ func writeRolloutDomains(w io.Writer, domains []eviction.DomainOutcome) error {
 }
 
 // writeSchedule prints, for a rollout with parallel domains, how many
-// run at once and when each starts, as the rollout's simulation found it;
-// nothing for one domain at a time.
-func writeSchedule(w io.Writer, o TableOptions, parallel, most int, sched []eviction.ScheduledDomain) error {
+// run at once and when each starts, as the rollout's simulation found it,
+// in the order it starts them; nothing for one domain at a time.
+func writeSchedule(w io.Writer, o TableOptions, parallel, most int, domains []eviction.RolloutDomain) error {
+	sched := startOrder(domains)
 	if parallel == 1 || len(sched) == 0 {
 		return nil
 	}
@@ -109,6 +110,27 @@ func writeSchedule(w io.Writer, o TableOptions, parallel, most int, sched []evic
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", d.Domain, starts, with, holdText(d.HeldBy))
 	}
 	return tw.Flush()
+}
+
+// startOrder lists the domains a rollout's plan schedules (all but those
+// Skipped: upgraded already) in the order its simulation starts them:
+// those that start with the rollout, then those the end of the first
+// domain started lets start, and so on (domains in flight end in the
+// order they started).
+func startOrder(domains []eviction.RolloutDomain) []eviction.RolloutDomain {
+	var out []eviction.RolloutDomain
+	startAfter := func(after string) {
+		for _, d := range domains {
+			if d.State != eviction.StateSkipped && d.After == after {
+				out = append(out, d)
+			}
+		}
+	}
+	startAfter("")
+	for i := 0; i < len(out); i++ {
+		startAfter(out[i].Domain)
+	}
+	return out
 }
 
 // holdText says in a few words why a domain was held back.
@@ -161,7 +183,7 @@ func writeDestinations(w io.Writer, dests []eviction.GroupDestination) error {
 
 // writeDowntimes prints the downtime of every group the rollout
 // disrupted, domain by domain.
-func writeDowntimes(w io.Writer, domains []eviction.DomainOutcome) error {
+func writeDowntimes(w io.Writer, domains []eviction.RolloutDomain) error {
 	var rows []eviction.GroupDowntime
 	for _, d := range domains {
 		rows = append(rows, d.Groups...)

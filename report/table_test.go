@@ -84,9 +84,9 @@ func TestTables(t *testing.T) {
 				"Warning   DisruptedAgain  inference  llama-0         ud-1     -\n\n" +
 				"1. WARNING DisruptedAgain: it will be disrupted again\n"},
 		{"a parallel rollout's schedule", report.AuditReport{LabelKey: "zone", Domains: []string{"ud-1", "ud-2", "ud-3"}, Rollout: &eviction.RolloutPlan{
-			Steering: eviction.SteerPreferUpgraded, Domains: []string{"ud-1", "ud-2", "ud-3"}, Parallel: eviction.ParallelAuto, MaxInFlight: 2,
-			Schedule: []eviction.ScheduledDomain{{Domain: "ud-1"}, {Domain: "ud-2", With: []string{"ud-1"}},
-				{Domain: "ud-3", After: "ud-1", With: []string{"ud-2"}, HeldBy: &eviction.BlockInfo{Reason: eviction.BlockBudget,
+			Steering: eviction.SteerPreferUpgraded, Parallel: eviction.ParallelAuto, MaxInFlight: 2,
+			Domains: []eviction.RolloutDomain{{Domain: "ud-1", State: eviction.StatePending}, {Domain: "ud-2", State: eviction.StatePending, With: []string{"ud-1"}},
+				{Domain: "ud-3", State: eviction.StatePending, After: "ud-1", With: []string{"ud-2"}, HeldBy: &eviction.BlockInfo{Reason: eviction.BlockBudget,
 					BudgetRef: health.BudgetRef{Namespace: "inference", PDB: "llama-leaders"}, Rule: "maxUnavailable 2", Allowed: 2, Down: 2, Needed: 1}}}}}, report.TableOptions{},
 			"Audited 3 domains (label zone), 0 groups and 0 PodDisruptionBudgets.\n" +
 				"A rollout over every domain (steering PreferUpgraded) would take them in the order ud-1, ud-2, ud-3.\n\n" +
@@ -95,6 +95,22 @@ func TestTables(t *testing.T) {
 				"ud-1    at the start  -     -\n" +
 				"ud-2    at the start  ud-1  -\n" +
 				"ud-3    after ud-1    ud-2  budget inference/llama-leaders (maxUnavailable 2: 2 down, 1 more)\n\n" +
+				"The placement contract holds: no findings.\n"},
+		// ud-3 starts with ud-1, ud-2 once ud-1 ends: the table lists
+		// them in that order; ud-0, upgraded already, is not scheduled.
+		{"a parallel rollout's schedule, in start order", report.AuditReport{LabelKey: "zone", Domains: []string{"ud-0", "ud-1", "ud-2", "ud-3"}, Rollout: &eviction.RolloutPlan{
+			Steering: eviction.SteerPreferUpgraded, Parallel: 2, MaxInFlight: 2,
+			Domains: []eviction.RolloutDomain{{Domain: "ud-0", State: eviction.StateSkipped}, {Domain: "ud-1", State: eviction.StatePending},
+				{Domain: "ud-2", State: eviction.StatePending, After: "ud-1", With: []string{"ud-3"}, HeldBy: &eviction.BlockInfo{Reason: eviction.BlockRoom,
+					Group: &topology.GroupID{Kind: topology.KindLeaderWorkerSet, Namespace: "inference", Name: "llama-0"}}},
+				{Domain: "ud-3", State: eviction.StatePending, With: []string{"ud-1"}}}}}, report.TableOptions{},
+			"Audited 4 domains (label zone), 0 groups and 0 PodDisruptionBudgets.\n" +
+				"A rollout over every domain (steering PreferUpgraded) would take them in the order ud-0, ud-1, ud-2, ud-3.\n\n" +
+				"Domains at once (eviction.RolloutOptions.Parallel 2): at most 2, as the budgets and the upgraded room allow (simulated before anything is touched):\n" +
+				"DOMAIN  STARTS        WITH  HELD BACK BY\n" +
+				"ud-1    at the start  -     -\n" +
+				"ud-3    at the start  ud-1  -\n" +
+				"ud-2    after ud-1    ud-3  room for group inference/llama-0\n\n" +
 				"The placement contract holds: no findings.\n"},
 		{"finding with a note", report.AuditReport{LabelKey: "zone", Domains: []string{"ud-1"}, Warnings: 1, Findings: []topology.Finding{finding}},
 			report.TableOptions{FindingNote: func(code topology.FindingCode) string { return " (see " + string(code) + ")" }},

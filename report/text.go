@@ -148,7 +148,7 @@ func writeFindings(w io.Writer, fs []topology.Finding, o TableOptions) error {
 }
 
 // writePodReasons prints pods with why they are skipped or refused.
-func writePodReasons(w io.Writer, pods []eviction.PodReason) error {
+func writePodReasons(w io.Writer, pods []eviction.PlannedPod) error {
 	tw := newTable(w)
 	fmt.Fprintln(tw, "NAMESPACE\tPOD\tNODE\tREASON")
 	for _, p := range pods {

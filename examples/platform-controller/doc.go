@@ -29,7 +29,7 @@
 //     the *eviction.DomainError (domain, stage, pods still waiting, the
 //     budget blocking, a timeout or a cancel) and, in recovery, from the
 //     groups' health as package health judged it (MemberNotReady, ...);
-//     the summary from report.SummarizeRollout and each domain's Status.
+//     the summary from report.SummarizeRollout and each domain's State.
 //   - The upgrade step (eviction.UpgradeFunc): it labels the domain's nodes
 //     with the target version (upgrade.example.com/target-version), which
 //     a node agent or a Cluster API MachineDeployment can act on, and, with

@@ -133,7 +133,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, newClients newCli
 			kv = append(kv, "longestBlock", b.Duration.Duration(), "longestBlockPDB", b.Namespace+"/"+b.PDB)
 		}
 		for _, d := range res.Domains {
-			kv = append(kv, "domain."+d.Domain, d.Status)
+			kv = append(kv, "domain."+d.Domain, d.State)
 		}
 		logger.Info("Rollout summary", kv...)
 	}

@@ -98,11 +98,11 @@ func show(s nodeUpgradeStatus) shown {
 
 func TestStatusOf(t *testing.T) {
 	t0 := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
-	done := func(name string, at time.Time) eviction.DomainProgress {
-		return eviction.DomainProgress{Domain: name, State: eviction.StateDone, Since: &at}
+	done := func(name string, at time.Time) eviction.RolloutDomain {
+		return eviction.RolloutDomain{Domain: name, State: eviction.StateDone, Since: &at}
 	}
-	pending := func(name string) eviction.DomainProgress {
-		return eviction.DomainProgress{Domain: name, State: eviction.StatePending}
+	pending := func(name string) eviction.RolloutDomain {
+		return eviction.RolloutDomain{Domain: name, State: eviction.StatePending}
 	}
 	for _, tc := range []struct {
 		name string
@@ -110,12 +110,12 @@ func TestStatusOf(t *testing.T) {
 		want shown
 	}{{
 		name: "never run",
-		in:   eviction.RolloutStatus{Domains: []eviction.DomainProgress{pending("a"), pending("b")}},
+		in:   eviction.RolloutStatus{Domains: []eviction.RolloutDomain{pending("a"), pending("b")}},
 		want: shown{State: "Pending", Progress: "0/2", Current: "a Pending", Summary: "a Pending, b Pending",
 			Domains: []string{"a Pending  since=false", "b Pending  since=false"}},
 	}, {
 		name: "running, upgrading the third domain, with an ETA",
-		in: eviction.RolloutStatus{Running: true, Done: 2, Domains: []eviction.DomainProgress{
+		in: eviction.RolloutStatus{Running: true, Done: 2, Domains: []eviction.RolloutDomain{
 			done("a", t0), done("b", t0.Add(90*time.Second)),
 			{Domain: "c", State: eviction.StateUpgrading, Stage: eviction.StageUpgrade}, pending("d")},
 			ETA: new(t0.Add(270 * time.Second)), ETAPerDomain: udrain.Seconds(90*time.Second + 400*time.Millisecond), ETASamples: 1, ETADomainsLeft: 2},
@@ -124,24 +124,24 @@ func TestStatusOf(t *testing.T) {
 			Domains: []string{"a Done  since=true", "b Done  since=true", "c Upgrading Upgrade since=false", "d Pending  since=false"}},
 	}, {
 		name: "stopped in a domain's upgrade",
-		in: eviction.RolloutStatus{Done: 1, Domains: []eviction.DomainProgress{done("a", t0),
+		in: eviction.RolloutStatus{Done: 1, Domains: []eviction.RolloutDomain{done("a", t0),
 			{Domain: "b", State: eviction.StateStopped, Stage: eviction.StageUpgrade}, pending("c")}},
 		want: shown{State: "Stopped", Progress: "1/3", Current: "b Stopped/Upgrade", Summary: "a Done, b Stopped/Upgrade, c Pending",
 			Domains: []string{"a Done  since=true", "b Stopped Upgrade since=false", "c Pending  since=false"}},
 	}, {
 		name: "stopped between two domains",
-		in:   eviction.RolloutStatus{Done: 1, Domains: []eviction.DomainProgress{done("a", t0), pending("b")}},
+		in:   eviction.RolloutStatus{Done: 1, Domains: []eviction.RolloutDomain{done("a", t0), pending("b")}},
 		want: shown{State: "Stopped", Progress: "1/2", Current: "b Pending", Summary: "a Done, b Pending",
 			Domains: []string{"a Done  since=true", "b Pending  since=false"}},
 	}, {
 		name: "the domain in progress comes first, not a pending one before it",
-		in: eviction.RolloutStatus{Running: true, Domains: []eviction.DomainProgress{pending("a"),
+		in: eviction.RolloutStatus{Running: true, Domains: []eviction.RolloutDomain{pending("a"),
 			{Domain: "b", State: eviction.StateDraining, Stage: eviction.StagePhase1, Pods: 3}}},
 		want: shown{State: "Running", Progress: "0/2", Current: "b Draining/Phase1", Summary: "a Pending, b Draining/Phase1",
 			Domains: []string{"a Pending  since=false", "b Draining Phase1 since=false"}},
 	}, {
 		name: "completed",
-		in:   eviction.RolloutStatus{Done: 2, Completed: true, Domains: []eviction.DomainProgress{done("a", t0), done("b", t0)}},
+		in:   eviction.RolloutStatus{Done: 2, Completed: true, Domains: []eviction.RolloutDomain{done("a", t0), done("b", t0)}},
 		want: shown{State: "Completed", Progress: "2/2", Summary: "a Done, b Done",
 			Domains: []string{"a Done  since=true", "b Done  since=true"}},
 	}} {
@@ -174,7 +174,7 @@ func TestCRDDeclaresTheStatus(t *testing.T) {
 	in := eviction.RolloutStatus{Running: true, Done: 1, Time: t0, ETA: new(t0.Add(time.Hour)), ETAPerDomain: udrain.Seconds(time.Minute)}
 	for i, s := range []eviction.DomainState{eviction.StateDone, eviction.StateRecovering, eviction.StateDraining,
 		eviction.StateUpgrading, eviction.StateStopped, eviction.StatePending} {
-		p := eviction.DomainProgress{Domain: fmt.Sprint("ud-", i), State: s, Stage: eviction.StageRecovery, Pods: 1,
+		p := eviction.RolloutDomain{Domain: fmt.Sprint("ud-", i), State: s, Stage: eviction.StageRecovery, Pods: 1,
 			Down: make([]health.GroupStatus, 1), Since: &t0}
 		in.Domains = append(in.Domains, p)
 	}
@@ -374,18 +374,18 @@ func TestStatusWriteReplacesTheStatus(t *testing.T) {
 	t0 := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 	at := func(d time.Duration) *time.Time { return new(t0.Add(d)) }
 	for i, st := range []eviction.RolloutStatus{{
-		Time: t0, Running: true, Done: 1, Domains: []eviction.DomainProgress{
+		Time: t0, Running: true, Done: 1, Domains: []eviction.RolloutDomain{
 			{Domain: "ud-1", State: eviction.StateDone, Since: at(0)},
 			{Domain: "ud-2", State: eviction.StateRecovering, Stage: eviction.StageRecovery, Since: at(time.Minute), Down: make([]health.GroupStatus, 1)},
 			{Domain: "ud-3", State: eviction.StatePending, Pods: 4}},
 		ETA: new(t0.Add(2 * time.Minute)), ETAPerDomain: udrain.Seconds(time.Minute),
 	}, {
-		Time: t0.Add(time.Minute), Running: true, Done: 2, Domains: []eviction.DomainProgress{
+		Time: t0.Add(time.Minute), Running: true, Done: 2, Domains: []eviction.RolloutDomain{
 			{Domain: "ud-1", State: eviction.StateDone, Since: at(0)},
 			{Domain: "ud-2", State: eviction.StateDone, Since: at(time.Minute)},
 			{Domain: "ud-3", State: eviction.StatePending, Pods: 4}},
 	}, {
-		Time: t0.Add(2 * time.Minute), Done: 3, Completed: true, Domains: []eviction.DomainProgress{
+		Time: t0.Add(2 * time.Minute), Done: 3, Completed: true, Domains: []eviction.RolloutDomain{
 			{Domain: "ud-1", State: eviction.StateDone, Since: at(0)},
 			{Domain: "ud-2", State: eviction.StateDone, Since: at(time.Minute)},
 			{Domain: "ud-3", State: eviction.StateDone, Since: at(2 * time.Minute)}},

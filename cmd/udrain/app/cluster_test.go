@@ -12,7 +12,7 @@ import (
 )
 
 // The commands that list nodes (and gpu, DaemonSets) through
-// eviction.Reader report a refused list as the library's PermissionError
+// eviction.NewReader's Drainer report a refused list as the library's PermissionError
 // (exit 1), except gpu's list of DaemonSets, which it does without: it
 // logs why and reports the nodes without the device plugin's diagnosis.
 func TestListsRefused(t *testing.T) {

@@ -26,10 +26,10 @@ func (o *options) newDrainer(client kubernetes.Interface, df *domainFlags, dr *d
 	return eviction.New(client, opts)
 }
 
-// newReader builds the Reader of the commands that change nothing: ro
-// (events, informers, connect timeout) with the domain flags, --namespace
-// and the clock.
-func (o *options) newReader(client kubernetes.Interface, df *domainFlags, ro eviction.Options) (*eviction.Reader, error) {
+// newReader builds the read-only Drainer (eviction.NewReader) of the
+// commands that change nothing: ro (events, informers, connect timeout)
+// with the domain flags, --namespace and the clock.
+func (o *options) newReader(client kubernetes.Interface, df *domainFlags, ro eviction.Options) (*eviction.Drainer, error) {
 	policy, _ := df.policy()
 	ro.DomainLabel = df.label
 	ro.Unlabeled = policy

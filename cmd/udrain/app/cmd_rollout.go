@@ -35,6 +35,8 @@ func newRolloutCommand(o *options) *cobra.Command {
 		stuckAfter      time.Duration
 		mf              metricsFlag
 		parallel        parallelFlag
+		ignoreUpdates   bool
+		updateTimeout   time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "rollout",
@@ -126,7 +128,8 @@ again to resume). --dry-run and "udrain audit --parallel" show the schedule.
 			ro := eviction.RolloutOptions{ID: id, Domains: domains, RecoveryTimeout: recoveryTimeout, StuckAfter: stuckAfter,
 				SkipGPUCheck: skipGPUCheck, GPUCheckGrace: gpuGrace,
 				NoLock: noLock, LockNamespace: lockNamespace, LockNamespaceMustExist: !createLockNS,
-				Steering: eviction.Steering(steering), Order: eviction.RolloutOrder(order), Parallel: parallel.n}
+				Steering: eviction.Steering(steering), Order: eviction.RolloutOrder(order), Parallel: parallel.n,
+				IgnoreWorkloadUpdates: ignoreUpdates, WorkloadUpdateTimeout: updateTimeout}
 			var prog *report.Progress
 			steps := uf.options(o, id, df.label, func(domain string) io.Writer { return prog.Output("[upgrade " + domain + "] ") })
 			// Bad input is refused before any request.
@@ -212,8 +215,8 @@ again to resume). --dry-run and "udrain audit --parallel" show the schedule.
 	cmd.Flags().StringVar(&lockNamespace, "lock-namespace", eviction.DefaultLockNamespace, "Namespace of the Lease the rollout holds while it runs (it must exist), so that the same rollout never runs twice at once")
 	cmd.Flags().BoolVar(&noLock, "no-lock", false, "Run without the rollout's Lease")
 	cmd.Flags().DurationVar(&stuckAfter, "stuck-after", eviction.DefaultStuckAfter, "Stop a domain's recovery once a member has waited this long for a reason that does not clear by itself (ImagePullBackOff, ErrImagePull, CreateContainerConfigError; ContainerCreating with a FailedMount or FailedAttachVolume event), instead of waiting out --recovery-timeout; negative: never")
-	cmd.Flags().BoolVar(&dr.workloadUpdates.Ignore, "ignore-workload-updates", false, "Start each domain without waiting for the LeaderWorkerSets with a group on it that roll out their own update (their rolling update deletes groups through no budget)")
-	cmd.Flags().DurationVar(&dr.workloadUpdates.Timeout, "workload-update-timeout", 0, "How long a domain waits for the LeaderWorkerSets on it to finish their own update before the rollout stops (exit code 1); zero means infinite")
+	cmd.Flags().BoolVar(&ignoreUpdates, "ignore-workload-updates", false, "Start each domain without waiting for the LeaderWorkerSets with a group on it that roll out their own update (their rolling update deletes groups through no budget)")
+	cmd.Flags().DurationVar(&updateTimeout, "workload-update-timeout", 0, "How long a domain waits for the LeaderWorkerSets on it to finish their own update before the rollout stops (exit code 1); zero means infinite")
 	cmd.Flags().BoolVar(&createLockNS, "create-lock-namespace", true, "Create --lock-namespace when it does not exist (labelled app.kubernetes.io/managed-by=udrain, Pod Security restricted); false: stop and say so")
 	mf.add(cmd)
 	cmd.AddCommand(newRolloutStatusCommand(o))

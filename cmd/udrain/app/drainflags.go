@@ -27,8 +27,6 @@ type drainFlags struct {
 
 	allowViolations bool
 	concurrency     int
-	// workloadUpdates is set by the rollout command's flags only.
-	workloadUpdates eviction.WorkloadUpdates
 }
 
 // add registers the flags. timeoutHelp describes --timeout, which bounds
@@ -102,7 +100,6 @@ func (f *drainFlags) options() (eviction.Options, error) {
 		Helper:          h,
 		Concurrency:     f.concurrency,
 		AllowViolations: f.allowViolations,
-		WorkloadUpdates: f.workloadUpdates,
 	}, nil
 }
 

@@ -91,8 +91,8 @@ var fieldFlags = map[string]string{
 	"eviction.RolloutOptions.StatusInterval":                  "--interval",
 	"eviction.RolloutOptions.Domains":                         "--domains",
 	"eviction.RolloutOptions.RecoveryTimeout":                 "--recovery-timeout",
-	"eviction.Options.WorkloadUpdates.Timeout":                "--workload-update-timeout",
-	"eviction.Options.WorkloadUpdates.Ignore":                 "--ignore-workload-updates",
+	"eviction.RolloutOptions.WorkloadUpdateTimeout":           "--workload-update-timeout",
+	"eviction.RolloutOptions.IgnoreWorkloadUpdates":           "--ignore-workload-updates",
 	"eviction.RolloutOptions.GPUCheckGrace":                   "--gpu-check-grace",
 	"eviction.RolloutOptions.LockNamespace":                   "--lock-namespace",
 	"eviction.RolloutOptions.ID":                              "--id",
@@ -116,9 +116,6 @@ var fieldFlags = map[string]string{
 	"upgrade.WebhookOptions.URL":            "--upgrade-webhook",
 	"upgrade.WebhookOptions.Header":         "--upgrade-webhook-header",
 	"upgrade.WebhookOptions.AttemptTimeout": "--upgrade-timeout",
-	// eviction's Reader (domains, audit, wait-healthy, rollout status)
-	"eviction.Reader.Health(domains)":      "DOMAIN",
-	"eviction.Reader.WaitHealthy(domains)": "DOMAIN",
 }
 
 // findingFlags names, for the findings whose remedy is a setting of the

@@ -62,8 +62,9 @@ func TestDrainerErrorsNameTheCommandsArguments(t *testing.T) {
 	}
 }
 
-// So do the errors of the Reader that the commands which change nothing
-// (domains, audit, wait-healthy, rollout status) run.
+// So do the errors of the read-only Drainer (eviction.NewReader) that the
+// commands which change nothing (domains, audit, wait-healthy, rollout
+// status) run.
 func TestReaderErrorsNameTheCommandsArguments(t *testing.T) {
 	ctx := t.Context()
 	r, err := eviction.NewReader(fake.NewClientset(), eviction.Options{})

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -70,8 +71,10 @@ func TestGoldenVersion(t *testing.T) {
 	if r.code != ExitOK {
 		t.Fatalf("exit code %d: %s", r.code, r.stderr)
 	}
-	got := strings.NewReplacer(runtime.Version(), "GOVERSION", runtime.GOOS+"/"+runtime.GOARCH, "PLATFORM").Replace(r.stdout)
-	golden(t, "version.json", normalize(got, [2]string{`"version": "[^"]*"`, `"version": "VERSION"`}))
+	golden(t, "version.json", normalize(r.stdout,
+		[2]string{regexp.QuoteMeta(runtime.Version()), "GOVERSION"},
+		[2]string{regexp.QuoteMeta(runtime.GOOS + "/" + runtime.GOARCH), "PLATFORM"},
+		[2]string{`"version": "[^"]*"`, `"version": "VERSION"`}))
 }
 
 // TestGoldenWaitServer checks the WaitServerResult kind, failed: nothing
@@ -97,12 +100,12 @@ func TestGoldenRolloutDowntime(t *testing.T) {
 	group := func(name string) topology.GroupID {
 		return topology.GroupID{Kind: topology.KindLeaderWorkerSet, Namespace: testNS, Name: name}
 	}
-	res := &eviction.RolloutResult{ID: "r1", Completed: true, Started: testNow, Duration: udrain.Seconds(5 * time.Minute), Domains: []eviction.DomainOutcome{
-		{Domain: "ud-1", Status: eviction.StateDone, Drain: &eviction.Result{Pods: eviction.PodCounts{Phase1Total: 1, Phase1Evicted: 1, Phase2Total: 1, Phase2Evicted: 1},
+	res := &eviction.RolloutResult{ID: "r1", Completed: true, Started: testNow, Duration: udrain.Seconds(5 * time.Minute), Domains: []eviction.RolloutDomain{
+		{Domain: "ud-1", State: eviction.StateDone, Drain: &eviction.Result{Pods: eviction.PodCounts{Phase1Total: 1, Phase1Evicted: 1, Phase2Total: 1, Phase2Evicted: 1},
 			GroupsDisrupted: []topology.GroupID{group("llama-0")}},
 			Groups:  []eviction.GroupDowntime{{Group: group("llama-0"), From: "ud-1", To: "ud-2", Evicted: at(0), Healthy: healthy(40), Downtime: udrain.Seconds(40 * time.Second)}},
 			Upgrade: udrain.Seconds(time.Minute), Recovery: udrain.Seconds(40 * time.Second), Duration: udrain.Seconds(2 * time.Minute)},
-		{Domain: "ud-2", Status: eviction.StateDone, Drain: &eviction.Result{Pods: eviction.PodCounts{Phase1Total: 2, Phase1Evicted: 2, Phase2Total: 2, Phase2Evicted: 2},
+		{Domain: "ud-2", State: eviction.StateDone, Drain: &eviction.Result{Pods: eviction.PodCounts{Phase1Total: 2, Phase1Evicted: 2, Phase2Total: 2, Phase2Evicted: 2},
 			GroupsDisrupted: []topology.GroupID{group("llama-1"), group("llama-0")}},
 			Groups: []eviction.GroupDowntime{
 				{Group: group("llama-1"), From: "ud-2", To: "ud-1", Evicted: at(120), Healthy: healthy(150), Downtime: udrain.Seconds(30 * time.Second)},

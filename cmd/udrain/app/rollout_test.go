@@ -144,7 +144,7 @@ func TestRolloutInterruptedDuringUpgrade(t *testing.T) {
 func statuses(r report.RolloutReport) []string {
 	var out []string
 	for _, d := range r.Result.Domains {
-		out = append(out, string(d.Status))
+		out = append(out, string(d.State))
 	}
 	return out
 }

@@ -38,7 +38,7 @@
 //     package health's judgment of each group (its Reason and Message),
 //     Succeeded from the *eviction.DomainError that stopped the rollout
 //     (StoppedAt<Stage>, Interrupted for a cancel), the domains from each
-//     eviction.DomainOutcome's Status.
+//     eviction.RolloutDomain's State.
 //
 // Permissions (RBAC): get, list, watch and patch ConfigMaps; create and
 // patch events.k8s.io Events; list, watch and patch nodes; get, list and

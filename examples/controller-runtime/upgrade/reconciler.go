@@ -196,7 +196,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key ctrl.Request) (ctrl.Resu
 func finish(s *Status, res *eviction.RolloutResult, err error) {
 	if res != nil {
 		for _, d := range res.Domains {
-			s.setDomain(d.Domain, d.Status)
+			s.setDomain(d.Domain, d.State)
 			if d.Health != nil {
 				status, reason, msg := healthCondition(d.Health)
 				s.set(ConditionGroupsHealthy, status, reason, msg)

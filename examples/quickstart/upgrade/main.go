@@ -98,7 +98,14 @@ func run(ctx context.Context, client kubernetes.Interface, id string, domains []
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "plan %s: %v, upgraded already: %v\n", plan.ID, plan.Domains, plan.Upgraded)
+	var order, upgraded []string
+	for _, dom := range plan.Domains { // in the rollout's order
+		order = append(order, dom.Domain)
+		if dom.State == eviction.StateSkipped {
+			upgraded = append(upgraded, dom.Domain)
+		}
+	}
+	fmt.Fprintf(out, "plan %s: %v, upgraded already: %v\n", plan.ID, order, upgraded)
 
 	// Roll: each domain drained, upgraded, uncordoned and recovered in turn.
 	res, err := d.Rollout(ctx, opts)
