@@ -57,9 +57,10 @@
 //     informers and starts no list or watch of its own. Without them, each
 //     call lists and watches for its own duration (a CLI's case).
 //     Options.Namespace limits what is seen and evicted to one namespace.
-//   - Results are structured values: a Plan, a Result, a RolloutResult, a
-//     HealthReport of package health's GroupStatus and BudgetStatus. They
-//     are also the wire schema of udrain's JSON output (see result.go).
+//   - Results are structured values: a Plan, a Result, a RolloutResult, and
+//     package health's Report and DomainStatus (the health of domains, from
+//     Health, WaitHealthy and WaitRecovered). They are also the wire schema
+//     of udrain's JSON output (see result.go).
 //   - Events, through one hook signature, func(context.Context, Event),
 //     given the call's context (Options.OnEvent, serialised per Drainer;
 //     DrainOptions.OnEvent and RolloutOptions.OnEvent, serialised per

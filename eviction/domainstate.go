@@ -130,7 +130,7 @@ type RolloutDomain struct {
 	Drain *Result `json:"drain,omitempty"`
 	// Health (result) is the health of the domain's groups when its
 	// recovery ended.
-	Health *DomainHealth `json:"health,omitempty"`
+	Health *health.DomainStatus `json:"health,omitempty"`
 	// Groups (result) are the groups the domain's drain disrupted, each
 	// with its downtime: from its first pod's eviction until it was
 	// healthy again, wherever it runs now.

@@ -190,7 +190,7 @@ func (t *downtimes) follow(ctx context.Context) {
 // result returns the downtime of every group evicted, in the order of
 // their first eviction; recovered (the recovery's last judgment) marks
 // healthy at its end the groups the evaluations had not seen healthy yet.
-func (t *downtimes) result(recovered *DomainHealth) []GroupDowntime {
+func (t *downtimes) result(recovered *health.DomainStatus) []GroupDowntime {
 	if recovered != nil && recovered.Healthy {
 		t.mu.Lock()
 		drained := t.drained

@@ -290,7 +290,7 @@ type RetryError struct {
 	// Domains are the domains WaitHealthy waited for, as named (empty for
 	// every domain), and Report what was still missing (ReasonNotHealthy).
 	Domains []string
-	Report  *HealthReport
+	Report  *health.Report
 	// Namespace and Lease name the rollout's Lease; Holder is the identity
 	// of its holder (RolloutOptions.LockIdentity), RenewedAt when it last
 	// renewed it, LockDuration how long it holds without a renewal
@@ -373,7 +373,7 @@ func notHealthyMessage(e *RetryError) string {
 	}
 	var waiting []string
 	if e.Report != nil {
-		waiting = e.Report.waiting()
+		waiting = reportWaiting(e.Report)
 	}
 	return fmt.Sprintf("%s not healthy after %s (%v): %s", what, e.Waited.Round(time.Millisecond), e.Err,
 		strings.Join(abbreviate(waiting, 10), "; "))

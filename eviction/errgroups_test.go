@@ -102,7 +102,7 @@ func TestErrorGroups(t *testing.T) {
 			"the API server https://10.0.0.1:6443 did not answer the eviction of ns/llm-0 (gave up after 30s): context deadline exceeded"},
 		{"not synced", &RetryError{Reason: ReasonNotSynced, Waited: 15 * time.Second}, retry, ReasonNotSynced,
 			"the informers of Options.Informers did not sync within 15s: start them (factory.Start, or the manager's cache) before calling, and check that they may list and watch nodes, pods, PodDisruptionBudgets and DaemonSets"},
-		{"not healthy", &RetryError{Reason: ReasonNotHealthy, Domains: []string{"ud-1", "ud-2"}, Waited: 300 * time.Millisecond, Report: &HealthReport{Unscheduled: []health.GroupStatus{{ID: group, Message: "0/2 members scheduled"}}}, Err: context.DeadlineExceeded},
+		{"not healthy", &RetryError{Reason: ReasonNotHealthy, Domains: []string{"ud-1", "ud-2"}, Waited: 300 * time.Millisecond, Report: &health.Report{Unscheduled: []health.GroupStatus{{ID: group, Message: "0/2 members scheduled"}}}, Err: context.DeadlineExceeded},
 			retry, ReasonNotHealthy,
 			"domains ud-1, ud-2 not healthy after 300ms (context deadline exceeded): unscheduled: group ns/llm-0: 0/2 members scheduled"},
 		{"locked", &RetryError{Reason: ReasonLocked, ID: "r", Namespace: "udrain-system", Lease: "udrain-rollout-r", Holder: "other", RenewedAt: renewed, LockDuration: 30 * time.Second, RetryAfter: 20 * time.Second},

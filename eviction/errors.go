@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/udrain/udrain/health"
 	"github.com/udrain/udrain/kubeclient"
 	"github.com/udrain/udrain/topology"
 )
@@ -65,7 +66,7 @@ type DomainError struct {
 	// ReasonBlocked}) finds it too.
 	Block *BlockInfo
 	// Health is what recovery still waited for (StageRecovery).
-	Health *DomainHealth
+	Health *health.DomainStatus
 	// Timeout is the limit that ran out (Helper.Timeout for a drain,
 	// RolloutOptions.RecoveryTimeout for recovery); zero when the context
 	// ended or the domain stopped for another reason.
@@ -103,7 +104,7 @@ func (e *DomainError) Error() string {
 		fmt.Fprintf(&b, "; namespace(s) being deleted, which refuse evictions and take their pods with them: %s", strings.Join(abbreviate(e.deletedNamespaces, 10), ", "))
 	}
 	if e.Health != nil {
-		if w := e.Health.waiting(); len(w) > 0 {
+		if w := domainWaiting(e.Health); len(w) > 0 {
 			fmt.Fprintf(&b, "; not healthy yet: %s", strings.Join(abbreviate(w, 10), "; "))
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/udrain/udrain/health"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -180,7 +181,7 @@ type Event struct {
 	// Health is what recovery waits for (WaitingRecovery) or found
 	// (Recovered): the domain's groups and budgets, judged by package
 	// health.
-	Health *DomainHealth `json:"health,omitempty"`
+	Health *health.DomainStatus `json:"health,omitempty"`
 	// Updates are the workloads on the domain that roll out an update of
 	// their own, on WorkloadUpdating (see
 	// RolloutOptions.IgnoreWorkloadUpdates).

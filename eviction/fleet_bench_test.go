@@ -20,6 +20,7 @@ import (
 	"k8s.io/kubectl/pkg/drain"
 
 	"github.com/udrain/udrain/clusterinformers"
+	"github.com/udrain/udrain/health"
 	"github.com/udrain/udrain/internal/clusterview"
 	"github.com/udrain/udrain/internal/podcache"
 	"github.com/udrain/udrain/topology"
@@ -233,14 +234,14 @@ func benchRecoveryOf(b *testing.B, d *Drainer, domain string, groups int) {
 	groupers := groupersFor(d.s, &Snapshot{})
 	now := time.Now()
 	b.ReportAllocs()
-	var h *DomainHealth
+	var h *health.DomainStatus
 	memo := podcache.NewMemo() // as a recovery wait evaluates
 	for b.Loop() {
 		h = v.evaluateWith(t, groupers, now, memo)
 		memo.Turn()
 	}
 	if !h.Healthy || len(h.Groups) != len(plan.Groups) || len(h.Budgets) != len(plan.Groups) {
-		b.Fatalf("healthy %v, %d groups, %d budgets; want healthy, %d of each; waiting: %.300v", h.Healthy, len(h.Groups), len(h.Budgets), len(plan.Groups), h.waiting())
+		b.Fatalf("healthy %v, %d groups, %d budgets; want healthy, %d of each; waiting: %.300v", h.Healthy, len(h.Groups), len(h.Budgets), len(plan.Groups), domainWaiting(h))
 	}
 }
 

@@ -13,27 +13,12 @@ import (
 	"github.com/udrain/udrain/topology"
 )
 
-// HealthReport is the health of the groups of some domains and of the
-// budgets over them, judged by package health: what a rollout's recovery
-// waits for, asked of any domain at any time.
-type HealthReport struct {
-	Healthy bool           `json:"healthy"`
-	Domains []DomainHealth `json:"domains"`
-	// Unscheduled are the groups none of whose pods is on a node (Pending,
-	// waiting for room), of workloads with a pod on some node of the
-	// layout, named domain or not (a group drained from a named domain has
-	// no pod left there to tie it to it): they are not healthy, and belong
-	// to no domain yet. A Drainer scoped to a namespace sees only that
-	// namespace's.
-	Unscheduled []health.GroupStatus `json:"unscheduled,omitempty"`
-}
-
-// waiting says in a line each what is not healthy, prefixed with the
-// domain ("unscheduled" for groups on no node).
-func (r *HealthReport) waiting() []string {
+// reportWaiting says in a line each what is not healthy in r, prefixed
+// with the domain ("unscheduled" for groups on no node).
+func reportWaiting(r *health.Report) []string {
 	var out []string
 	for i := range r.Domains {
-		for _, w := range r.Domains[i].waiting() {
+		for _, w := range domainWaiting(&r.Domains[i]) {
 			out = append(out, r.Domains[i].Domain+": "+w)
 		}
 	}
@@ -49,7 +34,7 @@ func (r *HealthReport) waiting() []string {
 // on any node. It changes nothing. Every pod counts, whatever a drain
 // would do with it. An empty name among domains is a *udrain.ConfigError,
 // before any request.
-func (d *Drainer) Health(ctx context.Context, domains ...string) (*HealthReport, error) {
+func (d *Drainer) Health(ctx context.Context, domains ...string) (*health.Report, error) {
 	if slices.Contains(domains, "") {
 		return nil, emptyDomainError("Drainer.Health(domains)")
 	}
@@ -61,13 +46,13 @@ func (d *Drainer) Health(ctx context.Context, domains ...string) (*HealthReport,
 	return d.healthNow(ctx, v, domains)
 }
 
-func (d *Drainer) healthNow(ctx context.Context, v *view, domains []string) (*HealthReport, error) {
+func (d *Drainer) healthNow(ctx context.Context, v *view, domains []string) (*health.Report, error) {
 	snap, targets, unscheduled, err := d.healthTargetsNow(ctx, v, domains)
 	if err != nil {
 		return nil, err
 	}
 	groupers := groupersFor(d.s, snap)
-	r := &HealthReport{Healthy: true}
+	r := &health.Report{Healthy: true}
 	for _, t := range targets {
 		h := v.evaluate(t, groupers, snap.Now)
 		r.Healthy = r.Healthy && h.Healthy
@@ -88,7 +73,7 @@ func (d *Drainer) healthNow(ctx context.Context, v *view, domains []string) (*He
 // healthy. It changes nothing. A deadline or cancel of ctx ends the wait
 // with a *RetryError (ReasonNotHealthy) saying what was still missing. An empty name
 // among domains is a *udrain.ConfigError, before any request.
-func (d *Drainer) WaitHealthy(ctx context.Context, domains ...string) (*HealthReport, error) {
+func (d *Drainer) WaitHealthy(ctx context.Context, domains ...string) (*health.Report, error) {
 	if slices.Contains(domains, "") {
 		return nil, emptyDomainError("Drainer.WaitHealthy(domains)")
 	}
@@ -102,7 +87,7 @@ func (d *Drainer) WaitHealthy(ctx context.Context, domains ...string) (*HealthRe
 		e.Time = d.s.Clock.Now()
 		d.events.emit(callSinkFrom(ctx), e)
 	}
-	notHealthy := func(r *HealthReport, err error) error {
+	notHealthy := func(r *health.Report, err error) error {
 		return &RetryError{Reason: ReasonNotHealthy, Domains: domains, Waited: d.s.Clock.Since(start), Report: r, Err: err}
 	}
 	// Each round waits for what is not healthy now; groups that appear
@@ -163,7 +148,7 @@ func (d *Drainer) WaitHealthy(ctx context.Context, domains ...string) (*HealthRe
 // domain, it also waits for groups none of whose pods exists yet (a
 // StatefulSet has not recreated them). A cancel or deadline of ctx ends it
 // with a *DomainError at StageRecovery holding what was still missing.
-func (d *Drainer) WaitRecovered(ctx context.Context, plan *Plan) (*DomainHealth, error) {
+func (d *Drainer) WaitRecovered(ctx context.Context, plan *Plan) (*health.DomainStatus, error) {
 	v, err := d.startView(ctx)
 	if err != nil {
 		return nil, err

@@ -21,6 +21,7 @@ import (
 
 	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/clusterinformers"
+	"github.com/udrain/udrain/health"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -65,8 +66,8 @@ func readerCluster() []runtime.Object {
 // read-only one from NewReader alike.
 type readCalls interface {
 	Snapshot(ctx context.Context) (*Snapshot, error)
-	Health(ctx context.Context, domains ...string) (*HealthReport, error)
-	WaitHealthy(ctx context.Context, domains ...string) (*HealthReport, error)
+	Health(ctx context.Context, domains ...string) (*health.Report, error)
+	WaitHealthy(ctx context.Context, domains ...string) (*health.Report, error)
 	PlanRollout(ctx context.Context, opts RolloutOptions) (*RolloutPlan, error)
 	RolloutStatus(ctx context.Context, opts RolloutOptions) (*RolloutStatus, error)
 }
@@ -125,7 +126,7 @@ func TestReaderReadsAsADrainerWhereEveryPodCounts(t *testing.T) {
 			return ""
 		}},
 		{"Health", func(ctx context.Context, r readCalls) (any, error) { return r.Health(ctx) }, func(got any) string {
-			if got.(*HealthReport).Healthy {
+			if got.(*health.Report).Healthy {
 				return "healthy, but the worker of ud-2 is not Ready"
 			}
 			return ""

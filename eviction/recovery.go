@@ -199,36 +199,9 @@ func placedWorkloads(groups []topology.Group, layout *topology.Layout) map[workl
 	return placed
 }
 
-// DomainHealth is the health of a domain's groups and of the budgets over
-// them, each judged by package health. A rollout's recovery waits until it
-// is Healthy; Drainer.Health reports it for any domain.
-type DomainHealth struct {
-	Domain  string                `json:"domain"`
-	Healthy bool                  `json:"healthy"`
-	Groups  []health.GroupStatus  `json:"groups,omitempty"`
-	Budgets []health.BudgetStatus `json:"budgets,omitempty"`
-}
-
-// Unhealthy returns h with only its groups and budgets that are not
-// healthy.
-func (h DomainHealth) Unhealthy() DomainHealth {
-	out := DomainHealth{Domain: h.Domain, Healthy: h.Healthy}
-	for _, g := range h.Groups {
-		if !g.Healthy {
-			out.Groups = append(out.Groups, g)
-		}
-	}
-	for _, b := range h.Budgets {
-		if !b.Healthy {
-			out.Budgets = append(out.Budgets, b)
-		}
-	}
-	return out
-}
-
-// waiting says in a line each what is not healthy: "group ns/name:
-// <message>" and "PodDisruptionBudget ns/name: <message>".
-func (h *DomainHealth) waiting() []string {
+// domainWaiting says in a line each what is not healthy in h: "group
+// ns/name: <message>" and "PodDisruptionBudget ns/name: <message>".
+func domainWaiting(h *health.DomainStatus) []string {
 	var out []string
 	for _, g := range h.Groups {
 		if !g.Healthy {
@@ -247,13 +220,13 @@ func (h *DomainHealth) waiting() []string {
 // index it reads only the pods of the target's groups and of the
 // workloads its budgets select (see groupsIn and BudgetPods), else the
 // whole namespaces of its groups and budgets.
-func (v *view) evaluate(t recoveryTarget, groupers []topology.Grouper, now time.Time) *DomainHealth {
+func (v *view) evaluate(t recoveryTarget, groupers []topology.Grouper, now time.Time) *health.DomainStatus {
 	return v.evaluateWith(t, groupers, now, nil)
 }
 
 // evaluateWith is evaluate reading slimPods through memo (nil: none).
-func (v *view) evaluateWith(t recoveryTarget, groupers []topology.Grouper, now time.Time, memo *podcache.Memo) *DomainHealth {
-	h := &DomainHealth{Domain: t.domain, Healthy: true}
+func (v *view) evaluateWith(t recoveryTarget, groupers []topology.Grouper, now time.Time, memo *podcache.Memo) *health.DomainStatus {
+	h := &health.DomainStatus{Domain: t.domain, Healthy: true}
 	h.Groups = v.judgeGroups(t.groups, groupers, memo)
 	for _, st := range h.Groups {
 		h.Healthy = h.Healthy && st.Healthy
@@ -310,7 +283,7 @@ func (v *view) judgeGroups(wants []wantedGroup, groupers []topology.Grouper, mem
 
 // nextExpiry returns the earliest time a stale disruptedPods entry of h's
 // budgets expires (zero if none): status changes then without a pod event.
-func nextExpiry(h *DomainHealth) time.Time {
+func nextExpiry(h *health.DomainStatus) time.Time {
 	var next time.Time
 	for _, b := range h.Budgets {
 		if at := b.StaleUntil; at != nil && (next.IsZero() || at.Before(next)) {
@@ -324,14 +297,14 @@ func nextExpiry(h *DomainHealth) time.Time {
 // returns its last evaluation; it reports what it waits for whenever that
 // changes. The error is ctx's, or context.DeadlineExceeded when timeout
 // (0: none) ran out.
-func (d *Drainer) waitRecovered(ctx context.Context, v *view, t recoveryTarget, emit func(Event), timeout time.Duration) (*DomainHealth, error) {
+func (d *Drainer) waitRecovered(ctx context.Context, v *view, t recoveryTarget, emit func(Event), timeout time.Duration) (*health.DomainStatus, error) {
 	return d.waitRecoveredOrStuck(ctx, v, t, emit, timeout, -1)
 }
 
 // waitRecoveredOrStuck is waitRecovered that also stops, with a
 // *ClusterError (ReasonStuck), once a member has waited stuckAfter (negative: never) for a
 // reason that does not clear by itself (health.Stuck).
-func (d *Drainer) waitRecoveredOrStuck(ctx context.Context, v *view, t recoveryTarget, emit func(Event), timeout, stuckAfter time.Duration) (*DomainHealth, error) {
+func (d *Drainer) waitRecoveredOrStuck(ctx context.Context, v *view, t recoveryTarget, emit func(Event), timeout, stuckAfter time.Duration) (*health.DomainStatus, error) {
 	logger := klog.FromContext(ctx).WithValues("domain", t.domain)
 	pgs, _ := v.PodGroups(ctx)
 	groupers := groupersFor(d.s, &Snapshot{PodGroups: pgs})
@@ -358,10 +331,10 @@ func (d *Drainer) waitRecoveredOrStuck(ctx context.Context, v *view, t recoveryT
 			emit(Event{Type: EventRecovered, Health: h, Message: "the domain's groups are healthy and their budgets caught up"})
 			return h, nil
 		}
-		if w := fmt.Sprint(h.waiting()); w != last {
+		if w := fmt.Sprint(domainWaiting(h)); w != last {
 			last = w
-			logger.V(2).Info("Waiting for recovery", "waiting", h.waiting())
-			emit(Event{Type: EventWaitingRecovery, Health: h, Message: strings.Join(h.waiting(), "; ")})
+			logger.V(2).Info("Waiting for recovery", "waiting", domainWaiting(h))
+			emit(Event{Type: EventWaitingRecovery, Health: h, Message: strings.Join(domainWaiting(h), "; ")})
 		}
 		if err := stuck.check(ctx, t.domain, h, d.s.Clock.Now()); err != nil {
 			logger.Info("Recovery stopped: members cannot start by themselves", "err", err)

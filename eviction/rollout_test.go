@@ -564,7 +564,7 @@ func TestHealthAndWaitHealthy(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
 	log := newEventLog()
 	d, _ := New(fc.client, Options{Clock: clk, OnEvent: log.add})
-	if got, err := d.Health(ctx); err != nil || !got.Healthy || len(got.waiting()) != 0 || len(got.Domains) != 2 || len(got.Domains[0].Groups) != 1 || len(got.Domains[0].Budgets) != 1 {
+	if got, err := d.Health(ctx); err != nil || !got.Healthy || len(reportWaiting(got)) != 0 || len(got.Domains) != 2 || len(got.Domains[0].Groups) != 1 || len(got.Domains[0].Budgets) != 1 {
 		t.Fatalf("Health of a healthy cluster = %+v, %v", got, err)
 	}
 	// A worker of ud-2's group goes down.
@@ -575,7 +575,7 @@ func TestHealthAndWaitHealthy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"ud-2: group inference/llm-1: llm-1-1 missing; 1/2 members healthy"}, got.waiting()); diff != "" {
+	if diff := cmp.Diff([]string{"ud-2: group inference/llm-1: llm-1-1 missing; 1/2 members healthy"}, reportWaiting(got)); diff != "" {
 		t.Errorf("Health (-want +got):\n%s", diff)
 	}
 	if g := got.Domains[0].Groups[0]; g.Healthy || g.Reason != health.ReasonMemberMissing || g.ReadyMembers != 1 || g.Size != 2 {
@@ -634,7 +634,7 @@ func TestWaitHealthyWaitsForGroupsThatAppearWhileWaiting(t *testing.T) {
 	}
 	d, _ := New(fc.client, Options{})
 	type result struct {
-		r   *HealthReport
+		r   *health.Report
 		err error
 	}
 	done := make(chan result, 1)
@@ -660,7 +660,7 @@ func TestWaitHealthyWaitsForGroupsThatAppearWhileWaiting(t *testing.T) {
 	}
 	select {
 	case got := <-done:
-		t.Fatalf("WaitHealthy returned while group llm-2 was Pending: healthy %t, %v, waiting %q", got.r != nil && got.r.Healthy, got.err, got.r.waiting())
+		t.Fatalf("WaitHealthy returned while group llm-2 was Pending: healthy %t, %v, waiting %q", got.r != nil && got.r.Healthy, got.err, reportWaiting(got.r))
 	case <-time.After(500 * time.Millisecond):
 	}
 	// llm-2 lands on ud-1 and is Ready; the budget counts its leader.
@@ -723,7 +723,7 @@ func TestHealthCountsUnscheduledGroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"unscheduled: group inference/llm-1: llm-1 Pending, llm-1-1 Pending; 0/2 members healthy"}
-	if diff := cmp.Diff(want, got.waiting()); diff != "" {
+	if diff := cmp.Diff(want, reportWaiting(got)); diff != "" {
 		t.Errorf("Health (-want +got):\n%s", diff)
 	}
 }
@@ -746,7 +746,7 @@ func TestRecoveryWaitsOutStaleDisruptedPodsEntries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w := got.waiting(); len(w) != 1 || !strings.Contains(w[0], "still counts llm-0 as being evicted (status.disruptedPods) until") {
+	if w := reportWaiting(got); len(w) != 1 || !strings.Contains(w[0], "still counts llm-0 as being evicted (status.disruptedPods) until") {
 		t.Fatalf("Health = %q, want the stale disruptedPods entry named", w)
 	}
 	// WaitHealthy keeps waiting while the entry holds, and returns once the

@@ -230,7 +230,7 @@ func TestRolloutDomainJSON(t *testing.T) {
 		{"a status's, pending", RolloutDomain{Domain: "ud-2", State: StatePending, Nodes: 2, Pods: 4},
 			`{"domain":"ud-2","state":"Pending","nodes":2,"pods":4}`},
 		{"a result's, not reached", RolloutDomain{Domain: "ud-2", State: StatePending}, `{"domain":"ud-2","state":"Pending"}`},
-		{"a result's, done", RolloutDomain{Domain: "ud-1", State: StateDone, After: "ud-9", Health: &DomainHealth{Domain: "ud-1", Healthy: true},
+		{"a result's, done", RolloutDomain{Domain: "ud-1", State: StateDone, After: "ud-9", Health: &health.DomainStatus{Domain: "ud-1", Healthy: true},
 			Upgrade: udrain.Seconds(time.Second), Recovery: udrain.Seconds(2 * time.Second), Duration: udrain.Seconds(4 * time.Second)},
 			`{"domain":"ud-1","state":"Done","after":"ud-9","health":{"domain":"ud-1","healthy":true},"upgradeSeconds":1,"recoverySeconds":2,"durationSeconds":4}`},
 	} {

@@ -41,7 +41,7 @@ type startingMember struct {
 // every stuck member, once one of them has been stuck for the watch's time.
 // A member ContainerCreating for that long has its warning events read
 // (once per the watch's time): a volume or sandbox failure makes it stuck.
-func (w *stuckWatch) check(ctx context.Context, domain string, h *DomainHealth, now time.Time) error {
+func (w *stuckWatch) check(ctx context.Context, domain string, h *health.DomainStatus, now time.Time) error {
 	if w.after < 0 {
 		return nil
 	}

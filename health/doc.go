@@ -47,7 +47,17 @@
 // (the scheduler's message, a container's waiting reason such as
 // ImagePullBackOff, a readiness gate not set).
 //
-// What it is not for: it does not find groups (package topology does) and
-// does not probe members over the network (package readiness does, from
-// inside a leader pod).
+// # The health of domains
+//
+// DomainStatus (an upgrade domain's groups and budgets) and Report (some
+// domains', with the groups on no node yet) hold these judgments domain
+// by domain. They are plain values, with no function here to make them:
+// package eviction finds each domain's groups and budgets, asks Evaluate,
+// Absent and Budget of each, and returns them (Drainer.Health,
+// WaitHealthy, WaitRecovered, a rollout's events and results).
+//
+// What it is not for: it does not find groups (package topology does),
+// does not read the cluster (package eviction does, to judge a domain)
+// and does not probe members over the network (package readiness does,
+// from inside a leader pod).
 package health

@@ -46,8 +46,8 @@ func rolloutOf(id, domain string, s int) []eviction.Event {
 		return e
 	}
 	leader, w1 := pod(domain+"-leader"), pod(domain+"-w1")
-	down := &eviction.DomainHealth{Domain: domain, Groups: []health.GroupStatus{{Healthy: false}, {Healthy: true}}}
-	up := &eviction.DomainHealth{Domain: domain, Healthy: true, Groups: []health.GroupStatus{{Healthy: true}, {Healthy: true}}}
+	down := &health.DomainStatus{Domain: domain, Groups: []health.GroupStatus{{Healthy: false}, {Healthy: true}}}
+	up := &health.DomainStatus{Domain: domain, Healthy: true, Groups: []health.GroupStatus{{Healthy: true}, {Healthy: true}}}
 	return []eviction.Event{
 		ev(0, eviction.EventDomainStarted, nil),
 		ev(0, eviction.EventPlanned, nil),

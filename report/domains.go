@@ -4,23 +4,23 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/udrain/udrain"
-	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/gpu"
+	"github.com/udrain/udrain/health"
 	"github.com/udrain/udrain/topology"
 )
 
 // NewDomainList is the DomainList of the domains of layout (built from
 // nodes): for each domain, its nodes as package gpu classifies them with
 // gopts, with their cordon and upgrade marks, its GPUs per product, and
-// its health in h (eviction.Drainer.Health over every domain), as "udrain
+// its health in h (eviction's Drainer.Health over every domain), as "udrain
 // domains" lists them.
-func NewDomainList(nodes []corev1.Node, layout *topology.Layout, h *eviction.HealthReport, gopts gpu.Options) DomainList {
+func NewDomainList(nodes []corev1.Node, layout *topology.Layout, h *health.Report, gopts gpu.Options) DomainList {
 	list := DomainList{TypeMeta: NewTypeMeta(KindDomainList), LabelKey: layout.LabelKey, Unlabeled: layout.Unlabeled, Unscheduled: h.Unscheduled}
 	byName := map[string]*corev1.Node{}
 	for i := range nodes {
 		byName[nodes[i].Name] = &nodes[i]
 	}
-	healthOf := map[string]eviction.DomainHealth{}
+	healthOf := map[string]health.DomainStatus{}
 	for _, d := range h.Domains {
 		healthOf[d.Domain] = d
 	}

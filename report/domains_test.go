@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/udrain/udrain"
-	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/gpu"
 	"github.com/udrain/udrain/health"
 	"github.com/udrain/udrain/report"
@@ -51,8 +50,8 @@ func TestNewDomainList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &eviction.HealthReport{
-		Domains:     []eviction.DomainHealth{{Domain: "ud-2", Healthy: true}, {Domain: "ud-1"}},
+	h := &health.Report{
+		Domains:     []health.DomainStatus{{Domain: "ud-2", Healthy: true}, {Domain: "ud-1"}},
 		Unscheduled: []health.GroupStatus{{Message: "pending"}},
 	}
 	gopts := gpu.Options{}
@@ -61,13 +60,13 @@ func TestNewDomainList(t *testing.T) {
 		TypeMeta: report.NewTypeMeta(report.KindDomainList), LabelKey: topology.DefaultDomainLabel, Unlabeled: []string{"loose"},
 		Unscheduled: h.Unscheduled,
 		Items: []report.DomainInfo{
-			{Name: "ud-1", CordonedNodes: 1, Health: eviction.DomainHealth{Domain: "ud-1"},
+			{Name: "ud-1", CordonedNodes: 1, Health: health.DomainStatus{Domain: "ud-1"},
 				Nodes: []report.DomainNode{
 					{Name: "gpu-a", Ready: true, Cordoned: true, CordonedBy: "udrain-1", GPU: class(1)},
 					{Name: "gpu-b", Ready: true, GPU: class(0)},
 				},
 				GPUs: []gpu.Capacity{{Vendor: "nvidia", Product: "NVIDIA-H100-80GB-HBM3", GPUs: 16, Nodes: 2}}},
-			{Name: "ud-2", ControlPlaneNodes: 1, Health: eviction.DomainHealth{Domain: "ud-2", Healthy: true},
+			{Name: "ud-2", ControlPlaneNodes: 1, Health: health.DomainStatus{Domain: "ud-2", Healthy: true},
 				Nodes: []report.DomainNode{{Name: "cp", UpgradedBy: "udrain-0", ControlPlane: true, GPU: class(2)}},
 				GPUs:  []gpu.Capacity{}},
 		},

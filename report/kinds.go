@@ -12,8 +12,8 @@ import (
 // removed or given another meaning; docs/CLI.md documents each.
 //
 // v1alpha2 (udrain 0.2): the reports hold the library's own result types
-// (package eviction's Plan, Result, RolloutResult and HealthReport,
-// package health's GroupStatus and BudgetStatus, package topology's
+// (package eviction's Plan, Result and RolloutResult, package health's
+// Report, DomainStatus, GroupStatus and BudgetStatus, package topology's
 // Finding, package gpu's Summary), so the JSON a script reads is the Go
 // value a controller gets; the CLI adds apiVersion, kind and what only a
 // command knows (the exit code, the upgrade command, the time waited).
@@ -114,9 +114,9 @@ type DomainInfo struct {
 	ControlPlaneNodes int `json:"controlPlaneNodes"`
 	// GPUs add up the domain's accelerators per vendor and product.
 	GPUs []gpu.Capacity `json:"gpus,omitempty"`
-	// Health is package eviction's health of the domain: its groups and
-	// the budgets over them (Drainer.Health).
-	Health eviction.DomainHealth `json:"health"`
+	// Health is the health of the domain, its groups and the budgets over
+	// them, judged by package health (eviction's Drainer.Health).
+	Health health.DomainStatus `json:"health"`
 }
 
 // DomainNode is one node of a domain.
@@ -233,13 +233,16 @@ type UncordonResult struct {
 	Uncordoned []string `json:"uncordoned,omitempty"`
 }
 
-// HealthReport is the report of "udrain wait-healthy".
+// HealthReport is the report of "udrain wait-healthy": the command's
+// document (its kind, the domain, the time waited, its error) around the
+// library's health.Report.
 type HealthReport struct {
 	TypeMeta `json:",inline"`
 	// Domain is the domain waited for, "" for every domain.
 	Domain string `json:"domain,omitempty"`
-	// Health is package eviction's report (Drainer.WaitHealthy).
-	Health *eviction.HealthReport `json:"health"`
+	// Health is the library's report, package health's (eviction's
+	// Drainer.WaitHealthy).
+	Health *health.Report `json:"health"`
 	// WaitedSeconds is how long the command waited.
 	WaitedSeconds float64 `json:"waitedSeconds"`
 	// Error is why the wait failed (its timeout passed); absent when it

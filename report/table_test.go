@@ -66,11 +66,11 @@ func TestTables(t *testing.T) {
 			"Server tcp://s:6379 reachable after 1 attempt in 250ms (10.0.0.1:6379).\n"},
 		{"server not reachable", report.WaitServerResult{Target: "tcp://s:6379", Attempts: 0}, report.TableOptions{},
 			"Server tcp://s:6379 not reachable after 0 attempts in 0s; last failure: none completed\n"},
-		{"healthy", report.HealthReport{Domain: "ud-1", WaitedSeconds: 92, Health: &eviction.HealthReport{Healthy: true, Domains: []eviction.DomainHealth{
+		{"healthy", report.HealthReport{Domain: "ud-1", WaitedSeconds: 92, Health: &health.Report{Healthy: true, Domains: []health.DomainStatus{
 			{Domain: "ud-1", Healthy: true, Groups: []health.GroupStatus{group("llama-0", true, "")}, Budgets: []health.BudgetStatus{{Namespace: "inference", Name: "leaders", Healthy: true}}},
 		}}}, report.TableOptions{},
 			"Domain ud-1 is healthy (1 group, 1 PodDisruptionBudget; waited 1m32s).\n"},
-		{"not healthy", report.HealthReport{WaitedSeconds: 600, Health: &eviction.HealthReport{Domains: []eviction.DomainHealth{
+		{"not healthy", report.HealthReport{WaitedSeconds: 600, Health: &health.Report{Domains: []health.DomainStatus{
 			{Domain: "ud-1", Groups: []health.GroupStatus{group("llama-0", true, ""), group("llama-1", false, "member llama-1-1 is not Ready")},
 				Budgets: []health.BudgetStatus{{Namespace: "inference", Name: "leaders", Message: "its status has not caught up"}}},
 		}, Unscheduled: []health.GroupStatus{group("llama-2", false, "no pod is on a node")}}}, report.TableOptions{},

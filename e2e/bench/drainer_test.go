@@ -22,7 +22,7 @@ func TestReportedEventDropsHealthOnly(t *testing.T) {
 	at := time.Date(2026, 12, 1, 22, 0, 0, 0, time.UTC)
 	e := eviction.Event{
 		Type: eviction.EventWaitingRecovery, Time: at, Domain: "ud-1", Message: "group ns/llm-0: llm-0-w-1 Pending",
-		Health: &eviction.DomainHealth{Domain: "ud-1", Groups: []health.GroupStatus{{Message: "llm-0-w-1 Pending"}}},
+		Health: &health.DomainStatus{Domain: "ud-1", Groups: []health.GroupStatus{{Message: "llm-0-w-1 Pending"}}},
 	}
 	want := e
 	want.Health = nil

@@ -8,6 +8,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/health"
 	"github.com/udrain/udrain/metrics"
 )
 
@@ -78,7 +79,7 @@ func MetricsSizeOf(events []eviction.Event) (*MetricsSize, error) {
 	}
 	for _, e := range events {
 		if e.Health == nil && (e.Type == eviction.EventWaitingRecovery || e.Type == eviction.EventRecovered) {
-			e.Health = &eviction.DomainHealth{}
+			e.Health = &health.DomainStatus{}
 		}
 		c.rec.Record(context.Background(), e)
 	}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/health"
 	"github.com/udrain/udrain/metrics"
 	"github.com/udrain/udrain/topology"
 )
@@ -92,7 +93,7 @@ func TestMetricsSizeLiveAndReplayAgree(t *testing.T) {
 	}
 	for _, e := range evs {
 		if e.Type == eviction.EventWaitingRecovery || e.Type == eviction.EventRecovered {
-			e.Health = &eviction.DomainHealth{Domain: e.Domain}
+			e.Health = &health.DomainStatus{Domain: e.Domain}
 		}
 		live.rec.Record(context.Background(), e)
 	}

@@ -26,6 +26,7 @@ import (
 
 	"github.com/udrain/udrain/clusterinformers"
 	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/health"
 	"github.com/udrain/udrain/report"
 	"github.com/udrain/udrain/topology"
 )
@@ -174,7 +175,7 @@ func logStop(logger klog.Logger, err error) {
 
 // unhealthy lists the groups and budgets of h that are not healthy, each
 // as "name: Reason", from package health's judgment.
-func unhealthy(h *eviction.DomainHealth) []string {
+func unhealthy(h *health.DomainStatus) []string {
 	var out []string
 	u := h.Unhealthy()
 	for _, g := range u.Groups {

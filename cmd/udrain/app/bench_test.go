@@ -6,6 +6,7 @@ import (
 
 	"github.com/udrain/udrain/eviction"
 	"github.com/udrain/udrain/gpu"
+	"github.com/udrain/udrain/health"
 	"github.com/udrain/udrain/report"
 	"github.com/udrain/udrain/topology"
 )
@@ -49,13 +50,13 @@ func largeState(b *testing.B, domains, perDomain int) (*eviction.Snapshot, *topo
 // (report.NewDomainList), at 1,000 nodes and 4,000 pods.
 func BenchmarkBuildDomainList(b *testing.B) {
 	s, l := largeState(b, 50, 20)
-	health := &eviction.HealthReport{Healthy: true}
+	h := &health.Report{Healthy: true}
 	for _, name := range l.Names() {
-		health.Domains = append(health.Domains, eviction.DomainHealth{Domain: name, Healthy: true})
+		h.Domains = append(h.Domains, health.DomainStatus{Domain: name, Healthy: true})
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if list := report.NewDomainList(s.Nodes, l, health, gpu.Options{}); len(list.Items) != 50 {
+		if list := report.NewDomainList(s.Nodes, l, h, gpu.Options{}); len(list.Items) != 50 {
 			b.Fatal(len(list.Items))
 		}
 	}

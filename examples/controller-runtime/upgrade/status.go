@@ -12,6 +12,7 @@ import (
 
 	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/eviction"
+	"github.com/udrain/udrain/health"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -100,7 +101,7 @@ func clip(s string) string {
 }
 
 // healthCondition is the GroupsHealthy condition of a domain's health.
-func healthCondition(h *eviction.DomainHealth) (metav1.ConditionStatus, string, string) {
+func healthCondition(h *health.DomainStatus) (metav1.ConditionStatus, string, string) {
 	if h.Healthy {
 		return metav1.ConditionTrue, "GroupReady", fmt.Sprintf("domain %s: %d group(s) healthy, %d budget(s) caught up", h.Domain, len(h.Groups), len(h.Budgets))
 	}

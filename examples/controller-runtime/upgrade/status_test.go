@@ -61,18 +61,18 @@ func TestHealthCondition(t *testing.T) {
 	}
 	tests := []struct {
 		name string
-		h    eviction.DomainHealth
+		h    health.DomainStatus
 		want []string // status, reason, message
 	}{
-		{"healthy", eviction.DomainHealth{Domain: "ud-1", Healthy: true,
+		{"healthy", health.DomainStatus{Domain: "ud-1", Healthy: true,
 			Groups: []health.GroupStatus{group("llm-0", health.ReasonGroupReady, "")}, Budgets: []health.BudgetStatus{budget(health.BudgetCaughtUp, "")}},
 			[]string{"True", "GroupReady", "domain ud-1: 1 group(s) healthy, 1 budget(s) caught up"}},
-		{"a group first", eviction.DomainHealth{Domain: "ud-1",
+		{"a group first", health.DomainStatus{Domain: "ud-1",
 			Groups:  []health.GroupStatus{group("llm-0", health.ReasonGroupReady, ""), group("llm-1", health.ReasonMemberNotReady, "llm-1-1 not ready")},
 			Budgets: []health.BudgetStatus{budget(health.BudgetBehind, "counts 1 healthy, 2 pods are Ready")}},
 			[]string{"False", "MemberNotReady",
 				"domain ud-1: group serving/llm-1: llm-1-1 not ready; PodDisruptionBudget serving/llm-leaders: counts 1 healthy, 2 pods are Ready"}},
-		{"only a budget", eviction.DomainHealth{Domain: "ud-2",
+		{"only a budget", health.DomainStatus{Domain: "ud-2",
 			Groups: []health.GroupStatus{group("llm-0", health.ReasonGroupReady, "")}, Budgets: []health.BudgetStatus{budget(health.BudgetNotObserved, "not observed")}},
 			[]string{"False", "BudgetNotObserved", "domain ud-2: PodDisruptionBudget serving/llm-leaders: not observed"}},
 	}
