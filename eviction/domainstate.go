@@ -122,14 +122,17 @@ type RolloutDomain struct {
 	With   []string   `json:"with,omitempty"`
 	HeldBy *BlockInfo `json:"heldBy,omitempty"`
 
-	// Plan (result) is the domain's plan (nil when skipped or not
-	// reached).
+	// Plan (plan and result) is the domain's plan: in a RolloutPlan,
+	// the plan its drain would have at the plan's look (the one the
+	// destinations were simulated from); in a result, the plan its drain
+	// ran. Nil for a domain skipped (upgraded already) or not reached.
 	Plan *Plan `json:"plan,omitempty"`
 	// Drain (result) is the drain's result (nil when skipped or not
 	// reached).
 	Drain *Result `json:"drain,omitempty"`
-	// Health (result) is the health of the domain's groups when its
-	// recovery ended.
+	// Health (plan and result) is the health of the domain's groups: in
+	// a RolloutPlan, at the plan's look; in a result, when its recovery
+	// ended.
 	Health *health.DomainStatus `json:"health,omitempty"`
 	// Groups (result) are the groups the domain's drain disrupted, each
 	// with its downtime: from its first pod's eviction until it was

@@ -298,10 +298,16 @@ func TestPlanRolloutDomains(t *testing.T) {
 		parallel int
 		want     []string
 	}{
-		{name: "auto, two allowed", parallel: ParallelAuto, want: []string{"ud-1 Pending after - with []", "ud-2 Pending after - with [ud-1]",
-			"ud-3 Pending after ud-1 with [ud-2] held Budget", "ud-4 Skipped after - with []"}},
-		{name: "serial", parallel: 1, want: []string{"ud-1 Pending after - with []", "ud-2 Pending after - with []",
-			"ud-3 Pending after - with []", "ud-4 Skipped after - with []"}},
+		{name: "auto, two allowed", parallel: ParallelAuto, want: []string{
+			"ud-1 Pending after - with [] plan [node-1-1] phase1 1 phase2 1 healthy true groups 1",
+			"ud-2 Pending after - with [ud-1] plan [node-2-1] phase1 1 phase2 1 healthy true groups 1",
+			"ud-3 Pending after ud-1 with [ud-2] held Budget plan [node-3-1] phase1 1 phase2 1 healthy true groups 1",
+			"ud-4 Skipped after - with [] healthy true groups 1"}},
+		{name: "serial", parallel: 1, want: []string{
+			"ud-1 Pending after - with [] plan [node-1-1] phase1 1 phase2 1 healthy true groups 1",
+			"ud-2 Pending after - with [] plan [node-2-1] phase1 1 phase2 1 healthy true groups 1",
+			"ud-3 Pending after - with [] plan [node-3-1] phase1 1 phase2 1 healthy true groups 1",
+			"ud-4 Skipped after - with [] healthy true groups 1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			objs := parallelCluster(2)
@@ -321,6 +327,14 @@ func TestPlanRolloutDomains(t *testing.T) {
 				line := fmt.Sprintf("%s %s after %s with %v", dom.Domain, dom.State, orDash(dom.After), dom.With)
 				if dom.HeldBy != nil {
 					line += " held " + string(dom.HeldBy.Reason)
+				}
+				// One read: each domain's drain plan (none for one
+				// upgraded already) and its groups' health.
+				if dom.Plan != nil {
+					line += fmt.Sprintf(" plan %v phase1 %d phase2 %d", dom.Plan.Nodes, len(dom.Plan.Phase1), len(dom.Plan.Phase2))
+				}
+				if dom.Health != nil {
+					line += fmt.Sprintf(" healthy %t groups %d", dom.Health.Healthy, len(dom.Health.Groups))
 				}
 				got = append(got, line)
 			}

@@ -320,6 +320,8 @@ type RolloutPlan struct {
 	// (the rollout skips their drain), Pending for the others; with
 	// Parallel other than 1, each Pending one says when the rollout
 	// starts it (After, With) and what holds it back until then (HeldBy).
+	// Each has the health of its groups (Health) and, if Pending, its
+	// drain's plan (Plan: its nodes, its pods by phase, its blockers).
 	Domains []RolloutDomain `json:"domains"`
 	// Findings are the contract's findings over Domains, then those of
 	// the destinations (topology.FindingDisruptedAgain, topology.FindingNoRoom).
@@ -338,8 +340,10 @@ type RolloutPlan struct {
 
 // PlanRollout looks at the cluster as Rollout(ctx, opts) would before it
 // touches anything, and says what the rollout would do: the order of its
-// domains, the contract's findings, and where each evicted group can go,
-// without a lock, a taint, a cordon or an eviction. A plan with findings
+// domains, each with its drain's plan and the health of its groups, the
+// contract's findings, and where each evicted group can go, without a
+// lock, a taint, a cordon or an eviction: list, plan and roll from one
+// read. A plan with findings
 // of severity Error (a violated contract, or with SteerStrict a group
 // that finds no room anywhere) comes with a *topology.ContractError
 // holding them, unless Options.AllowViolations is set, the same error

@@ -303,10 +303,13 @@ func (r *rollout) check(ctx context.Context) error {
 		return err
 	}
 	err = r.planDestinations(snap)
-	r.firstPlans = nil // not held for the rollout
 	if r.planning && errors.As(err, new(*topology.ContractError)) {
 		err = nil // reported with the contract's errors
 	}
+	if r.planning && err == nil {
+		err = r.planDomains(snap)
+	}
+	r.firstPlans = nil // not held for the rollout
 	if err != nil {
 		return err
 	}
@@ -316,6 +319,29 @@ func (r *rollout) check(ctx context.Context) error {
 	if len(report.Findings) > 0 {
 		r.logger.Info("Contract findings", "findings", len(report.Findings), "errors", len(report.Errors()))
 		r.emit(Event{Type: EventContractFindings, Message: fmt.Sprintf("%d contract finding(s), %d error(s)", len(report.Findings), len(report.Errors()))})
+	}
+	return nil
+}
+
+// planDomains gives each domain of a rollout plan what the plan's look
+// found: its drain's plan (the first look's, which the destinations were
+// simulated from; none for a domain the rollout upgraded already) and
+// the health of its groups, so that a caller lists, plans and rolls from
+// one read.
+func (r *rollout) planDomains(snap *Snapshot) error {
+	targets, _, err := r.d.healthTargets(snap, r.domains)
+	if err != nil {
+		return err
+	}
+	groupers := groupersFor(r.d.s, snap)
+	for i := range r.res.Domains {
+		dom := &r.res.Domains[i]
+		dom.Plan = r.firstPlans[dom.Domain]
+		for _, t := range targets {
+			if t.domain == dom.Domain {
+				dom.Health = r.v.evaluate(t, groupers, snap.Now)
+			}
+		}
 	}
 	return nil
 }

@@ -158,7 +158,9 @@ type AuditReport struct {
 	// DisruptedAgain and NoRoom findings.
 	Findings []topology.Finding `json:"findings,omitempty"`
 	// Rollout is the simulated rollout over every domain: its order and
-	// where each evicted group can go (its findings are in Findings).
+	// where each evicted group can go (its findings are in Findings);
+	// without each domain's Plan and Health, which PlanRollout gives
+	// (udrain plan and udrain health show them).
 	Rollout *eviction.RolloutPlan `json:"rollout,omitempty"`
 	// RolloutProblem says why the rollout was not simulated (a domain
 	// held by a rollout in progress, say).

@@ -30,7 +30,7 @@ func DurationSeconds(d time.Duration) float64 {
 // that could not be made (nil) is planErr, the document's RolloutProblem.
 func NewAuditReport(audit topology.Report, plan *eviction.RolloutPlan, planErr error) AuditReport {
 	doc := AuditReport{TypeMeta: NewTypeMeta(KindAuditReport), LabelKey: audit.LabelKey, Domains: audit.Domains, Groups: audit.Groups, PDBs: audit.PDBs,
-		Findings: slices.Clone(audit.Findings), Rollout: plan}
+		Findings: slices.Clone(audit.Findings), Rollout: auditedRollout(plan)}
 	if plan == nil && planErr != nil {
 		doc.RolloutProblem = planErr.Error()
 	}
@@ -61,4 +61,19 @@ func NewWaitServerResult(res *bootstrap.Result, err error, name func(setting str
 		r.FailureClass, r.Hint = string(we.Class), we.Class.Advice(name)
 	}
 	return r
+}
+
+// auditedRollout is plan as an audit reports it: its schedule, findings
+// and destinations, without each domain's drain plan and health (an audit
+// is about the contract; "udrain plan" and "udrain health" show those).
+func auditedRollout(plan *eviction.RolloutPlan) *eviction.RolloutPlan {
+	if plan == nil {
+		return nil
+	}
+	p := *plan
+	p.Domains = slices.Clone(plan.Domains)
+	for i := range p.Domains {
+		p.Domains[i].Plan, p.Domains[i].Health = nil, nil
+	}
+	return &p
 }

@@ -1,6 +1,7 @@
 // Command upgrade is the core of an upgrade script on package eviction: it
-// lists the upgrade domains with their nodes and health, plans the
-// rollout, and rolls it, calling back for each domain's upgrade.
+// lists the upgrade domains with their nodes and health and plans the
+// rollout (one read: PlanRollout), and rolls it, calling back for each
+// domain's upgrade.
 //
 //	go run ./examples/quickstart/upgrade --kubeconfig ~/.kube/config --id kubelet-1.37.2
 //
@@ -54,36 +55,17 @@ func main() {
 }
 
 func run(ctx context.Context, client kubernetes.Interface, id string, domains []string, out io.Writer) error {
-	// Nodes without the domain label (a control plane's) are in no domain:
-	// listed below, and left alone.
+	// Nodes without the domain label (a control plane's) are in no domain,
+	// and left alone.
 	d, err := eviction.New(client, eviction.Options{Unlabeled: topology.UnlabeledSkip})
 	if err != nil {
 		return err
 	}
 
-	// List: the domains, their nodes and their health.
-	snap, err := d.Snapshot(ctx)
-	if err != nil {
-		return err
-	}
-	layout, err := topology.BuildLayout(snap.Nodes, topology.LayoutOptions{Unlabeled: topology.UnlabeledSkip})
-	if err != nil {
-		return err
-	}
-	health, err := d.Health(ctx)
-	if err != nil {
-		return err
-	}
-	for _, h := range health.Domains {
-		dom, _ := layout.Domain(h.Domain)
-		fmt.Fprintf(out, "domain %s: %d nodes, healthy %t\n", h.Domain, len(dom.Nodes), h.Healthy)
-	}
-	if len(layout.Unlabeled) > 0 {
-		fmt.Fprintf(out, "in no domain, not upgraded: %v\n", layout.Unlabeled)
-	}
-
-	// Plan: the order, and what is done already. A broken placement
-	// contract is a *topology.ContractError listing its findings.
+	// List and plan, from one read: the domains in the rollout's order,
+	// each with its nodes and the health of its groups, and what is done
+	// already. A broken placement contract is a *topology.ContractError
+	// listing its findings.
 	opts := eviction.RolloutOptions{
 		ID:      id,
 		Domains: domains,
@@ -103,7 +85,10 @@ func run(ctx context.Context, client kubernetes.Interface, id string, domains []
 		order = append(order, dom.Domain)
 		if dom.State == eviction.StateSkipped {
 			upgraded = append(upgraded, dom.Domain)
+			continue
 		}
+		fmt.Fprintf(out, "domain %s: %d nodes, healthy %t, %d pods to evict\n",
+			dom.Domain, len(dom.Plan.Nodes), dom.Health.Healthy, len(dom.Plan.Phase1)+len(dom.Plan.Phase2))
 	}
 	fmt.Fprintf(out, "plan %s: %v, upgraded already: %v\n", plan.ID, order, upgraded)
 
