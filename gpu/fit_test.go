@@ -229,7 +229,7 @@ func TestFitString(t *testing.T) {
 }
 
 // TestFitJSON pins the JSON of a Fit: it is the gpuFit of the plan
-// reports (apiVersion udrain.dev/v1alpha2), whose fields only ever grow.
+// reports (apiVersion udrain.dev/v1alpha3), whose fields only ever grow.
 func TestFitJSON(t *testing.T) {
 	f := Fit{Resource: "nvidia.com/gpu", Requested: 8, Free: 6,
 		Nodes:    []NodeGPUs{{Node: "n1", Allocatable: 8, Free: 6}},

@@ -1,6 +1,6 @@
 // Package report holds the documents that udrain's command line prints
 // with -o json and -o yaml: one Go type per kind of apiVersion
-// udrain.dev/v1alpha2 (DomainList, AuditReport, PlanReport, DrainReport,
+// udrain.dev/v1alpha3 (DomainList, AuditReport, PlanReport, DrainReport,
 // RolloutReport, RolloutStatusReport, UncordonResult, HealthReport,
 // GPUSummary, WaitServerResult, Version), documented field by field in
 // docs/CLI.md.

@@ -15,7 +15,7 @@ import (
 // RolloutReport: its result is package eviction's RolloutResult.
 func ExampleRolloutReport() {
 	out := []byte(`{
-  "apiVersion": "udrain.dev/v1alpha2",
+  "apiVersion": "udrain.dev/v1alpha3",
   "kind": "RolloutResult",
   "upgradeCommand": "./upgrade.sh",
   "labelKey": "topology.udrain.dev/upgrade-domain",
@@ -61,7 +61,7 @@ func ExamplePrint() {
 	}
 	// Output:
 	// Domain ud-2: uncordoned 2 nodes: gpu-3, gpu-4
-	// apiVersion: udrain.dev/v1alpha2
+	// apiVersion: udrain.dev/v1alpha3
 	// domain: ud-2
 	// kind: UncordonResult
 	// uncordoned:

@@ -17,7 +17,14 @@ import (
 // Finding, package gpu's Summary), so the JSON a script reads is the Go
 // value a controller gets; the CLI adds apiVersion, kind and what only a
 // command knows (the exit code, the upgrade command, the time waited).
-const APIVersion = "udrain.dev/v1alpha2"
+//
+// v1alpha3 (udrain 0.3): a rollout's domains are one type in its result,
+// its status and its plan (eviction.RolloutDomain): a result's domain says
+// "state" where it said "status", an audit's rollout lists its domains as
+// objects (its "upgraded" and "schedule" go: a domain's "state" and
+// "after", "with" and "heldBy" say it), and a domain's fields that do not
+// apply are absent rather than zero.
+const APIVersion = "udrain.dev/v1alpha3"
 
 // The kinds of reports: the kind field of each document, and the Go type
 // that reads it.

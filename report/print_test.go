@@ -69,7 +69,7 @@ func TestPrint(t *testing.T) {
 			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
 		}
 	}
-	if !strings.HasPrefix(string(indented), "{\n  \"apiVersion\": \"udrain.dev/v1alpha2\",\n  \"kind\": \"UncordonResult\",\n") {
+	if !strings.HasPrefix(string(indented), "{\n  \"apiVersion\": \"udrain.dev/v1alpha3\",\n  \"kind\": \"UncordonResult\",\n") {
 		t.Errorf("JSON does not open with apiVersion and kind:\n%s", indented)
 	}
 

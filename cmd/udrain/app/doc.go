@@ -15,7 +15,7 @@
 // ExitInterrupted) and the JSON kinds of "-o json" (DomainList, AuditReport,
 // Plan, DrainResult, RolloutResult, UncordonResult, HealthReport,
 // GPUSummary, WaitServerResult, Version, all apiVersion
-// udrain.dev/v1alpha2) are stable and documented in docs/CLI.md; their Go
+// udrain.dev/v1alpha3) are stable and documented in docs/CLI.md; their Go
 // types and tables are package report's.
 //
 // What it is not for: the drain, audit and classification logic lives in
