@@ -180,14 +180,23 @@ func (d *Drainer) healthTargetsNow(ctx context.Context, v *view, domains []strin
 // placed in the layout that have no pod on any node.
 func (d *Drainer) healthTargets(snap *Snapshot, domains []string) ([]recoveryTarget, recoveryTarget, error) {
 	unscheduled := recoveryTarget{domain: "unscheduled"}
-	layout, err := topology.BuildLayout(snap.Nodes, d.s.layoutOptions())
+	// A rollout plan's look has built the layout and found the groups
+	// already (as newPlanner reads them).
+	layout := snap.layout
+	if layout == nil {
+		var err error
+		if layout, err = topology.BuildLayout(snap.Nodes, d.s.layoutOptions()); err != nil {
+			return nil, unscheduled, err
+		}
+	}
+	domains, err := layout.Select(domains)
 	if err != nil {
 		return nil, unscheduled, err
 	}
-	if domains, err = layout.Select(domains); err != nil {
-		return nil, unscheduled, err
+	groups := snap.groups
+	if groups == nil {
+		groups = topology.FindGroups(snap.Pods, groupersFor(d.s, snap)...)
 	}
-	groups := topology.FindGroups(snap.Pods, groupersFor(d.s, snap)...)
 	pdbs := topology.NewPDBIndex(snap.PDBs)
 	byDomain := map[string]*recoveryTarget{}
 	targets := make([]recoveryTarget, len(domains))
