@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/metrics"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/udrain/udrain"
@@ -211,8 +213,100 @@ func samplePeakHeap(peak *uint64) func() {
 //
 //	go test -run '^$' -bench BenchmarkFleetRolloutStatus -benchmem -benchtime 3x ./eviction/
 func BenchmarkFleetRolloutStatus(b *testing.B) {
+	d, order := partWayFleet(b)
+	base := heapInUse()
+	var peak uint64
+	var st *RolloutStatus
+	b.ReportAllocs()
+	for b.Loop() {
+		runtime.GC()
+		stop := samplePeakHeap(&peak)
+		var err error
+		st, err = d.RolloutStatus(b.Context(), RolloutOptions{ID: partWayID, Domains: order, NoLock: true})
+		stop()
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(base)/(1<<20), "base-MiB")
+	b.ReportMetric(float64(peak)/(1<<20), "peak-MiB")
+	states := map[DomainState]int{}
+	for _, p := range st.Domains {
+		states[p.State]++
+	}
+	if want := map[DomainState]int{StateDone: 4, StateDraining: 2, StatePending: 15}; !cmp.Equal(states, want) {
+		b.Errorf("domains by state %v, want %v", states, want)
+	}
+}
+
+// BenchmarkFleetAdmit is the decision of a rollout with parallel domains
+// (rollout.admit) as it runs, over the fleet of parallelFleet (2,100
+// nodes, 20,000 pods) held in udrain's own slim cache, part-way as in
+// BenchmarkFleetRolloutStatus: its look at the cluster (every pod, for
+// the room simulation) and the admission over it, which of the 15
+// pending domains start beside the two in flight. The rollout runs it
+// whenever a domain in flight begins its recovery or ends, and every
+// readmitEvery while a budget holds a domain back. peak-MiB is the
+// highest Go heap seen while it runs, base-MiB the live heap before it.
+//
+//	go test -run '^$' -bench BenchmarkFleetAdmit -benchmem -benchtime 3x ./eviction/
+func BenchmarkFleetAdmit(b *testing.B) {
+	d, order := partWayFleet(b)
+	v, err := d.startView(b.Context())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer v.Stop()
+	r := &rollout{d: d, opts: RolloutOptions{ID: partWayID, Parallel: ParallelAuto}, id: partWayID, logger: logr.Discard(), v: v, domains: order}
+	// The flights' demands, taken as they started.
+	snap, err := v.snapshot(b.Context())
+	if err != nil {
+		b.Fatal(err)
+	}
+	layout, err := topology.BuildLayout(snap.Nodes, topology.LayoutOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	first, _, _ := r.admission(snap, layout, nil)
+	var flying []*domainRun
+	for _, name := range []string{"ud-3", "ud-4"} {
+		flying = append(flying, &domainRun{r: r, out: &RolloutDomain{Domain: name}, demand: first.demandOn(name)})
+	}
+	snap, first = nil, nil
+	pending := []int{}
+	for i, name := range order {
+		if !slices.Contains([]string{"spare", "ud-0", "ud-1", "ud-2", "ud-3", "ud-4"}, name) {
+			pending = append(pending, i)
+		}
+	}
+	base := heapInUse()
+	var peak uint64
+	var starts []start
+	b.ReportAllocs()
+	for b.Loop() {
+		runtime.GC()
+		stop := samplePeakHeap(&peak)
+		starts, _ = r.admit(b.Context(), pending, flying)
+		stop()
+	}
+	b.ReportMetric(float64(base)/(1<<20), "base-MiB")
+	b.ReportMetric(float64(peak)/(1<<20), "peak-MiB")
+	b.ReportMetric(float64(len(starts)), "started")
+	if len(starts) != 2 {
+		b.Errorf("%d domains started beside two in flight, want 2: every domain holds a group of every workload, whose budget allows 4 down", len(starts))
+	}
+}
+
+// partWayID is the rollout ID of partWayFleet.
+const partWayID = "fleet"
+
+// partWayFleet is a Drainer over parallelFleet in udrain's own slim
+// cache, its rollout (partWayID) part-way: the spare and three domains
+// upgraded, two in flight (cordoned), fifteen pending; with the fleet's
+// domains in order.
+func partWayFleet(b *testing.B) (*Drainer, []string) {
 	snap, order := parallelFleet()
-	const id = "fleet"
+	const id = partWayID
 	at := time.Date(2026, 12, 6, 6, 0, 0, 0, time.UTC)
 	for i := range snap.Nodes {
 		n := &snap.Nodes[i]
@@ -230,29 +324,5 @@ func BenchmarkFleetRolloutStatus(b *testing.B) {
 		}
 	}
 	in := fleetInformers(b, snap, fleetCaches[1].transform())
-	snap = nil
-	d := fleetDrainer(b, in)
-	base := heapInUse()
-	var peak uint64
-	var st *RolloutStatus
-	b.ReportAllocs()
-	for b.Loop() {
-		runtime.GC()
-		stop := samplePeakHeap(&peak)
-		var err error
-		st, err = d.RolloutStatus(b.Context(), RolloutOptions{ID: id, Domains: order, NoLock: true})
-		stop()
-		if err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(base)/(1<<20), "base-MiB")
-	b.ReportMetric(float64(peak)/(1<<20), "peak-MiB")
-	states := map[DomainState]int{}
-	for _, p := range st.Domains {
-		states[p.State]++
-	}
-	if want := map[DomainState]int{StateDone: 4, StateDraining: 2, StatePending: 15}; !cmp.Equal(states, want) {
-		b.Errorf("domains by state %v, want %v", states, want)
-	}
+	return fleetDrainer(b, in), order
 }
