@@ -2,6 +2,7 @@ package eviction
 
 import (
 	"fmt"
+	"maps"
 	"runtime"
 	"runtime/metrics"
 	"slices"
@@ -27,7 +28,7 @@ import (
 // 8-GPU nodes and a spare domain of 100, 250 LeaderWorkerSet groups of 8
 // one-GPU pods (13 workloads, of 20 groups, one a domain, but the last of
 // 10), each workload under a budget over its leaders allowing 4 down, and
-// 9 ordinary pods a node (18,000).
+// 9 ordinary pods a node (18,000) of one Deployment.
 func parallelFleet() (*Snapshot, []string) {
 	const domains, perDomain, groups, size = 20, 100, 250, 8
 	snap, order := gpuFleetNodes(domains, 1, perDomain)
@@ -50,11 +51,15 @@ func parallelFleet() (*Snapshot, []string) {
 		}
 	}
 	cpu := resource.MustParse("100m")
+	// A Deployment's pods carry its template's labels and annotations
+	// (kubectl rollout restart's, here), each pod a copy of its own.
+	webLabels := map[string]string{"app": "web", "pod-template-hash": "5d8f6c7b9"}
+	webAnnotations := map[string]string{"kubectl.kubernetes.io/restartedAt": "2026-12-01T08:00:00Z"}
 	for d := range domains {
 		for i := range perDomain {
 			for k := range 9 {
 				p := readyPod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: fmt.Sprintf("web-%d-%d-%d", d, i, k), UID: types.UID(fmt.Sprintf("web-%d-%d-%d", d, i, k)),
-					OwnerReferences: ownedBy("ReplicaSet", "web")}, Spec: corev1.PodSpec{NodeName: fleetNode(d, i),
+					Labels: maps.Clone(webLabels), Annotations: maps.Clone(webAnnotations), OwnerReferences: ownedBy("ReplicaSet", "web")}, Spec: corev1.PodSpec{NodeName: fleetNode(d, i),
 					Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: cpu}}}}}})
 				snap.Pods = append(snap.Pods, p)
 			}

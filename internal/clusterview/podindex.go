@@ -114,6 +114,9 @@ func (v *View) objectsByPodIndex(value string) []interface{} {
 // indexed under those groups: the same members, so the same groups, as
 // grouping the whole namespace.
 func (v *View) GroupsIn(ns string, ids []topology.GroupID, groupers []topology.Grouper, memo *podcache.Memo) map[topology.GroupID]*topology.Group {
+	if memo == nil {
+		memo = podcache.NewRead() // pods of a template share their maps
+	}
 	byID := make(map[topology.GroupID]*topology.Group, len(ids))
 	if v.groupIndex == nil || v.cfg.CustomGroupers || !v.inScope(ns) {
 		groups := topology.FindGroups(memo.Pods(v.PodObjectsIn(ns)), groupers...)
@@ -142,6 +145,9 @@ func (v *View) GroupsIn(ns string, ids []topology.GroupID, groupers []topology.G
 // before they are read (a slim cache materializes only the selected
 // ones: a workload's leaders, not all its members).
 func (v *View) BudgetPods(pdb *policyv1.PodDisruptionBudget, memo *podcache.Memo) []*corev1.Pod {
+	if memo == nil {
+		memo = podcache.NewRead() // pods of a template share their maps
+	}
 	var objs []interface{}
 	indexed := false
 	if v.groupIndex != nil && v.inScope(pdb.Namespace) {
@@ -204,6 +210,9 @@ func indexedRequirement(sel *metav1.LabelSelector) (key, value string, ok bool) 
 // findings. ok is false without the index or with groupers of the
 // caller's own (the index knows only the default groupers).
 func (v *View) PlanPods(nodes []string, memo *podcache.Memo) (pods []*corev1.Pod, ok bool) {
+	if memo == nil {
+		memo = podcache.NewRead() // pods of a template share their maps
+	}
 	if v.groupIndex == nil || v.cfg.CustomGroupers {
 		return nil, false
 	}
@@ -274,6 +283,9 @@ func (v *View) PlanPods(nodes []string, memo *podcache.Memo) (pods []*corev1.Pod
 // only the default groupers): then the caller reads every pod. Slim pods
 // are materialized through memo (nil: each anew).
 func (v *View) GroupPods(memo *podcache.Memo) (pods []*corev1.Pod, ok bool) {
+	if memo == nil {
+		memo = podcache.NewRead() // pods of a template share their maps
+	}
 	if v.groupIndex == nil || v.cfg.CustomGroupers {
 		return nil, false
 	}

@@ -231,13 +231,10 @@ func (v *View) PodObjectsIn(namespace string) []interface{} {
 	return objs
 }
 
-// podsOf returns the pods of cached objects (podcache.AsPod).
+// podsOf returns the pods of cached objects (podcache.Pods: those of a
+// template share their label and annotation maps).
 func podsOf(objs []interface{}) []*corev1.Pod {
-	pods := make([]*corev1.Pod, len(objs))
-	for i, o := range objs {
-		pods[i] = podcache.AsPod(o)
-	}
-	return pods
+	return podcache.Pods(objs)
 }
 
 // AllPods returns the cached pods in scope.

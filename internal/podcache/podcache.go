@@ -4,6 +4,7 @@
 package podcache
 
 import (
+	"hash/maphash"
 	"runtime"
 	"slices"
 	"strconv"
@@ -307,7 +308,63 @@ func pairsMap(name string, keys *podKeys, values []unique.Handle[string], from, 
 	return m
 }
 
-// labels and annotations are the Pod's.
+// sharedMaps are the label and annotation maps of the pods materialized in
+// one read (Pods, Memo), by their content: pods with the same labels and
+// annotations (those of a template, mostly) get the same maps, read-only
+// as every cached pod. Only the read holds them: the slim pods keep
+// nothing more.
+type sharedMaps struct {
+	seed   maphash.Seed
+	self   unique.Handle[string] // nameValue
+	byHash map[uint64][]sharedPairs
+}
+
+type sharedPairs struct {
+	keys                *podKeys
+	values              []unique.Handle[string]
+	labels, annotations map[string]string
+}
+
+func newSharedMaps() *sharedMaps {
+	return &sharedMaps{seed: maphash.MakeSeed(), self: unique.Make(nameValue), byHash: map[uint64][]sharedPairs{}}
+}
+
+// maps returns the Pod's labels and annotations: with shared, those of a
+// pod read before with the same ones, unless a value is the pod's name;
+// else maps of its own.
+func (sp *Pod) maps(shared *sharedMaps) (labels, annotations map[string]string) {
+	if sp.keys == nil || shared == nil {
+		return sp.labels(), sp.annotations()
+	}
+	h, ok := shared.hash(sp)
+	if !ok {
+		return sp.labels(), sp.annotations()
+	}
+	for _, e := range shared.byHash[h] {
+		if e.keys == sp.keys && slices.Equal(e.values, sp.values) {
+			return e.labels, e.annotations
+		}
+	}
+	labels, annotations = sp.labels(), sp.annotations()
+	shared.byHash[h] = append(shared.byHash[h], sharedPairs{keys: sp.keys, values: sp.values, labels: labels, annotations: annotations})
+	return labels, annotations
+}
+
+// hash is the hash of sp's keys and values; ok is false when a value is
+// the pod's name. The keys are interned and the values are handles: the
+// same keys and values are the same pointers.
+func (s *sharedMaps) hash(sp *Pod) (h uint64, ok bool) {
+	h = maphash.Comparable(s.seed, sp.keys)
+	for _, v := range sp.values {
+		if v == s.self {
+			return 0, false
+		}
+		h = (h ^ maphash.Comparable(s.seed, v)) * 1099511628211
+	}
+	return h, true
+}
+
+// labels and annotations are the Pod's, in maps of their own.
 func (sp *Pod) labels() map[string]string {
 	if sp.keys == nil {
 		return nil
@@ -340,13 +397,15 @@ func formatUUID(u *[16]byte) string {
 	return string(b[:])
 }
 
-// pod materializes the pod: a new *corev1.Pod whose maps are its own and
-// whose other slices are shared with every pod of its shape.
-func (sp *Pod) pod() *corev1.Pod {
+// pod materializes the pod: a new *corev1.Pod whose slices are shared with
+// every pod of its shape, and whose labels and annotations are in maps of
+// its own, or, with shared, in those of a pod read before with the same
+// ones (see maps).
+func (sp *Pod) pod(shared *sharedMaps) *corev1.Pod {
 	p := new(corev1.Pod)
 	*p = *sp.shape
 	p.Name, p.Namespace, p.UID = sp.name, sp.namespace.Value(), sp.uid()
-	p.Labels, p.Annotations = sp.labels(), sp.annotations()
+	p.Labels, p.Annotations = sp.maps(shared)
 	if sp.extra != nil {
 		p.DeletionTimestamp, p.DeletionGracePeriodSeconds = sp.extra.deletedAt, sp.extra.grace
 	}

@@ -1,11 +1,14 @@
 package podcache
 
 import (
+	"maps"
+	"reflect"
 	"runtime"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -313,4 +316,89 @@ func ptrTo[T any](v T) *T { return &v }
 
 func ownedBy(kind, name string) []metav1.OwnerReference {
 	return []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: kind, Name: name, Controller: ptrTo(true), UID: types.UID(name + "-owner")}}
+}
+
+// replicaPod is a pod of a ReplicaSet, whose labels and annotations are
+// those of its template.
+func replicaPod(name, uid string, labels, annotations map[string]string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "web", UID: types.UID(uid), Labels: labels, Annotations: annotations,
+		OwnerReferences: ownedBy("ReplicaSet", "web-5d8f")}, Spec: corev1.PodSpec{NodeName: "n-1"}}
+}
+
+func TestPodsShareTheMapsOfPodsWithTheSameLabels(t *testing.T) {
+	web := map[string]string{"app": "web", "pod-template-hash": "5d8f"}
+	seen := map[string]string{"example.com/checksum": "abc"}
+	for _, tc := range []struct {
+		name string
+		a, b *corev1.Pod
+		// shared: the two pods read in one read share their maps.
+		shared bool
+	}{
+		{"the same labels and annotations", replicaPod("web-1", testUUID, web, seen), replicaPod("web-2", "1b1e4c7d-2a5f-4e3b-9c9d-0a1e4f7b2c5d", web, seen), true},
+		{"the same labels, no annotations", replicaPod("web-1", testUUID, web, nil), replicaPod("web-2", "1b1e4c7d-2a5f-4e3b-9c9d-0a1e4f7b2c5d", web, nil), true},
+		{"a label value differs", replicaPod("web-1", testUUID, web, seen),
+			replicaPod("web-2", "1b1e4c7d-2a5f-4e3b-9c9d-0a1e4f7b2c5d", map[string]string{"app": "web", "pod-template-hash": "6e9a"}, seen), false},
+		{"an annotation value differs", replicaPod("web-1", testUUID, web, seen),
+			replicaPod("web-2", "1b1e4c7d-2a5f-4e3b-9c9d-0a1e4f7b2c5d", web, map[string]string{"example.com/checksum": "abd"}), false},
+		{"a value moved from a label to an annotation", replicaPod("web-1", testUUID, map[string]string{"app": "web", "x": "1"}, nil),
+			replicaPod("web-2", "1b1e4c7d-2a5f-4e3b-9c9d-0a1e4f7b2c5d", map[string]string{"app": "web"}, map[string]string{"x": "1"}), false},
+		{"values that name the pod", fullPod("llm-0-1", testUUID), fullPod("llm-0-2", "1b1e4c7d-2a5f-4e3b-9c9d-0a1e4f7b2c5d"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			transform := NewTransform(passThrough)
+			a, _ := transform(tc.a)
+			b, _ := transform(tc.b)
+			for _, read := range []struct {
+				name string
+				pods func() []*corev1.Pod
+				// may: this read may share maps.
+				may bool
+			}{
+				{"Pods", func() []*corev1.Pod { return Pods([]interface{}{a, b}) }, true},
+				{"Memo", func() []*corev1.Pod { m := NewMemo(); return m.Pods([]interface{}{a, b}) }, true},
+				{"AsPod", func() []*corev1.Pod { return []*corev1.Pod{AsPod(a), AsPod(b)} }, false},
+			} {
+				pods := read.pods()
+				for i, want := range []*corev1.Pod{tc.a, tc.b} {
+					wantAnn := maps.Clone(want.Annotations)
+					delete(wantAnn, corev1.LastAppliedConfigAnnotation)
+					if diff := cmp.Diff(want.Labels, pods[i].Labels); diff != "" {
+						t.Errorf("%s: labels of %s (-want +got):\n%s", read.name, want.Name, diff)
+					}
+					if diff := cmp.Diff(wantAnn, pods[i].Annotations, cmpopts.EquateEmpty()); diff != "" {
+						t.Errorf("%s: annotations of %s (-want +got):\n%s", read.name, want.Name, diff)
+					}
+				}
+				shared := sameMap(pods[0].Labels, pods[1].Labels)
+				if want := tc.shared && read.may; shared != want {
+					t.Errorf("%s: labels shared = %v, want %v", read.name, shared, want)
+				}
+				if len(pods[0].Annotations) > 0 && sameMap(pods[0].Annotations, pods[1].Annotations) != (tc.shared && read.may) {
+					t.Errorf("%s: annotations shared = %v, want %v", read.name, !(tc.shared && read.may), tc.shared && read.may)
+				}
+			}
+		})
+	}
+}
+
+// sameMap reports whether a and b are one map.
+func sameMap(a, b map[string]string) bool {
+	return a != nil && reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}
+
+func TestSharedMapsTellPodsOfOneHashApart(t *testing.T) {
+	transform := NewTransform(passThrough)
+	a, _ := transform(replicaPod("web-1", testUUID, map[string]string{"app": "web"}, nil))
+	b, _ := transform(replicaPod("web-2", "1b1e4c7d-2a5f-4e3b-9c9d-0a1e4f7b2c5d", map[string]string{"app": "api"}, nil))
+	shared := newSharedMaps()
+	h, ok := shared.hash(b.(*Pod))
+	if !ok {
+		t.Fatal("no hash for a pod whose values do not name it")
+	}
+	// a's maps filed under b's hash, as a collision would.
+	sa := a.(*Pod)
+	shared.byHash[h] = []sharedPairs{{keys: sa.keys, values: sa.values, labels: sa.labels()}}
+	if got := b.(*Pod).pod(shared).Labels["app"]; got != "api" {
+		t.Errorf("a pod whose hash another pod's maps were filed under got app=%q, want its own api", got)
+	}
 }

@@ -20,22 +20,37 @@ func AsPod(obj interface{}) *corev1.Pod {
 	case *corev1.Pod:
 		return o
 	case *Pod:
-		return o.pod()
+		return o.pod(nil)
 	}
 	return nil
+}
+
+// Pods is AsPod of each; the pods it materializes with the same labels and
+// annotations share their maps (read-only, as every cached pod).
+func Pods(objs []interface{}) []*corev1.Pod {
+	return NewRead().Pods(objs)
 }
 
 // Memo keeps pods materialized from slim pods from one evaluation of a
 // recovery wait to the next: a Pod is immutable, so its pod is the
 // same until an update replaces it. Only the pods read by the last
-// evaluation are kept. A nil *Memo materializes every time.
+// evaluation are kept. Within an evaluation, the pods it materializes
+// with the same labels and annotations share their maps. A nil *Memo
+// materializes every time.
 type Memo struct {
 	last, next map[*Pod]*corev1.Pod
+	maps       *sharedMaps
 }
 
 // NewMemo returns an empty memo.
 func NewMemo() *Memo {
-	return &Memo{last: map[*Pod]*corev1.Pod{}, next: map[*Pod]*corev1.Pod{}}
+	return &Memo{last: map[*Pod]*corev1.Pod{}, next: map[*Pod]*corev1.Pod{}, maps: newSharedMaps()}
+}
+
+// NewRead returns a Memo for one read that keeps no pod: the pods it
+// materializes share only their maps (see Memo).
+func NewRead() *Memo {
+	return &Memo{maps: newSharedMaps()}
 }
 
 // Pod is AsPod through the memo.
@@ -44,10 +59,13 @@ func (m *Memo) Pod(obj interface{}) *corev1.Pod {
 	if !ok || m == nil {
 		return AsPod(obj)
 	}
+	if m.next == nil {
+		return sp.pod(m.maps)
+	}
 	p, ok := m.next[sp]
 	if !ok {
 		if p, ok = m.last[sp]; !ok {
-			p = sp.pod()
+			p = sp.pod(m.maps)
 		}
 		m.next[sp] = p
 	}
@@ -65,7 +83,10 @@ func (m *Memo) Pods(objs []interface{}) []*corev1.Pod {
 
 // Turn starts the next evaluation: it keeps what the last one read.
 func (m *Memo) Turn() {
-	m.last, m.next = m.next, make(map[*Pod]*corev1.Pod, len(m.next))
+	if m.next != nil {
+		m.last, m.next = m.next, make(map[*Pod]*corev1.Pod, len(m.next))
+	}
+	m.maps = newSharedMaps()
 }
 
 // HasUID reports whether a cached pod has uid, without materializing it.
