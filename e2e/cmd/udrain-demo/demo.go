@@ -227,7 +227,8 @@ func (d demo) reset(ctx context.Context, c kubernetes.Interface, out io.Writer, 
 // deploy creates the namespace, the nodes and the workload.
 func (d demo) deploy(ctx context.Context, cs clients, out io.Writer) error {
 	c := cs.kube
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: d.namespace()}}
+	// Labelled for the testbed's LWS webhooks from the start.
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: d.namespace(), Labels: map[string]string{fixture.LWSNamespaceLabel: "true"}}}
 	if _, err := c.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create namespace %s: %w", ns.Name, err)
 	}
