@@ -139,6 +139,7 @@ func TestDeploy(t *testing.T) {
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 		fixture.LeaderWorkerSetGVR: "LeaderWorkerSetList",
 	})
+	dryRunsDefaulted(dyn)
 	// The namespace controller deletes the LeaderWorkerSets with their
 	// namespace.
 	c.PrependReactor("delete", "namespaces", func(a k8stesting.Action) (bool, runtime.Object, error) {
@@ -461,4 +462,21 @@ func TestDeployRay(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "--kuberay-dir") {
 		t.Errorf("deploy without --kuberay-dir: %v, want an error naming the flag", err)
 	}
+}
+
+// dryRunsDefaulted makes dyn answer a dry-run create of a LeaderWorkerSet
+// as the API server does with LWS's webhook: the object defaulted
+// (spec.networkConfig), not stored. The fake would store it.
+func dryRunsDefaulted(dyn *dynamicfake.FakeDynamicClient) {
+	dyn.PrependReactor("create", "leaderworkersets", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		create := a.(k8stesting.CreateActionImpl)
+		if len(create.CreateOptions.DryRun) == 0 {
+			return false, nil, nil
+		}
+		got := create.GetObject().(*unstructured.Unstructured).DeepCopy()
+		if err := unstructured.SetNestedField(got.Object, "Shared", "spec", "networkConfig", "subdomainPolicy"); err != nil {
+			return true, nil, err
+		}
+		return true, got, nil
+	})
 }
