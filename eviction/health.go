@@ -182,21 +182,14 @@ func (d *Drainer) healthTargets(snap *Snapshot, domains []string) ([]recoveryTar
 	unscheduled := recoveryTarget{domain: "unscheduled"}
 	// A rollout plan's look has built the layout and found the groups
 	// already (as newPlanner reads them).
-	layout := snap.layout
-	if layout == nil {
-		var err error
-		if layout, err = topology.BuildLayout(snap.Nodes, d.s.layoutOptions()); err != nil {
-			return nil, unscheduled, err
-		}
-	}
-	domains, err := layout.Select(domains)
+	layout, err := snap.layoutOf(d.s)
 	if err != nil {
 		return nil, unscheduled, err
 	}
-	groups := snap.groups
-	if groups == nil {
-		groups = topology.FindGroups(snap.Pods, groupersFor(d.s, snap)...)
+	if domains, err = layout.Select(domains); err != nil {
+		return nil, unscheduled, err
 	}
+	groups := snap.groupsOf(d.s)
 	pdbs := topology.NewPDBIndex(snap.PDBs)
 	byDomain := map[string]*recoveryTarget{}
 	targets := make([]recoveryTarget, len(domains))

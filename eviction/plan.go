@@ -55,6 +55,24 @@ type Snapshot struct {
 	daemonSet dsLookup
 }
 
+// layoutOf returns the snapshot's layout under s: the one its view or
+// look built, else built now.
+func (snap *Snapshot) layoutOf(s *settings) (*topology.Layout, error) {
+	if snap.layout != nil {
+		return snap.layout, nil
+	}
+	return topology.BuildLayout(snap.Nodes, s.layoutOptions())
+}
+
+// groupsOf returns the groups of the snapshot's pods under s's groupers:
+// those its look found, else found now.
+func (snap *Snapshot) groupsOf(s *settings) []topology.Group {
+	if snap.groups != nil {
+		return snap.groups
+	}
+	return topology.FindGroups(snap.Pods, groupersFor(s, snap)...)
+}
+
 // Phase numbers the two stages of a domain drain that evict: 1 for
 // StagePhase1 (the pods some PodDisruptionBudget selects, the groups'
 // leaders, so that every disruption is charged to a budget), 2 for
@@ -268,12 +286,9 @@ type planner struct {
 // newPlanner finds the domain and its pods, in a deterministic order, and
 // their groups and budgets.
 func newPlanner(domain string, snap *Snapshot, s *settings) (*planner, error) {
-	layout := snap.layout
-	if layout == nil {
-		var err error
-		if layout, err = topology.BuildLayout(snap.Nodes, s.layoutOptions()); err != nil {
-			return nil, err
-		}
+	layout, err := snap.layoutOf(s)
+	if err != nil {
+		return nil, err
 	}
 	d, err := layout.Domain(domain)
 	if err != nil {
@@ -316,10 +331,7 @@ func newPlanner(domain string, snap *Snapshot, s *settings) (*planner, error) {
 		}
 		return topology.NaturalLess(a.Name, b.Name)
 	})
-	pl.groups = snap.groups
-	if pl.groups == nil {
-		pl.groups = topology.FindGroups(snap.Pods, groupersFor(s, snap)...)
-	}
+	pl.groups = snap.groupsOf(s)
 	pl.groupOf = map[*corev1.Pod]*topology.Group{}
 	for i := range pl.groups {
 		for _, m := range pl.groups[i].Members {
