@@ -114,9 +114,7 @@ func (v *View) objectsByPodIndex(value string) []interface{} {
 // indexed under those groups: the same members, so the same groups, as
 // grouping the whole namespace.
 func (v *View) GroupsIn(ns string, ids []topology.GroupID, groupers []topology.Grouper, memo *podcache.Memo) map[topology.GroupID]*topology.Group {
-	if memo == nil {
-		memo = podcache.NewRead() // pods of a template share their maps
-	}
+	memo = readMemo(memo)
 	byID := make(map[topology.GroupID]*topology.Group, len(ids))
 	if v.groupIndex == nil || v.cfg.CustomGroupers || !v.inScope(ns) {
 		groups := topology.FindGroups(memo.Pods(v.PodObjectsIn(ns)), groupers...)
@@ -145,9 +143,7 @@ func (v *View) GroupsIn(ns string, ids []topology.GroupID, groupers []topology.G
 // before they are read (a slim cache materializes only the selected
 // ones: a workload's leaders, not all its members).
 func (v *View) BudgetPods(pdb *policyv1.PodDisruptionBudget, memo *podcache.Memo) []*corev1.Pod {
-	if memo == nil {
-		memo = podcache.NewRead() // pods of a template share their maps
-	}
+	memo = readMemo(memo)
 	var objs []interface{}
 	indexed := false
 	if v.groupIndex != nil && v.inScope(pdb.Namespace) {
@@ -210,9 +206,7 @@ func indexedRequirement(sel *metav1.LabelSelector) (key, value string, ok bool) 
 // findings. ok is false without the index or with groupers of the
 // caller's own (the index knows only the default groupers).
 func (v *View) PlanPods(nodes []string, memo *podcache.Memo) (pods []*corev1.Pod, ok bool) {
-	if memo == nil {
-		memo = podcache.NewRead() // pods of a template share their maps
-	}
+	memo = readMemo(memo)
 	if v.groupIndex == nil || v.cfg.CustomGroupers {
 		return nil, false
 	}
@@ -283,9 +277,7 @@ func (v *View) PlanPods(nodes []string, memo *podcache.Memo) (pods []*corev1.Pod
 // only the default groupers): then the caller reads every pod. Slim pods
 // are materialized through memo (nil: each anew).
 func (v *View) GroupPods(memo *podcache.Memo) (pods []*corev1.Pod, ok bool) {
-	if memo == nil {
-		memo = podcache.NewRead() // pods of a template share their maps
-	}
+	memo = readMemo(memo)
 	if v.groupIndex == nil || v.cfg.CustomGroupers {
 		return nil, false
 	}
@@ -312,4 +304,13 @@ func groupKindOf(key string) (topology.Kind, bool) {
 	}
 	kind, _, ok := strings.Cut(rest, "/")
 	return topology.Kind(kind), ok
+}
+
+// readMemo is memo, or for nil a Memo of one read: the pods it
+// materializes with the same labels and annotations share their maps.
+func readMemo(memo *podcache.Memo) *podcache.Memo {
+	if memo == nil {
+		return podcache.NewRead()
+	}
+	return memo
 }

@@ -209,7 +209,7 @@ func (v *View) PodsIn(namespace string) []*corev1.Pod {
 	if !v.inScope(namespace) {
 		return nil
 	}
-	return podsOf(v.PodObjectsIn(namespace))
+	return podcache.Pods(v.PodObjectsIn(namespace))
 }
 
 // PodObjectsIn returns the cached objects (whole or slim pods) of the pods
@@ -231,18 +231,12 @@ func (v *View) PodObjectsIn(namespace string) []interface{} {
 	return objs
 }
 
-// podsOf returns the pods of cached objects (podcache.Pods: those of a
-// template share their label and annotation maps).
-func podsOf(objs []interface{}) []*corev1.Pod {
-	return podcache.Pods(objs)
-}
-
 // AllPods returns the cached pods in scope.
 func (v *View) AllPods() []*corev1.Pod {
 	if ns := v.cfg.Namespace; ns != "" {
 		return v.PodsIn(ns)
 	}
-	return podsOf(v.pods.List())
+	return podcache.Pods(v.pods.List())
 }
 
 // Sizes returns how many nodes, pods and PodDisruptionBudgets the View's
