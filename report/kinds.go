@@ -18,7 +18,7 @@ import (
 // value a controller gets; the CLI adds apiVersion, kind and what only a
 // command knows (the exit code, the upgrade command, the time waited).
 //
-// v1alpha3 (udrain 0.3): a rollout's domains are one type in its result,
+// v1alpha3: a rollout's domains are one type in its result,
 // its status and its plan (eviction.RolloutDomain): a result's domain says
 // "state" where it said "status", an audit's rollout lists its domains as
 // objects (its "upgraded" and "schedule" go: a domain's "state" and
