@@ -331,3 +331,70 @@ func partWayFleet(b *testing.B) (*Drainer, []string) {
 	in := fleetInformers(b, snap, fleetCaches[1].transform())
 	return fleetDrainer(b, in), order
 }
+
+// BenchmarkFleetDomainEnd is what a rollout with parallel domains reads
+// at once when a domain in flight ends, over the fleet of
+// BenchmarkFleetAdmit: the admission (its look at every pod and the room
+// simulation) and the rollout's status (every pending domain's plan), each
+// in its own goroutine as the rollout runs them. peak-MiB is the highest
+// Go heap seen while they run, base-MiB the live heap before: where the
+// fleet's drainer peaked (PERFORMANCE.md H).
+//
+//	go test -run '^$' -bench BenchmarkFleetDomainEnd -benchmem -benchtime 3x ./eviction/
+func BenchmarkFleetDomainEnd(b *testing.B) {
+	d, order := partWayFleet(b)
+	v, err := d.startView(b.Context())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer v.Stop()
+	r := &rollout{d: d, opts: RolloutOptions{ID: partWayID, Parallel: ParallelAuto}, id: partWayID, logger: logr.Discard(), v: v, domains: order}
+	snap, err := v.snapshot(b.Context())
+	if err != nil {
+		b.Fatal(err)
+	}
+	layout, err := topology.BuildLayout(snap.Nodes, topology.LayoutOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	first, _, _ := r.admission(snap, layout, nil)
+	var flying []*domainRun
+	for _, name := range []string{"ud-3", "ud-4"} {
+		flying = append(flying, &domainRun{r: r, out: &RolloutDomain{Domain: name}, demand: first.demandOn(name)})
+	}
+	snap, first = nil, nil
+	var pending []int
+	for i, name := range order {
+		if !slices.Contains([]string{"spare", "ud-0", "ud-1", "ud-2", "ud-3", "ud-4"}, name) {
+			pending = append(pending, i)
+		}
+	}
+	base := heapInUse()
+	var peak uint64
+	var starts []start
+	var st *RolloutStatus
+	var stErr error
+	b.ReportAllocs()
+	for b.Loop() {
+		runtime.GC()
+		stop := samplePeakHeap(&peak)
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			st, stErr = d.RolloutStatus(b.Context(), RolloutOptions{ID: partWayID, Domains: order, NoLock: true})
+		})
+		starts, _ = r.admit(b.Context(), pending, flying)
+		wg.Wait()
+		stop()
+		if stErr != nil {
+			b.Fatal(stErr)
+		}
+	}
+	b.ReportMetric(float64(base)/(1<<20), "base-MiB")
+	b.ReportMetric(float64(peak)/(1<<20), "peak-MiB")
+	if len(starts) != 2 {
+		b.Errorf("%d domains started beside two in flight, want 2", len(starts))
+	}
+	if n := len(st.Domains); n != len(order) {
+		b.Errorf("status of %d domains, want %d", n, len(order))
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unique"
 	"weak"
 
@@ -64,6 +65,12 @@ type Pod struct {
 	// extra is nil but for a pod being deleted or with a UID that is not a
 	// canonical UUID.
 	extra *podExtra
+	// made is the pod last materialized from this one, held weakly: looks
+	// at the cluster that overlap or follow each other before the garbage
+	// collector runs (a rollout's admission, status and recoveries at a
+	// domain's end) read the same *corev1.Pod instead of one each; the
+	// slim pod keeps it no longer than a reader does.
+	made atomic.Pointer[weak.Pointer[corev1.Pod]]
 }
 
 // podKeys are a pod's label keys, sorted, then its annotation keys,
@@ -397,11 +404,34 @@ func formatUUID(u *[16]byte) string {
 	return string(b[:])
 }
 
-// pod materializes the pod: a new *corev1.Pod whose slices are shared with
+// pod is the pod materialized: the one materialized before if a reader
+// still holds it (or the garbage collector has not run since), else a new
+// one (see build). Two readers that materialize it at once may each keep
+// their own; either is the pod.
+func (sp *Pod) pod(shared *sharedMaps) *corev1.Pod {
+	made := sp.made.Load()
+	if made != nil {
+		if p := made.Value(); p != nil {
+			return p
+		}
+	}
+	p := sp.build(shared)
+	w := weak.Make(p)
+	if !sp.made.CompareAndSwap(made, &w) {
+		if other := sp.made.Load(); other != nil {
+			if q := other.Value(); q != nil {
+				return q
+			}
+		}
+	}
+	return p
+}
+
+// build materializes the pod: a new *corev1.Pod whose slices are shared with
 // every pod of its shape, and whose labels and annotations are in maps of
 // its own, or, with shared, in those of a pod read before with the same
 // ones (see maps).
-func (sp *Pod) pod(shared *sharedMaps) *corev1.Pod {
+func (sp *Pod) build(shared *sharedMaps) *corev1.Pod {
 	p := new(corev1.Pod)
 	*p = *sp.shape
 	p.Name, p.Namespace, p.UID = sp.name, sp.namespace.Value(), sp.uid()

@@ -291,18 +291,17 @@ func TestPodMemoReadsEachSlimPodOnceUntilItChanges(t *testing.T) {
 		t.Errorf("the next evaluation materialized an unchanged pod again")
 	}
 	memo.Turn() // b was not read by the last evaluation: forgotten
-	if memo.Pod(b) == pb {
+	if _, kept := memo.last[b.(*Pod)]; kept {
 		t.Errorf("a pod the last evaluation did not read is still kept")
+	}
+	if memo.Pod(b) != pb {
+		t.Errorf("a pod its reader still holds was materialized again")
 	}
 	updated := fullPod("llm-0-1", testUUID)
 	updated.Status.Phase = corev1.PodFailed
 	a2, _ := transform(updated)
 	if got := memo.Pod(a2).Status.Phase; got != corev1.PodFailed {
 		t.Errorf("after an update the memo gives phase %q", got)
-	}
-	var none *Memo
-	if none.Pod(a) == none.Pod(a) {
-		t.Errorf("a nil memo kept a pod")
 	}
 	if p := (&corev1.Pod{}); memo.Pod(p) != p {
 		t.Errorf("a whole pod is not given as it is")
@@ -358,6 +357,7 @@ func TestPodsShareTheMapsOfPodsWithTheSameLabels(t *testing.T) {
 				{"Memo", func() []*corev1.Pod { m := NewMemo(); return m.Pods([]interface{}{a, b}) }, true},
 				{"AsPod", func() []*corev1.Pod { return []*corev1.Pod{AsPod(a), AsPod(b)} }, false},
 			} {
+				runtime.GC() // the last read's pods are gone: this read materializes them anew
 				pods := read.pods()
 				for i, want := range []*corev1.Pod{tc.a, tc.b} {
 					wantAnn := maps.Clone(want.Annotations)
@@ -398,7 +398,46 @@ func TestSharedMapsTellPodsOfOneHashApart(t *testing.T) {
 	// a's maps filed under b's hash, as a collision would.
 	sa := a.(*Pod)
 	shared.byHash[h] = []sharedPairs{{keys: sa.keys, values: sa.values, labels: sa.labels()}}
-	if got := b.(*Pod).pod(shared).Labels["app"]; got != "api" {
+	if got := b.(*Pod).build(shared).Labels["app"]; got != "api" {
 		t.Errorf("a pod whose hash another pod's maps were filed under got app=%q, want its own api", got)
 	}
+}
+
+func TestReadersShareAPodUntilNoneHoldsIt(t *testing.T) {
+	transform := NewTransform(passThrough)
+	obj, _ := transform(fullPod("llm-0-1", testUUID))
+	sp := obj.(*Pod)
+	for _, tc := range []struct {
+		name   string
+		first  func() *corev1.Pod
+		second func() *corev1.Pod
+	}{
+		{"AsPod, AsPod", func() *corev1.Pod { return AsPod(obj) }, func() *corev1.Pod { return AsPod(obj) }},
+		{"Pods, a Memo", func() *corev1.Pod { return Pods([]interface{}{obj})[0] }, func() *corev1.Pod { return NewMemo().Pod(obj) }},
+		{"a read, a nil Memo", func() *corev1.Pod { return NewRead().Pod(obj) }, func() *corev1.Pod { var none *Memo; return none.Pod(obj) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			runtime.GC()
+			if made := sp.made.Load(); made != nil && made.Value() != nil {
+				t.Fatal("a pod no reader holds is still kept after a collection")
+			}
+			p := tc.first()
+			if q := tc.second(); q != p {
+				t.Errorf("a second reader got a pod of its own while the first holds one")
+			}
+			if diff := cmp.Diff(fullPod("llm-0-1", testUUID).Labels, p.Labels); diff != "" {
+				t.Errorf("labels (-want +got):\n%s", diff)
+			}
+			runtime.KeepAlive(p)
+		})
+	}
+	// A pod updated is a new slim pod: it never reads the old one's.
+	old := AsPod(obj)
+	updated := fullPod("llm-0-1", testUUID)
+	updated.Status.Phase = corev1.PodFailed
+	obj2, _ := transform(updated)
+	if got := AsPod(obj2); got == old || got.Status.Phase != corev1.PodFailed {
+		t.Errorf("after an update AsPod gives phase %q (the old pod: %v)", got.Status.Phase, got == old)
+	}
+	runtime.KeepAlive(old)
 }
