@@ -201,6 +201,10 @@ func TestConfigErrorFieldsFollowTheConvention(t *testing.T) {
 		{"eviction.RolloutOptions.Domains", func() error { return rollout(eviction.RolloutOptions{Domains: []string{"ud-1", "ud-1"}}) }},
 		{"eviction.RolloutOptions.Order", func() error { return rollout(eviction.RolloutOptions{Order: "random"}) }},
 		{"eviction.RolloutOptions.Steering", func() error { return rollout(eviction.RolloutOptions{Steering: "sideways"}) }},
+		{"eviction.RolloutOptions.InPlace", func() error { return rollout(eviction.RolloutOptions{InPlace: true}) }},
+		{"eviction.RolloutOptions.InPlace", func() error {
+			return rollout(eviction.RolloutOptions{InPlace: true, Parallel: eviction.ParallelAuto, Steering: eviction.SteerAuto})
+		}},
 		{"eviction.RolloutOptions.LockDuration", func() error {
 			return rollout(eviction.RolloutOptions{LockDuration: time.Second})
 		}},

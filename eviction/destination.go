@@ -167,9 +167,10 @@ func (r *rollout) planDestinations(snap *Snapshot) error {
 	a := &admission{sim: newDestSim(in), steering: in.steering}
 	if !r.opts.serial() {
 		a = newAdmission(in, snap.PDBs, groupersFor(r.d.s, snap))
+		a.inPlace = r.opts.InPlace
 	}
 	sched, dests, peak, roomy := a.schedule(in, r.opts.limit(), r.opts.serial())
-	r.res.Destinations, r.res.Parallel, r.res.MaxInFlight = dests, r.opts.Parallel, peak
+	r.res.Destinations, r.res.Parallel, r.res.MaxInFlight, r.res.InPlace = dests, r.opts.Parallel, peak, r.opts.InPlace
 	r.roomy, r.firstWave = roomy, nil
 	for _, s := range sched {
 		if s.After == "" {

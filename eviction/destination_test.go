@@ -382,6 +382,9 @@ func TestPlanRollout(t *testing.T) {
 		},
 		{name: "unknown domain", opts: RolloutOptions{Domains: []string{"ud-9"}}, wantErr: `ud-9`},
 		{name: "bad order", opts: RolloutOptions{Order: "Sideways"}, wantErr: `RolloutOptions.Order: "Sideways" is not an order`},
+		{name: "in place, one at a time", opts: RolloutOptions{InPlace: true}, wantErr: `RolloutOptions.InPlace: takes domains at once`},
+		{name: "in place, steering that lets a group land twice", opts: RolloutOptions{InPlace: true, Parallel: 2, Steering: SteerPreferUpgraded},
+			wantErr: `RolloutOptions.InPlace: needs Steering Strict (what it sets when Steering is empty): with PreferUpgraded`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := objs()
@@ -420,6 +423,53 @@ func TestPlanRollout(t *testing.T) {
 			}
 			if ce := new(*topology.ContractError); tc.want != nil && tc.wantErr != "" && !errors.As(err, ce) {
 				t.Errorf("err %T, want a *topology.ContractError", err)
+			}
+		})
+	}
+}
+
+// TestPlanRolloutInPlace: with InPlace the plan is steered strictly,
+// says InPlace, and starts a domain beside one whose upgrade would give
+// its group room (the spare ud-3, which evicts nothing): without InPlace
+// the room holds it back until then.
+func TestPlanRolloutInPlace(t *testing.T) {
+	objs := objects(destNode(1, 1, 8), destNode(2, 1, 8), destNode(3, 1, 8),
+		destGroup(0, 2, 4, "node-1-1"), destGroup(1, 2, 4, "node-2-1"), leaderPDB(2))
+	for _, tc := range []struct {
+		name string
+		opts RolloutOptions
+		// want: each domain's After and With, and HeldBy's reason.
+		want         []string
+		wantSteering Steering
+	}{
+		{"auto", RolloutOptions{ID: "r1", Parallel: ParallelAuto, Steering: SteerStrict},
+			[]string{"ud-3 after - with []", "ud-1 after ud-3 with [] held Room", "ud-2 after ud-1 with [] held Budget"}, SteerStrict},
+		{"in place", RolloutOptions{ID: "r1", Parallel: ParallelAuto, InPlace: true},
+			[]string{"ud-3 after - with []", "ud-1 after - with [ud-3]", "ud-2 after ud-1 with [] held Budget"}, SteerStrict},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fc := newFakeCluster(t, objs...)
+			d, _ := New(fc.client, Options{Backoff: slowBackoff})
+			plan, err := d.PlanRollout(testContext(t), tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, s := range plan.Domains {
+				line := fmt.Sprintf("%s after %s with %v", s.Domain, orDash(s.After), s.With)
+				if s.HeldBy != nil {
+					line += " held " + string(s.HeldBy.Reason)
+				}
+				got = append(got, line)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("schedule (-want +got):\n%s", diff)
+			}
+			if plan.Steering != tc.wantSteering || plan.InPlace != tc.opts.InPlace {
+				t.Errorf("plan steering %s, in place %t; want %s, %t", plan.Steering, plan.InPlace, tc.wantSteering, tc.opts.InPlace)
+			}
+			if n, ev := nodePatches(fc), fc.evicted(); n != 0 || len(ev) != 0 {
+				t.Errorf("%d node patches, evicted %v: a plan touches nothing", n, ev)
 			}
 		})
 	}

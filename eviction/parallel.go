@@ -55,6 +55,9 @@ type admission struct {
 	groups   map[topology.GroupID]*topology.Group
 	pdbs     *topology.PDBIndex
 	steering Steering
+	// inPlace: lack of upgraded room holds no domain back
+	// (RolloutOptions.InPlace).
+	inPlace bool
 }
 
 // newAdmission counts the budgets over the snapshot's pods and builds
@@ -318,7 +321,7 @@ func (a *admission) next(pending []*demand, flights []*flight, limit int, serial
 			holds = append(holds, h)
 			continue
 		}
-		h, ad := a.roomHold(d, all, len(all) > 0 && a.steering != SteerOff)
+		h, ad := a.roomHold(d, all, len(all) > 0 && a.steering != SteerOff && !a.inPlace)
 		if h != nil {
 			holds = append(holds, h)
 			continue

@@ -89,12 +89,18 @@ func (c parCluster) budget(spec policyv1.PodDisruptionBudgetSpec) parCluster {
 // the pods on it.
 func admissionOf(t *testing.T, objs []runtime.Object, order []string, upgraded ...string) (*admission, map[string]*demand) {
 	t.Helper()
+	return admissionSteered(t, objs, order, SteerPreferUpgraded, upgraded...)
+}
+
+// admissionSteered is admissionOf with the given steering.
+func admissionSteered(t *testing.T, objs []runtime.Object, order []string, steering Steering, upgraded ...string) (*admission, map[string]*demand) {
+	t.Helper()
 	snap := snapshotOf(objs)
 	layout, err := topology.BuildLayout(snap.Nodes, topology.LayoutOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := destinationInput{nodes: snap.Nodes, pods: snap.Pods, layout: layout, order: order, upgraded: map[string]bool{}, steering: SteerPreferUpgraded}
+	in := destinationInput{nodes: snap.Nodes, pods: snap.Pods, layout: layout, order: order, upgraded: map[string]bool{}, steering: steering}
 	for _, u := range upgraded {
 		in.upgraded[u] = true
 	}
@@ -148,6 +154,10 @@ func TestAdmissionNext(t *testing.T) {
 		upgraded, flights, recovering []string
 		limit                         int
 		serial                        bool
+		// steering is SteerPreferUpgraded if empty; inPlace is
+		// RolloutOptions.InPlace.
+		steering Steering
+		inPlace  bool
 		// change edits the cluster after the flights' demands are taken.
 		change    func([]runtime.Object) []runtime.Object
 		wantStart []string
@@ -232,6 +242,21 @@ func TestAdmissionNext(t *testing.T) {
 			wantHolds: []string{"ud-2:Room llm-1", "ud-3:Room llm-2", "ud-4:Room llm-3"},
 		},
 		{
+			// The same, in place: the budget alone holds; the second
+			// domain's group waits for its own domain.
+			name: "in place: the upgraded room holds nothing back", objs: parCluster{domains: 4, nodeGPUs: 8, groupGPUs: 8, spareGPUs: 8}.budget(maxUnavailable(2)).objects(),
+			order: order, upgraded: []string{"ud-9"}, steering: SteerStrict, inPlace: true,
+			wantStart: []string{"ud-1", "ud-2"},
+			wantHolds: []string{"ud-3:Budget inference/llm-leaders maxUnavailable 2 allowed 2 down 2 needed 1", "ud-4:Budget inference/llm-leaders maxUnavailable 2 allowed 2 down 2 needed 1"},
+		},
+		{
+			// Strict steering without InPlace: room holds as before.
+			name: "strict, not in place: the upgraded room holds", objs: parCluster{domains: 4, nodeGPUs: 8, groupGPUs: 8, spareGPUs: 8}.budget(maxUnavailable(2)).objects(),
+			order: order, upgraded: []string{"ud-9"}, steering: SteerStrict,
+			wantStart: []string{"ud-1"},
+			wantHolds: []string{"ud-2:Room llm-1", "ud-3:Room llm-2", "ud-4:Room llm-3"},
+		},
+		{
 			// Domains with room for a second group: the second domain's
 			// group would land on ud-3, still to drain.
 			name: "the upgraded room, pending domains with room", objs: parCluster{domains: 4, nodeGPUs: 16, groupGPUs: 8, spareGPUs: 8}.budget(maxUnavailable(4)).objects(),
@@ -263,12 +288,17 @@ func TestAdmissionNext(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			// The flights' demands are those of their plans, taken before
 			// their drain.
-			_, before := admissionOf(t, tc.objs, tc.order, tc.upgraded...)
+			steering := tc.steering
+			if steering == "" {
+				steering = SteerPreferUpgraded
+			}
+			_, before := admissionSteered(t, tc.objs, tc.order, steering, tc.upgraded...)
 			objs := tc.objs
 			if tc.change != nil {
 				objs = tc.change(objs)
 			}
-			a, now := admissionOf(t, objs, tc.order, tc.upgraded...)
+			a, now := admissionSteered(t, objs, tc.order, steering, tc.upgraded...)
+			a.inPlace = tc.inPlace
 			var flights []*flight
 			var pending []*demand
 			for _, name := range tc.order {
@@ -322,6 +352,7 @@ func TestSchedule(t *testing.T) {
 		c         parCluster
 		limit     int
 		serial    bool
+		inPlace   bool // with SteerStrict
 		wantSched []string
 		wantPeak  int
 		wantDests []string
@@ -349,6 +380,17 @@ func TestSchedule(t *testing.T) {
 			wantDests: []string{"llm-0 ud-1>ud-9 UpgradedDomain", "llm-1 ud-2>ud-1 UpgradedDomain", "llm-2 ud-3>ud-2 UpgradedDomain", "llm-3 ud-4>ud-3 UpgradedDomain"},
 		},
 		{
+			// The same in place: the budget's two at once; the groups
+			// the spare cannot take wait for their own domain.
+			name: "exclusive groups, one spare, in place", c: parCluster{domains: 4, nodeGPUs: 8, groupGPUs: 8, spareGPUs: 16, exclusive: true}.budget(maxUnavailable(2)), inPlace: true,
+			// The spare starts with them (it evicts nothing): the first
+			// two domains' groups wait for their own; the third's takes
+			// the spare.
+			wantSched: []string{"ud-9 after - with []", "ud-1 after - with [ud-9]", "ud-2 after - with [ud-9 ud-1]", "ud-3 after ud-1 with [ud-2] held Budget", "ud-4 after ud-2 with [ud-3] held Budget"},
+			wantPeak:  3,
+			wantDests: []string{"llm-0 ud-1>ud-1 OwnDomain", "llm-2 ud-3>ud-9 UpgradedDomain", "llm-1 ud-2>ud-2 OwnDomain", "llm-3 ud-4>ud-4 OwnDomain"},
+		},
+		{
 			name: "no spare: all four at once, each group waits for its own domain", c: parCluster{domains: 4, nodeGPUs: 8, groupGPUs: 8}.budget(maxUnavailable(4)),
 			wantSched: []string{"ud-9 after - with []", "ud-1 after - with [ud-9]", "ud-2 after - with [ud-9 ud-1]", "ud-3 after - with [ud-9 ud-1 ud-2]", "ud-4 after - with [ud-9 ud-1 ud-2 ud-3]"},
 			wantPeak:  5,
@@ -363,12 +405,16 @@ func TestSchedule(t *testing.T) {
 				t.Fatal(err)
 			}
 			in := destinationInput{nodes: snap.Nodes, pods: snap.Pods, layout: layout, order: order, upgraded: map[string]bool{}, plans: map[string]*Plan{}, steering: SteerPreferUpgraded}
+			if tc.inPlace {
+				in.steering = SteerStrict
+			}
 			for _, name := range order {
 				if in.plans[name], err = NewPlan(name, snap, Options{}); err != nil {
 					t.Fatal(err)
 				}
 			}
 			a := newAdmission(in, snap.PDBs, nil)
+			a.inPlace = tc.inPlace
 			sched, dests, peak, _ := a.schedule(in, tc.limit, tc.serial)
 			var got []string
 			for _, s := range sched {

@@ -181,6 +181,19 @@ type RolloutOptions struct {
 	// (topology.FindingParallelLimited). Negative numbers but ParallelAuto are a
 	// *udrain.ConfigError.
 	Parallel int
+	// InPlace, with Parallel other than 1, drops the second condition
+	// above: a domain starts as soon as the budgets allow, and its groups
+	// that find no room in an upgraded domain wait, Pending, for the
+	// upgrade of their own domain (or for room upgraded before it). It
+	// trades those groups' downtime (their domain's whole drain and
+	// upgrade step, within the budgets) for fleet time: with little
+	// spare room (one spare domain for many), room holds a rollout to
+	// about one domain at a time, and InPlace runs as many as the
+	// budgets allow. It needs SteerStrict, so that no group that waits
+	// lands on a domain not upgraded yet (to be disrupted again), and
+	// sets it when Steering is empty; other steering, or InPlace with one
+	// domain at a time, is a *udrain.ConfigError.
+	InPlace bool
 	// StatusInterval is how often WatchRolloutStatus looks again; zero
 	// means DefaultWatchInterval. Only WatchRolloutStatus reads it.
 	StatusInterval time.Duration
@@ -235,6 +248,8 @@ type RolloutResult struct {
 	// and HeldBy.
 	Parallel    int `json:"parallel"`
 	MaxInFlight int `json:"maxInFlight"`
+	// InPlace is RolloutOptions.InPlace.
+	InPlace bool `json:"inPlace,omitempty"`
 	// Status is the rollout's status when it returned (as
 	// Drainer.RolloutStatus reads it, Running false), for a controller to
 	// copy into its resource's status; nil for dry runs, and for a
@@ -336,6 +351,9 @@ type RolloutPlan struct {
 	// simulation (domains in flight taken to end in the order they
 	// started).
 	MaxInFlight int `json:"maxInFlight"`
+	// InPlace is RolloutOptions.InPlace: lack of upgraded room held no
+	// domain back in the simulation.
+	InPlace bool `json:"inPlace,omitempty"`
 }
 
 // PlanRollout looks at the cluster as Rollout(ctx, opts) would before it
@@ -371,7 +389,7 @@ func (d *Drainer) PlanRollout(ctx context.Context, opts RolloutOptions) (*Rollou
 		return nil, err
 	}
 	p := &RolloutPlan{ID: opts.ID, Order: opts.Order, Steering: opts.Steering, Domains: r.res.Domains,
-		Findings: r.res.Findings, Destinations: r.res.Destinations, Parallel: opts.Parallel, MaxInFlight: r.res.MaxInFlight}
+		Findings: r.res.Findings, Destinations: r.res.Destinations, Parallel: opts.Parallel, MaxInFlight: r.res.MaxInFlight, InPlace: opts.InPlace}
 	for i := range p.Domains {
 		if upgradedBy(r.nodes, mustDomain(r.layout, p.Domains[i].Domain), r.id) {
 			p.Domains[i].State = StateSkipped
@@ -451,9 +469,20 @@ func (o RolloutOptions) withDefaults() (RolloutOptions, error) {
 	default:
 		return o, configError("RolloutOptions.Order", "%q is not an order; use %s or %s", o.Order, OrderSpareFirst, OrderGiven)
 	}
+	if o.InPlace && o.Steering == "" {
+		o.Steering = SteerStrict
+	}
 	var err error
 	if o.Steering, err = o.Steering.settle(); err != nil {
 		return o, err
+	}
+	if o.InPlace {
+		switch {
+		case o.Parallel == 1:
+			return o, configError("RolloutOptions.InPlace", "takes domains at once: set Parallel to a number above 1 or to ParallelAuto (one domain at a time never holds a domain back for room; with SteerStrict its groups without upgraded room wait for their own domain already)")
+		case o.Steering != SteerStrict:
+			return o, configError("RolloutOptions.InPlace", "needs Steering %s (what it sets when Steering is empty): with %s a group that finds no upgraded room may land on a domain not upgraded yet and be disrupted again", SteerStrict, o.Steering)
+		}
 	}
 	o.lock = rolloutLock{Disabled: o.NoLock, Namespace: o.LockNamespace, CreateNamespace: !o.LockNamespaceMustExist,
 		Identity: o.LockIdentity, Duration: o.LockDuration}

@@ -205,7 +205,7 @@ func (r *rollout) admission(snap *Snapshot, layout *topology.Layout, flying []*d
 		}
 	}
 	a := newAdmission(in, snap.PDBs, groupersFor(r.d.s, snap))
-	a.sim.noRoom = true
+	a.sim.noRoom, a.inPlace = true, r.opts.InPlace
 	var flights []*flight
 	for _, s := range flying {
 		f := &flight{demand: s.demand, recovering: s.recovering.Load()}

@@ -70,7 +70,7 @@ func (r AuditReport) WriteTable(w io.Writer, o TableOptions) error {
 			names[i] = d.Domain
 		}
 		fmt.Fprintf(w, "A rollout over every domain (steering %s) would take them in the order %s.\n", r.Rollout.Steering, strings.Join(names, ", "))
-		if err := writeSchedule(w, o, r.Rollout.Parallel, r.Rollout.MaxInFlight, r.Rollout.Domains); err != nil {
+		if err := writeSchedule(w, o, r.Rollout.Parallel, r.Rollout.MaxInFlight, r.Rollout.InPlace, r.Rollout.Domains); err != nil {
 			return err
 		}
 		if err := writeDestinations(w, r.Rollout.Destinations); err != nil {

@@ -41,7 +41,7 @@ func (r RolloutReport) WriteTable(w io.Writer, o TableOptions) error {
 		return err
 	}
 	if res.DryRun != "" {
-		if err := writeSchedule(w, o, res.Parallel, res.MaxInFlight, res.Domains); err != nil {
+		if err := writeSchedule(w, o, res.Parallel, res.MaxInFlight, res.InPlace, res.Domains); err != nil {
 			return err
 		}
 		if err := writeDestinations(w, res.Destinations); err != nil {
@@ -86,7 +86,7 @@ func writeRolloutDomains(w io.Writer, domains []eviction.RolloutDomain) error {
 // writeSchedule prints, for a rollout with parallel domains, how many
 // run at once and when each starts, as the rollout's simulation found it,
 // in the order it starts them; nothing for one domain at a time.
-func writeSchedule(w io.Writer, o TableOptions, parallel, most int, domains []eviction.RolloutDomain) error {
+func writeSchedule(w io.Writer, o TableOptions, parallel, most int, inPlace bool, domains []eviction.RolloutDomain) error {
 	sched := startOrder(domains)
 	if parallel == 1 || len(sched) == 0 {
 		return nil
@@ -95,7 +95,11 @@ func writeSchedule(w io.Writer, o TableOptions, parallel, most int, domains []ev
 	if parallel == eviction.ParallelAuto {
 		asked = "auto"
 	}
-	fmt.Fprintf(w, "\nDomains at once (%s %s): at most %d, as the budgets and the upgraded room allow (simulated before anything is touched):\n", o.setting("eviction.RolloutOptions.Parallel"), asked, most)
+	allow := "as the budgets and the upgraded room allow"
+	if inPlace {
+		allow = fmt.Sprintf("as the budgets allow (%s: groups without upgraded room wait for their own domain)", o.setting("eviction.RolloutOptions.InPlace"))
+	}
+	fmt.Fprintf(w, "\nDomains at once (%s %s): at most %d, %s (simulated before anything is touched):\n", o.setting("eviction.RolloutOptions.Parallel"), asked, most, allow)
 	tw := newTable(w)
 	fmt.Fprintln(tw, "DOMAIN\tSTARTS\tWITH\tHELD BACK BY")
 	for _, d := range sched {

@@ -112,6 +112,17 @@ func TestTables(t *testing.T) {
 				"ud-3    at the start  ud-1  -\n" +
 				"ud-2    after ud-1    ud-3  room for group inference/llama-0\n\n" +
 				"The placement contract holds: no findings.\n"},
+		{"a parallel rollout's schedule, in place", report.AuditReport{LabelKey: "zone", Domains: []string{"ud-1", "ud-2"}, Rollout: &eviction.RolloutPlan{
+			Steering: eviction.SteerStrict, Parallel: eviction.ParallelAuto, MaxInFlight: 2, InPlace: true,
+			Domains: []eviction.RolloutDomain{{Domain: "ud-1", State: eviction.StatePending}, {Domain: "ud-2", State: eviction.StatePending, With: []string{"ud-1"}}}}},
+			report.TableOptions{SettingName: func(s string) string { return map[string]string{"eviction.RolloutOptions.InPlace": "--in-place", "eviction.RolloutOptions.Parallel": "--parallel"}[s] }},
+			"Audited 2 domains (label zone), 0 groups and 0 PodDisruptionBudgets.\n" +
+				"A rollout over every domain (steering Strict) would take them in the order ud-1, ud-2.\n\n" +
+				"Domains at once (--parallel auto): at most 2, as the budgets allow (--in-place: groups without upgraded room wait for their own domain) (simulated before anything is touched):\n" +
+				"DOMAIN  STARTS        WITH  HELD BACK BY\n" +
+				"ud-1    at the start  -     -\n" +
+				"ud-2    at the start  ud-1  -\n\n" +
+				"The placement contract holds: no findings.\n"},
 		{"finding with a note", report.AuditReport{LabelKey: "zone", Domains: []string{"ud-1"}, Warnings: 1, Findings: []topology.Finding{finding}},
 			report.TableOptions{FindingNote: func(code topology.FindingCode) string { return " (see " + string(code) + ")" }},
 			"Audited 1 domain (label zone), 0 groups and 0 PodDisruptionBudgets.\n0 errors, 1 warning.\n\n" +

@@ -15,6 +15,7 @@ func newAuditCommand(o *options) *cobra.Command {
 	var out outputFlag
 	var steering string
 	var parallel parallelFlag
+	var inPlace bool
 	cmd := &cobra.Command{
 		Use:   "audit",
 		Short: "Check the placement contract over all domains (exit code 4 on a violation)",
@@ -52,8 +53,8 @@ Each finding says what to fix. The exit code is 4 when a finding of severity
 Error is found (or nodes lack the domain label), 0 otherwise.`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ro := eviction.RolloutOptions{Steering: eviction.Steering(steering), Parallel: parallel.n}
-			if err := firstError(df.validate(), out.validate(), inFlagTerms(ro.Validate())); err != nil {
+			ro := eviction.RolloutOptions{Steering: eviction.Steering(steering), Parallel: parallel.n, InPlace: inPlace}
+			if err := firstError(df.validate(), out.validate(), inPlaceSteering(cmd, &ro), inFlagTerms(ro.Validate())); err != nil {
 				return err
 			}
 			client, err := o.client()
@@ -87,5 +88,6 @@ Error is found (or nodes lack the domain label), 0 otherwise.`,
 	out.add(cmd)
 	cmd.Flags().StringVar(&steering, "steering", string(eviction.SteerAuto), "The steering of the rollout simulated: Auto, PreferUpgraded, Strict or Off (as udrain rollout --steering)")
 	parallel.add(cmd, "The domains at once of the rollout simulated: 1, a larger number or auto (as udrain rollout --parallel); with more than one, the audit shows when each domain would start and what holds it back")
+	cmd.Flags().BoolVar(&inPlace, "in-place", false, "The rollout simulated starts a domain as soon as the budgets allow, its groups without upgraded room waiting for their own domain (as udrain rollout --in-place)")
 	return cmd
 }

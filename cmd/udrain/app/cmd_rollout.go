@@ -35,6 +35,7 @@ func newRolloutCommand(o *options) *cobra.Command {
 		stuckAfter      time.Duration
 		mf              metricsFlag
 		parallel        parallelFlag
+		inPlace         bool
 		ignoreUpdates   bool
 		updateTimeout   time.Duration
 	)
@@ -107,7 +108,11 @@ spec (minAvailable or maxUnavailable over the groups udrain sees), the groups
 down now, those of the domains in flight and its own; and when each group it
 evicts finds room in an upgraded domain, if it would once the domains in
 flight are done. Otherwise it waits, uncordoned (a DomainHeld line says why),
-and a later domain that may start passes it. The first domain that stops on
+and a later domain that may start passes it. --in-place drops the room
+condition: a domain starts as soon as the budgets allow, and its groups that
+find no upgraded room wait, Pending, for their own domain's upgrade (steering
+Strict, which --in-place sets): more domains at once where spare room is
+scarce, for longer downtime of those groups, still within the budgets. The first domain that stops on
 an error stops the others in flight where they are (run the same command
 again to resume). --dry-run and "udrain audit --parallel" show the schedule.
 
@@ -128,8 +133,11 @@ again to resume). --dry-run and "udrain audit --parallel" show the schedule.
 			ro := eviction.RolloutOptions{ID: id, Domains: domains, RecoveryTimeout: recoveryTimeout, StuckAfter: stuckAfter,
 				SkipGPUCheck: skipGPUCheck, GPUCheckGrace: gpuGrace,
 				NoLock: noLock, LockNamespace: lockNamespace, LockNamespaceMustExist: !createLockNS,
-				Steering: eviction.Steering(steering), Order: eviction.RolloutOrder(order), Parallel: parallel.n,
+				Steering: eviction.Steering(steering), Order: eviction.RolloutOrder(order), Parallel: parallel.n, InPlace: inPlace,
 				IgnoreWorkloadUpdates: ignoreUpdates, WorkloadUpdateTimeout: updateTimeout}
+			if err := inPlaceSteering(cmd, &ro); err != nil {
+				return err
+			}
 			var prog *report.Progress
 			steps := uf.options(o, id, df.label, func(domain string) io.Writer { return prog.Output("[upgrade " + domain + "] ") })
 			// Bad input is refused before any request.
@@ -209,6 +217,7 @@ again to resume). --dry-run and "udrain audit --parallel" show the schedule.
 	cmd.Flags().StringVar(&order, "order", "", "Order of the domains: SpareFirst (those that evict nothing first, then the others in natural order; the default without --domains) or Given (the order of --domains; the default with it)")
 	cmd.Flags().StringVar(&steering, "steering", string(eviction.SteerAuto), "How evicted pods are kept off the domains not upgraded yet: Auto (taint them udrain.dev/upgrade-pending:NoSchedule while upgraded room takes every pod the domains in flight evict, PreferNoSchedule otherwise), PreferUpgraded (always PreferNoSchedule), Strict (always NoSchedule: a group with no upgraded room waits for its own domain) or Off")
 	parallel.add(cmd, "How many domains to have in flight at once (drained, upgraded or recovering): 1, a larger number (a cap), or auto (as many as the budgets over the groups, counted from their spec, and the upgraded room allow); a domain a budget or the room holds back is not cordoned until it may start, and the next one may pass it")
+	cmd.Flags().BoolVar(&inPlace, "in-place", false, "With --parallel: start a domain as soon as the budgets allow, even when upgraded room cannot take its groups now; those groups wait, Pending, for their own domain's upgrade (sets --steering Strict, which it needs)")
 	cmd.Flags().DurationVar(&recoveryTimeout, "recovery-timeout", 0, "How long to wait for each domain's groups to be healthy again after its upgrade; zero means infinite")
 	cmd.Flags().DurationVar(&gpuGrace, "gpu-check-grace", eviction.DefaultGPUGrace, "After each upgrade, how long the domain's GPU nodes may take to advertise their GPUs again before the rollout stops (a driver or device plugin problem)")
 	cmd.Flags().BoolVar(&skipGPUCheck, "skip-gpu-check", false, "Do not check that upgraded GPU nodes advertise their GPUs again")

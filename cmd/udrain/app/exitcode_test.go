@@ -85,6 +85,8 @@ func TestCommandExitCodes(t *testing.T) {
 		{"zero domains at once", nil, []string{"rollout", "--parallel", "0", "--dry-run"}, ExitUsage, `invalid argument "0" for "--parallel" flag: "0" is not a number of domains: use 1 (one at a time), a larger number, or auto`},
 		{"negative domains at once", nil, []string{"audit", "--parallel=-1"}, ExitUsage, `"-1" is not a number of domains`},
 		{"words for domains at once", nil, []string{"rollout", "--parallel", "many", "--dry-run"}, ExitUsage, `"many" is not a number of domains`},
+		{"in place, one domain at a time", nil, []string{"rollout", "--in-place", "--dry-run"}, ExitUsage, `--in-place takes several domains at once: add --parallel auto`},
+		{"in place, steering that lets a group land twice", nil, []string{"audit", "--parallel", "auto", "--in-place", "--steering", "Auto"}, ExitUsage, `--in-place needs --steering Strict (what it sets without --steering): with --steering Auto`},
 		{"contract in plan", []clusterOption{withViolations()}, []string{"plan", "ud-1", "--ignore-daemonsets"}, ExitContract, "--allow-violations"},
 		{"contract in drain", []clusterOption{withViolations()}, []string{"drain", "ud-1", "--ignore-daemonsets"}, ExitContract, "Pack"},
 		{"contract in rollout", []clusterOption{withViolations()}, []string{"rollout", "--ignore-daemonsets"}, ExitContract, "UnprotectedLeader"},

@@ -100,6 +100,7 @@ var fieldFlags = map[string]string{
 	"eviction.RolloutOptions.Steering":                        "--steering",
 	"eviction.RolloutOptions.Order":                           "--order",
 	"eviction.RolloutOptions.Parallel":                        "--parallel",
+	"eviction.RolloutOptions.InPlace":                         "--in-place",
 	// upgrade (rollout's upgrade step)
 	"upgrade.Options.Command":               "--upgrade-command",
 	"upgrade.Options.Job":                   "--upgrade-job-template",

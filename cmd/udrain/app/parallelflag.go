@@ -43,3 +43,23 @@ func (f *parallelFlag) Type() string { return "N|auto" }
 func (f *parallelFlag) add(cmd *cobra.Command, what string) {
 	cmd.Flags().Var(f, "parallel", what)
 }
+
+// inPlaceSteering settles --in-place against --parallel and --steering on
+// cmd: it sets Strict steering unless --steering was given, and refuses,
+// in terms of flags, what eviction.RolloutOptions.InPlace refuses.
+func inPlaceSteering(cmd *cobra.Command, ro *eviction.RolloutOptions) error {
+	if !ro.InPlace {
+		return nil
+	}
+	if ro.Parallel == 0 || ro.Parallel == 1 {
+		return usageErrorf("--in-place takes several domains at once: add --parallel auto or --parallel N (N above 1); one domain at a time never holds a domain back for room")
+	}
+	if !cmd.Flags().Changed("steering") {
+		ro.Steering = eviction.SteerStrict
+		return nil
+	}
+	if ro.Steering != eviction.SteerStrict {
+		return usageErrorf("--in-place needs --steering %s (what it sets without --steering): with --steering %s a group that finds no upgraded room may land on a domain not upgraded yet and be disrupted again", eviction.SteerStrict, ro.Steering)
+	}
+	return nil
+}
