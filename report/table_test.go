@@ -115,7 +115,9 @@ func TestTables(t *testing.T) {
 		{"a parallel rollout's schedule, in place", report.AuditReport{LabelKey: "zone", Domains: []string{"ud-1", "ud-2"}, Rollout: &eviction.RolloutPlan{
 			Steering: eviction.SteerStrict, Parallel: eviction.ParallelAuto, MaxInFlight: 2, InPlace: true,
 			Domains: []eviction.RolloutDomain{{Domain: "ud-1", State: eviction.StatePending}, {Domain: "ud-2", State: eviction.StatePending, With: []string{"ud-1"}}}}},
-			report.TableOptions{SettingName: func(s string) string { return map[string]string{"eviction.RolloutOptions.InPlace": "--in-place", "eviction.RolloutOptions.Parallel": "--parallel"}[s] }},
+			report.TableOptions{SettingName: func(s string) string {
+				return map[string]string{"eviction.RolloutOptions.InPlace": "--in-place", "eviction.RolloutOptions.Parallel": "--parallel"}[s]
+			}},
 			"Audited 2 domains (label zone), 0 groups and 0 PodDisruptionBudgets.\n" +
 				"A rollout over every domain (steering Strict) would take them in the order ud-1, ud-2.\n\n" +
 				"Domains at once (--parallel auto): at most 2, as the budgets allow (--in-place: groups without upgraded room wait for their own domain) (simulated before anything is touched):\n" +
