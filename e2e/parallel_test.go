@@ -43,9 +43,19 @@ type parallelBed struct {
 	domains []string // the rollout's, in order
 	spare   string
 	cordons *cordonRecorder
+	// inPlace: the rollouts run with RolloutOptions.InPlace.
+	inPlace bool
 }
 
 func deployParallel(t *testing.T, maxUnavailable int32) *parallelBed {
+	t.Helper()
+	return deployParallelSpare(t, maxUnavailable, 4, fixture.PlaceSpread)
+}
+
+// deployParallelSpare is deployParallel with a spare domain of
+// spareNodes nodes (2: room for one group; 4 at most) and the groups'
+// placement.
+func deployParallelSpare(t *testing.T, maxUnavailable int32, spareNodes int, placement fixture.Placement) *parallelBed {
 	t.Helper()
 	ctx := t.Context()
 	if _, err := bed.LWS(ctx); err != nil {
@@ -65,7 +75,7 @@ func deployParallel(t *testing.T, maxUnavailable int32) *parallelBed {
 	keep := map[string]bool{} // two nodes a domain, but the spare's four
 	for d := range 5 {
 		for i := range 4 {
-			keep[s.nodes.Name(d, i)] = d == 4 || i < 2
+			keep[s.nodes.Name(d, i)] = d == 4 && i < spareNodes || i < 2
 		}
 	}
 	for _, n := range built {
@@ -83,12 +93,12 @@ func deployParallel(t *testing.T, maxUnavailable int32) *parallelBed {
 	// (nodeTaintsPolicy Honor): wait for the node lifecycle controller
 	// to take its not-ready taint off, or two leaders may share a domain
 	// with room for one group.
-	if err := fixture.WaitSchedulable(ctx, tt.Client, s.nodes.Selector(), 12); err != nil {
+	if err := fixture.WaitSchedulable(ctx, tt.Client, s.nodes.Selector(), 8+spareNodes); err != nil {
 		t.Fatal(err)
 	}
 	mu := intstr.FromInt32(maxUnavailable)
 	w := fixture.LeaderWorkerSet{Namespace: tt.Name, Name: "llm", Pool: tt.Name, Replicas: 4, Size: 4, GPUsPerPod: 4,
-		Placement: fixture.PlaceSpread, Budget: &fixture.LeaderBudget{MaxUnavailable: &mu},
+		Placement: placement, Budget: &fixture.LeaderBudget{MaxUnavailable: &mu},
 		ReadyDelay: 2 * time.Second, TerminateDelay: time.Second, GracePeriodSeconds: 5}
 	s.real = &w
 	s.gate = startGateController(t, tt.Client, gate.Options{Namespace: tt.Name})
@@ -114,7 +124,7 @@ func deployParallel(t *testing.T, maxUnavailable int32) *parallelBed {
 		}
 	}
 	// The spare opens.
-	for i := range 4 {
+	for i := range spareNodes {
 		n, err := tt.Client.CoreV1().Nodes().Get(ctx, s.nodes.Name(4, i), metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -148,7 +158,7 @@ func (pb *parallelBed) run(t *testing.T, id string, parallel int, allowed int) (
 	d := s.drainer(t, events, eviction.Options{})
 	start := time.Now()
 	res, err := d.Rollout(t.Context(), eviction.RolloutOptions{
-		ID: id, Domains: pb.domains, Order: eviction.OrderGiven, Parallel: parallel, RecoveryTimeout: 3 * time.Minute,
+		ID: id, Domains: pb.domains, Order: eviction.OrderGiven, Parallel: parallel, InPlace: pb.inPlace, RecoveryTimeout: 3 * time.Minute,
 		Upgrade: func(ctx context.Context, _ topology.Domain) error { return sleepCtx(ctx, parallelStep) },
 	})
 	took := time.Since(start)
@@ -359,6 +369,73 @@ func TestParallelDomainsWithinTheBudget(t *testing.T) {
 			t.Error("no DomainHeld event: want the budget to hold the next domain back")
 		}
 	})
+}
+
+// TestParallelInPlace: groups placed exclusively (LeaderWorkerSet's
+// exclusive topology on the domain key: a domain holds one group) and a
+// spare with room for one. The upgraded room holds automatic parallelism
+// to one domain cordoned at a time (the next domain's group would wait
+// through its own domain's upgrade step); with InPlace, on an identical
+// pool at the same moment, the budget alone holds: two domains cordoned
+// at once (an independent node watch), so one of their two groups, kept
+// out of the spare by the other and off the pending domains by Strict
+// steering, waited Pending for an upgraded domain; still each group
+// disrupted once, never more than the budget's two down, leaders first,
+// no eviction meeting a spent budget. (Groups that nothing keeps apart
+// are not run in place where their pods could split between the room of
+// another group and their own domain: TestAdmissionNext. Seen here before
+// that hold: two leaders in the spare, each with a part of its workers,
+// neither group whole again.)
+func TestParallelInPlace(t *testing.T) {
+	t.Parallel()
+	var auto, inPlace time.Duration
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t.Run("auto", func(t *testing.T) {
+			pb := deployParallelSpare(t, 2, 2, fixture.PlaceExclusive)
+			took, events, _ := pb.run(t, "e2e-room", eviction.ParallelAuto, 2)
+			auto = took
+			if most, at := pb.cordons.max(); most != 1 {
+				t.Errorf("the node watch saw %d domains cordoned at once (%v), want 1: the room holds the next back", most, at)
+			}
+			held := events.ofType(eviction.EventDomainHeld)
+			if !slices.ContainsFunc(held, func(e eviction.Event) bool { return e.Hold != nil && e.Hold.Reason == eviction.BlockRoom }) {
+				t.Errorf("DomainHeld events %v, want one held back by room", held)
+			}
+		})
+	})
+	wg.Go(func() {
+		t.Run("in place", func(t *testing.T) {
+			pb := deployParallelSpare(t, 2, 2, fixture.PlaceExclusive)
+			pb.inPlace = true
+			took, events, res := pb.run(t, "e2e-in-place", eviction.ParallelAuto, 2)
+			inPlace = took
+			if most, at := pb.cordons.max(); most != 2 {
+				t.Errorf("the node watch saw %d domains cordoned at once (%v), want 2 (the budget's)", most, at)
+			}
+			for _, e := range events.ofType(eviction.EventDomainHeld) {
+				if e.Hold != nil && e.Hold.Reason == eviction.BlockRoom {
+					t.Errorf("held back by room in place: %s", e.Message)
+				}
+			}
+			if !res.InPlace || res.MaxInFlight != 2 {
+				t.Errorf("result in place %t, the plan's most at once %d; want true, 2", res.InPlace, res.MaxInFlight)
+			}
+			own := 0
+			for _, d := range res.Destinations {
+				if d.Kind == eviction.DestinationOwnDomain {
+					own++
+				}
+			}
+			if own == 0 {
+				t.Errorf("the plan's destinations %v: want a group waiting for its own domain", res.Destinations)
+			}
+		})
+	})
+	wg.Wait()
+	if auto > 0 && inPlace > 0 {
+		t.Logf("wall time: in place %s, auto %s: %.2f", inPlace.Round(time.Millisecond), auto.Round(time.Millisecond), float64(inPlace)/float64(auto))
+	}
 }
 
 // TestParallelRolloutResumesSeveralDomains: a rollout with two domains in

@@ -246,3 +246,45 @@ func (s *destSim) blocked(g *simGroup, d *simDomain) bool {
 	}
 	return false
 }
+
+// partRoom reports whether a pod of g, a group that waits for its own
+// domain, fits on a node of d by the room d has without the pods the
+// simulation moved in (evicted groups' pods, not there yet): the
+// scheduler may put it there ahead of them, and g's pods, split between
+// domains, would wait for each other. Anti-affinity that keeps g out of
+// d (a group of its workload in d, moved in or not: one of them takes
+// d) rules it out.
+func (s *destSim) partRoom(g *simGroup, d *simDomain) bool {
+	if s.blocked(g, d) {
+		return false
+	}
+	base := map[*simNode]map[corev1.ResourceName]int64{}
+	for _, n := range d.nodes {
+		for _, q := range n.pods {
+			if q.Spec.NodeName == n.node.Name {
+				continue
+			}
+			f, ok := base[n]
+			if !ok {
+				f = cloneFree(n.free)
+				base[n] = f
+			}
+			for r, v := range s.requestsOf(q) {
+				f[r] += v
+			}
+			if n.countPods {
+				f[corev1.ResourcePods] += 1000
+			}
+		}
+	}
+	for _, p := range g.pods {
+		free := make(map[*simNode]map[corev1.ResourceName]int64, len(base))
+		for n, f := range base {
+			free[n] = cloneFree(f)
+		}
+		if s.fitPod(p, d, free) != nil {
+			return true
+		}
+	}
+	return false
+}

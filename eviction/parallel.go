@@ -189,10 +189,12 @@ func movable(p *corev1.Pod) bool {
 // roomHold starts d in the simulation and keeps it started, unless a
 // group it evicts finds no room in an upgraded domain now (it would land
 // on a domain not upgraded yet, or wait for d's own upgrade) but would
-// once the flights end: then it undoes the start and returns why. It
+// once the flights end (check), or, in place (split), a group that waits
+// for d could take part of the room kept for another group
+// (destSim.partRoom): then it undoes the start and returns why. It
 // returns d as started: the destinations, the groups that wait for d
 // itself, and whether upgraded room takes every pod it evicts.
-func (a *admission) roomHold(d *demand, flights []*flight, check bool) (*BlockInfo, admitted) {
+func (a *admission) roomHold(d *demand, flights []*flight, check, split bool) (*BlockInfo, admitted) {
 	var hold *BlockInfo
 	ad := admitted{demand: d}
 	a.sim.trial(func() bool {
@@ -202,6 +204,21 @@ func (a *admission) roomHold(d *demand, flights []*flight, check bool) (*BlockIn
 		place := func() bool {
 			ad.roomy = a.sim.placeOthers(d.others) && roomy
 			return true
+		}
+		if split {
+			for _, g := range ad.back {
+				for _, c := range a.sim.candidates {
+					if (c.state != simUpgraded && c.state != simOther) || !a.sim.partRoom(g, c) {
+						continue
+					}
+					id := g.id
+					hold = &BlockInfo{Domain: d.domain, Reason: BlockRoom, Group: &id, InFlight: flightNames(flights), To: c.name,
+						Message: fmt.Sprintf("group %s, evicted from %s now, would wait, Pending, for the upgrade of %s, but a pod of it fits in %s, where room is kept for groups evicted before it: the scheduler may put it there first and split the group between domains (in place, only groups that exclusive placement keeps out of such room wait)",
+							id, d.domain, d.domain, c.name)}
+					return false
+				}
+			}
+			return place()
 		}
 		if !check {
 			return place()
@@ -307,7 +324,7 @@ func (a *admission) next(pending []*demand, flights []*flight, limit int, serial
 		if len(flights) > 0 {
 			return nil, nil
 		}
-		_, ad := a.roomHold(pending[0], nil, false)
+		_, ad := a.roomHold(pending[0], nil, false, false)
 		return []admitted{ad}, nil
 	}
 	all := slices.Clone(flights)
@@ -321,7 +338,8 @@ func (a *admission) next(pending []*demand, flights []*flight, limit int, serial
 			holds = append(holds, h)
 			continue
 		}
-		h, ad := a.roomHold(d, all, len(all) > 0 && a.steering != SteerOff && !a.inPlace)
+		check := len(all) > 0 && a.steering != SteerOff
+		h, ad := a.roomHold(d, all, check && !a.inPlace, check && a.inPlace)
 		if h != nil {
 			holds = append(holds, h)
 			continue
@@ -330,7 +348,7 @@ func (a *admission) next(pending []*demand, flights []*flight, limit int, serial
 		all = append(all, &flight{demand: d, back: ad.back})
 	}
 	if len(flights) == 0 && len(out) == 0 {
-		_, ad := a.roomHold(pending[0], nil, false)
+		_, ad := a.roomHold(pending[0], nil, false, false)
 		ad.forced = true
 		out = append(out, ad)
 		holds = slices.DeleteFunc(holds, func(h *BlockInfo) bool { return h.Domain == pending[0].domain })

@@ -242,12 +242,22 @@ func TestAdmissionNext(t *testing.T) {
 			wantHolds: []string{"ud-2:Room llm-1", "ud-3:Room llm-2", "ud-4:Room llm-3"},
 		},
 		{
-			// The same, in place: the budget alone holds; the second
-			// domain's group waits for its own domain.
-			name: "in place: the upgraded room holds nothing back", objs: parCluster{domains: 4, nodeGPUs: 8, groupGPUs: 8, spareGPUs: 8}.budget(maxUnavailable(2)).objects(),
+			// In place, exclusive groups: the budget alone holds; the
+			// second domain's group, kept out of the spare by the first's,
+			// waits for its own domain.
+			name: "in place, exclusive groups: the upgraded room holds nothing back", objs: parCluster{domains: 4, nodeGPUs: 8, groupGPUs: 8, spareGPUs: 8, exclusive: true}.budget(maxUnavailable(2)).objects(),
 			order: order, upgraded: []string{"ud-9"}, steering: SteerStrict, inPlace: true,
 			wantStart: []string{"ud-1", "ud-2"},
 			wantHolds: []string{"ud-3:Budget inference/llm-leaders maxUnavailable 2 allowed 2 down 2 needed 1", "ud-4:Budget inference/llm-leaders maxUnavailable 2 allowed 2 down 2 needed 1"},
+		},
+		{
+			// In place, groups nothing keeps apart: the second domain's
+			// group would wait, but its pods fit in the spare by the room
+			// kept for the first's: the scheduler may split it there.
+			name: "in place, groups that could split: the room they could split holds", objs: parCluster{domains: 4, nodeGPUs: 8, groupGPUs: 8, spareGPUs: 8}.budget(maxUnavailable(2)).objects(),
+			order: order, upgraded: []string{"ud-9"}, steering: SteerStrict, inPlace: true,
+			wantStart: []string{"ud-1"},
+			wantHolds: []string{"ud-2:Room llm-1 to ud-9", "ud-3:Room llm-2 to ud-9", "ud-4:Room llm-3 to ud-9"},
 		},
 		{
 			// Strict steering without InPlace: room holds as before.

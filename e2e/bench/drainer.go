@@ -43,6 +43,8 @@ type DrainerJob struct {
 	Steering eviction.Steering     `json:"steering,omitempty"`
 	// Parallel is the rollout's RolloutOptions.Parallel.
 	Parallel int `json:"parallel,omitempty"`
+	// InPlace is the rollout's RolloutOptions.InPlace.
+	InPlace bool `json:"inPlace,omitempty"`
 	// RolloutID is the ID of the rollout, or of the drain
 	// (DrainOptions.ID); empty means the library's default.
 	RolloutID       string        `json:"rolloutID,omitempty"`
@@ -187,7 +189,7 @@ func RunDrainerJob(ctx context.Context, job DrainerJob) (*DrainerReport, error) 
 		_, rep.Drain, err = d.Drain(ctx, job.Drain, eviction.DrainOptions{ID: job.RolloutID})
 	} else {
 		rep.Rollout, err = d.Rollout(ctx, eviction.RolloutOptions{
-			ID: job.RolloutID, Domains: job.Domains, Order: job.Order, Steering: job.Steering, Parallel: job.Parallel, RecoveryTimeout: job.RecoveryTimeout,
+			ID: job.RolloutID, Domains: job.Domains, Order: job.Order, Steering: job.Steering, Parallel: job.Parallel, InPlace: job.InPlace, RecoveryTimeout: job.RecoveryTimeout,
 			Upgrade: func(ctx context.Context, _ topology.Domain) error { return sleep(ctx, job.UpgradeStep) },
 		})
 	}

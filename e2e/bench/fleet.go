@@ -186,6 +186,11 @@ const (
 	// (issue 35): as many at once as the budgets over the groups and the
 	// upgraded room allow (RolloutOptions.Parallel ParallelAuto).
 	FleetParallel FleetMode = "parallel"
+	// FleetParallelInPlace is FleetParallel in place
+	// (RolloutOptions.InPlace, Steering Strict): the budgets alone hold
+	// domains back; groups without upgraded room wait for their own
+	// domain.
+	FleetParallelInPlace FleetMode = "parallel-in-place"
 	// FleetNewScoreAll is udrain's default (FleetNew) on a cluster whose
 	// kube-scheduler scores every feasible node
 	// (percentageOfNodesToScore: 100, hack/kwok/scheduler-score-all.yaml)
@@ -209,13 +214,13 @@ func ParseFleetModes(s string) ([]FleetMode, error) {
 	for _, x := range strings.Split(s, ",") {
 		m := FleetMode(strings.TrimSpace(x))
 		switch m {
-		case FleetOld, FleetNew, FleetStrict, FleetNewScoreAll, FleetParallel:
+		case FleetOld, FleetNew, FleetStrict, FleetNewScoreAll, FleetParallel, FleetParallelInPlace:
 			if slices.Contains(out, m) {
 				return nil, fmt.Errorf("fleet mode %q given twice", m)
 			}
 			out = append(out, m)
 		default:
-			return nil, fmt.Errorf("unknown fleet mode %q: use %s, %s, %s, %s or %s, or several (%s,%s)", x, FleetOld, FleetNew, FleetParallel, FleetStrict, FleetNewScoreAll, FleetOld, FleetNew)
+			return nil, fmt.Errorf("unknown fleet mode %q: use %s, %s, %s, %s, %s or %s, or several (%s,%s)", x, FleetOld, FleetNew, FleetParallel, FleetParallelInPlace, FleetStrict, FleetNewScoreAll, FleetOld, FleetNew)
 		}
 	}
 	return out, nil
@@ -231,6 +236,8 @@ func (m FleetMode) Job(domains []string) DrainerJob {
 		job.Order, job.Steering = eviction.OrderSpareFirst, eviction.SteerStrict
 	case FleetParallel:
 		job.Order, job.Parallel = eviction.OrderSpareFirst, eviction.ParallelAuto
+	case FleetParallelInPlace:
+		job.Order, job.Parallel, job.InPlace, job.Steering = eviction.OrderSpareFirst, eviction.ParallelAuto, true, eviction.SteerStrict
 	default:
 		job.Order = eviction.OrderSpareFirst
 	}
@@ -248,6 +255,8 @@ func (m FleetMode) Describe() string {
 		return "udrain's default (its default Steering, Order SpareFirst) with kube-scheduler scoring every feasible node (percentageOfNodesToScore: 100) instead of its adaptive sample"
 	case FleetParallel:
 		return "udrain's default with parallel domains (Parallel auto): as many domains at once as the budgets over the groups and the upgraded room allow"
+	case FleetParallelInPlace:
+		return "parallel domains in place (Parallel auto, InPlace, Steering Strict): as many domains at once as the budgets over the groups allow; groups without upgraded room wait, Pending, for their own domain"
 	}
 	return "udrain's default: one domain at a time, pending domains tainted by udrain's default steering, the domains that evict nothing first (Order SpareFirst)"
 }

@@ -109,6 +109,8 @@ type Results struct {
 	// FleetParallel is udrain's default with parallel domains (issue
 	// 35), beside Fleet, one domain at a time.
 	FleetParallel *FleetResult `json:"fleetParallel,omitempty"`
+	// FleetInPlace is the same with RolloutOptions.InPlace.
+	FleetInPlace *FleetResult `json:"fleetInPlace,omitempty"`
 	// GoBench are the packages' Go benchmarks (hack/bench.sh runs them).
 	GoBench []GoBenchmark `json:"goBenchmarks,omitempty"`
 	// GoBenchCommand is the command that produced GoBench.
@@ -255,9 +257,13 @@ func (m *mdWriter) summary(r *Results) {
 	}
 	for _, fl := range r.fleetRuns() {
 		m.fleetSummary(fl)
-		if fl.Mode == FleetParallel && r.Fleet != nil && r.Fleet.Udrain.Wall > 0 {
+		if (fl.Mode == FleetParallel || fl.Mode == FleetParallelInPlace) && r.Fleet != nil && r.Fleet.Udrain.Wall > 0 {
 			x := float64(fl.Udrain.Wall) / float64(r.Fleet.Udrain.Wall)
-			m.row(fmt.Sprintf("fleet: rollout wall time with parallel domains against one at a time (%s against %s, same report)", dur(fl.Udrain.Wall), dur(r.Fleet.Udrain.Wall)),
+			with := "parallel domains"
+			if fl.Mode == FleetParallelInPlace {
+				with = "parallel domains in place"
+			}
+			m.row(fmt.Sprintf("fleet: rollout wall time with %s against one at a time (%s against %s, same report)", with, dur(fl.Udrain.Wall), dur(r.Fleet.Udrain.Wall)),
 				fmt.Sprintf("%.2f", x), "", "", fmt.Sprintf("≤ %.2f", GoalParallelWall), met(x <= GoalParallelWall))
 		}
 	}
@@ -732,6 +738,8 @@ func (r *Results) SetFleet(fl *FleetResult) {
 		r.FleetScoreAll = fl
 	case FleetParallel:
 		r.FleetParallel = fl
+	case FleetParallelInPlace:
+		r.FleetInPlace = fl
 	default:
 		r.Fleet = fl
 	}
@@ -741,7 +749,7 @@ func (r *Results) SetFleet(fl *FleetResult) {
 // parallel domains, on a scheduler that scores every node, strict last.
 func (r *Results) fleetRuns() []*FleetResult {
 	var out []*FleetResult
-	for _, fl := range []*FleetResult{r.FleetOld, r.Fleet, r.FleetParallel, r.FleetScoreAll, r.FleetStrict} {
+	for _, fl := range []*FleetResult{r.FleetOld, r.Fleet, r.FleetParallel, r.FleetInPlace, r.FleetScoreAll, r.FleetStrict} {
 		if fl != nil {
 			out = append(out, fl)
 		}
@@ -762,6 +770,8 @@ func (fl *FleetResult) modeLabel() string {
 		return "udrain's default, the scheduler scoring every node"
 	case FleetParallel:
 		return "udrain's default, parallel domains"
+	case FleetParallelInPlace:
+		return "parallel domains in place"
 	}
 	return ""
 }
