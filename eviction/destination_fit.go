@@ -1,10 +1,12 @@
 package eviction
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/go-logr/logr"
 	"github.com/udrain/udrain"
+	"github.com/udrain/udrain/topology"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -144,13 +146,28 @@ func (s *destSim) allows(n *simNode, p *corev1.Pod) bool {
 	if ok {
 		aff, seen := s.affinity[p]
 		if !seen {
-			aff = nodeaffinity.GetRequiredNodeAffinity(p)
+			aff = nodeaffinity.GetRequiredNodeAffinity(s.unpinned(p))
 			s.affinity[p] = aff
 		}
 		ok = mayRunOn(n.node, p, &aff)
 	}
 	s.static[key] = ok
 	return ok
+}
+
+// unpinned is p, or for a LeaderWorkerSet worker whose nodeSelector
+// names a domain, p without it: with exclusive topology, LWS writes the
+// leader's domain into its workers' nodeSelector, and a group recreated
+// after an eviction follows its new leader wherever that lands.
+func (s *destSim) unpinned(p *corev1.Pod) *corev1.Pod {
+	key := s.in.layout.LabelKey
+	if w, ok := p.Labels[topology.LWSWorkerIndexLabel]; !ok || w == "0" || p.Spec.NodeSelector[key] == "" {
+		return p
+	}
+	q := *p
+	q.Spec.NodeSelector = maps.Clone(p.Spec.NodeSelector)
+	delete(q.Spec.NodeSelector, key)
+	return &q
 }
 
 // mayRunOn reports whether node may take pod p once the rollout is done

@@ -178,6 +178,18 @@ func TestDestinations(t *testing.T) {
 			return g
 		}()), []string{"ud-2", "ud-1"}, nil, SteerPreferUpgraded,
 			[]GroupDestination{dest(0, "ud-1", "ud-1", DestinationOwnDomain, 0)}},
+		// LWS's exclusive topology writes the leader's domain into the
+		// workers' nodeSelector: a group recreated follows its new leader.
+		{"a worker's nodeSelector on its leader's domain does not pin the group", objects(destNode(1, 1, 8), destNode(2, 1, 8), func() []runtime.Object {
+			g := destGroup(0, 2, 4, "node-1-1")
+			for _, o := range g {
+				if p := o.(*corev1.Pod); p.Labels[topology.LWSWorkerIndexLabel] != "0" {
+					p.Spec.NodeSelector = map[string]string{topology.DefaultDomainLabel: "ud-1"}
+				}
+			}
+			return g
+		}()), []string{"ud-2", "ud-1"}, nil, SteerPreferUpgraded,
+			[]GroupDestination{dest(0, "ud-1", "ud-2", DestinationUpgraded, 1)}},
 		{"a domain outside the rollout is room", full(), []string{"ud-1", "ud-2"}, nil, SteerPreferUpgraded,
 			[]GroupDestination{dest(0, "ud-1", "ud-3", DestinationUpgraded, 1), dest(1, "ud-2", "ud-1", DestinationUpgraded, 1)}},
 		// 16-GPU nodes: room for a second group everywhere, but
