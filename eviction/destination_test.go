@@ -466,15 +466,7 @@ func TestPlanRolloutInPlace(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got []string
-			for _, s := range plan.Domains {
-				line := fmt.Sprintf("%s after %s with %v", s.Domain, orDash(s.After), s.With)
-				if s.HeldBy != nil {
-					line += " held " + string(s.HeldBy.Reason)
-				}
-				got = append(got, line)
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
+			if diff := cmp.Diff(tc.want, scheduleLines(plan.Domains)); diff != "" {
 				t.Errorf("schedule (-want +got):\n%s", diff)
 			}
 			if plan.Steering != tc.wantSteering || plan.InPlace != tc.opts.InPlace {

@@ -256,34 +256,7 @@ func BenchmarkFleetRolloutStatus(b *testing.B) {
 //
 //	go test -run '^$' -bench BenchmarkFleetAdmit -benchmem -benchtime 3x ./eviction/
 func BenchmarkFleetAdmit(b *testing.B) {
-	d, order := partWayFleet(b)
-	v, err := d.startView(b.Context())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer v.Stop()
-	r := &rollout{d: d, opts: RolloutOptions{ID: partWayID, Parallel: ParallelAuto}, id: partWayID, logger: logr.Discard(), v: v, domains: order}
-	// The flights' demands, taken as they started.
-	snap, err := v.snapshot(b.Context())
-	if err != nil {
-		b.Fatal(err)
-	}
-	layout, err := topology.BuildLayout(snap.Nodes, topology.LayoutOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	first, _, _ := r.admission(snap, layout, nil)
-	var flying []*domainRun
-	for _, name := range []string{"ud-3", "ud-4"} {
-		flying = append(flying, &domainRun{r: r, out: &RolloutDomain{Domain: name}, demand: first.demandOn(name)})
-	}
-	snap, first = nil, nil
-	pending := []int{}
-	for i, name := range order {
-		if !slices.Contains([]string{"spare", "ud-0", "ud-1", "ud-2", "ud-3", "ud-4"}, name) {
-			pending = append(pending, i)
-		}
-	}
+	r, pending, flying := partWayRollout(b)
 	base := heapInUse()
 	var peak uint64
 	var starts []start
@@ -342,33 +315,8 @@ func partWayFleet(b *testing.B) (*Drainer, []string) {
 //
 //	go test -run '^$' -bench BenchmarkFleetDomainEnd -benchmem -benchtime 3x ./eviction/
 func BenchmarkFleetDomainEnd(b *testing.B) {
-	d, order := partWayFleet(b)
-	v, err := d.startView(b.Context())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer v.Stop()
-	r := &rollout{d: d, opts: RolloutOptions{ID: partWayID, Parallel: ParallelAuto}, id: partWayID, logger: logr.Discard(), v: v, domains: order}
-	snap, err := v.snapshot(b.Context())
-	if err != nil {
-		b.Fatal(err)
-	}
-	layout, err := topology.BuildLayout(snap.Nodes, topology.LayoutOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	first, _, _ := r.admission(snap, layout, nil)
-	var flying []*domainRun
-	for _, name := range []string{"ud-3", "ud-4"} {
-		flying = append(flying, &domainRun{r: r, out: &RolloutDomain{Domain: name}, demand: first.demandOn(name)})
-	}
-	snap, first = nil, nil
-	var pending []int
-	for i, name := range order {
-		if !slices.Contains([]string{"spare", "ud-0", "ud-1", "ud-2", "ud-3", "ud-4"}, name) {
-			pending = append(pending, i)
-		}
-	}
+	r, pending, flying := partWayRollout(b)
+	d, order := r.d, r.domains
 	base := heapInUse()
 	var peak uint64
 	var starts []start
@@ -397,4 +345,37 @@ func BenchmarkFleetDomainEnd(b *testing.B) {
 	if n := len(st.Domains); n != len(order) {
 		b.Errorf("status of %d domains, want %d", n, len(order))
 	}
+}
+
+// partWayRollout is the rollout of partWayFleet with parallel domains, as
+// it runs: its view started (stopped at the end of b), the two domains in
+// flight with their demands taken as they started, and the indices (in
+// its order) of the fifteen pending.
+func partWayRollout(b *testing.B) (r *rollout, pending []int, flying []*domainRun) {
+	d, order := partWayFleet(b)
+	v, err := d.startView(b.Context())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(v.Stop)
+	r = &rollout{d: d, opts: RolloutOptions{ID: partWayID, Parallel: ParallelAuto}, id: partWayID, logger: logr.Discard(), v: v, domains: order}
+	snap, err := v.snapshot(b.Context())
+	if err != nil {
+		b.Fatal(err)
+	}
+	layout, err := topology.BuildLayout(snap.Nodes, topology.LayoutOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	first, _, _ := r.admission(snap, layout, nil)
+	for _, name := range []string{"ud-3", "ud-4"} {
+		flying = append(flying, &domainRun{r: r, out: &RolloutDomain{Domain: name}, demand: first.demandOn(name)})
+	}
+	pending = []int{}
+	for i, name := range order {
+		if !slices.Contains([]string{"spare", "ud-0", "ud-1", "ud-2", "ud-3", "ud-4"}, name) {
+			pending = append(pending, i)
+		}
+	}
+	return r, pending, flying
 }

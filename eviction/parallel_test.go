@@ -426,15 +426,7 @@ func TestSchedule(t *testing.T) {
 			a := newAdmission(in, snap.PDBs, nil)
 			a.inPlace = tc.inPlace
 			sched, dests, peak, _ := a.schedule(in, tc.limit, tc.serial)
-			var got []string
-			for _, s := range sched {
-				line := fmt.Sprintf("%s after %s with %v", s.Domain, orDash(s.After), s.With)
-				if s.HeldBy != nil {
-					line += " held " + string(s.HeldBy.Reason)
-				}
-				got = append(got, line)
-			}
-			if diff := cmp.Diff(tc.wantSched, got); diff != "" {
+			if diff := cmp.Diff(tc.wantSched, scheduleLines(sched)); diff != "" {
 				t.Errorf("schedule (-want +got):\n%s", diff)
 			}
 			if peak != tc.wantPeak {
@@ -449,6 +441,20 @@ func TestSchedule(t *testing.T) {
 			}
 		})
 	}
+}
+
+// scheduleLines are the domains' After, With and HeldBy's reason, one
+// line each.
+func scheduleLines(sched []RolloutDomain) []string {
+	var out []string
+	for _, s := range sched {
+		line := fmt.Sprintf("%s after %s with %v", s.Domain, orDash(s.After), s.With)
+		if s.HeldBy != nil {
+			line += " held " + string(s.HeldBy.Reason)
+		}
+		out = append(out, line)
+	}
+	return out
 }
 
 func orDash(s string) string {
