@@ -305,13 +305,15 @@ func partWayFleet(b *testing.B) (*Drainer, []string) {
 	return fleetDrainer(b, in), order
 }
 
-// BenchmarkFleetDomainEnd is what a rollout with parallel domains reads
-// at once when a domain in flight ends, over the fleet of
-// BenchmarkFleetAdmit: the admission (its look at every pod and the room
-// simulation) and the rollout's status (every pending domain's plan), each
-// in its own goroutine as the rollout runs them. peak-MiB is the highest
-// Go heap seen while they run, base-MiB the live heap before: where the
-// fleet's drainer peaked (PERFORMANCE.md H).
+// BenchmarkFleetDomainEnd is two whole-cluster looks of one process at
+// once, over the fleet of BenchmarkFleetAdmit: the running rollout's
+// admission (its look at every pod and the room simulation) and
+// RolloutStatus (every pending domain's plan), read by the same
+// process meanwhile (a controller that runs the rollout and serves its
+// status; the rollout itself takes its own looks one at a time). Pods
+// materialized by one look are read by the other while it holds them
+// (podcache: a slim pod keeps its pod weakly). peak-MiB is the highest
+// Go heap seen while they run, base-MiB the live heap before.
 //
 //	go test -run '^$' -bench BenchmarkFleetDomainEnd -benchmem -benchtime 3x ./eviction/
 func BenchmarkFleetDomainEnd(b *testing.B) {
