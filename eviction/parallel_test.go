@@ -514,16 +514,23 @@ func exclusiveFleet(domains, spares int) (*Snapshot, []string) {
 // held back by room, not started with its groups Pending through its
 // drain and upgrade (issue 35's fleet started three such domains beside
 // the first: their groups were down five minutes). With room for two
-// domains' groups (two spares), the second starts at once.
+// domains' groups (two spares), the second starts at once. In place
+// (one spare), the budgets alone hold: three start beside ud-0.
 func TestAdmissionCountsAFlightsDomainEmpty(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		spares  int
+		inPlace bool // with SteerStrict
 		started []string
 		held    string
+		heldBy  BlockReason
 	}{
-		{"one spare", 1, nil, "ud-1"},
-		{"two spares", 2, []string{"ud-1"}, "ud-2"},
+		{"one spare", 1, false, nil, "ud-1", BlockRoom},
+		{"two spares", 2, false, []string{"ud-1"}, "ud-2", BlockRoom},
+		// In place: the budgets' four groups of each workload down, the
+		// groups the spare cannot take (it holds one of each workload)
+		// waiting for their own domain.
+		{"one spare, in place", 1, true, []string{"ud-1", "ud-2", "ud-3"}, "ud-4", BlockBudget},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			snap, order := exclusiveFleet(6, tc.spares)
@@ -536,8 +543,11 @@ func TestAdmissionCountsAFlightsDomainEmpty(t *testing.T) {
 				upgraded[name] = true
 			}
 			in := destinationInput{nodes: snap.Nodes, pods: snap.Pods, layout: layout, order: order, upgraded: upgraded, steering: SteerAuto, known: newRequestCache()}
+			if tc.inPlace {
+				in.steering = SteerStrict
+			}
 			a := newAdmission(in, snap.PDBs, nil)
-			a.sim.noRoom = true
+			a.sim.noRoom, a.inPlace = true, tc.inPlace
 			f := &flight{demand: a.demandOn("ud-0")}
 			a.fly(f)
 			a.reserve([]*flight{f})
@@ -549,15 +559,15 @@ func TestAdmissionCountsAFlightsDomainEmpty(t *testing.T) {
 			var started []string
 			for _, ad := range admitted {
 				started = append(started, ad.demand.domain)
-				if len(ad.back) > 0 {
+				if len(ad.back) > 0 && !tc.inPlace {
 					t.Errorf("%s started with %d groups waiting, Pending, for its own upgrade", ad.demand.domain, len(ad.back))
 				}
 			}
 			if diff := cmp.Diff(tc.started, started); diff != "" {
 				t.Errorf("domains started beside ud-0 (-want +got):\n%s", diff)
 			}
-			if len(holds) == 0 || holds[0].Domain != tc.held || holds[0].Reason != BlockRoom {
-				t.Fatalf("holds %v, want %s held first by room", holds, tc.held)
+			if len(holds) == 0 || holds[0].Domain != tc.held || holds[0].Reason != tc.heldBy {
+				t.Fatalf("holds %v, want %s held first by %s", holds, tc.held, tc.heldBy)
 			}
 			t.Logf("%s: %s", holds[0].Domain, holds[0].Message)
 		})
