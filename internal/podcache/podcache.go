@@ -40,8 +40,10 @@ import (
 // Strings that many pods repeat (namespaces, nodes, label keys and values)
 // are interned with package unique, so a pod holds an 8-byte handle of
 // each. Plans, health evaluations and callbacks read *corev1.Pod values
-// materialized from slim pods (AsPod), holding exactly those fields; their
-// maps and slices may be shared and must not be modified.
+// materialized from slim pods (AsPod), holding exactly those fields; the
+// pods, their maps and slices may be shared (a pod materialized while
+// another reader holds one is that one) and must not be modified, as an
+// informer's objects.
 //
 // Helper.AdditionalFilters and Options.Groupers may read any field of a
 // pod, so with either the cache keeps whole pods (the transform's other).
