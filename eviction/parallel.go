@@ -189,12 +189,12 @@ func movable(p *corev1.Pod) bool {
 // roomHold starts d in the simulation and keeps it started, unless a
 // group it evicts finds no room in an upgraded domain now (it would land
 // on a domain not upgraded yet, or wait for d's own upgrade) but would
-// once the flights end (check), or, in place (split), a group that waits
-// for d could take part of the room kept for another group
-// (destSim.partRoom): then it undoes the start and returns why. It
+// once the flights end, or, in place, a group that waits for d could take
+// part of the room kept for another group (destSim.partRoom): then, with
+// check, it undoes the start and returns why. It
 // returns d as started: the destinations, the groups that wait for d
 // itself, and whether upgraded room takes every pod it evicts.
-func (a *admission) roomHold(d *demand, flights []*flight, check, split bool) (*BlockInfo, admitted) {
+func (a *admission) roomHold(d *demand, flights []*flight, check bool) (*BlockInfo, admitted) {
 	var hold *BlockInfo
 	ad := admitted{demand: d}
 	a.sim.trial(func() bool {
@@ -205,7 +205,7 @@ func (a *admission) roomHold(d *demand, flights []*flight, check, split bool) (*
 			ad.roomy = a.sim.placeOthers(d.others) && roomy
 			return true
 		}
-		if split {
+		if check && a.inPlace {
 			for _, g := range ad.back {
 				for _, c := range a.sim.candidates {
 					if (c.state != simUpgraded && c.state != simOther) || !a.sim.partRoom(g, c) {
@@ -324,7 +324,7 @@ func (a *admission) next(pending []*demand, flights []*flight, limit int, serial
 		if len(flights) > 0 {
 			return nil, nil
 		}
-		_, ad := a.roomHold(pending[0], nil, false, false)
+		_, ad := a.roomHold(pending[0], nil, false)
 		return []admitted{ad}, nil
 	}
 	all := slices.Clone(flights)
@@ -338,8 +338,7 @@ func (a *admission) next(pending []*demand, flights []*flight, limit int, serial
 			holds = append(holds, h)
 			continue
 		}
-		check := len(all) > 0 && a.steering != SteerOff
-		h, ad := a.roomHold(d, all, check && !a.inPlace, check && a.inPlace)
+		h, ad := a.roomHold(d, all, len(all) > 0 && a.steering != SteerOff)
 		if h != nil {
 			holds = append(holds, h)
 			continue
@@ -348,7 +347,7 @@ func (a *admission) next(pending []*demand, flights []*flight, limit int, serial
 		all = append(all, &flight{demand: d, back: ad.back})
 	}
 	if len(flights) == 0 && len(out) == 0 {
-		_, ad := a.roomHold(pending[0], nil, false, false)
+		_, ad := a.roomHold(pending[0], nil, false)
 		ad.forced = true
 		out = append(out, ad)
 		holds = slices.DeleteFunc(holds, func(h *BlockInfo) bool { return h.Domain == pending[0].domain })

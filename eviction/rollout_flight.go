@@ -170,7 +170,7 @@ func (r *rollout) admit(ctx context.Context, pending []int, flying []*domainRun)
 		case cordonedBy(snap.Nodes, dom, r.id):
 			// A stopped run was draining it: it is in flight already.
 			d := a.demandOn(name)
-			_, ad := a.roomHold(d, nil, false, false)
+			_, ad := a.roomHold(d, nil, false)
 			starts = append(starts, start{idx: i, demand: d, roomy: ad.roomy})
 			flights = append(flights, &flight{demand: d})
 		default:
