@@ -241,3 +241,16 @@ func EvictionsIn(reqs []testbed.AuditRequest, namespace string) int {
 	}
 	return n
 }
+
+// EvictionTimes are the evictions the API server accepted (dry runs
+// apart) of pods in namespace, in audit log requests: when it received
+// each, by pod name.
+func EvictionTimes(reqs []testbed.AuditRequest, namespace string) map[string][]time.Time {
+	out := map[string][]time.Time{}
+	for _, r := range reqs {
+		if r.Verb == "create" && r.Resource == "pods/eviction" && r.Namespace == namespace && !r.DryRun && r.Code >= 200 && r.Code < 300 {
+			out[r.Name] = append(out[r.Name], r.Received)
+		}
+	}
+	return out
+}

@@ -83,3 +83,61 @@ func TestWorkersBeforeLeaders(t *testing.T) {
 		})
 	}
 }
+
+func TestEvictedBeforeLeaders(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	pod := func(name string, leader bool, s int) EvictedPod {
+		return EvictedPod{Name: name, Domain: "ud0", Leader: leader, At: at(s)}
+	}
+	for _, tc := range []struct {
+		name      string
+		evicted   []EvictedPod
+		evictions map[string][]time.Time
+		want      int
+	}{
+		{"leaders first", []EvictedPod{pod("l0", true, 1), pod("w0", false, 3)},
+			map[string][]time.Time{"l0": {at(0)}, "w0": {at(2)}}, 0},
+		{"a worker evicted before a leader", []EvictedPod{pod("w0", false, 1), pod("l0", true, 3)},
+			map[string][]time.Time{"l0": {at(2)}, "w0": {at(0)}}, 1},
+		// A controller's deletion (a group's Pending replacement) is not
+		// the drainer's order.
+		{"a worker deleted, not evicted", []EvictedPod{pod("w0", false, 1), pod("l0", true, 3)},
+			map[string][]time.Time{"l0": {at(2)}}, 0},
+		// Pods of a StatefulSet keep their names: an eviction of an
+		// earlier pod of that name does not make a later one evicted.
+		{"an eviction of the name long before", []EvictedPod{pod("w0", false, 100), pod("l0", true, 103)},
+			map[string][]time.Time{"l0": {at(102)}, "w0": {at(0)}}, 0},
+		{"an eviction after it was seen terminating", []EvictedPod{pod("w0", false, 1), pod("l0", true, 3)},
+			map[string][]time.Time{"l0": {at(2)}, "w0": {at(2)}}, 0},
+		{"a leader deleted, not evicted, sets no bound", []EvictedPod{pod("w0", false, 1), pod("l0", true, 3)},
+			map[string][]time.Time{"w0": {at(0)}}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := &Observation{Evicted: tc.evicted}
+			if got := o.EvictedBeforeLeaders(tc.evictions); got != tc.want {
+				t.Errorf("EvictedBeforeLeaders() = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestLeadersFirst(t *testing.T) {
+	zero, one := 0, 1
+	for _, tc := range []struct {
+		name string
+		s    Safety
+		want bool
+	}{
+		{"no audit log: every pod seen terminating", Safety{WorkersBeforeLeaders: 2}, false},
+		{"no audit log, none", Safety{}, true},
+		{"deleted by others, none evicted", Safety{WorkersBeforeLeaders: 90, EvictedBeforeLeaders: &zero}, true},
+		{"one evicted", Safety{WorkersBeforeLeaders: 1, EvictedBeforeLeaders: &one}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.s.LeadersFirst(); got != tc.want {
+				t.Errorf("LeadersFirst() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -564,6 +564,8 @@ func (e *Env) RunFleet(ctx context.Context, f FleetShape, mode FleetMode, upgrad
 	if e.AuditLog != nil && user != "" {
 		if reqs, err := e.AuditLog(ctx, user); err == nil {
 			res.GroupPodsEvicted = EvictionsIn(reqs, p.Name)
+			n := o.EvictedBeforeLeaders(EvictionTimes(reqs, p.Name))
+			res.Udrain.Safety.EvictedBeforeLeaders = &n
 			res.OrdinaryPodsEvicted = 0
 			for _, ns := range fleetNamespaces(p.Name, f) {
 				res.OrdinaryPodsEvicted += EvictionsIn(reqs, ns)

@@ -396,6 +396,21 @@ type Safety struct {
 	// terminating before the last leader of their domain was (see
 	// [Observation.WorkersBeforeLeaders]): 0 means leaders first.
 	WorkersBeforeLeaders int `json:"workersBeforeLeaders"`
+	// EvictedBeforeLeaders counts the same among the pods whose eviction
+	// the API server accepted (the audit log; see
+	// [Observation.EvictedBeforeLeaders]), leaving out those a controller
+	// deleted: the drainer's own order. Nil when unknown (no audit log).
+	EvictedBeforeLeaders *int `json:"evictedBeforeLeaders,omitempty"`
+}
+
+// LeadersFirst reports whether no drainer put a worker before a leader of
+// its domain: by the pods it evicted when the audit log says which, else
+// by every pod seen terminating.
+func (s Safety) LeadersFirst() bool {
+	if s.EvictedBeforeLeaders != nil {
+		return *s.EvictedBeforeLeaders == 0
+	}
+	return s.WorkersBeforeLeaders == 0
 }
 
 // WorkersBeforeLeaders counts the evicted pods of groups that are not
@@ -404,15 +419,40 @@ type Safety struct {
 // a PDB) first, and a worker evicted while a leader of its domain is still
 // refused is an unprotected pod taken down next to a protected one.
 func (o *Observation) WorkersBeforeLeaders() int {
+	return o.beforeLeaders(func(EvictedPod) bool { return true })
+}
+
+// EvictedBeforeLeaders is WorkersBeforeLeaders over the pods evicted, not
+// deleted: those seen terminating at most evictionLag after an eviction of
+// their name that the API server accepted (evictions: the times it
+// received them, by pod name). A pod a controller deletes (a group's
+// Pending replacement, a member LWS restarts) is not the drainer's.
+func (o *Observation) EvictedBeforeLeaders(evictions map[string][]time.Time) int {
+	return o.beforeLeaders(func(p EvictedPod) bool {
+		for _, at := range evictions[p.Name] {
+			if !at.After(p.At) && p.At.Sub(at) <= evictionLag {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// evictionLag is the longest an evicted pod may take to be seen
+// terminating after the API server received its eviction (a watch event
+// follows the request at once; a saturated testbed delays it by seconds).
+const evictionLag = time.Minute
+
+func (o *Observation) beforeLeaders(counted func(EvictedPod) bool) int {
 	lastLeader := map[string]time.Time{}
 	for _, p := range o.Evicted {
-		if p.Leader && p.At.After(lastLeader[p.Domain]) {
+		if p.Leader && counted(p) && p.At.After(lastLeader[p.Domain]) {
 			lastLeader[p.Domain] = p.At
 		}
 	}
 	n := 0
 	for _, p := range o.Evicted {
-		if !p.Leader && p.At.Before(lastLeader[p.Domain]) {
+		if !p.Leader && counted(p) && p.At.Before(lastLeader[p.Domain]) {
 			n++
 		}
 	}

@@ -793,7 +793,7 @@ func (m *mdWriter) fleetSummary(fl *FleetResult) {
 		}
 		return g, met(ok)
 	}
-	safe := u.Safety.EachOnce() && u.Safety.MinMargin >= 0 && u.Safety.WorkersBeforeLeaders == 0 && u.Err == ""
+	safe := u.Safety.EachOnce() && u.Safety.MinMargin >= 0 && u.Safety.LeadersFirst() && u.Err == ""
 	g, ok := goal("same guarantees", safe)
 	m.row(label+": completes, each group once, never below minAvailable, leaders first", fmt.Sprintf("%s in %s", yesNo(safe), dur(u.Wall)), "not run", "", g, ok)
 	if fl.Mode != "" {
@@ -969,6 +969,9 @@ func (m *mdWriter) fleet(fl *FleetResult, sub bool) {
 	m.row("disruptions (groups once / more / never)", fmt.Sprintf("%d (%d / %d / %d) of %d groups", sf.Disruptions, sf.DisruptedOnce, sf.DisruptedMore, sf.NeverDisrupted, sf.Groups))
 	m.row("fewest healthy − minAvailable (worst workload)", margin(sf))
 	m.row("group pods other than leaders seen terminating before the last leader of their domain (whoever deleted them)", fmt.Sprint(sf.WorkersBeforeLeaders))
+	if sf.EvictedBeforeLeaders != nil {
+		m.row("of them evicted by the drainer (audit log), before the last leader it evicted there", fmt.Sprint(*sf.EvictedBeforeLeaders))
+	}
 	m.row("glitches (kwok stage races)", fmt.Sprint(sf.Glitches))
 	if fl.Mode != "" {
 		pending := fmt.Sprint(fl.GroupPodsOnPending)
