@@ -40,9 +40,11 @@ func (r *rollout) runDomains(ctx context.Context) (*RolloutDomain, error) {
 	var flying []*domainRun
 	var failed *RolloutDomain
 	var failure error
+	held, look := false, true
 	for {
-		held := false
-		if failure == nil && ctx.Err() == nil && len(pending) > 0 {
+		// Without look, the budgets hold the same domains back as at the
+		// last decision (stillHeld): no decision now.
+		if look && failure == nil && ctx.Err() == nil && len(pending) > 0 {
 			starts, heldBack := r.admit(ctx, pending, flying)
 			held = heldBack
 			var runs []*domainRun
@@ -67,6 +69,8 @@ func (r *rollout) runDomains(ctx context.Context) (*RolloutDomain, error) {
 				flying = append(flying, s)
 				go func() { ends <- end{s, s.run(runCtx)} }()
 			}
+		} else if look {
+			held = false
 		}
 		if len(flying) == 0 {
 			return failed, failure
@@ -77,6 +81,7 @@ func (r *rollout) runDomains(ctx context.Context) (*RolloutDomain, error) {
 			t := r.d.s.Clock.NewTimer(readmitEvery)
 			timer, wake = t, t.C()
 		}
+		look = true
 		select {
 		case e := <-ends:
 			flying = slices.DeleteFunc(flying, func(s *domainRun) bool { return s == e.s })
@@ -97,6 +102,7 @@ func (r *rollout) runDomains(ctx context.Context) (*RolloutDomain, error) {
 			r.publish(e.s.idx, e.s.out)
 		case <-r.changed:
 		case <-wake:
+			look = !r.stillHeld(ctx)
 		}
 		if timer != nil {
 			timer.Stop()
@@ -134,6 +140,7 @@ type start struct {
 // cluster as it is now. held reports that a domain was held back by a
 // budget: the rollout looks again later.
 func (r *rollout) admit(ctx context.Context, pending []int, flying []*domainRun) (starts []start, held bool) {
+	r.watch = nil
 	// A dry run changes nothing a decision could wait for: its plan's
 	// schedule says what the parallelism would do.
 	if r.opts.serial() || r.dryRun() {
@@ -185,6 +192,9 @@ func (r *rollout) admit(ctx context.Context, pending []int, flying []*domainRun)
 		if h.Reason == BlockBudget {
 			held = true
 		}
+	}
+	if held {
+		r.watch = a.watchHolds(holds, r.d.s.Clock.Now())
 	}
 	r.reportHold(holds)
 	return starts, held

@@ -14,6 +14,7 @@ import (
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
 	"github.com/udrain/udrain"
+	"github.com/udrain/udrain/internal/podcache"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -54,6 +55,11 @@ type rollout struct {
 	// requests keeps the pods' requests between the parallelism's
 	// decisions.
 	requests *requestCache
+	// watch is what the budgets that held domains back at the last
+	// decision counted (nil: none did), and watchMemo the pods of their
+	// groups between checks (stillHeld).
+	watch     *budgetWatch
+	watchMemo *podcache.Memo
 	// tainted are the nodes that carry the rollout's pending-upgrade
 	// taint (put on by this run or an earlier one), until uncordoned.
 	tainted map[string]bool
