@@ -125,7 +125,9 @@ func TestBudgetWatch(t *testing.T) {
 func TestWatchHolds(t *testing.T) {
 	ref := health.BudgetRef{Namespace: testNS, PDB: "llm-leaders"}
 	pdb := leaderPDB(2)
-	group := func(i int) unit { return unit{group: topology.GroupID{Namespace: testNS, Name: fmt.Sprintf("llm-%d", i)}} }
+	group := func(i int) unit {
+		return unit{group: topology.GroupID{Namespace: testNS, Name: fmt.Sprintf("llm-%d", i)}}
+	}
 	for _, tc := range []struct {
 		name  string
 		units map[unit]bool
