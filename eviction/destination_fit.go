@@ -206,8 +206,17 @@ func (s *destSim) antiTerms(p *corev1.Pod) []antiTerm {
 			if t.TopologyKey != s.in.layout.LabelKey || t.LabelSelector == nil {
 				continue
 			}
-			sel, err := metav1.LabelSelectorAsSelector(t.LabelSelector)
-			if err != nil {
+			sel, ok := s.selectors[t.LabelSelector]
+			if !ok {
+				// Pods of one shape share their terms (podcache): one
+				// parse each.
+				var err error
+				if sel, err = metav1.LabelSelectorAsSelector(t.LabelSelector); err != nil {
+					sel = nil
+				}
+				s.selectors[t.LabelSelector] = sel
+			}
+			if sel == nil {
 				continue
 			}
 			at := antiTerm{owner: p, namespaces: t.Namespaces, allNS: t.NamespaceSelector != nil, selector: sel}

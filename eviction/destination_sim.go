@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
@@ -80,6 +81,9 @@ type destSim struct {
 	static   map[podNode]bool
 	affinity map[*corev1.Pod]nodeaffinity.RequiredNodeAffinity
 	anti     map[*corev1.Pod][]antiTerm
+	// selectors are the anti-affinity terms' selectors parsed (nil: not
+	// valid), by the term's own (antiTerms).
+	selectors map[*metav1.LabelSelector]labels.Selector
 	// others is where pods of no group are placed (see placeOther).
 	others otherPlacement
 }
@@ -110,7 +114,8 @@ type antiTerm struct {
 func newDestSim(in destinationInput) *destSim {
 	n := len(in.pods)
 	s := &destSim{in: in, domains: map[string]*simDomain{}, movedIn: map[string][]*simGroup{}, nodeOf: make(map[*corev1.Pod]*simNode, n),
-		requests: map[*corev1.Pod]map[corev1.ResourceName]int64{}, shared: map[requestsKey]map[corev1.ResourceName]int64{}, static: map[podNode]bool{}, affinity: map[*corev1.Pod]nodeaffinity.RequiredNodeAffinity{}, anti: map[*corev1.Pod][]antiTerm{}}
+		requests: map[*corev1.Pod]map[corev1.ResourceName]int64{}, shared: map[requestsKey]map[corev1.ResourceName]int64{}, static: map[podNode]bool{}, affinity: map[*corev1.Pod]nodeaffinity.RequiredNodeAffinity{}, anti: map[*corev1.Pod][]antiTerm{},
+		selectors: map[*metav1.LabelSelector]labels.Selector{}}
 	inOrder := map[string]bool{}
 	for _, name := range in.order {
 		inOrder[name] = true
