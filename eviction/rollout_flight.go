@@ -12,10 +12,12 @@ import (
 )
 
 // readmitEvery is how often a rollout with a domain held back by a budget
-// looks again whether it may start, besides when a domain in flight
-// begins its recovery or ends: a group down elsewhere may have recovered.
-// Room and the limit change only with the domains in flight: a domain
-// held back by them waits for those wake-ups (each look reads every pod).
+// checks whether it may start, besides when a domain in flight begins its
+// recovery or ends: a group down elsewhere may have recovered. The check
+// reads the holding budgets' groups alone (budgetWatch); a whole look,
+// which reads every pod, follows only when they changed. Room and the
+// limit change only with the domains in flight: a domain held back by
+// them waits for those wake-ups.
 const readmitEvery = 5 * time.Second
 
 // runDomains runs the rollout's domains, as many at once as
