@@ -307,3 +307,19 @@ func podOf(e Event) string {
 	}
 	return e.Pod.String()
 }
+
+// viewOf is a Drainer over fc with opts, and its view started (stopped
+// when the test ends).
+func viewOf(ctx context.Context, fc *fakeCluster, opts Options) (*Drainer, *view) {
+	fc.t.Helper()
+	d, err := New(fc.client, opts)
+	if err != nil {
+		fc.t.Fatal(err)
+	}
+	v, err := d.startView(ctx)
+	if err != nil {
+		fc.t.Fatal(err)
+	}
+	fc.t.Cleanup(v.Stop)
+	return d, v
+}

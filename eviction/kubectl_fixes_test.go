@@ -402,15 +402,7 @@ func TestRolloutForgetsTheGroupsOfADeletedNamespace(t *testing.T) {
 func TestPreflightNotesANamespaceBeingDeleted(t *testing.T) {
 	ctx := testContext(t)
 	fc := doomedNamespaceCluster(t, 0)
-	d, err := New(fc.client, Options{Backoff: wait.Backoff{Duration: 20 * time.Millisecond, Factor: 1, Steps: 1 << 30}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := d.startView(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer v.Stop()
+	d, v := viewOf(ctx, fc, Options{Backoff: wait.Backoff{Duration: 20 * time.Millisecond, Factor: 1, Steps: 1 << 30}})
 	snap, err := v.planSnapshot(ctx, "ud-1")
 	if err != nil {
 		t.Fatal(err)

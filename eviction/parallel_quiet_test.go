@@ -62,15 +62,7 @@ func TestBudgetWatch(t *testing.T) {
 				t.Fatal(err)
 			}
 			fc.setBudget(ctx, 0, 3)
-			d, err := New(fc.client, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			v, err := d.startView(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer v.Stop()
+			d, v := viewOf(ctx, fc, Options{})
 			if !v.WaitFor(ctx, 5*time.Second, func() bool { return len(v.PodObjectsIn(testNS)) == 7 }) {
 				t.Fatal("the view never showed llm-0-1 gone")
 			}
