@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/health"
 	"github.com/udrain/udrain/internal/podcache"
@@ -132,12 +134,39 @@ func (t *downtimes) evaluate(memo *podcache.Memo) {
 		found := t.v.groupsIn(ns, ws, t.groupers, memo)
 		for _, w := range ws {
 			g := found[w.id]
-			if g == nil || !health.Evaluate(g, health.Options{MinSize: w.size, RequireLeader: w.leader != ""}).Healthy {
+			if g == nil || !mayBeHealthy(g, w.size) || !health.Evaluate(g, health.Options{MinSize: w.size, RequireLeader: w.leader != ""}).Healthy {
 				continue
 			}
 			t.healthy(w.id, now, t.domainOf(g))
 		}
 	}
+}
+
+// mayBeHealthy is false when health.Evaluate would find g unhealthy with
+// size as its MinSize for a reason seen at a glance: a member missing, or
+// one terminating, not running or not Ready. The groups a downtime follows
+// are down most of the time, and Evaluate words the why of each member.
+func mayBeHealthy(g *topology.Group, size int) bool {
+	if len(g.Members) == 0 || len(g.Members) < max(g.ExpectedSize(), size) {
+		return false
+	}
+	for _, m := range g.Members {
+		if m.DeletionTimestamp != nil || m.Status.Phase != corev1.PodRunning || !podReady(m) {
+			return false
+		}
+	}
+	return true
+}
+
+// podReady says p's Ready condition is true (the first of that type, as
+// health judges it).
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 func (t *downtimes) healthy(id topology.GroupID, at time.Time, to string) {
