@@ -381,3 +381,32 @@ func partWayRollout(b *testing.B) (r *rollout, pending []int, flying []*domainRu
 	}
 	return r, pending, flying
 }
+
+// BenchmarkFleetHeldCheck is what a rollout held back by budgets does
+// every readmitEvery instead of a decision (BenchmarkFleetAdmit) while
+// those budgets' groups stay as they were: over the fleet of
+// BenchmarkFleetAdmit with four domains in flight (the budgets' four
+// groups of each workload down), the check of the budgets that hold the
+// others back (rollout.stillHeld), which reads their groups alone.
+//
+//	go test -run '^$' -bench 'BenchmarkFleet(Admit|HeldCheck)$' -benchmem -benchtime 3x ./eviction/
+func BenchmarkFleetHeldCheck(b *testing.B) {
+	r, pending, flying := partWayRollout(b)
+	starts, _ := r.admit(b.Context(), pending, flying)
+	for _, st := range starts {
+		flying = append(flying, &domainRun{r: r, out: &RolloutDomain{Domain: r.domains[st.idx]}, demand: st.demand})
+		pending = slices.DeleteFunc(pending, func(i int) bool { return i == st.idx })
+	}
+	if starts, held := r.admit(b.Context(), pending, flying); len(starts) != 0 || !held || r.watch == nil {
+		b.Fatalf("beside four domains in flight: %d started, held %v, watch %v; want none started, held by the budgets, watched", len(starts), held, r.watch != nil)
+	}
+	var quiet bool
+	b.ReportAllocs()
+	for b.Loop() {
+		quiet = r.stillHeld(b.Context())
+	}
+	b.ReportMetric(float64(len(r.watch.budgets)), "budgets")
+	if !quiet {
+		b.Error("the check says the budgets changed; nothing did")
+	}
+}
