@@ -34,9 +34,8 @@ type watchedBudget struct {
 	// read it.
 	generation        int64
 	expected, healthy int32
-	// groups are its groups, down of them down.
-	groups []wantedGroup
-	down   int
+	// down are its groups down then.
+	down []wantedGroup
 }
 
 // watchHolds is the watch of the budgets that hold the domains of holds
@@ -61,9 +60,8 @@ func (a *admission) watchHolds(holds []*BlockInfo, now time.Time) *budgetWatch {
 			if u.group == (topology.GroupID{}) {
 				return nil
 			}
-			wb.groups = append(wb.groups, wantedGroup{id: u.group})
 			if down {
-				wb.down++
+				wb.down = append(wb.down, wantedGroup{id: u.group})
 			}
 		}
 		w.budgets = append(w.budgets, wb)
@@ -75,8 +73,10 @@ func (a *admission) watchHolds(holds []*BlockInfo, now time.Time) *budgetWatch {
 }
 
 // quiet reports whether a decision now would hold back what w's decision
-// held back by budgets: each budget as it was, and no fewer of its groups
-// down. memo keeps the groups' pods between the checks.
+// held back by budgets: each budget as it was, and every group of it that
+// was down still down (a group down since changes no count: it belongs to
+// a domain in flight, counted already, or would make the budget hold
+// more). memo keeps the groups' pods between the checks.
 func (w *budgetWatch) quiet(v *view, groupers []topology.Grouper, now time.Time, memo *podcache.Memo) bool {
 	if w == nil || now.Sub(w.at) >= fullLookEvery {
 		return false
@@ -86,14 +86,10 @@ func (w *budgetWatch) quiet(v *view, groupers []topology.Grouper, now time.Time,
 		if !ok || pdb.Generation != b.generation || pdb.Status.ExpectedPods != b.expected || pdb.Status.CurrentHealthy != b.healthy {
 			return false
 		}
-		down := 0
-		for _, st := range v.judgeGroups(b.groups, groupers, memo) {
-			if !st.Healthy {
-				down++
+		for _, st := range v.judgeGroups(b.down, groupers, memo) {
+			if st.Healthy {
+				return false
 			}
-		}
-		if down < b.down {
-			return false
 		}
 	}
 	return true

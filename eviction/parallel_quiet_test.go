@@ -46,6 +46,20 @@ func TestBudgetWatch(t *testing.T) {
 			}
 		}, seen: func(v *view) bool { return len(v.PodObjectsIn(testNS)) == 8 }, want: false},
 		{name: "another group down", change: deletePod("llm-2-1"), seen: func(v *view) bool { return len(v.PodObjectsIn(testNS)) == 6 }, want: true},
+		// As many down as before, but the one the decision counted is
+		// back: a domain in flight would have taken the other down, and
+		// counts it already.
+		{name: "the group down whole again, another down", change: func(ctx context.Context, fc *fakeCluster) {
+			deletePod("llm-2-1")(ctx, fc)
+			p := withGPUs(lwsPod(0, 1, 2, "node-1-1", fc.nextUID("g0-w1")), 4)
+			if _, err := fc.client.CoreV1().Pods(testNS).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+				fc.t.Fatal(err)
+			}
+		}, seen: func(v *view) bool {
+			_, still := v.Pod(testNS, "llm-2-1")
+			_, back := v.Pod(testNS, "llm-0-1")
+			return !still && back
+		}, want: false},
 		{name: "the budget's status changed", change: func(ctx context.Context, fc *fakeCluster) { fc.setBudget(ctx, 1, 4) },
 			seen: func(v *view) bool { p, ok := v.PDB(testNS, "llm-leaders"); return ok && p.Status.CurrentHealthy == 4 }, want: false},
 		{name: "the budget deleted", change: func(ctx context.Context, fc *fakeCluster) {
@@ -95,8 +109,8 @@ func TestBudgetWatch(t *testing.T) {
 			}
 			now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
 			w := a.watchHolds(holds, now)
-			if w == nil || len(w.budgets) != 1 || w.budgets[0].down != 1 || len(w.budgets[0].groups) != 4 {
-				t.Fatalf("watch %+v, want the budget with 4 groups, 1 down", w)
+			if w == nil || len(w.budgets) != 1 || len(w.budgets[0].down) != 1 || w.budgets[0].down[0].id.Name != "llm-0" {
+				t.Fatalf("watch %+v, want the budget with llm-0 down", w)
 			}
 			if tc.change != nil {
 				tc.change(ctx, fc)
@@ -124,26 +138,26 @@ func TestWatchHolds(t *testing.T) {
 		name  string
 		units map[unit]bool
 		holds []*BlockInfo
-		// want is the groups watched and how many are down; -1: no watch.
-		wantGroups, wantDown int
+		// wantDown is how many groups down are watched; -1: no watch.
+		wantDown int
 	}{
-		{name: "a budget over groups", units: map[unit]bool{group(0): true, group(1): false},
-			holds: []*BlockInfo{{Domain: "ud-2", Reason: BlockBudget, BudgetRef: ref}, {Domain: "ud-3", Reason: BlockBudget, BudgetRef: ref}}, wantGroups: 2, wantDown: 1},
+		{name: "a budget over groups", units: map[unit]bool{group(0): true, group(1): false, group(2): true},
+			holds: []*BlockInfo{{Domain: "ud-2", Reason: BlockBudget, BudgetRef: ref}, {Domain: "ud-3", Reason: BlockBudget, BudgetRef: ref}}, wantDown: 2},
 		{name: "room and limit only", units: map[unit]bool{group(0): true},
-			holds: []*BlockInfo{{Domain: "ud-2", Reason: BlockRoom}, {Domain: "ud-3", Reason: BlockLimit}}, wantGroups: -1},
+			holds: []*BlockInfo{{Domain: "ud-2", Reason: BlockRoom}, {Domain: "ud-3", Reason: BlockLimit}}, wantDown: -1},
 		{name: "a budget over pods of no group", units: map[unit]bool{{pod: types.NamespacedName{Namespace: testNS, Name: "web-1"}}: true},
-			holds: []*BlockInfo{{Domain: "ud-2", Reason: BlockBudget, BudgetRef: ref}}, wantGroups: -1},
+			holds: []*BlockInfo{{Domain: "ud-2", Reason: BlockBudget, BudgetRef: ref}}, wantDown: -1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := &admission{budgets: map[health.BudgetRef]*budgetCount{ref: {pdb: pdb, units: tc.units, pods: len(tc.units)}}}
 			w := a.watchHolds(tc.holds, time.Now())
 			switch {
-			case tc.wantGroups < 0 && w != nil:
+			case tc.wantDown < 0 && w != nil:
 				t.Errorf("watch %+v, want none", w)
-			case tc.wantGroups >= 0 && (w == nil || len(w.budgets) != 1):
+			case tc.wantDown >= 0 && (w == nil || len(w.budgets) != 1):
 				t.Fatalf("watch %+v, want one budget", w)
-			case tc.wantGroups >= 0 && (len(w.budgets[0].groups) != tc.wantGroups || w.budgets[0].down != tc.wantDown):
-				t.Errorf("watched %d groups, %d down; want %d, %d", len(w.budgets[0].groups), w.budgets[0].down, tc.wantGroups, tc.wantDown)
+			case tc.wantDown >= 0 && len(w.budgets[0].down) != tc.wantDown:
+				t.Errorf("watched %d groups down, want %d", len(w.budgets[0].down), tc.wantDown)
 			}
 		})
 	}
