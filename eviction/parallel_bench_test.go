@@ -386,8 +386,11 @@ func partWayRollout(b *testing.B) (r *rollout, pending []int, flying []*domainRu
 // every readmitEvery instead of a decision (BenchmarkFleetAdmit) while
 // those budgets' groups stay as they were: over the fleet of
 // BenchmarkFleetAdmit with four domains in flight (the budgets' four
-// groups of each workload down), the check of the budgets that hold the
-// others back (rollout.stillHeld), which reads their groups alone.
+// groups of each workload counted down), the check of the budget that
+// holds the others back (rollout.stillHeld). The fleet is still: no group
+// is down, the flights' groups count by being in flight, so the check
+// reads the budget alone; in a rollout it also reads the groups that were
+// down (at most the budget's groups, not every pod).
 //
 //	go test -run '^$' -bench 'BenchmarkFleet(Admit|HeldCheck)$' -benchmem -benchtime 3x ./eviction/
 func BenchmarkFleetHeldCheck(b *testing.B) {
