@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/kubectl/pkg/util/podutils"
 
 	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/health"
@@ -151,22 +152,11 @@ func mayBeHealthy(g *topology.Group, size int) bool {
 		return false
 	}
 	for _, m := range g.Members {
-		if m.DeletionTimestamp != nil || m.Status.Phase != corev1.PodRunning || !podReady(m) {
+		if m.DeletionTimestamp != nil || m.Status.Phase != corev1.PodRunning || !podutils.IsPodReady(m) {
 			return false
 		}
 	}
 	return true
-}
-
-// podReady says p's Ready condition is true (the first of that type, as
-// health judges it).
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func (t *downtimes) healthy(id topology.GroupID, at time.Time, to string) {
