@@ -5,9 +5,6 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/kubectl/pkg/util/podutils"
-
 	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/health"
 	"github.com/udrain/udrain/internal/podcache"
@@ -145,14 +142,15 @@ func (t *downtimes) evaluate(memo *podcache.Memo) {
 
 // mayBeHealthy is false when health.Evaluate would find g unhealthy with
 // size as its MinSize for a reason seen at a glance: a member missing, or
-// one terminating, not running or not Ready. The groups a downtime follows
+// one not healthy (health.MemberHealthy: terminating, not running or not
+// Ready), judged up to the first. The groups a downtime follows
 // are down most of the time, and Evaluate words the why of each member.
 func mayBeHealthy(g *topology.Group, size int) bool {
 	if len(g.Members) == 0 || len(g.Members) < max(g.ExpectedSize(), size) {
 		return false
 	}
 	for _, m := range g.Members {
-		if m.DeletionTimestamp != nil || m.Status.Phase != corev1.PodRunning || !podutils.IsPodReady(m) {
+		if !health.MemberHealthy(m) {
 			return false
 		}
 	}

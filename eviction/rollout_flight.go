@@ -87,21 +87,13 @@ func (r *rollout) runDomains(ctx context.Context) (*RolloutDomain, error) {
 		select {
 		case e := <-ends:
 			flying = slices.DeleteFunc(flying, func(s *domainRun) bool { return s == e.s })
-			if e.err != nil {
-				err := causeOf[*udrain.HistoryChangedError](ctx, e.err)
-				e.s.out.State = StateFailed
-				if runCtx.Err() != nil && errors.Is(err, runCtx.Err()) {
-					e.s.out.State = StateInterrupted
+			if err := r.ended(ctx, runCtx, e.s, e.err); err != nil && failure == nil {
+				failed, failure = e.s.out, err
+				if len(flying) > 0 {
+					r.logger.Info("A domain stopped; interrupting the others in flight", "domain", e.s.out.Domain, "inFlight", len(flying), "err", err)
 				}
-				if failure == nil {
-					failed, failure = e.s.out, err
-					if len(flying) > 0 {
-						r.logger.Info("A domain stopped; interrupting the others in flight", "domain", e.s.out.Domain, "inFlight", len(flying), "err", err)
-					}
-					stop()
-				}
+				stop()
 			}
-			r.publish(e.s.idx, e.s.out)
 		case <-r.changed:
 		case <-wake:
 			look = !r.stillHeld(ctx)
@@ -110,6 +102,22 @@ func (r *rollout) runDomains(ctx context.Context) (*RolloutDomain, error) {
 			timer.Stop()
 		}
 	}
+}
+
+// ended records the outcome of domain s, whose run (under runCtx) returned
+// err, and returns the error it stops the rollout with (nil: none): a
+// domain interrupted because another stopped is StateInterrupted, not
+// StateFailed.
+func (r *rollout) ended(ctx, runCtx context.Context, s *domainRun, err error) error {
+	if err != nil {
+		err = causeOf[*udrain.HistoryChangedError](ctx, err)
+		s.out.State = StateFailed
+		if runCtx.Err() != nil && errors.Is(err, runCtx.Err()) {
+			s.out.State = StateInterrupted
+		}
+	}
+	r.publish(s.idx, s.out)
+	return err
 }
 
 // wake tells the loop of domains that one in flight began its recovery.
