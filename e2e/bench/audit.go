@@ -235,11 +235,17 @@ func (c *AuditCheck) brief() string {
 func EvictionsIn(reqs []testbed.AuditRequest, namespace string) int {
 	n := 0
 	for _, r := range reqs {
-		if r.Verb == "create" && r.Resource == "pods/eviction" && r.Namespace == namespace && !r.DryRun && r.Code >= 200 && r.Code < 300 {
+		if acceptedEviction(r, namespace) {
 			n++
 		}
 	}
 	return n
+}
+
+// acceptedEviction says r is an eviction of a pod in namespace that the
+// API server accepted, not a dry run.
+func acceptedEviction(r testbed.AuditRequest, namespace string) bool {
+	return r.Verb == "create" && r.Resource == "pods/eviction" && r.Namespace == namespace && !r.DryRun && r.Code >= 200 && r.Code < 300
 }
 
 // EvictionTimes are the evictions the API server accepted (dry runs
@@ -248,7 +254,7 @@ func EvictionsIn(reqs []testbed.AuditRequest, namespace string) int {
 func EvictionTimes(reqs []testbed.AuditRequest, namespace string) map[string][]time.Time {
 	out := map[string][]time.Time{}
 	for _, r := range reqs {
-		if r.Verb == "create" && r.Resource == "pods/eviction" && r.Namespace == namespace && !r.DryRun && r.Code >= 200 && r.Code < 300 {
+		if acceptedEviction(r, namespace) {
 			out[r.Name] = append(out[r.Name], r.Received)
 		}
 	}
