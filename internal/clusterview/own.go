@@ -7,8 +7,6 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
-
-	"github.com/udrain/udrain/internal/podcache"
 )
 
 // Starting is a View of its own informers being listed: what its caller
@@ -31,11 +29,7 @@ type Starting struct {
 func StartOwn(parent context.Context, cfg Config) (*Starting, error) {
 	logger := klog.FromContext(parent)
 	ctx, cancel := context.WithCancel(parent)
-	transform := StripForCache
-	if cfg.SlimPods {
-		transform = podcache.NewTransform(StripForCache)
-	}
-	opts := []informers.SharedInformerOption{informers.WithTransform(transform)}
+	opts := []informers.SharedInformerOption{informers.WithTransform(newTransform(cfg.SlimPods))}
 	if cfg.Namespace != "" {
 		opts = append(opts, informers.WithNamespace(cfg.Namespace))
 	}

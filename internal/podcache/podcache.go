@@ -5,11 +5,9 @@ package podcache
 
 import (
 	"hash/maphash"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"unique"
 	"weak"
@@ -17,6 +15,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/udrain/udrain/internal/intern"
 )
 
 // udrain's own pod cache (a Drainer without Options.Informers: the CLI's
@@ -95,55 +95,12 @@ type podExtra struct {
 // forget an entry once it is collected, so a long rollout does not
 // accumulate the shapes of pods long gone.
 type shapeTable struct {
-	shapes interner[corev1.Pod]
-	owners interner[[]metav1.OwnerReference]
-	keys   interner[podKeys]
+	shapes intern.Table[corev1.Pod]
+	owners intern.Table[[]metav1.OwnerReference]
+	keys   intern.Table[podKeys]
 }
 
-func newShapes() *shapeTable {
-	return &shapeTable{
-		shapes: interner[corev1.Pod]{entries: map[string]weak.Pointer[corev1.Pod]{}},
-		owners: interner[[]metav1.OwnerReference]{entries: map[string]weak.Pointer[[]metav1.OwnerReference]{}},
-		keys:   interner[podKeys]{entries: map[string]weak.Pointer[podKeys]{}},
-	}
-}
-
-// interner holds weak pointers to values by a key of their content.
-type interner[T any] struct {
-	mu      sync.Mutex
-	entries map[string]weak.Pointer[T]
-}
-
-// intern returns the value interned under key, or v, which it interns.
-func (t *interner[T]) intern(key string, v *T) *T {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if wp, ok := t.entries[key]; ok {
-		if have := wp.Value(); have != nil {
-			return have
-		}
-	}
-	t.entries[key] = weak.Make(v)
-	runtime.AddCleanup(v, t.forget, key)
-	return v
-}
-
-// forget drops a collected value's entry, unless a newer value took it.
-func (t *interner[T]) forget(key string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if wp, ok := t.entries[key]; ok && wp.Value() == nil {
-		delete(t.entries, key)
-	}
-}
-
-// len is the number of entries (collected ones included until their
-// cleanup runs).
-func (t *interner[T]) len() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.entries)
-}
+func newShapes() *shapeTable { return &shapeTable{} }
 
 // slim returns the Pod of p; p is not modified, and the Pod shares
 // only strings and immutable parts with it.
@@ -165,14 +122,14 @@ func (t *shapeTable) slim(p *corev1.Pod) *Pod {
 	sp.keys, sp.values = t.pairs(p)
 	shape := shapeOf(p)
 	if data, err := shape.Marshal(); err == nil { // it cannot fail for these fields; unshared is still correct
-		shape = t.shapes.intern(string(data), shape)
+		shape = t.shapes.Intern(string(data), shape)
 	}
 	sp.shape = shape
 	if len(p.OwnerReferences) > 0 {
 		owners := p.OwnerReferences
 		sp.owners = &owners
 		if key, ok := ownersKey(owners); ok {
-			sp.owners = t.owners.intern(key, sp.owners)
+			sp.owners = t.owners.Intern(key, sp.owners)
 		}
 	}
 	return sp
@@ -214,7 +171,7 @@ func (t *shapeTable) pairs(p *corev1.Pod) (*podKeys, []unique.Handle[string]) {
 		}
 	}
 	key := strconv.Itoa(keys.labels) + "\x00" + strings.Join(keys.keys, "\x00")
-	return t.keys.intern(key, keys), values
+	return t.keys.Intern(key, keys), values
 }
 
 // ownersKey is the key of owner references by content.

@@ -213,15 +213,15 @@ func TestPodShapesForgetShapesNoPodHolds(t *testing.T) {
 		p.Status.Phase = corev1.PodPhase("phase-" + string(rune('a'+i%26)) + string(rune('a'+i/26)))
 		shapes.slim(p)
 	}
-	if n := shapes.shapes.len(); n < 2 {
+	if n := shapes.shapes.Len(); n < 2 {
 		t.Fatalf("%d shapes after 51 pods of 51 phases", n)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for shapes.shapes.len() > 1 && time.Now().Before(deadline) {
+	for shapes.shapes.Len() > 1 && time.Now().Before(deadline) {
 		runtime.GC()
 		time.Sleep(10 * time.Millisecond)
 	}
-	if n := shapes.shapes.len(); n != 1 {
+	if n := shapes.shapes.Len(); n != 1 {
 		t.Errorf("%d shapes left once only one pod holds one; want 1", n)
 	}
 	if got := AsPod(kept).Status.Phase; got != corev1.PodRunning {
