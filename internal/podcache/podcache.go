@@ -28,11 +28,12 @@ import (
 //
 //   - per pod: name, namespace, UID, node, labels and annotations (but the
 //     last-applied configuration), deletion timestamp and grace period;
+//     its affinity, interned apart (a DaemonSet's pods each name their node);
 //   - per shape, stored once for all pods that have it: owner references;
 //     the containers' and init containers' names and resource requests
 //     (with the init containers' restart policy), the pod's overhead and
 //     resources, its emptyDir volumes, readiness gates and scheduling
-//     group; where it may run (node selector, affinity, tolerations,
+//     group; where it may run (node selector, tolerations,
 //     topology spread constraints); the phase; the conditions' types and statuses (and the
 //     scheduler's reason and message while it cannot place the pod); the
 //     container statuses' names, readiness and waiting reasons.
@@ -64,6 +65,10 @@ type Pod struct {
 	// never modified; owners are shared by the pods of a controller.
 	shape  *corev1.Pod
 	owners *[]metav1.OwnerReference
+	// affinity is the pod's, interned apart from its shape: a DaemonSet
+	// names each pod's node in it, and with it in the shape every
+	// DaemonSet pod would hold a shape of its own (TestDaemonSetPodsShareShapes).
+	affinity *corev1.Affinity
 	// extra is nil but for a pod being deleted or with a UID that is not a
 	// canonical UUID.
 	extra *podExtra
@@ -95,9 +100,10 @@ type podExtra struct {
 // forget an entry once it is collected, so a long rollout does not
 // accumulate the shapes of pods long gone.
 type shapeTable struct {
-	shapes intern.Table[corev1.Pod]
-	owners intern.Table[[]metav1.OwnerReference]
-	keys   intern.Table[podKeys]
+	shapes     intern.Table[corev1.Pod]
+	owners     intern.Table[[]metav1.OwnerReference]
+	keys       intern.Table[podKeys]
+	affinities intern.Table[corev1.Affinity]
 }
 
 func newShapes() *shapeTable { return &shapeTable{} }
@@ -125,6 +131,12 @@ func (t *shapeTable) slim(p *corev1.Pod) *Pod {
 		shape = t.shapes.Intern(string(data), shape)
 	}
 	sp.shape = shape
+	if a := p.Spec.Affinity; a != nil {
+		sp.affinity = a
+		if data, err := a.Marshal(); err == nil {
+			sp.affinity = t.affinities.Intern(string(data), a)
+		}
+	}
 	if len(p.OwnerReferences) > 0 {
 		owners := p.OwnerReferences
 		sp.owners = &owners
@@ -199,7 +211,6 @@ func shapeOf(p *corev1.Pod) *corev1.Pod {
 	// recovery of a resumed domain ask which nodes a group can go to.
 	// A workload's pods share them, so they cost nothing per pod.
 	s.Spec.NodeSelector = p.Spec.NodeSelector
-	s.Spec.Affinity = p.Spec.Affinity
 	s.Spec.Tolerations = p.Spec.Tolerations
 	s.Spec.TopologySpreadConstraints = p.Spec.TopologySpreadConstraints
 	for _, v := range p.Spec.Volumes {
@@ -402,5 +413,6 @@ func (sp *Pod) build(shared *sharedMaps) *corev1.Pod {
 		p.OwnerReferences = *sp.owners
 	}
 	p.Spec.NodeName, p.Spec.SchedulingGroup = sp.node.Value(), sp.shape.Spec.SchedulingGroup
+	p.Spec.Affinity = sp.affinity
 	return p
 }

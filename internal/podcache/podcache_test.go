@@ -1,6 +1,7 @@
 package podcache
 
 import (
+	"fmt"
 	"maps"
 	"reflect"
 	"runtime"
@@ -201,6 +202,51 @@ func TestSlimPodsShareTheirTemplate(t *testing.T) {
 	// Each keeps its own name where the label said its name.
 	if got := AsPod(b).Labels["statefulset.kubernetes.io/pod-name"]; got != "llm-0-2" {
 		t.Errorf("pod-name label of llm-0-2 = %q", got)
+	}
+}
+
+// TestDaemonSetPodsShareShapes: a DaemonSet gives each of its pods an
+// affinity to its own node; the pods still share one shape, and each
+// reads back its own affinity.
+func TestDaemonSetPodsShareShapes(t *testing.T) {
+	affinityTo := func(node string) *corev1.Affinity {
+		return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{{
+				Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node}}}}}}}}
+	}
+	tests := []struct {
+		name           string
+		nodes          []string
+		shapes, unique int
+	}{
+		{"one pod a node", []string{"gpu-1", "gpu-2", "gpu-3"}, 1, 3},
+		{"two pods on one node", []string{"gpu-1", "gpu-1"}, 1, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			shapes := newShapes()
+			var held []*Pod
+			for i, node := range tt.nodes {
+				p := fullPod(fmt.Sprintf("agent-%d", i), testUUID)
+				p.OwnerReferences = ownedBy("DaemonSet", "agent")
+				p.Spec.NodeName, p.Spec.Affinity = node, affinityTo(node)
+				sp := shapes.slim(p)
+				held = append(held, sp)
+				if diff := cmp.Diff(affinityTo(node), AsPod(sp).Spec.Affinity); diff != "" {
+					t.Errorf("pod %d's affinity (-want +got):\n%s", i, diff)
+				}
+			}
+			if n := shapes.shapes.Len(); n != tt.shapes {
+				t.Errorf("%d shapes, want %d", n, tt.shapes)
+			}
+			distinct := map[*corev1.Affinity]bool{}
+			for _, sp := range held {
+				distinct[sp.affinity] = true
+			}
+			if len(distinct) != tt.unique {
+				t.Errorf("%d affinities held, want %d", len(distinct), tt.unique)
+			}
+		})
 	}
 }
 
