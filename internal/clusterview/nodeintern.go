@@ -4,12 +4,12 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/udrain/udrain/internal/intern"
 	"github.com/udrain/udrain/internal/podcache"
 )
 
@@ -20,9 +20,39 @@ import (
 // A node in udrain's own cache holds about 2 kB instead of 5 kB
 // (TestNodeShareBytes); it is the same node, value for value.
 type nodeShare struct {
-	lists  intern.Table[corev1.ResourceList]
-	pairs  intern.Table[map[string]string]
-	taints intern.Table[[]corev1.Taint]
+	lists  sharing[corev1.ResourceList]
+	pairs  sharing[map[string]string]
+	taints sharing[[]corev1.Taint]
+}
+
+// maxShared bounds a sharing table: past it, the table starts afresh
+// (the nodes keep what they hold). A fleet's nodes repeat a few values
+// each (a pool's capacity, a domain's marks); taints stamped with their
+// time and marks of past rollouts are new values, which the bound keeps
+// from piling up in a long-lived view.
+const maxShared = 1024
+
+// sharing holds one value per key of its content. Maps and slices are
+// shared by value (the node holds the map, not a pointer to it), so a
+// weak table (package intern) would forget them at once: this one is
+// strong, and bounded.
+type sharing[T any] struct {
+	mu     sync.Mutex
+	values map[string]T
+}
+
+// share returns the value shared under key, or v, which it shares.
+func (t *sharing[T]) share(key string, v T) T {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if have, ok := t.values[key]; ok {
+		return have
+	}
+	if t.values == nil || len(t.values) >= maxShared {
+		t.values = map[string]T{}
+	}
+	t.values[key] = v
+	return v
 }
 
 // newTransform is the transform of udrain's own informers: StripForCache,
@@ -125,7 +155,7 @@ func (s *nodeShare) sharedPairs(m map[string]string) map[string]string {
 		b.WriteByte(0)
 	}
 	m = sharedStrings(m)
-	return *s.pairs.Intern(b.String(), &m)
+	return s.pairs.share(b.String(), m)
 }
 
 // sharedList is the one resource list equal to l.
@@ -141,7 +171,7 @@ func (s *nodeShare) sharedList(l corev1.ResourceList) corev1.ResourceList {
 		b.WriteString(q.String())
 		b.WriteByte(0)
 	}
-	return *s.lists.Intern(b.String(), &l)
+	return s.lists.share(b.String(), l)
 }
 
 // sharedTaints is the one list of taints equal to ts.
@@ -157,5 +187,5 @@ func (s *nodeShare) sharedTaints(ts []corev1.Taint) []corev1.Taint {
 		}
 		b.WriteByte(0)
 	}
-	return *s.taints.Intern(b.String(), &ts)
+	return s.taints.share(b.String(), ts)
 }

@@ -90,6 +90,7 @@ func TestNodeShareKeepsTheNode(t *testing.T) {
 					t.Errorf("node %d (-want +got):\n%s", i, diff)
 				}
 				got = append(got, out.(*corev1.Node))
+				runtime.GC() // what is shared outlives a collection
 			}
 			a, b := got[0], got[1]
 			if !sameMap(a.Status.Capacity, b.Status.Capacity) || !sameMap(a.Status.Allocatable, b.Status.Allocatable) || !sameMap(a.Annotations, b.Annotations) {
@@ -147,4 +148,53 @@ func heapAlloc() uint64 {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return ms.HeapAlloc
+}
+
+// TestNodeShareLeavesTheWatchsNodeAlone: a node with nothing to strip
+// (StripForCache hands back the watch's own object) is copied before its
+// parts are shared, never changed in place.
+func TestNodeShareLeavesTheWatchsNodeAlone(t *testing.T) {
+	in := decodeNode(t, fleetNode(t, 7))
+	in.ManagedFields = nil
+	before := in.DeepCopy()
+	labels := in.Labels
+	out, err := newTransform(false)(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out == in {
+		t.Errorf("the transform handed back the watch's node itself")
+	}
+	if diff := cmp.Diff(before, in); diff != "" {
+		t.Errorf("the watch's node changed (-before +after):\n%s", diff)
+	}
+	if !sameMap(labels, in.Labels) {
+		t.Errorf("the watch's node holds another labels map")
+	}
+	if diff := cmp.Diff(before, out); diff != "" {
+		t.Errorf("transformed node (-want +got):\n%s", diff)
+	}
+}
+
+// TestSharingIsBounded: a sharing table past maxShared values starts
+// afresh; what it handed out before stays with its holders.
+func TestSharingIsBounded(t *testing.T) {
+	var tab sharing[[]string]
+	first := tab.share("k0", []string{"first"})
+	for i := 1; i < maxShared; i++ {
+		tab.share(fmt.Sprint("k", i), []string{"x"})
+	}
+	if got := tab.share("k0", []string{"again"}); got[0] != "first" {
+		t.Fatalf("k0 within the bound = %q, want the first value", got)
+	}
+	tab.share("one too many", []string{"y"})
+	if got := tab.share("k0", []string{"again"}); got[0] != "again" {
+		t.Errorf("k0 past the bound = %q, want a fresh table's value", got)
+	}
+	if n := len(tab.values); n != 2 {
+		t.Errorf("%d values after the table started afresh, want 2", n)
+	}
+	if first[0] != "first" {
+		t.Errorf("the value handed out first changed: %q", first)
+	}
 }
