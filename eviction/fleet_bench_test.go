@@ -23,6 +23,7 @@ import (
 	"github.com/udrain/udrain/health"
 	"github.com/udrain/udrain/internal/clusterview"
 	"github.com/udrain/udrain/internal/podcache"
+	"github.com/udrain/udrain/internal/testkit"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -352,15 +353,6 @@ func (a *apiPods) decode(tb testing.TB, p *corev1.Pod) *corev1.Pod {
 	return out
 }
 
-// heapInUse returns the live heap after a full collection.
-func heapInUse() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
-}
-
 // BenchmarkFleetView fills a pod informer's store as its initial list does,
 // each pod decoded as the API server sends it and passed through the
 // informers' transform (build: ns/op for the whole fleet; B/pod is what
@@ -394,7 +386,7 @@ func benchView(b *testing.B, n int, transform cache.TransformFunc) {
 	}
 	var store cache.Indexer
 	b.Run("build", func(b *testing.B) {
-		before := heapInUse()
+		before := testkit.LiveHeap()
 		b.ReportAllocs()
 		for b.Loop() {
 			store = nil
@@ -403,7 +395,7 @@ func benchView(b *testing.B, n int, transform cache.TransformFunc) {
 				addTransformed(b, store, transform, api.decode(b, p))
 			}
 		}
-		b.ReportMetric(float64(heapInUse()-before)/float64(pods), "B/pod")
+		b.ReportMetric(float64(testkit.LiveHeap()-before)/float64(pods), "B/pod")
 	})
 	snap = nil // room for the collector
 	if store == nil {
@@ -484,14 +476,14 @@ func BenchmarkFleetPodBytes(b *testing.B) {
 		b.Run(tt.name, func(b *testing.B) {
 			var perPod float64
 			for b.Loop() {
-				before := heapInUse()
+				before := testkit.LiveHeap()
 				store := cache.NewIndexer(cache.MetaNamespaceKeyFunc, fleetPodIndexers())
 				for _, p := range snap.Pods {
 					if err := store.Add(tt.keep(api.decode(b, p))); err != nil {
 						b.Fatal(err)
 					}
 				}
-				perPod = float64(heapInUse()-before) / float64(len(snap.Pods))
+				perPod = float64(testkit.LiveHeap()-before) / float64(len(snap.Pods))
 				runtime.KeepAlive(store)
 			}
 			b.ReportMetric(perPod, "B/pod")

@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/udrain/udrain"
+	"github.com/udrain/udrain/internal/testkit"
 	"github.com/udrain/udrain/internal/testkit/kube"
 	"github.com/udrain/udrain/topology"
 )
@@ -163,7 +164,7 @@ func BenchmarkFleetRolloutStart(b *testing.B) {
 			in := fleetInformers(b, snap, fleetCaches[1].transform())
 			snap = nil
 			d := fleetDrainer(b, in)
-			base := heapInUse()
+			base := testkit.LiveHeap()
 			var peak uint64
 			for b.Loop() {
 				runtime.GC()
@@ -219,7 +220,7 @@ func samplePeakHeap(peak *uint64) func() {
 //	go test -run '^$' -bench BenchmarkFleetRolloutStatus -benchmem -benchtime 3x ./eviction/
 func BenchmarkFleetRolloutStatus(b *testing.B) {
 	d, order := partWayFleet(b)
-	base := heapInUse()
+	base := testkit.LiveHeap()
 	var peak uint64
 	var st *RolloutStatus
 	b.ReportAllocs()
@@ -257,7 +258,7 @@ func BenchmarkFleetRolloutStatus(b *testing.B) {
 //	go test -run '^$' -bench BenchmarkFleetAdmit -benchmem -benchtime 3x ./eviction/
 func BenchmarkFleetAdmit(b *testing.B) {
 	r, pending, flying := partWayRollout(b)
-	base := heapInUse()
+	base := testkit.LiveHeap()
 	var peak uint64
 	var starts []start
 	b.ReportAllocs()
@@ -319,7 +320,7 @@ func partWayFleet(b *testing.B) (*Drainer, []string) {
 func BenchmarkFleetDomainEnd(b *testing.B) {
 	r, pending, flying := partWayRollout(b)
 	d, order := r.d, r.domains
-	base := heapInUse()
+	base := testkit.LiveHeap()
 	var peak uint64
 	var starts []start
 	var st *RolloutStatus

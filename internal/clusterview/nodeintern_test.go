@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/udrain/udrain/internal/testkit"
 )
 
 // fleetNode is node i of a pool as the API server sends it (kwok's
@@ -116,7 +118,7 @@ func TestNodeShareBytes(t *testing.T) {
 		raw[i] = fleetNode(t, i)
 	}
 	kept := func(transform func(interface{}) (interface{}, error)) uint64 {
-		before := heapAlloc()
+		before := testkit.LiveHeap()
 		keep := make([]interface{}, 0, nodes)
 		for _, b := range raw {
 			o, err := transform(decodeNode(t, b))
@@ -125,7 +127,7 @@ func TestNodeShareBytes(t *testing.T) {
 			}
 			keep = append(keep, o)
 		}
-		after := heapAlloc()
+		after := testkit.LiveHeap()
 		runtime.KeepAlive(keep)
 		return (after - before) / nodes
 	}
@@ -140,14 +142,6 @@ func TestNodeShareBytes(t *testing.T) {
 	if shared*2 > strip {
 		t.Errorf("a shared node keeps %d bytes, StripForCache's %d: want at most half", shared, strip)
 	}
-}
-
-func heapAlloc() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
 }
 
 // TestNodeShareLeavesTheWatchsNodeAlone: a node with nothing to strip
