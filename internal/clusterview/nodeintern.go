@@ -41,8 +41,9 @@ type sharing[T any] struct {
 	values map[string]T
 }
 
-// share returns the value shared under key, or v, which it shares.
-func (t *sharing[T]) share(key string, v T) T {
+// share returns the value shared under key, or the one made by make
+// (called only then), which it shares.
+func (t *sharing[T]) share(key string, make func() T) T {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if have, ok := t.values[key]; ok {
@@ -51,6 +52,7 @@ func (t *sharing[T]) share(key string, v T) T {
 	if t.values == nil || len(t.values) >= maxShared {
 		t.values = map[string]T{}
 	}
+	v := make()
 	t.values[key] = v
 	return v
 }
@@ -154,8 +156,7 @@ func (s *nodeShare) sharedPairs(m map[string]string) map[string]string {
 		b.WriteString(m[k])
 		b.WriteByte(0)
 	}
-	m = sharedStrings(m)
-	return s.pairs.share(b.String(), m)
+	return s.pairs.share(b.String(), func() map[string]string { return sharedStrings(m) })
 }
 
 // sharedList is the one resource list equal to l.
@@ -171,7 +172,7 @@ func (s *nodeShare) sharedList(l corev1.ResourceList) corev1.ResourceList {
 		b.WriteString(q.String())
 		b.WriteByte(0)
 	}
-	return s.lists.share(b.String(), l)
+	return s.lists.share(b.String(), func() corev1.ResourceList { return l })
 }
 
 // sharedTaints is the one list of taints equal to ts.
@@ -187,5 +188,5 @@ func (s *nodeShare) sharedTaints(ts []corev1.Taint) []corev1.Taint {
 		}
 		b.WriteByte(0)
 	}
-	return s.taints.share(b.String(), ts)
+	return s.taints.share(b.String(), func() []corev1.Taint { return ts })
 }

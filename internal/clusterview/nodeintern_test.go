@@ -174,15 +174,15 @@ func TestNodeShareLeavesTheWatchsNodeAlone(t *testing.T) {
 // afresh; what it handed out before stays with its holders.
 func TestSharingIsBounded(t *testing.T) {
 	var tab sharing[[]string]
-	first := tab.share("k0", []string{"first"})
+	first := tab.share("k0", func() []string { return []string{"first"} })
 	for i := 1; i < maxShared; i++ {
-		tab.share(fmt.Sprint("k", i), []string{"x"})
+		tab.share(fmt.Sprint("k", i), func() []string { return []string{"x"} })
 	}
-	if got := tab.share("k0", []string{"again"}); got[0] != "first" {
+	if got := tab.share("k0", func() []string { return []string{"again"} }); got[0] != "first" {
 		t.Fatalf("k0 within the bound = %q, want the first value", got)
 	}
-	tab.share("one too many", []string{"y"})
-	if got := tab.share("k0", []string{"again"}); got[0] != "again" {
+	tab.share("one too many", func() []string { return []string{"y"} })
+	if got := tab.share("k0", func() []string { return []string{"again"} }); got[0] != "again" {
 		t.Errorf("k0 past the bound = %q, want a fresh table's value", got)
 	}
 	if n := len(tab.values); n != 2 {

@@ -95,10 +95,10 @@ type podExtra struct {
 	uid       types.UID
 }
 
-// shapeTable interns pod shapes and owner references by content. An entry
-// lives as long as a Pod holds it: the tables hold weak pointers and
-// forget an entry once it is collected, so a long rollout does not
-// accumulate the shapes of pods long gone.
+// shapeTable interns pod shapes, owner references, label keys and
+// affinities by content. An entry lives as long as a Pod holds it: the
+// tables hold weak pointers and forget an entry once it is collected, so
+// a long rollout does not accumulate the shapes of pods long gone.
 type shapeTable struct {
 	shapes     intern.Table[corev1.Pod]
 	owners     intern.Table[[]metav1.OwnerReference]
