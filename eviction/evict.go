@@ -29,7 +29,47 @@ import (
 // cordoned. The cordon's own permission needs no dry run: the cordon is
 // the drain's first change, and a refused one changes nothing (see
 // cordon).
+//
+// The dry runs go out concurrently (Options.Concurrency at most), one per
+// namespace: with several domains in flight they share the client's rate
+// limit with the other domains' evictions, and one at a time each would
+// wait behind all of those (a domain of 20 namespaces waited 24 s before
+// its cordon in the fleet). What they find is reported as one at a time
+// in the plan's order would: the first namespace's answer that stops the
+// drain.
 func (ex *execution) preflight(ctx context.Context) error {
+	var probes []PlannedPod
+	seen := map[string]bool{}
+	for _, p := range ex.plan.Pods() {
+		if p.Terminating || seen[p.Namespace] || ex.v.gone(p.PodRef) {
+			continue
+		}
+		seen[p.Namespace] = true
+		probes = append(probes, p)
+	}
+	answers := make([]error, len(probes))
+	g := new(errgroup.Group)
+	g.SetLimit(ex.d.s.Concurrency)
+	for i, p := range probes {
+		g.Go(func() error {
+			answers[i] = ex.preflightOne(ctx, p)
+			return nil
+		})
+	}
+	_ = g.Wait()
+	for _, err := range answers {
+		if err != nil {
+			return err
+		}
+	}
+	ex.log.V(4).Info("Permissions checked with dry-run requests", "namespaces", len(probes))
+	return nil
+}
+
+// preflightOne sends p's dry-run eviction and returns the error that
+// stops the drain, if its answer is one; it notes a namespace being
+// deleted.
+func (ex *execution) preflightOne(ctx context.Context, p PlannedPod) error {
 	// A namespace being deleted refuses evictions (403) to everyone: its
 	// pods go with it (namespaceTerminating), so it says nothing of
 	// udrain's permissions.
@@ -37,38 +77,29 @@ func (ex *execution) preflight(ctx context.Context) error {
 		return apierrors.IsForbidden(err) && !hasBudgetCause(err) && !apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) ||
 			apierrors.IsUnauthorized(err)
 	}
-	checked := map[string]bool{}
-	for _, p := range ex.plan.Pods() {
-		if p.Terminating || checked[p.Namespace] || ex.v.gone(p.PodRef) {
-			continue
+	timedOut, err := ex.d.s.write(ctx, func(ctx context.Context) error { return ex.evict(ctx, p, ex.deleteOptions(p, true)) })
+	if timedOut {
+		// Nothing is changed yet: no retry, the server is not serving.
+		server := ex.d.server()
+		if s := serverOf(err); s != "" {
+			server = s
 		}
-		checked[p.Namespace] = true
-		timedOut, err := ex.d.s.write(ctx, func(ctx context.Context) error { return ex.evict(ctx, p, ex.deleteOptions(p, true)) })
-		if timedOut {
-			// Nothing is changed yet: no retry, the server is not
-			// serving.
-			server := ex.d.server()
-			if s := serverOf(err); s != "" {
-				server = s
-			}
-			return &RetryError{Reason: ReasonUnreachable, Server: server, Problem: kubeclient.ServerNoAnswer, Waited: ex.d.s.RequestTimeout, Err: err}
-		}
-		// A webhook that sees dry runs (sideEffects None) and denies the
-		// first pod stops the domain before anything changes. (One that
-		// does not support dry runs says so; the real eviction decides.)
-		if msg := apiMessage(err); err != nil {
-			if name, ok := webhookDenial(msg); ok {
-				return &PermissionError{Reason: ReasonDenied, Pod: p.PodRef, Webhook: name, Message: msg, DryRun: true, Attempts: 1, Err: err}
-			}
-		}
-		if denied(err) {
-			return &PermissionError{Reason: ReasonForbidden, Err: err}
-		}
-		if ex.deleting != nil && apierrors.IsForbidden(err) && apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
-			ex.deleting.add(p.Namespace)
+		return &RetryError{Reason: ReasonUnreachable, Server: server, Problem: kubeclient.ServerNoAnswer, Waited: ex.d.s.RequestTimeout, Err: err}
+	}
+	// A webhook that sees dry runs (sideEffects None) and denies the pod
+	// stops the domain before anything changes. (One that does not
+	// support dry runs says so; the real eviction decides.)
+	if msg := apiMessage(err); err != nil {
+		if name, ok := webhookDenial(msg); ok {
+			return &PermissionError{Reason: ReasonDenied, Pod: p.PodRef, Webhook: name, Message: msg, DryRun: true, Attempts: 1, Err: err}
 		}
 	}
-	ex.log.V(4).Info("Permissions checked with dry-run requests", "namespaces", len(checked))
+	if denied(err) {
+		return &PermissionError{Reason: ReasonForbidden, Err: err}
+	}
+	if ex.deleting != nil && apierrors.IsForbidden(err) && apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+		ex.deleting.add(p.Namespace)
+	}
 	return nil
 }
 
