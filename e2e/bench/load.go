@@ -42,6 +42,21 @@ func (l *Load) Cores() float64 {
 	return sum.Seconds() / l.Wall.Seconds()
 }
 
+// Floor is the least wall time the CPU time of every process named allows
+// on the machine's CPUs: their CPU time over the CPU count. No schedule of
+// the same work ends sooner on this machine; a rollout near its floor is
+// bound by the machine, not by how it orders its work. 0 when unknown.
+func (l *Load) Floor() time.Duration {
+	if l == nil || l.CPUs <= 0 {
+		return 0
+	}
+	var sum time.Duration
+	for _, d := range l.CPU {
+		sum += d
+	}
+	return sum / time.Duration(l.CPUs)
+}
+
 // Names lists the processes by CPU time, most first.
 func (l *Load) Names() []string {
 	out := make([]string, 0, len(l.CPU))

@@ -45,3 +45,23 @@ func TestLoadCores(t *testing.T) {
 		t.Errorf("Names() = %v, want by CPU time, most first", got)
 	}
 }
+
+func TestLoadFloor(t *testing.T) {
+	cpu := map[string]time.Duration{"kube-apiserver": 12 * time.Second, "etcd": 3 * time.Second, "kwok-controller": 5 * time.Second}
+	for _, tc := range []struct {
+		name string
+		l    *Load
+		want time.Duration
+	}{
+		{"two CPUs", &Load{Wall: 30 * time.Second, CPUs: 2, CPU: cpu}, 10 * time.Second},
+		{"four CPUs", &Load{Wall: 30 * time.Second, CPUs: 4, CPU: cpu}, 5 * time.Second},
+		{"CPU count unknown", &Load{Wall: 30 * time.Second, CPU: cpu}, 0},
+		{"nothing metered", nil, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.l.Floor(); got != tc.want {
+				t.Errorf("Floor() = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}

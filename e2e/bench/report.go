@@ -265,6 +265,10 @@ func (m *mdWriter) summary(r *Results) {
 			}
 			m.row(fmt.Sprintf("fleet: rollout wall time with %s against one at a time (%s against %s, same report)", with, dur(fl.Udrain.Wall), dur(r.Fleet.Udrain.Wall)),
 				fmt.Sprintf("%.2f", x), "", "", fmt.Sprintf("≤ %.2f", GoalParallelWall), met(x <= GoalParallelWall))
+			if floor := fl.RolloutLoad.Floor(); floor > 0 {
+				m.row(fmt.Sprintf("fleet: the least wall time the CPU work of the rollout with %s allows on this machine (%s: CPU time of the processes metered over %d CPUs), against one at a time", with, dur(floor), fl.RolloutLoad.CPUs),
+					fmt.Sprintf("%.2f", float64(floor)/float64(r.Fleet.Udrain.Wall)), "", "", "reported", "")
+			}
 		}
 	}
 	m.f("\n")
@@ -839,6 +843,18 @@ func heldCell(fl *FleetResult) string {
 	return strings.Join(parts, ", ")
 }
 
+// floorCell is a fleet run's floor (Load.Floor of its rollout), against
+// first's wall time, and its wall time over its floor.
+func floorCell(first *FleetResult) func(*FleetResult) string {
+	return func(fl *FleetResult) string {
+		floor := fl.RolloutLoad.Floor()
+		if floor <= 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%s; %.2f; %.2f", dur(floor), float64(floor)/float64(max(first.Udrain.Wall, 1)), float64(fl.Udrain.Wall)/float64(floor))
+	}
+}
+
 // evictionsPerOrdinary is the evictions per ordinary pod, with the counts.
 func evictionsPerOrdinary(fl *FleetResult) string {
 	if fl.OrdinaryPodsEvicted < 0 {
@@ -877,6 +893,7 @@ func (m *mdWriter) fleets(r *Results) {
 			{"rollout wall time; against the first column's", func(fl *FleetResult) string {
 				return fmt.Sprintf("%s; %.2f", dur(fl.Udrain.Wall), float64(fl.Udrain.Wall)/float64(max(runs[0].Udrain.Wall, 1)))
 			}},
+			{"the least wall time the rollout's CPU work allows on this machine (the metered processes' CPU time / CPUs); against the first column's wall; the rollout over it", floorCell(runs[0])},
 			{"domains in flight at once: most / mean; cordoned (draining or upgrading) at once: most / mean", inFlightCell},
 			{"domains held back (DomainHeld events by reason)", heldCell},
 			{"Σ evict (udrain's eviction phases)", func(fl *FleetResult) string {

@@ -46,6 +46,7 @@ func fleetRun(mode FleetMode, ordinary int, sf Safety, pending int, ratio float6
 func TestWriteMarkdown(t *testing.T) {
 	parallel := fleetRun(FleetParallel, 14000, Safety{Groups: 250, Disruptions: 250, DisruptedOnce: 250}, 0, 0.5)
 	parallel.Udrain.Wall = 8 * time.Minute
+	parallel.RolloutLoad = &Load{Wall: 8 * time.Minute, CPUs: 2, CPU: map[string]time.Duration{"kube-apiserver": 10 * time.Minute, "kube-scheduler": 4 * time.Minute}}
 	parallel.InFlight = &InFlight{Most: 4, Mean: 2.5, MostClosed: 3, MeanClosed: 2, Held: map[eviction.BlockReason]int{eviction.BlockRoom: 12, eviction.BlockBudget: 3},
 		HeldExamples: []string{"ud3: room for llm-0/1"}}
 	once := Safety{Groups: 3, Disruptions: 3, DisruptedOnce: 3}
@@ -199,6 +200,8 @@ func TestWriteMarkdown(t *testing.T) {
 				"| domains held back (DomainHeld events by reason) | none | Budget 3, Room 12 |",
 				"| drainer peak heap / RSS during the rollout | 100.0 MiB / 200.0 MiB | 100.0 MiB / 200.0 MiB |",
 				"| fleet: rollout wall time with parallel domains against one at a time (480.0s against 1200.0s, same report) | 0.40 |  |  | ≤ 0.35 | **no** |",
+				"| fleet: the least wall time the CPU work of the rollout with parallel domains allows on this machine (420.0s: CPU time of the processes metered over 2 CPUs), against one at a time | 0.35 |  |  | reported |  |",
+				"| the least wall time the rollout's CPU work allows on this machine (the metered processes' CPU time / CPUs); against the first column's wall; the rollout over it | – | 420.0s; 0.35; 1.14 |",
 				"| domains held back (DomainHeld events) | Budget 3, Room 12 (ud3: room for llm-0/1) |",
 			},
 		},
