@@ -100,7 +100,12 @@ type Options struct {
 
 	// Concurrency bounds the evictions in flight, and the node patches
 	// (cordon, upgraded mark, uncordon) of a domain; 0 means
-	// DefaultConcurrency.
+	// DefaultConcurrency. Across every drain of the Drainer (the domains
+	// of a rollout in flight), udrain also keeps no more writes in flight
+	// than the client's rate limiter serves in about 2 s (read from the
+	// clientset; a client without a limiter is not bounded so), so that a
+	// domain's cordon or uncordon and the renewals of a rollout's Lease
+	// never wait longer than that behind queued evictions.
 	Concurrency int
 	// Backoff paces retries of failed evictions (see DefaultBackoff); the
 	// zero value means DefaultBackoff().
@@ -213,6 +218,9 @@ type settings struct {
 	// readLWS, if set, reads LeaderWorkerSets instead of the API server
 	// (tests: a fake clientset has no REST client).
 	readLWS func(context.Context, workloadRef) (*lwsObject, error)
+	// pace bounds the writes in flight across every drain of the Drainer
+	// (nil: no bound; see queueBudget).
+	pace *pacer
 }
 
 // recoveryEvery is how often, at most, a recovery wait evaluates the
@@ -402,6 +410,7 @@ func New(client kubernetes.Interface, opts Options) (*Drainer, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.pace = newPacer(client)
 	return &Drainer{client: client, s: s, events: &emitter{fn: opts.OnEvent}}, nil
 }
 
@@ -428,7 +437,15 @@ func (o RolloutOptions) Validate() error {
 // then says so (errors.Is context.DeadlineExceeded), whatever the
 // transport made of the cut, so that it is retried as a server that did
 // not answer.
+//
+// The write first waits for a slot of the Drainer's pacer (see
+// queueBudget), outside RequestTimeout: a write waiting its turn behind
+// udrain's own is not a server that does not answer.
 func (s *settings) write(ctx context.Context, request func(context.Context) error) (timedOut bool, err error) {
+	if !s.pace.acquire(ctx) {
+		return false, ctx.Err()
+	}
+	defer s.pace.release()
 	if s.RequestTimeout < 0 {
 		return false, request(ctx)
 	}
