@@ -103,9 +103,10 @@ type Options struct {
 	// DefaultConcurrency. Across every drain of the Drainer (the domains
 	// of a rollout in flight), udrain also keeps no more writes in flight
 	// than the client's rate limiter serves in about 2 s (read from the
-	// clientset; a client without a limiter is not bounded so), so that a
-	// domain's cordon or uncordon and the renewals of a rollout's Lease
-	// never wait longer than that behind queued evictions.
+	// clientset; a client without a limiter is not bounded so): each of
+	// its requests then waits about that long at most in the limiter, and
+	// the renewals of a rollout's Lease, which take no turn, no longer
+	// than that behind queued evictions.
 	Concurrency int
 	// Backoff paces retries of failed evictions (see DefaultBackoff); the
 	// zero value means DefaultBackoff().
