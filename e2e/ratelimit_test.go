@@ -46,7 +46,15 @@ func TestRolloutAtALowQPSKeepsItsLease(t *testing.T) {
 			evictable++
 		}
 	}
-	const qps = 2
+	const (
+		qps  = 2
+		lock = 12 * time.Second
+	)
+	// The burst must outlast the Lease many times over for the test to
+	// say anything: evictions at qps a second.
+	if burst := time.Duration(evictable/qps) * time.Second; burst < 2*lock {
+		t.Fatalf("only %d pods on %s (%s of evictions at %d QPS), want a burst of two Lease durations (%s) at least", evictable, dom, burst, qps, 2*lock)
+	}
 	cfg := rest.CopyConfig(s.tt.Config)
 	cfg.QPS, cfg.Burst = qps, 1
 	slow, err := kubernetes.NewForConfig(cfg)
@@ -55,7 +63,6 @@ func TestRolloutAtALowQPSKeepsItsLease(t *testing.T) {
 	}
 	events := &eventLog{}
 	d := hookedDrainerOn(t, s, slow, "udrain-events.txt", events, eviction.Options{}, nil)
-	const lock = 12 * time.Second
 	start := time.Now()
 	res, err := d.Rollout(ctx, eviction.RolloutOptions{ID: "e2e-low-qps", Domains: []string{dom}, RecoveryTimeout: 3 * time.Minute,
 		LockDuration: lock, Upgrade: func(context.Context, topology.Domain) error { return nil }})
@@ -65,11 +72,6 @@ func TestRolloutAtALowQPSKeepsItsLease(t *testing.T) {
 	}
 	if lost := events.ofType(eviction.EventLockLost); len(lost) > 0 {
 		t.Errorf("the rollout reported its Lease lost: %v", lost[0].Err)
-	}
-	// The burst must outlast the Lease many times over for the test to
-	// say anything: evictions at qps a second.
-	if burst := time.Duration(evictable/qps) * time.Second; burst < 2*lock {
-		t.Fatalf("only %d pods on %s (%s of evictions at %d QPS), want a burst of two Lease durations (%s) at least", evictable, dom, burst, qps, 2*lock)
 	}
 	if len(res.Domains) != 1 || res.Domains[0].Drain == nil {
 		t.Fatalf("rollout result %+v, want domain %s drained", res.Domains, dom)

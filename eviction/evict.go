@@ -48,15 +48,10 @@ func (ex *execution) preflight(ctx context.Context) error {
 		probes = append(probes, p)
 	}
 	answers := make([]error, len(probes))
-	g := new(errgroup.Group)
-	g.SetLimit(ex.d.s.Concurrency)
-	for i, p := range probes {
-		g.Go(func() error {
-			answers[i] = ex.preflightOne(ctx, p)
-			return nil
-		})
-	}
-	_ = g.Wait()
+	_ = forEach(ctx, ex.d.s.Concurrency, probes, func(ctx context.Context, i int, p PlannedPod) error {
+		answers[i] = ex.preflightOne(ctx, p)
+		return nil
+	})
 	for _, err := range answers {
 		if err != nil {
 			return err

@@ -18,17 +18,17 @@ import (
 	"github.com/udrain/udrain/topology"
 )
 
-// forEachNode runs fn for every node name, at most limit at once, and
-// returns the first error; once one fails, the calls not yet started see a
-// cancelled context. A domain's node patches (cordon, upgraded mark,
-// uncordon) are independent of each other: made one after another they
-// cost a round trip each, ~3s per domain of 50 nodes on a loaded API
-// server.
-func forEachNode(ctx context.Context, limit int, names []string, fn func(ctx context.Context, i int, name string) error) error {
+// forEach runs fn for every item, at most limit at once, and returns the
+// first error; once one fails, the calls not yet started see a cancelled
+// context. A domain's node patches (cordon, upgraded mark, uncordon) are
+// independent of each other: made one after another they cost a round
+// trip each, ~3s per domain of 50 nodes on a loaded API server; so are a
+// drain's preflight dry runs, one a namespace.
+func forEach[T any](ctx context.Context, limit int, items []T, fn func(ctx context.Context, i int, item T) error) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(limit)
-	for i, name := range names {
-		g.Go(func() error { return fn(gctx, i, name) })
+	for i, item := range items {
+		g.Go(func() error { return fn(gctx, i, item) })
 	}
 	return g.Wait()
 }
@@ -128,7 +128,7 @@ func (ex *execution) cordon(ctx context.Context, dryRun bool) error {
 	if dryRun {
 		opts.DryRun = []string{metav1.DryRunAll}
 	}
-	err := forEachNode(ctx, ex.d.s.Concurrency, todo, func(ctx context.Context, j int, name string) error {
+	err := forEach(ctx, ex.d.s.Concurrency, todo, func(ctx context.Context, j int, name string) error {
 		var ok bool
 		var err error
 		if n, seen := ex.v.Node(name); seen && !dryRun && hasPendingTaint(n) {
@@ -179,7 +179,7 @@ func (ex *execution) cordon(ctx context.Context, dryRun bool) error {
 func (d *Drainer) uncordonNodes(ctx context.Context, emit func(Event), lookup nodeLookup, names []string, upgradedBy string, at time.Time) ([]string, error) {
 	ok := make([]bool, len(names))
 	fields := uncordonFields(upgradedBy, at)
-	err := forEachNode(ctx, d.s.Concurrency, names, func(ctx context.Context, i int, name string) error {
+	err := forEach(ctx, d.s.Concurrency, names, func(ctx context.Context, i int, name string) error {
 		n, _ := lookup(name)
 		done, err := d.patchTaints(ctx, emit, "uncordon", name, n, fields, withoutPendingTaint)
 		if err != nil {

@@ -36,17 +36,17 @@ func TestPacerSize(t *testing.T) {
 // The pacer reads the rate of the clientset's shared limiter; a client
 // without one (a fake) is not paced.
 func TestNewPacerReadsTheClientsRate(t *testing.T) {
-	real, err := kubernetes.NewForConfig(&rest.Config{Host: "https://127.0.0.1:1", QPS: 5, Burst: 10})
+	limited, err := kubernetes.NewForConfig(&rest.Config{Host: "https://127.0.0.1:1", QPS: 5, Burst: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := newPacer(real).size(); got != 10 {
+	if got := newPacer(limited).size(); got != 10 {
 		t.Errorf("pacer of a 5 QPS clientset allows %d writes in flight, want 10", got)
 	}
 	if p := newPacer(fake.NewClientset()); p != nil {
 		t.Errorf("a fake clientset is paced (%d), want no pacer", p.size())
 	}
-	d, err := New(real, Options{})
+	d, err := New(limited, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -290,7 +290,7 @@ func (s *domainRun) uncordon(ctx context.Context) error {
 		}
 	}
 	at := s.r.d.s.Clock.Now()
-	if err := forEachNode(ctx, s.r.d.s.Concurrency, others, func(ctx context.Context, _ int, n string) error {
+	if err := forEach(ctx, s.r.d.s.Concurrency, others, func(ctx context.Context, _ int, n string) error {
 		node, _ := s.r.v.Node(n)
 		_, err := s.r.d.patchTaints(ctx, s.emit, "mark upgraded", n, node, upgradedFields(s.r.id, at), withoutPendingTaint)
 		return err

@@ -174,7 +174,7 @@ type nodeLookup func(name string) (*corev1.Node, bool)
 // changed.
 func (d *Drainer) setPendingTaints(ctx context.Context, emit func(Event), lookup nodeLookup, names []string, id string, effect corev1.TaintEffect) ([]string, error) {
 	done := make([]bool, len(names))
-	err := forEachNode(ctx, d.s.Concurrency, names, func(ctx context.Context, i int, name string) error {
+	err := forEach(ctx, d.s.Concurrency, names, func(ctx context.Context, i int, name string) error {
 		n, ok := lookup(name)
 		if !ok {
 			return nil
@@ -195,7 +195,7 @@ func (d *Drainer) setPendingTaints(ctx context.Context, emit func(Event), lookup
 // nodes that carry it, concurrently, and returns those it changed.
 func (d *Drainer) clearPendingTaints(ctx context.Context, emit func(Event), lookup nodeLookup, names []string) ([]string, error) {
 	done := make([]bool, len(names))
-	err := forEachNode(ctx, d.s.Concurrency, names, func(ctx context.Context, i int, name string) error {
+	err := forEach(ctx, d.s.Concurrency, names, func(ctx context.Context, i int, name string) error {
 		n, ok := lookup(name)
 		if !ok || !hasPendingTaint(n) {
 			return nil

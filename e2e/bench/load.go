@@ -35,11 +35,16 @@ func (l *Load) Cores() float64 {
 	if l == nil || l.Wall <= 0 {
 		return 0
 	}
+	return l.cpuTotal().Seconds() / l.Wall.Seconds()
+}
+
+// cpuTotal is the CPU time of every process named.
+func (l *Load) cpuTotal() time.Duration {
 	var sum time.Duration
 	for _, d := range l.CPU {
 		sum += d
 	}
-	return sum.Seconds() / l.Wall.Seconds()
+	return sum
 }
 
 // Floor is the least wall time the CPU time of every process named allows
@@ -50,11 +55,7 @@ func (l *Load) Floor() time.Duration {
 	if l == nil || l.CPUs <= 0 {
 		return 0
 	}
-	var sum time.Duration
-	for _, d := range l.CPU {
-		sum += d
-	}
-	return sum / time.Duration(l.CPUs)
+	return l.cpuTotal() / time.Duration(l.CPUs)
 }
 
 // Names lists the processes by CPU time, most first.
