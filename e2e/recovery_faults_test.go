@@ -176,6 +176,9 @@ func TestRolloutSurvivesCutWatches(t *testing.T) {
 	worker := s.lws.WorkerName(groupOf[s.nodes.UD(1)], 1)
 	setContainersReady(t, s, worker, false)
 	waitBudget(t, s, func(allowed, _ int32) bool { return allowed == 0 })
+	// The budget's controller saw the group down; the recording must too,
+	// or the group's break would count as a disruption of the rollout's.
+	s.recorded(t)
 
 	events := &eventLog{}
 	var mu sync.Mutex

@@ -49,6 +49,8 @@ type scenario struct {
 	real *fixture.LeaderWorkerSet
 	dyn  dynamic.Interface
 	rec  *fixture.PodRecorder
+	// recSel selects the pods rec records.
+	recSel labels.Selector
 	// gate is the readiness-gate controller of the workload's leaders.
 	gate *gateRunner
 	// nodeList is the pool's nodes, for mapping pods to domains.
@@ -113,8 +115,27 @@ func (s *scenario) record(t *testing.T, sel labels.Selector) {
 		t.Fatal(err)
 	}
 	t.Cleanup(rec.Stop)
-	s.rec = rec
+	s.rec, s.recSel = rec, sel
 	s.tt.OnFailure("pod-timeline.txt", rec.WriteTimeline)
+}
+
+// recorded waits until the recording has seen every pod as it is now, so
+// that a recording judged from a moment taken next starts from the state
+// the test just made (a group it broke, seen by the disruption controller
+// first, is not broken again in the recording once the recorder's watch,
+// lagging on a busy machine, catches up).
+func (s *scenario) recorded(t *testing.T) {
+	t.Helper()
+	ctx := t.Context()
+	pods, err := s.tt.Client.CoreV1().Pods(s.tt.Name).List(ctx, metav1.ListOptions{LabelSelector: s.recSel.String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := s.rec.CaughtUp(ctx, pods.Items); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // startGateController runs the readiness-gate controller on c with opts
