@@ -639,10 +639,19 @@ func runUpdateDuringRollout(t *testing.T, ignore bool) updateRun {
 // update is done: every group updated and ready, not updating.
 func watchUpdate(t *testing.T, s *scenario, start time.Time) updateWindow {
 	ctx := t.Context()
+	// The window ends when the last look that still found the update
+	// running was asked: the update was running then for sure. A look's
+	// answer comes later, and udrain's own poll may see the update done
+	// and evict before it.
+	busy := start
 	for {
+		asked := time.Now()
 		st, err := s.real.Status(ctx, s.dyn)
 		if err == nil && !st.Updating() && st.UpdatedReplicas == s.real.Replicas && st.ReadyReplicas == s.real.Replicas {
-			return updateWindow{start, time.Now()}
+			return updateWindow{start, busy}
+		}
+		if err == nil {
+			busy = asked
 		}
 		if ctx.Err() != nil || time.Since(start) > 5*time.Minute {
 			t.Errorf("the LeaderWorkerSet's update did not finish: %+v, %v", st, err)

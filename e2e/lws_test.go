@@ -100,6 +100,7 @@ func deployLWS(t *testing.T, cfg lwsConfig) *scenario {
 	if _, err := w.WaitGroupsReady(wctx, tt.Client, w.Replicas); err != nil {
 		t.Fatal(err)
 	}
+	s.recorded(t)
 	if cfg.spareAfter {
 		s.nodes.UDs++
 		if _, err := s.nodes.Create(ctx, tt.Client); err != nil {

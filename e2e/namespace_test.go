@@ -96,10 +96,12 @@ func TestRolloutGoesOnWhenANamespaceIsDeleted(t *testing.T) {
 			deletedAt = time.Now()
 			mu.Unlock()
 			time.AfterFunc(holdFor, func() {
-				release()
+				// Marked before the release: pods may terminate
+				// while its second delete is still on its way.
 				mu.Lock()
 				releasedAt = time.Now()
 				mu.Unlock()
+				release()
 			})
 		})
 	}

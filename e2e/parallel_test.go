@@ -114,6 +114,7 @@ func deployParallelSpare(t *testing.T, maxUnavailable int32, spareNodes int, pla
 	if _, err := w.WaitGroupsReady(wctx, tt.Client, w.Replicas); err != nil {
 		t.Fatal(err)
 	}
+	s.recorded(t)
 	domainOf, err := w.Domains(ctx, tt.Client)
 	if err != nil {
 		t.Fatal(err)

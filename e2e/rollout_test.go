@@ -120,6 +120,7 @@ func TestDrainBlocksWhileAnotherGroupIsDown(t *testing.T) {
 	case <-time.After(2 * time.Minute):
 		t.Fatal("drain did not finish within 2 minutes after the group healed")
 	}
+	s.recorded(t) // the drain saw its pods gone on its own watch
 	o := s.observe(t, start)
 	if got := len(o.Evicted); got != s.lws.Size {
 		t.Errorf("%d pods evicted, want the %d of the drained group", got, s.lws.Size)

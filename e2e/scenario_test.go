@@ -123,18 +123,25 @@ func (s *scenario) record(t *testing.T, sel labels.Selector) {
 // that a recording judged from a moment taken next starts from the state
 // the test just made (a group it broke, seen by the disruption controller
 // first, is not broken again in the recording once the recorder's watch,
-// lagging on a busy machine, catches up).
-func (s *scenario) recorded(t *testing.T) {
+// lagging on a busy machine, catches up). A pod that changes after a List
+// is never caught up at that List's version: it lists again, for up to a
+// minute.
+func (s *scenario) recorded(t testing.TB) {
 	t.Helper()
-	ctx := t.Context()
-	pods, err := s.tt.Client.CoreV1().Pods(s.tt.Name).List(ctx, metav1.ListOptions{LabelSelector: s.recSel.String()})
+	var last error
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		pods, err := s.tt.Client.CoreV1().Pods(s.tt.Name).List(ctx, metav1.ListOptions{LabelSelector: s.recSel.String()})
+		if err != nil {
+			last = err
+			return false, nil
+		}
+		try, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		last = s.rec.CaughtUp(try, pods.Items)
+		return last == nil, nil
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	if err := s.rec.CaughtUp(ctx, pods.Items); err != nil {
-		t.Fatal(err)
+		t.Fatalf("the pod recording did not catch up with the pods within a minute: %v", last)
 	}
 }
 
@@ -225,6 +232,9 @@ func (s *scenario) waitHealthy(t testing.TB, timeout time.Duration) {
 	})
 	if err != nil {
 		t.Fatalf("workload not healthy within %s: %s", timeout, last)
+	}
+	if s.rec != nil {
+		s.recorded(t)
 	}
 }
 
