@@ -134,8 +134,10 @@ func TestBudgetRefusedEvictionWaitsForItsBudget(t *testing.T) {
 					t.Fatal(err)
 				}
 				ev := log.waitFor(t, "leader evicted", func(e Event) bool { return e.Type == EventEvicted && e.Pod != nil && e.Pod.Name == "llm-0" })
-				if lag := ev.Time.Sub(freed); lag > time.Second {
-					t.Errorf("leader evicted %v after its budget freed, want at once (the watch)", lag)
+				// At once: the watch, not the hour's BudgetRecheck (10 s
+				// for a busy machine).
+				if lag := ev.Time.Sub(freed); lag > 10*time.Second {
+					t.Errorf("leader evicted %v after its budget freed, want at once (the watch, not the %v BudgetRecheck)", lag, tt.recheck)
 				}
 			} else if err := <-done; err != nil {
 				t.Fatal(err)

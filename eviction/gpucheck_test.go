@@ -76,7 +76,10 @@ func TestRolloutStopsOnGPUsLostInTheUpgrade(t *testing.T) {
 			go fc.recreateGroup(ctx, domainIndex(e.Domain)-1, 2, domainIndex(e.Domain), 1, 2)
 		}
 	}})
-	_, err := d.Rollout(ctx, RolloutOptions{ID: "driver-580", Upgrade: upgrade, GPUCheckGrace: 300 * time.Millisecond})
+	// The grace also bounds the wait for the view to show the node's
+	// upgraded mark: 300 ms was close for a busy machine's watch.
+	const grace = 2 * time.Second
+	_, err := d.Rollout(ctx, RolloutOptions{ID: "driver-580", Upgrade: upgrade, GPUCheckGrace: grace})
 	var de *DomainError
 	var lost *ClusterError
 	if !errors.As(err, &de) || !asReason(err, &lost, ReasonGPUsLost) || de.Stage != StageGPUCheck || de.Domain != "ud-1" {
@@ -115,7 +118,7 @@ func TestRolloutStopsOnGPUsLostInTheUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	fc.recreateGroup(ctx, 0, 2, 1, 1, 2)
-	res, err := d.Rollout(ctx, RolloutOptions{ID: "driver-580", Upgrade: upgrade, GPUCheckGrace: 300 * time.Millisecond})
+	res, err := d.Rollout(ctx, RolloutOptions{ID: "driver-580", Upgrade: upgrade, GPUCheckGrace: grace})
 	if err != nil {
 		t.Fatalf("resumed rollout: %v", err)
 	}

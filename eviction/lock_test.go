@@ -65,7 +65,9 @@ func TestRolloutLockRefusesASecondRollout(t *testing.T) {
 	if !asReason(err, &le, ReasonLocked) || le.Holder != "first" || le.Lease != "udrain-rollout-kubelet-1.37" || le.RenewedAt.IsZero() {
 		t.Fatalf("second rollout: %v, want a *RetryError (ReasonLocked) naming holder first", err)
 	}
-	if took := time.Since(start); took > time.Second {
+	// At once, not after waiting out the 30 s Lease (10 s for a busy
+	// machine).
+	if took := time.Since(start); took > 10*time.Second {
 		t.Errorf("the second rollout took %s to fail, want at once", took)
 	}
 	if got := fc.mutations()[before:]; len(got) != 0 {
@@ -198,7 +200,7 @@ func TestRolloutCreatesTheLockNamespace(t *testing.T) {
 // success), not before.
 func TestLeaseKeptOnTheClock(t *testing.T) {
 	ctx := testContext(t)
-	clk := clocktesting.NewFakeClock(statusNow)
+	clk := judgedClock{clocktesting.NewFakeClock(statusNow), make(chan struct{}, 10)}
 	fc := newFakeCluster(t)
 	attempts := make(chan bool, 10) // true: the renewal succeeded
 	var fail atomic.Bool
@@ -250,6 +252,17 @@ func TestLeaseKeptOnTheClock(t *testing.T) {
 	for i, at := range []time.Duration{10 * time.Second, 20 * time.Second, 30 * time.Second} {
 		tick()
 		<-attempts
+		// The clock steps again only once the failure is judged, at
+		// this tick's time.
+		select {
+		case <-clk.judged:
+		case <-time.After(time.Minute):
+			t.Fatalf("the failed renewal %s after the last one was not judged within a minute", at)
+		}
+		wait := 100 * time.Millisecond // that it is kept: not lost meanwhile
+		if i == 2 {
+			wait = time.Minute // that it is lost
+		}
 		select {
 		case err := <-lost:
 			if i < 2 {
@@ -265,12 +278,24 @@ func TestLeaseKeptOnTheClock(t *testing.T) {
 				{Time: statusNow.Add(40 * time.Second), Type: EventLockLost, ID: "r", Error: err.Error(), Message: "the rollout's Lease is lost; the rollout stops"},
 			})
 			return
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(wait):
 			if i == 2 {
 				t.Fatalf("still kept %s after the last renewal, want lost", at)
 			}
 		}
 	}
+}
+
+// judgedClock is a fake clock that tells when the Lease's keeper judges a
+// failed renewal: Since, which it calls for nothing else.
+type judgedClock struct {
+	*clocktesting.FakeClock
+	judged chan struct{}
+}
+
+func (c judgedClock) Since(t time.Time) time.Duration {
+	defer func() { c.judged <- struct{}{} }()
+	return c.FakeClock.Since(t)
 }
 
 // A rollout reports taking its Lease and giving it up, and leaves it

@@ -734,7 +734,10 @@ func TestHealthCountsUnscheduledGroups(t *testing.T) {
 func TestRecoveryWaitsOutStaleDisruptedPodsEntries(t *testing.T) {
 	ctx := testContext(t)
 	fc := newFakeCluster(t, lwsCluster(2, 1, 2)...)
-	evictedAt := time.Now().Add(-health.DisruptedPodTimeout + 500*time.Millisecond)
+	// The entry expires in 3 s: time for Health's informers to sync on a
+	// busy machine before it does (500 ms was close under the race
+	// detector).
+	evictedAt := time.Now().Add(-health.DisruptedPodTimeout + 3*time.Second)
 	b, _ := fc.client.PolicyV1().PodDisruptionBudgets(testNS).Get(ctx, "llm-leaders", metav1.GetOptions{})
 	b.Status.CurrentHealthy, b.Status.DisruptionsAllowed = 1, 0
 	b.Status.DisruptedPods = map[string]metav1.Time{"llm-0": metav1.NewTime(evictedAt)}

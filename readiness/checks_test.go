@@ -89,9 +89,13 @@ func TestHTTPCheck(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			// Short enough for the hanging member, long enough for a
-			// busy machine to answer the others.
-			ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+			// Short for the hanging member; the others answer, and a
+			// busy machine running the race detector may take a while.
+			timeout := 10 * time.Second
+			if tt.want.Timeout {
+				timeout = 300 * time.Millisecond
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), timeout)
 			defer cancel()
 			err := readiness.HTTPCheck(tt.url)(ctx)
 			if diff := cmp.Diff(tt.want, outcome(err)); diff != "" {

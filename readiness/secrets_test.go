@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	testingclock "k8s.io/utils/clock/testing"
 
@@ -29,7 +30,9 @@ func TestMemberPathShowsOnlyTheReasonByDefault(t *testing.T) {
 		{Name: "refused", Check: readiness.HTTPCheck("http://admin:user-secret-2@" + testkit.ClosedAddr(t) + "/health?token=query-secret-3")},
 		{Name: "unresolvable", Check: readiness.TCPCheck("leader-4.group.invalid:8000")},
 	}
-	c, err := readiness.NewChecker(members, readiness.Options{Clock: testingclock.NewFakePassiveClock(t0), OnChange: func(m readiness.MemberResult) {
+	// Timeouts long enough for a busy machine: every member answers, and a
+	// check ended by its timeout would show "timeout" instead.
+	c, err := readiness.NewChecker(members, readiness.Options{Clock: testingclock.NewFakePassiveClock(t0), MemberTimeout: time.Minute, Timeout: time.Minute, OnChange: func(m readiness.MemberResult) {
 		logged = append(logged, fmt.Sprint(m.Err))
 	}})
 	if err != nil {

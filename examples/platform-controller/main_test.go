@@ -200,20 +200,20 @@ func TestUpgradeFailureStopsTheRollout(t *testing.T) {
 // the log says where it stopped and which budget blocked.
 func TestBlockedEvictionBecomesAWarningEvent(t *testing.T) {
 	client := exampletest.FakeCluster(exampletest.ClusterOptions{Allowed: 0})
-	log, err := runController(t, client, "--target-version", "1.37.2", "--drain-timeout", "300ms")
+	log, err := runController(t, client, "--target-version", "1.37.2", "--drain-timeout", "2s") // time for a busy machine to be refused first
 	var stop *eviction.DomainError
 	var blocked *eviction.RetryError
 	if !errors.As(err, &stop) || !errors.As(err, &blocked) || blocked.Reason != eviction.ReasonBlocked || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("error %v, want a DomainError unwrapping to a Blocked RetryError and context.DeadlineExceeded", err)
 	}
-	if stop.Domain != "ud-1" || stop.Stage != eviction.StagePhase1 || stop.Timeout != 300*time.Millisecond || blocked.Block.PDB != "llm-leaders" {
-		t.Errorf("stopped in %s at %s after %s, blocked by %s; want ud-1, %s, 300ms, llm-leaders", stop.Domain, stop.Stage, stop.Timeout, blocked.Block.PDB, eviction.StagePhase1)
+	if stop.Domain != "ud-1" || stop.Stage != eviction.StagePhase1 || stop.Timeout != 2*time.Second || blocked.Block.PDB != "llm-leaders" {
+		t.Errorf("stopped in %s at %s after %s, blocked by %s; want ud-1, %s, 2s, llm-leaders", stop.Domain, stop.Stage, stop.Timeout, blocked.Block.PDB, eviction.StagePhase1)
 	}
 	waitForEvents(t, client, "Pod/llm-0 llm-0 UdrainEvictionBlocked")
 	for _, want := range []string{
 		`Eviction blocked by a PodDisruptionBudget event="Blocked"`, `pdb="serving/llm-leaders"`,
 		`Rollout stopped; run again with the same --target-version to resume`,
-		`domain="ud-1" stage="Phase1" id="platform-1.37.2" cause="timeout" timeout="300ms" podsPending=2 firstPodPending="serving/llm-0" blockedBy="serving/llm-leaders"`,
+		`domain="ud-1" stage="Phase1" id="platform-1.37.2" cause="timeout" timeout="2s" podsPending=2 firstPodPending="serving/llm-0" blockedBy="serving/llm-leaders"`,
 	} {
 		if !strings.Contains(log, want) {
 			t.Errorf("log has no %q:\n%s", want, log)
