@@ -20,6 +20,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/udrain/udrain/internal/lease"
+	"github.com/udrain/udrain/internal/testkit"
 	"github.com/udrain/udrain/topology"
 )
 
@@ -200,7 +201,7 @@ func TestRolloutCreatesTheLockNamespace(t *testing.T) {
 // success), not before.
 func TestLeaseKeptOnTheClock(t *testing.T) {
 	ctx := testContext(t)
-	clk := judgedClock{clocktesting.NewFakeClock(statusNow), make(chan struct{}, 10)}
+	clk := testkit.NewJudgedClock(statusNow)
 	fc := newFakeCluster(t)
 	attempts := make(chan bool, 10) // true: the renewal succeeded
 	var fail atomic.Bool
@@ -255,7 +256,7 @@ func TestLeaseKeptOnTheClock(t *testing.T) {
 		// The clock steps again only once the failure is judged, at
 		// this tick's time.
 		select {
-		case <-clk.judged:
+		case <-clk.Judged:
 		case <-time.After(time.Minute):
 			t.Fatalf("the failed renewal %s after the last one was not judged within a minute", at)
 		}
@@ -284,18 +285,6 @@ func TestLeaseKeptOnTheClock(t *testing.T) {
 			}
 		}
 	}
-}
-
-// judgedClock is a fake clock that tells when the Lease's keeper judges a
-// failed renewal: Since, which it calls for nothing else.
-type judgedClock struct {
-	*clocktesting.FakeClock
-	judged chan struct{}
-}
-
-func (c judgedClock) Since(t time.Time) time.Duration {
-	defer func() { c.judged <- struct{}{} }()
-	return c.FakeClock.Since(t)
 }
 
 // A rollout reports taking its Lease and giving it up, and leaves it

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
-	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/udrain/udrain/internal/testkit"
@@ -94,23 +93,10 @@ func spec(taken, at time.Time) coordinationv1.LeaseSpec {
 	return s
 }
 
-// judgedClock is a fake clock that tells when Keep judges a failed
-// renewal: Since, which it calls for nothing else. A test steps the clock
-// only once that is done, so that the judgement reads the tick's time.
-type judgedClock struct {
-	*clocktesting.FakeClock
-	judged chan struct{}
-}
-
-func (c judgedClock) Since(t time.Time) time.Duration {
-	defer func() { c.judged <- struct{}{} }()
-	return c.FakeClock.Since(t)
-}
-
 // acquired is a Lease of "me" taken at t0 on a fake clock.
-func acquired(t *testing.T, logs *testkit.SyncBuffer) (*fake.Clientset, judgedClock, *Held) {
+func acquired(t *testing.T, logs *testkit.SyncBuffer) (*fake.Clientset, testkit.JudgedClock, *Held) {
 	t.Helper()
-	client, clk := fake.NewClientset(), judgedClock{clocktesting.NewFakeClock(t0), make(chan struct{}, 100)}
+	client, clk := fake.NewClientset(), testkit.NewJudgedClock(t0)
 	h, err := New(client, clk, testConfig()).Acquire(testContext(t, logs))
 	if err != nil {
 		t.Fatal(err)
@@ -157,7 +143,7 @@ func serve(client *fake.Clientset, answers chan renewal) <-chan renewal {
 // runKeep runs Keep, steps the clock n times by 10 s, each time once the
 // renewal is answered (and, if it failed, judged), and returns what Keep
 // reported lost: it must report it after the last tick or not at all.
-func runKeep(t *testing.T, ctx context.Context, clk judgedClock, h *Held, n int, attempts <-chan renewal) *LostError {
+func runKeep(t *testing.T, ctx context.Context, clk testkit.JudgedClock, h *Held, n int, attempts <-chan renewal) *LostError {
 	t.Helper()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -189,7 +175,7 @@ func runKeep(t *testing.T, ctx context.Context, clk judgedClock, h *Held, n int,
 			t.Fatalf("tick %d: no renewal", i+1)
 		}
 		if r == unavailable || r == unreadable {
-			<-clk.judged
+			<-clk.Judged
 		}
 	}
 	select {
