@@ -314,13 +314,7 @@ func TestDrainRefusesPodUnderTwoPDBs(t *testing.T) {
 			t.Errorf("node %s cordoned (unschedulable %t, annotations %v)", n.Name, n.Spec.Unschedulable, n.Annotations)
 		}
 	}
-	pods, err := s.tt.Client.CoreV1().Pods(s.lws.Namespace).List(ctx, metav1.ListOptions{LabelSelector: s.lws.Selector().String()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.rec.CaughtUp(ctx, pods.Items); err != nil {
-		t.Fatal(err)
-	}
+	s.recorded(t)
 	for _, p := range podsThatLeftNodes(s.rec.Events(), start) {
 		t.Errorf("pod %s (node %s) deleted after the error", p.Name, p.Spec.NodeName)
 	}

@@ -49,8 +49,6 @@ type scenario struct {
 	real *fixture.LeaderWorkerSet
 	dyn  dynamic.Interface
 	rec  *fixture.PodRecorder
-	// recSel selects the pods rec records.
-	recSel labels.Selector
 	// gate is the readiness-gate controller of the workload's leaders.
 	gate *gateRunner
 	// nodeList is the pool's nodes, for mapping pods to domains.
@@ -115,33 +113,21 @@ func (s *scenario) record(t *testing.T, sel labels.Selector) {
 		t.Fatal(err)
 	}
 	t.Cleanup(rec.Stop)
-	s.rec, s.recSel = rec, sel
+	s.rec = rec
 	s.tt.OnFailure("pod-timeline.txt", rec.WriteTimeline)
 }
 
-// recorded waits until the recording has seen every pod as it is now, so
-// that a recording judged from a moment taken next starts from the state
-// the test just made (a group it broke, seen by the disruption controller
-// first, is not broken again in the recording once the recorder's watch,
-// lagging on a busy machine, catches up). A pod that changes after a List
-// is never caught up at that List's version: it lists again, for up to a
-// minute.
+// recorded waits until the recording has seen every pod as it is now
+// (PodRecorder.Sync), so that a recording judged from a moment taken next
+// starts from the state the test just made: a group it broke, seen by the
+// disruption controller first, is not broken again in the recording once
+// the recorder's watch, lagging on a busy machine, catches up.
 func (s *scenario) recorded(t testing.TB) {
 	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		pods, err := s.tt.Client.CoreV1().Pods(s.tt.Name).List(ctx, metav1.ListOptions{LabelSelector: s.recSel.String()})
-		if err != nil {
-			last = err
-			return false, nil
-		}
-		try, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		last = s.rec.CaughtUp(try, pods.Items)
-		return last == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("the pod recording did not catch up with the pods within a minute: %v", last)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if err := s.rec.Sync(ctx); err != nil {
+		t.Fatalf("the pod recording did not catch up with the pods within a minute: %v", err)
 	}
 }
 

@@ -29,7 +29,6 @@ import (
 
 	"github.com/udrain/udrain"
 	"github.com/udrain/udrain/clusterinformers"
-	"github.com/udrain/udrain/health"
 	"github.com/udrain/udrain/internal/testkit"
 	"github.com/udrain/udrain/topology"
 )
@@ -657,18 +656,8 @@ func TestWaitRecoveredAfterADrain(t *testing.T) {
 	if r, err := d.WaitHealthy(ctx, "ud-1"); err != nil || !r.Healthy || len(r.Domains[0].Groups) != 0 {
 		t.Fatalf("WaitHealthy of the drained domain = %+v, %v: want healthy with no group (none of its pods exists)", r, err)
 	}
-	// A deadline that passes while the call's informers still list ends it
-	// before it waits: a busy machine gets a longer one.
-	var h *health.DomainStatus
+	h, err := d.WaitRecovered(deadlineOnceWaiting(ctx), plan)
 	var de *DomainError
-	for deadline := 300 * time.Millisecond; deadline < time.Minute; deadline *= 2 {
-		short, cancel := context.WithTimeout(ctx, deadline)
-		h, err = d.WaitRecovered(short, plan)
-		cancel()
-		if h != nil || !errors.Is(err, context.DeadlineExceeded) {
-			break
-		}
-	}
 	if !errors.As(err, &de) || de.Stage != StageRecovery || h == nil || h.Healthy || len(h.Unhealthy().Groups) != 1 {
 		t.Fatalf("WaitRecovered before the group is back = %+v, %v: want a DomainError at Recovery with the group not healthy", h, err)
 	}

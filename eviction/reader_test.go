@@ -134,24 +134,12 @@ func TestReaderReadsAsADrainerWhereEveryPodCounts(t *testing.T) {
 		{"Health of ud-2", func(ctx context.Context, r readCalls) (any, error) { return r.Health(ctx, "ud-2") }, nil},
 		{"WaitHealthy of ud-1", func(ctx context.Context, r readCalls) (any, error) { return r.WaitHealthy(ctx, "ud-1") }, nil},
 		{"WaitHealthy of ud-2, until a deadline", func(ctx context.Context, r readCalls) (any, error) {
-			// A deadline that passes while the call's informers still
-			// list ends it before it waits (a bare DeadlineExceeded): a
-			// busy machine gets a longer one.
-			var err error
-			for deadline := 200 * time.Millisecond; deadline < time.Minute; deadline *= 2 {
-				dctx, cancel := context.WithTimeout(ctx, deadline)
-				var h *health.Report
-				h, err = r.WaitHealthy(dctx, "ud-2")
-				cancel()
-				var nh *RetryError
-				if asReason(err, &nh, ReasonNotHealthy) && errors.Is(err, context.DeadlineExceeded) {
-					return h, nil
-				}
-				if !errors.Is(err, context.DeadlineExceeded) {
-					break
-				}
+			h, err := r.WaitHealthy(deadlineOnceWaiting(ctx), "ud-2")
+			var nh *RetryError
+			if !asReason(err, &nh, ReasonNotHealthy) || !errors.Is(err, context.DeadlineExceeded) {
+				return nil, err
 			}
-			return nil, err
+			return h, nil
 		}, nil},
 		{"PlanRollout", func(ctx context.Context, r readCalls) (any, error) {
 			return r.PlanRollout(ctx, RolloutOptions{ID: "r1"})

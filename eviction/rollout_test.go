@@ -556,6 +556,21 @@ func (c *passedDeadline) Err() error {
 	}
 }
 
+// deadlineOnceWaiting is ctx with a deadline that passes as soon as the
+// call made with it reports waiting (EventWaitingRecovery, to the call's
+// own sink): a deadline of the wall clock short enough for a test may pass
+// on a busy machine while the call's informers still list, and end the
+// call before it waits.
+func deadlineOnceWaiting(ctx context.Context) context.Context {
+	d := newPassedDeadline(ctx)
+	var once sync.Once
+	return withCallSink(d, func(_ context.Context, e Event) {
+		if e.Type == EventWaitingRecovery {
+			once.Do(d.pass)
+		}
+	})
+}
+
 func TestHealthAndWaitHealthy(t *testing.T) {
 	ctx := testContext(t)
 	fc := newFakeCluster(t, lwsCluster(2, 1, 2)...)
